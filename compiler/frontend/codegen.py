@@ -1,0 +1,778 @@
+"""Python AST -> tile IR.
+
+One `CodeGenerator` walks one function's AST (the kernel, or an inlined jit callee) with a scope of names bound
+to `tensor`s (runtime values) or plain Python values (constexprs). Control flow on constexprs is resolved while
+walking; on runtime values it becomes structured `for` / `if` / `while` ops whose loop-carried and merged values
+are the names the body assigns. Any failure becomes a CompilationError at the user's file:line:col.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+
+from ..errors import CompilationError
+from ..ir import types as T
+from ..ir.core import Block, Function, Loc, Module
+from ..ir.ops import Builder
+from ..ir.types import TensorType
+from ..language import core as lang
+from ..language.core import constexpr, tensor, _unwrap
+from . import context, semantic as sem
+from .context import SemanticError
+
+MAX_INLINE_DEPTH = 32
+
+
+class _Source:
+    """A function's dedented source, its AST, and the offsets that map AST positions to the real file."""
+
+    __slots__ = ("file", "line0", "col0", "tree", "fdef", "globals", "closure")
+
+    def __init__(self, fn):
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        lines, first = inspect.getsourcelines(fn)
+        raw = "".join(lines)
+        src = textwrap.dedent(raw)
+        self.col0 = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        self.line0 = first - 1
+        self.tree = ast.parse(src)
+        fdef = self.tree.body[0]
+        if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise CompilationError("a jit function must be defined with def", Loc(self.file, first, 0))
+        self.fdef = fdef
+        self.globals = fn.__globals__
+        self.closure = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+    def loc(self, node) -> Loc:
+        return Loc(self.file, self.line0 + getattr(node, "lineno", 1), self.col0 + getattr(node, "col_offset", 0))
+
+
+_SOURCE_CACHE: dict = {}
+
+
+def get_source(fn) -> _Source:
+    key = fn.__code__
+    s = _SOURCE_CACHE.get(key)
+    if s is None:
+        s = _Source(fn)
+        _SOURCE_CACHE[key] = s
+    return s
+
+
+def is_jit(obj) -> bool:
+    return getattr(obj, "__tilefarm_jit__", False)
+
+
+def is_builtin(obj) -> bool:
+    return getattr(obj, "__tilefarm_builtin__", False)
+
+
+def _assigned_names(stmts) -> list:
+    """Names a statement list stores to (in first-store order), looking inside nested blocks."""
+    out: list = []
+
+    def add(n):
+        if n not in out:
+            out.append(n)
+
+    class V(ast.NodeVisitor):
+        def visit_Name(self, node):
+            if isinstance(node.ctx, ast.Store):
+                add(node.id)
+
+        def visit_FunctionDef(self, node):
+            pass
+
+        visit_Lambda = visit_FunctionDef
+
+    for s in stmts:
+        V().visit(s)
+    return out
+
+
+def _is_python_value(v) -> bool:
+    return not isinstance(v, tensor)
+
+
+class _Return(Exception):
+    pass
+
+
+class CodeGenerator(ast.NodeVisitor):
+    def __init__(self, source: _Source, builder: Builder, scope: dict, depth: int = 0, root=None):
+        self.src = source
+        self.builder = builder
+        self.scope = scope
+        self.depth = depth
+        self.root = root or self
+        self.static_prints: list = []
+        self.return_value = None
+        self.returned = False
+
+    # ------------------------------------------------------------------------------------------------
+    # infrastructure
+    # ------------------------------------------------------------------------------------------------
+    def visit(self, node):
+        loc = self.src.loc(node) if hasattr(node, "lineno") else None
+        saved = self.builder.loc
+        if loc is not None:
+            self.builder.loc = loc
+        try:
+            return super().visit(node)
+        except CompilationError:
+            raise
+        except SemanticError as e:
+            raise CompilationError(str(e), loc) from None
+        except (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
+                OverflowError, NotImplementedError) as e:
+            raise CompilationError(f"{type(e).__name__}: {e}", loc) from None
+        except RecursionError:
+            raise CompilationError("recursion too deep while compiling (recursive jit calls?)", loc) from None
+        finally:
+            self.builder.loc = saved
+
+    def generic_visit(self, node):
+        raise SemanticError(f"unsupported Python construct in a kernel: {type(node).__name__}")
+
+    def lookup(self, name):
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.src.closure:
+            return self.src.closure[name]
+        if name in self.src.globals:
+            return self.src.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise SemanticError(f"name '{name}' is not defined")
+
+    # ------------------------------------------------------------------------------------------------
+    # statements
+    # ------------------------------------------------------------------------------------------------
+    def visit_stmts(self, stmts):
+        stmts = list(stmts)
+        i = 0
+        while i < len(stmts):
+            s = stmts[i]
+            # `if cond: ...; return` followed by more code: the rest runs in the else branch.
+            if (isinstance(s, ast.If) and s.body and isinstance(s.body[-1], ast.Return) and s.body[-1].value is None
+                    and not s.orelse and i + 1 < len(stmts)):
+                new_if = ast.If(test=s.test, body=s.body[:-1] or [ast.Pass()], orelse=stmts[i + 1:])
+                ast.copy_location(new_if, s)
+                self.visit(new_if)
+                return
+            if self.returned:
+                raise CompilationError("code after return is not supported", self.src.loc(s))
+            self.visit(s)
+            i += 1
+
+    def visit_Module(self, node):
+        self.visit_stmts(node.body)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.visit(node.value)
+
+    def visit_Return(self, node):
+        value = self.visit(node.value) if node.value is not None else None
+        self.return_value = value
+        self.returned = True
+
+    def _assign(self, target, value):
+        if isinstance(target, ast.Name):
+            if isinstance(value, constexpr):
+                value = value.value
+            self.scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            value = _unwrap(value)
+            if not isinstance(value, (tuple, list)):
+                raise CompilationError(f"cannot unpack {type(value).__name__} into {len(target.elts)} names",
+                                       self.src.loc(target))
+            if len(value) != len(target.elts):
+                raise CompilationError(f"expected {len(target.elts)} values to unpack, got {len(value)}",
+                                       self.src.loc(target))
+            for t, v in zip(target.elts, value):
+                self._assign(t, v)
+        else:
+            raise CompilationError("only names and tuples of names can be assigned in a kernel "
+                                   "(use tl.store to write memory)", self.src.loc(target))
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        for t in node.targets:
+            self._assign(t, value)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return
+        value = self.visit(node.value)
+        self._assign(node.target, value)
+
+    def visit_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise CompilationError("augmented assignment needs a plain name", self.src.loc(node.target))
+        cur = self.lookup(node.target.id)
+        rhs = self.visit(node.value)
+        self.scope[node.target.id] = self._binop(node.op, cur, rhs)
+
+    def visit_Assert(self, node):
+        cond = self.visit(node.test)
+        msg = self.visit(node.msg) if node.msg is not None else ""
+        if isinstance(cond, tensor):
+            lang.device_assert(cond, str(_unwrap(msg)))
+        elif not _unwrap(cond):
+            raise SemanticError(f"assertion failed: {_unwrap(msg)}" if msg else "assertion failed")
+
+    def visit_Break(self, node):
+        raise SemanticError("break is not supported in kernels; use a while loop with a condition")
+
+    def visit_Continue(self, node):
+        raise SemanticError("continue is not supported in kernels; use if/else inside the loop")
+
+    def visit_Global(self, node):
+        raise SemanticError("global statements are not supported in kernels")
+
+    visit_Nonlocal = visit_Global
+
+    def visit_FunctionDef(self, node):
+        raise SemanticError("nested function definitions are not supported; define a @compiler.jit function "
+                            "at module level")
+
+    # --- if ---------------------------------------------------------------------------------------
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if not isinstance(cond, tensor):
+            branch = node.body if _unwrap(cond) else node.orelse
+            self.visit_stmts(branch)
+            return
+        if cond.type.shape:
+            raise SemanticError(f"if needs a scalar condition, got a block of shape {list(cond.type.shape)}; "
+                                "use tl.where for elementwise choice")
+        if not cond.dtype.is_bool():
+            cond = sem.compare("ne", cond, 0)
+        self._runtime_if(cond, node)
+
+    def _run_branch(self, block, stmts, before):
+        self.builder.set_insertion_block(block)
+        self.scope = dict(before)
+        self.visit_stmts(stmts)
+        if self.returned:
+            raise SemanticError("return inside a runtime if is not supported (except `if cond: return` "
+                                "at the top level of a kernel)")
+        return self.scope
+
+    def _runtime_if(self, cond, node):
+        b = self.builder
+        parent = b.block
+        before = dict(self.scope)
+        then_b, else_b = Block(), Block()
+        then_scope = self._run_branch(then_b, node.body, before)
+        else_scope = self._run_branch(else_b, node.orelse, before)
+        b.set_insertion_block(parent)
+        names = []
+        for n in list(then_scope) + list(else_scope):
+            if n in names:
+                continue
+            in_then, in_else = n in then_scope, n in else_scope
+            tv, ev = then_scope.get(n), else_scope.get(n)
+            changed = (n in before and (tv is not before[n] or ev is not before[n])) or \
+                      (n not in before and in_then and in_else)
+            if not changed:
+                continue
+            if not isinstance(tv, tensor) and not isinstance(ev, tensor):
+                if tv is ev or (type(tv) is type(ev) and tv == ev):
+                    continue
+                if not (sem.is_number(tv) and sem.is_number(ev)):
+                    if n in before:
+                        raise SemanticError(f"'{n}' gets different compile-time values in the two branches of a "
+                                            "runtime if")
+                    continue
+            names.append(n)
+        # unify types: python numbers become tensors; mismatched dtypes promote
+        types = []
+        for n in names:
+            tv, ev = then_scope[n], else_scope[n]
+            tt = tv.type if isinstance(tv, tensor) else None
+            et = ev.type if isinstance(ev, tensor) else None
+            if tt is None and et is None:
+                d = sem.promote_dtypes(sem.scalar_dtype_of_python(tv), sem.scalar_dtype_of_python(ev))
+                ty = TensorType(d)
+            elif tt is None:
+                ty = et
+            elif et is None:
+                ty = tt
+            elif tt == et:
+                ty = tt
+            elif tt.shape == et.shape and not tt.element.is_ptr() and not et.element.is_ptr():
+                ty = tt.with_element(sem.promote_dtypes(tt.element, et.element))
+            else:
+                raise SemanticError(f"'{n}' has type {tt} in the then-branch but {et} in the else-branch")
+            types.append(ty)
+        for blk, sc in ((then_b, then_scope), (else_b, else_scope)):
+            b.set_insertion_block(blk)
+            vals = [self._coerce(sc[n], ty, n).handle for n, ty in zip(names, types)]
+            b.yield_(vals)
+        b.set_insertion_block(parent)
+        op = b.create("if", [cond.handle], types, {}, [then_b, else_b])
+        self.scope = dict(before)
+        for n, r in zip(names, op.results):
+            self.scope[n] = tensor(r, r.type)
+
+    def _coerce(self, v, ty: TensorType, name: str) -> tensor:
+        """Make `v` a tensor of type `ty` (numbers become constants; dtypes cast; scalars splat)."""
+        if not isinstance(v, tensor):
+            if not sem.is_number(v):
+                raise SemanticError(f"'{name}' must be a number or tensor here, got {type(v).__name__}")
+            v = sem.const(_unwrap(v), ty.element)
+        if v.type.shape != ty.shape:
+            if not v.type.shape:
+                v = sem.broadcast_to(v, ty.shape)
+            else:
+                raise SemanticError(f"'{name}' changes shape from {list(ty.shape)} to {list(v.type.shape)} "
+                                    "inside control flow")
+        if v.dtype != ty.element:
+            v = sem.cast(v, ty.element)
+        return v
+
+    # --- for --------------------------------------------------------------------------------------
+    def visit_For(self, node):
+        if node.orelse:
+            raise SemanticError("for/else is not supported")
+        it = node.iter
+        if not isinstance(it, ast.Call):
+            raise SemanticError("for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
+        fn = self.visit(it.func)
+        args = [self.visit(a) for a in it.args]
+        kwargs = {k.arg: self.visit(k.value) for k in it.keywords}
+        if fn is lang.static_range:
+            r = lang.static_range(*args, **kwargs)
+            for name_v in (r.start, r.end, r.step):
+                if not isinstance(_unwrap(name_v), int):
+                    raise SemanticError("tl.static_range bounds must be constexpr ints")
+            for i in builtins.range(r.start, r.end, r.step):
+                self._assign(node.target, i)
+                self.visit_stmts(node.body)
+            return
+        if fn is builtins.range:
+            r = lang.range(*args)
+        elif fn is lang.range:
+            r = lang.range(*args, **kwargs)
+        else:
+            raise SemanticError("for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
+        if not isinstance(node.target, ast.Name):
+            raise SemanticError("the loop variable must be a single name")
+        lb, ub, step = _unwrap(r.start), _unwrap(r.end), _unwrap(r.step)
+        if isinstance(step, tensor):
+            raise SemanticError("the loop step must be a constexpr (runtime steps are not supported)")
+        if not isinstance(step, int) or step == 0:
+            raise SemanticError(f"the loop step must be a non-zero int, got {step!r}")
+        if step < 0:
+            raise SemanticError("negative loop steps are not supported; count upwards and index backwards")
+        iv_dtype = T.int32
+        for v in (lb, ub, step):
+            vt = v.dtype if isinstance(v, tensor) else sem.scalar_dtype_of_python(v)
+            if isinstance(v, tensor) and (v.type.shape or not v.dtype.is_int()):
+                raise SemanticError("range bounds must be integer scalars")
+            iv_dtype = sem.promote_dtypes(iv_dtype, vt) if not vt.is_bool() else iv_dtype
+        lb_t, ub_t, st_t = (sem.cast(sem.to_tensor(v, iv_dtype if not isinstance(v, tensor) else None), iv_dtype)
+                            for v in (lb, ub, step))
+        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype)
+
+    def _carried(self, body_stmts, extra_exclude=()):
+        names = [n for n in _assigned_names(body_stmts) if n in self.scope and n not in extra_exclude]
+        out = []
+        for n in names:
+            v = self.scope[n]
+            if isinstance(v, tensor) or (sem.is_number(v)):
+                out.append(n)
+        return out
+
+    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype):
+        b = self.builder
+        before = dict(self.scope)
+        carried = self._carried(node.body, (ivname,))
+        init_types = []
+        for n in carried:
+            v = before[n]
+            if isinstance(v, tensor):
+                init_types.append(v.type)
+            else:
+                init_types.append(TensorType(sem.scalar_dtype_of_python(_unwrap(v))))
+        for attempt in builtins.range(3):
+            parent = b.block
+            inits = [self._coerce(before[n], t, n) for n, t in zip(carried, init_types)]
+            body = Block([TensorType(iv_dtype)] + init_types)
+            b.set_insertion_block(body)
+            self.scope = dict(before)
+            self.scope[ivname] = tensor(body.args[0], body.args[0].type)
+            for n, a in zip(carried, body.args[1:]):
+                self.scope[n] = tensor(a, a.type)
+            self.visit_stmts(node.body)
+            if self.returned:
+                raise SemanticError("return inside a loop is not supported")
+            new_types = []
+            for n, t in zip(carried, init_types):
+                v = self.scope[n]
+                if isinstance(v, tensor) and v.type != t:
+                    if v.type.shape == t.shape and not v.dtype.is_ptr() and not t.element.is_ptr():
+                        new_types.append(t.with_element(sem.promote_dtypes(t.element, v.dtype)))
+                    elif not t.shape and v.type.shape:
+                        new_types.append(v.type if t.element == v.dtype else
+                                         v.type.with_element(sem.promote_dtypes(t.element, v.dtype)))
+                    else:
+                        raise SemanticError(f"loop-carried '{n}' changes type from {t} to {v.type} in the loop body")
+                else:
+                    new_types.append(t)
+            if new_types != init_types:
+                # retry with the wider types (the body was built into a discarded block)
+                init_types = new_types
+                b.set_insertion_block(parent)
+                continue
+            vals = [self._coerce(self.scope[n], t, n).handle for n, t in zip(carried, init_types)]
+            b.yield_(vals)
+            b.set_insertion_block(parent)
+            op = b.create("for", [lb.handle, ub.handle, step.handle] + [v.handle for v in inits], init_types, {},
+                          [body])
+            self.scope = dict(before)
+            for n, r in zip(carried, op.results):
+                self.scope[n] = tensor(r, r.type)
+            return
+        raise SemanticError("could not settle the types of the loop-carried values")
+
+    # --- while ------------------------------------------------------------------------------------
+    def visit_While(self, node):
+        if node.orelse:
+            raise SemanticError("while/else is not supported")
+        b = self.builder
+        before = dict(self.scope)
+        carried = self._carried(node.body)
+        init_types = [before[n].type if isinstance(before[n], tensor)
+                      else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
+        for attempt in builtins.range(3):
+            parent = b.block
+            inits = [self._coerce(before[n], t, n) for n, t in zip(carried, init_types)]
+            bef = Block(init_types)
+            b.set_insertion_block(bef)
+            self.scope = dict(before)
+            for n, a in zip(carried, bef.args):
+                self.scope[n] = tensor(a, a.type)
+            cond = self.visit(node.test)
+            if not isinstance(cond, tensor):
+                b.set_insertion_block(parent)
+                self.scope = dict(before)
+                if _unwrap(cond):
+                    raise SemanticError("while loop condition is a compile-time True: the loop never ends")
+                return
+            if cond.type.shape:
+                raise SemanticError("while needs a scalar condition")
+            if not cond.dtype.is_bool():
+                cond = sem.compare("ne", cond, 0)
+            b.condition(cond.handle, list(bef.args))
+            aft = Block(init_types)
+            b.set_insertion_block(aft)
+            self.scope = dict(before)
+            for n, a in zip(carried, aft.args):
+                self.scope[n] = tensor(a, a.type)
+            self.visit_stmts(node.body)
+            if self.returned:
+                raise SemanticError("return inside a loop is not supported")
+            new_types = []
+            for n, t in zip(carried, init_types):
+                v = self.scope[n]
+                if isinstance(v, tensor) and v.type != t:
+                    if v.type.shape == t.shape and not v.dtype.is_ptr():
+                        new_types.append(t.with_element(sem.promote_dtypes(t.element, v.dtype)))
+                    else:
+                        raise SemanticError(f"loop-carried '{n}' changes type from {t} to {v.type} in the loop body")
+                else:
+                    new_types.append(t)
+            if new_types != init_types:
+                init_types = new_types
+                b.set_insertion_block(parent)
+                continue
+            b.yield_([self._coerce(self.scope[n], t, n).handle for n, t in zip(carried, init_types)])
+            b.set_insertion_block(parent)
+            op = b.create("while", [v.handle for v in inits], init_types, {}, [bef, aft])
+            self.scope = dict(before)
+            for n, r in zip(carried, op.results):
+                self.scope[n] = tensor(r, r.type)
+            return
+        raise SemanticError("could not settle the types of the loop-carried values")
+
+    # ------------------------------------------------------------------------------------------------
+    # expressions
+    # ------------------------------------------------------------------------------------------------
+    def visit_Constant(self, node):
+        return node.value
+
+    def visit_Name(self, node):
+        return self.lookup(node.id)
+
+    def visit_Attribute(self, node):
+        obj = self.visit(node.value)
+        obj = _unwrap(obj)
+        try:
+            v = getattr(obj, node.attr)
+        except AttributeError:
+            what = "a tensor" if isinstance(obj, tensor) else repr(obj)
+            raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
+        return v
+
+    def visit_Tuple(self, node):
+        return tuple(self.visit(e) for e in node.elts)
+
+    def visit_List(self, node):
+        return [self.visit(e) for e in node.elts]
+
+    def visit_Slice(self, node):
+        lo = self.visit(node.lower) if node.lower else None
+        hi = self.visit(node.upper) if node.upper else None
+        st = self.visit(node.step) if node.step else None
+        return slice(lo, hi, st)
+
+    def visit_Subscript(self, node):
+        obj = _unwrap(self.visit(node.value))
+        idx = self.visit(node.slice)
+        if isinstance(obj, tensor):
+            return sem.getitem(obj, idx)
+        idx = _unwrap(idx)
+        if isinstance(idx, tensor):
+            raise SemanticError("cannot index a Python sequence with a runtime value")
+        return obj[idx]
+
+    def visit_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                val = _unwrap(self.visit(v.value))
+                if isinstance(val, tensor):
+                    raise SemanticError("f-strings can only format constexprs")
+                parts.append(format(val, self.visit(v.format_spec) if v.format_spec else ""))
+        return "".join(parts)
+
+    def visit_FormattedValue(self, node):
+        return str(_unwrap(self.visit(node.value)))
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if not isinstance(cond, tensor):
+            return self.visit(node.body) if _unwrap(cond) else self.visit(node.orelse)
+        return sem.where(cond, self.visit(node.body), self.visit(node.orelse))
+
+    _BINOPS = {
+        ast.Add: ("add", lambda a, b: a + b), ast.Sub: ("sub", lambda a, b: a - b),
+        ast.Mult: ("mul", lambda a, b: a * b), ast.Div: ("truediv", lambda a, b: a / b),
+        ast.FloorDiv: ("floordiv", lambda a, b: a // b), ast.Mod: ("mod", lambda a, b: a % b),
+        ast.BitAnd: ("and_", lambda a, b: a & b), ast.BitOr: ("or_", lambda a, b: a | b),
+        ast.BitXor: ("xor_", lambda a, b: a ^ b), ast.LShift: ("shl", lambda a, b: a << b),
+        ast.RShift: ("shr", lambda a, b: a >> b), ast.Pow: (None, lambda a, b: a ** b),
+    }
+
+    def _binop(self, op, a, b):
+        a, b = _unwrap(a), _unwrap(b)
+        name, py = self._BINOPS.get(type(op), (None, None))
+        if py is None:
+            raise SemanticError(f"operator {type(op).__name__} is not supported")
+        if not isinstance(a, tensor) and not isinstance(b, tensor):
+            return py(a, b)
+        if name is None:
+            raise SemanticError("** is not supported on tensors; use tl.exp2/tl.log2 or multiply")
+        return getattr(sem, name)(a, b)
+
+    def visit_BinOp(self, node):
+        return self._binop(node.op, self.visit(node.left), self.visit(node.right))
+
+    def visit_UnaryOp(self, node):
+        v = _unwrap(self.visit(node.operand))
+        if not isinstance(v, tensor):
+            return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
+                    ast.Invert: lambda x: ~x}[type(node.op)](v)
+        if isinstance(node.op, ast.USub):
+            return sem.neg(v)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Invert):
+            return sem.invert(v)
+        return sem.logical_not(v)
+
+    _CMPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+    def visit_Compare(self, node):
+        left = self.visit(node.left)
+        result = None
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.visit(comp)
+            a, b = _unwrap(left), _unwrap(right)
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                if isinstance(a, tensor) or isinstance(b, tensor):
+                    raise SemanticError("'is' comparisons only work on constexprs (e.g. `x is None`)")
+                r = (a is b) if isinstance(op, ast.Is) else (a is not b)
+            elif isinstance(op, (ast.In, ast.NotIn)):
+                if isinstance(a, tensor) or isinstance(b, tensor):
+                    raise SemanticError("'in' only works on constexprs")
+                r = (a in b) if isinstance(op, ast.In) else (a not in b)
+            elif not isinstance(a, tensor) and not isinstance(b, tensor):
+                r = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[
+                    self._CMPS[type(op)]]
+            else:
+                r = sem.compare(self._CMPS[type(op)], a, b)
+            result = r if result is None else self._and(result, r)
+            left = right
+        return result
+
+    def _and(self, a, b):
+        a, b = _unwrap(a), _unwrap(b)
+        if not isinstance(a, tensor) and not isinstance(b, tensor):
+            return a and b
+        return sem.and_(self._truth(a), self._truth(b))
+
+    def _truth(self, v):
+        if isinstance(v, tensor):
+            return v if v.dtype.is_bool() else sem.compare("ne", v, 0)
+        return bool(v)
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = _unwrap(self.visit(node.values[0]))
+        for vnode in node.values[1:]:
+            if not isinstance(result, tensor):
+                # Python short-circuit on constexprs
+                if is_and and not result:
+                    return result
+                if not is_and and result:
+                    return result
+                result = _unwrap(self.visit(vnode))
+                continue
+            v = _unwrap(self.visit(vnode))
+            a, b = self._truth(result), self._truth(v)
+            result = sem.and_(a, b) if is_and else sem.or_(a, b)
+        return result
+
+    def visit_Call(self, node):
+        fn = _unwrap(self.visit(node.func))
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(_unwrap(self.visit(a.value)))
+            else:
+                args.append(self.visit(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                kwargs.update(_unwrap(self.visit(k.value)))
+            else:
+                kwargs[k.arg] = self.visit(k.value)
+        return self.call_function(fn, args, kwargs)
+
+    _PY_OK = {builtins.min, builtins.max, builtins.len, builtins.int, builtins.float, builtins.bool,
+              builtins.isinstance, builtins.abs, builtins.tuple, builtins.list, builtins.str, builtins.getattr,
+              builtins.hasattr, builtins.round, builtins.divmod, builtins.enumerate, builtins.zip, builtins.range}
+
+    def call_function(self, fn, args, kwargs):
+        if is_jit(fn):
+            return self.call_jit(fn, args, kwargs)
+        if is_builtin(fn):
+            return fn(*args, **kwargs)
+        if fn is builtins.print:
+            return lang.static_print(*args)
+        if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
+            op = sem.minimum if fn is builtins.min else sem.maximum
+            out = _unwrap(args[0])
+            for a in args[1:]:
+                out = op(out, a)
+            return out
+        if isinstance(fn, type) and issubclass(fn, (lang.static_range, lang.range)):
+            return fn(*args, **kwargs)
+        if fn in self._PY_OK or getattr(fn, "__tilefarm_constexpr_fn__", False) or isinstance(fn, (T.dtype,
+                                                                                                   type)):
+            uargs = [_unwrap(a) for a in args]
+            if any(isinstance(a, tensor) for a in uargs):
+                raise SemanticError(f"{getattr(fn, '__name__', fn)}() cannot take a runtime tensor")
+            if fn in (builtins.int, builtins.float, builtins.bool) or isinstance(fn, type):
+                return fn(*uargs, **{k: _unwrap(v) for k, v in kwargs.items()})
+            return fn(*uargs, **{k: _unwrap(v) for k, v in kwargs.items()})
+        if callable(fn) and all(not isinstance(_unwrap(a), tensor) for a in list(args) + list(kwargs.values())):
+            # Plain Python helpers (e.g. compiler.cdiv, next_power_of_2) on constexprs run at compile time.
+            return fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+        name = getattr(fn, "__name__", repr(fn))
+        raise SemanticError(f"cannot call '{name}' inside a kernel: only @compiler.jit functions, tl builtins and "
+                            "Python helpers on constexprs")
+
+    def call_jit(self, jitfn, args, kwargs):
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise SemanticError(f"jit calls nested more than {MAX_INLINE_DEPTH} deep (recursion is not supported)")
+        fn = jitfn.fn
+        sig = jitfn.signature
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise SemanticError(f"bad call to {fn.__name__}: {e}") from None
+        bound.apply_defaults()
+        scope = {}
+        for name, v in bound.arguments.items():
+            if name in jitfn.constexpr_names and isinstance(_unwrap(v), tensor):
+                raise SemanticError(f"argument '{name}' of {fn.__name__} is a tl.constexpr but got a runtime value")
+            scope[name] = _unwrap(v) if not isinstance(v, tensor) else v
+        src = get_source(fn)
+        gen = CodeGenerator(src, self.builder, scope, self.depth + 1, self.root)
+        prev = context.push(gen)
+        try:
+            gen.visit_stmts(src.fdef.body)
+        finally:
+            context.pop(prev)
+        return gen.return_value
+
+
+def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Module:
+    """Build the kernel's IR.
+
+    params: for each kernel parameter in order, either ("const", value) — constexprs and specialized constants
+    — or ("arg", TensorType, attrs) — a runtime argument.
+    """
+    fn = jitfn.fn
+    src = get_source(fn)
+    arg_names, arg_types, arg_attrs = [], [], {}
+    for pname, p in zip(jitfn.arg_names, params):
+        if p[0] == "arg":
+            if p[2]:
+                arg_attrs[len(arg_names)] = dict(p[2])
+            arg_names.append(pname)
+            arg_types.append(p[1])
+    func = Function(name or fn.__name__, arg_names, arg_types, loc=src.loc(src.fdef))
+    func.arg_attrs = arg_attrs
+    builder = Builder(func.body)
+    scope = {}
+    ai = 0
+    for pname, p in zip(jitfn.arg_names, params):
+        if p[0] == "arg":
+            a = func.args[ai]
+            scope[pname] = tensor(a, a.type)
+            ai += 1
+        else:
+            scope[pname] = p[1]
+    gen = CodeGenerator(src, builder, scope)
+    prev = context.push(gen)
+    try:
+        gen.visit_stmts(src.fdef.body)
+        if gen.return_value is not None:
+            raise CompilationError("a kernel cannot return a value (store results through pointers)",
+                                   src.loc(src.fdef))
+        builder.set_insertion_block(func.body)
+        builder.loc = src.loc(src.fdef)
+        builder.ret()
+    finally:
+        context.pop(prev)
+    return Module(func, meta={"static_prints": gen.static_prints})

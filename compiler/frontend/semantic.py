@@ -1,0 +1,808 @@
+"""Typing rules of the tile language: promotion, broadcasting, and building the IR for each operation.
+
+Every function takes `tensor`s and Python values (constexprs) and returns a `tensor`. Mistakes raise
+SemanticError; the frontend attaches the source location. Rules follow Triton's where Triton defines them:
+- float op float -> the wider; fp16 op bf16 -> fp32; int op float -> the float; ints of one signedness -> the
+  wider; mixed signedness -> unsigned if its width >= the signed one, else signed.
+- A Python number next to a tensor is "weak": it takes the tensor's dtype (an int next to a float tensor takes the
+  float dtype; a float next to an int tensor makes the op fp32).
+- `/` on two ints gives fp32; `//` and `%` on ints round toward zero (C), as on the GPU.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir import types as T
+from ..ir.types import TensorType
+from .context import SemanticError, current
+from ..language.core import tensor, constexpr, _unwrap
+
+
+def _b():
+    return current().builder
+
+
+# ----------------------------------------------------------------------------------------------------
+# conversions
+# ----------------------------------------------------------------------------------------------------
+def scalar_dtype_of_python(v):
+    if isinstance(v, bool):
+        return T.int1
+    if isinstance(v, int):
+        if -(2**31) <= v < 2**31:
+            return T.int32
+        if -(2**63) <= v < 2**63:
+            return T.int64
+        if 0 <= v < 2**64:
+            return T.uint64
+        raise SemanticError(f"integer constant {v} does not fit in 64 bits")
+    if isinstance(v, float):
+        return T.float32
+    raise SemanticError(f"cannot use {type(v).__name__} value {v!r} as a tensor")
+
+
+def const(value, dtype, shape=()) -> tensor:
+    if dtype.is_floating():
+        value = float(value)
+    elif dtype.is_bool():
+        value = bool(value)
+    else:
+        value = int(value)
+        bits = dtype.bits
+        value &= (1 << bits) - 1
+        if dtype.is_int_signed() and value >= 1 << (bits - 1):
+            value -= 1 << bits
+    return tensor(_b().const(value, TensorType(dtype, tuple(shape))), TensorType(dtype, tuple(shape)))
+
+
+def to_tensor(v, dtype=None) -> tensor:
+    v = _unwrap(v)
+    if isinstance(v, tensor):
+        return v
+    if dtype is None:
+        dtype = scalar_dtype_of_python(v)
+    return const(v, dtype)
+
+
+def is_number(v) -> bool:
+    v = _unwrap(v)
+    return isinstance(v, (bool, int, float))
+
+
+# ----------------------------------------------------------------------------------------------------
+# promotion
+# ----------------------------------------------------------------------------------------------------
+def promote_dtypes(a, b, div_or_mod=False):
+    """The computation dtype of a binary op on element types a and b."""
+    if a.is_ptr() or b.is_ptr():
+        raise SemanticError("pointer operands here")
+    if a == b:
+        return a
+    if a.is_floating() or b.is_floating():
+        if a.is_floating() and b.is_floating():
+            if a.is_fp64() or b.is_fp64():
+                return T.float64
+            if a.is_fp32() or b.is_fp32():
+                return T.float32
+            return T.float32  # fp16 with bf16
+        return a if a.is_floating() else b
+    # both ints (int1 counts as the narrowest)
+    if a.is_bool():
+        return b
+    if b.is_bool():
+        return a
+    if a.is_int_signed() == b.is_int_signed():
+        return a if a.bits >= b.bits else b
+    s, u = (a, b) if a.is_int_signed() else (b, a)
+    return u if u.bits >= s.bits else s
+
+
+def weak_dtype(tensor_dtype, py):
+    """dtype a Python number takes next to a tensor of `tensor_dtype`."""
+    if isinstance(py, bool):
+        return tensor_dtype if not tensor_dtype.is_ptr() else T.int1
+    if isinstance(py, int):
+        if tensor_dtype.is_ptr():
+            return scalar_dtype_of_python(py)
+        if tensor_dtype.is_bool():
+            return T.int32 if -(2**31) <= py < 2**31 else T.int64
+        if tensor_dtype.is_int():
+            lo, hi = _int_range(tensor_dtype)
+            if lo <= py <= hi:
+                return tensor_dtype
+            return promote_dtypes(tensor_dtype, scalar_dtype_of_python(py))
+        return tensor_dtype
+    if isinstance(py, float):
+        return tensor_dtype if tensor_dtype.is_floating() else T.float32
+    raise SemanticError(f"cannot combine {type(py).__name__} with a tensor")
+
+
+def _int_range(d):
+    if d.is_bool():
+        return 0, 1
+    if d.is_int_signed():
+        return -(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1
+    return 0, (1 << d.bits) - 1
+
+
+def broadcast_shapes(sa, sb):
+    sa, sb = tuple(sa), tuple(sb)
+    n = max(len(sa), len(sb))
+    pa = (1,) * (n - len(sa)) + sa
+    pb = (1,) * (n - len(sb)) + sb
+    out = []
+    for x, y in zip(pa, pb):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise SemanticError(f"incompatible shapes for broadcasting: {list(sa)} and {list(sb)}")
+    return tuple(out)
+
+
+def broadcast_to(x: tensor, shape) -> tensor:
+    shape = tuple(shape)
+    if x.type.shape == shape:
+        return x
+    b = _b()
+    if not x.type.shape:
+        return tensor(b.splat(x.handle, shape), x.type.with_shape(shape))
+    h = x.handle
+    xs = x.type.shape
+    if len(xs) > len(shape):
+        raise SemanticError(f"cannot broadcast shape {list(xs)} to {list(shape)}")
+    for _ in range(len(shape) - len(xs)):
+        h = b.expand_dims(h, 0)
+    cur = (1,) * (len(shape) - len(xs)) + xs
+    for c, s in zip(cur, shape):
+        if c != s and c != 1:
+            raise SemanticError(f"cannot broadcast shape {list(xs)} to {list(shape)}")
+    h = b.broadcast(h, shape)
+    return tensor(h, x.type.with_shape(shape))
+
+
+def binary_operands(a, b, arith_dtype_fn=None, allow_ptr=False):
+    """Turn a pair of tensor/number operands into two tensors of one shape and dtype (the computation dtype)."""
+    a, b = _unwrap(a), _unwrap(b)
+    if not isinstance(a, tensor) and not isinstance(b, tensor):
+        raise SemanticError("internal: binary op on two constants")
+    if not isinstance(a, tensor):
+        a = to_tensor(a, weak_dtype(b.dtype, a))
+    elif not isinstance(b, tensor):
+        b = to_tensor(b, weak_dtype(a.dtype, b))
+    shape = broadcast_shapes(a.type.shape, b.type.shape)
+    a, b = broadcast_to(a, shape), broadcast_to(b, shape)
+    if allow_ptr and (a.dtype.is_ptr() or b.dtype.is_ptr()):
+        return a, b
+    dt = arith_dtype_fn(a.dtype, b.dtype) if arith_dtype_fn else promote_dtypes(a.dtype, b.dtype)
+    return cast(a, dt), cast(b, dt)
+
+
+def _binop(kind, a, b, dtype_fn=None, **attrs):
+    a, b = binary_operands(a, b, dtype_fn)
+    return tensor(_b().binary(kind, a.handle, b.handle, **attrs), a.type)
+
+
+# ----------------------------------------------------------------------------------------------------
+# arithmetic
+# ----------------------------------------------------------------------------------------------------
+def add(a, b):
+    a, b = _unwrap(a), _unwrap(b)
+    ap = isinstance(a, tensor) and a.dtype.is_ptr()
+    bp = isinstance(b, tensor) and b.dtype.is_ptr()
+    if ap and bp:
+        raise SemanticError("cannot add two pointers")
+    if ap or bp:
+        p, off = (a, b) if ap else (b, a)
+        return addptr(p, off)
+    return _binop("add", a, b)
+
+
+def addptr(p, off):
+    off = to_tensor(off)
+    if not off.dtype.is_int():
+        raise SemanticError(f"pointer offset must be an integer, got {off.dtype!r}")
+    if off.dtype.is_bool():
+        off = cast(off, T.int32)
+    shape = broadcast_shapes(p.type.shape, off.type.shape)
+    p, off = broadcast_to(p, shape), broadcast_to(off, shape)
+    return tensor(_b().addptr(p.handle, off.handle), p.type)
+
+
+def sub(a, b):
+    a, b = _unwrap(a), _unwrap(b)
+    if isinstance(a, tensor) and a.dtype.is_ptr():
+        if isinstance(b, tensor) and b.dtype.is_ptr():
+            raise SemanticError("subtracting two pointers is not supported")
+        return addptr(a, neg(to_tensor(b)))
+    if isinstance(b, tensor) and b.dtype.is_ptr():
+        raise SemanticError("cannot subtract a pointer from a number")
+    return _binop("sub", a, b)
+
+
+def mul(a, b):
+    _no_ptr(a, b, "*")
+    return _binop("mul", a, b)
+
+
+def _no_ptr(a, b, what):
+    for x in (a, b):
+        x = _unwrap(x)
+        if isinstance(x, tensor) and x.dtype.is_ptr():
+            raise SemanticError(f"operator {what} is not defined on pointers")
+
+
+def truediv(a, b):
+    _no_ptr(a, b, "/")
+
+    def dt(x, y):
+        d = promote_dtypes(x, y)
+        return d if d.is_floating() else T.float32
+
+    return _binop("fdiv", a, b, dt)
+
+
+def floordiv(a, b):
+    _no_ptr(a, b, "//")
+    a2, b2 = binary_operands(a, b)
+    if a2.dtype.is_floating():
+        q = tensor(_b().binary("fdiv", a2.handle, b2.handle), a2.type)
+        return unary("floor", q)
+    return tensor(_b().binary("idiv", a2.handle, b2.handle), a2.type)
+
+
+def mod(a, b):
+    _no_ptr(a, b, "%")
+    a2, b2 = binary_operands(a, b)
+    kind = "frem" if a2.dtype.is_floating() else "irem"
+    return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
+
+
+def _int_only(kind, a, b, sym):
+    a2, b2 = binary_operands(a, b)
+    if not a2.dtype.is_int():
+        raise SemanticError(f"operator {sym} needs integer operands, got {a2.dtype!r}")
+    return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
+
+
+def and_(a, b):
+    return _int_only("and", a, b, "&")
+
+
+def or_(a, b):
+    return _int_only("or", a, b, "|")
+
+
+def xor_(a, b):
+    return _int_only("xor", a, b, "^")
+
+
+def shl(a, b):
+    return _int_only("shl", a, b, "<<")
+
+
+def shr(a, b):
+    return _int_only("shr", a, b, ">>")
+
+
+def minimum(a, b, propagate_nan=False):
+    attrs = {"propagate_nan": True} if propagate_nan else {}
+    return _binop("min", a, b, **attrs)
+
+
+def maximum(a, b, propagate_nan=False):
+    attrs = {"propagate_nan": True} if propagate_nan else {}
+    return _binop("max", a, b, **attrs)
+
+
+def umulhi(a, b):
+    a2, b2 = binary_operands(a, b)
+    if not a2.dtype.is_int() or a2.dtype.bits not in (32, 64):
+        raise SemanticError(f"umulhi needs 32- or 64-bit integers, got {a2.dtype!r}")
+    return tensor(_b().binary("umulhi", a2.handle, b2.handle), a2.type)
+
+
+def neg(x):
+    x = to_tensor(x)
+    if x.dtype.is_ptr():
+        raise SemanticError("cannot negate a pointer")
+    if x.dtype.is_bool():
+        x = cast(x, T.int32)
+    return tensor(_b().unary("neg", x.handle), x.type)
+
+
+def invert(x):
+    x = to_tensor(x)
+    if not x.dtype.is_int():
+        raise SemanticError(f"operator ~ needs an integer operand, got {x.dtype!r}")
+    return tensor(_b().unary("not", x.handle), x.type)
+
+
+def logical_not(x):
+    x = to_tensor(x)
+    if x.dtype.is_bool():
+        return tensor(_b().unary("not", x.handle), x.type)
+    return compare("eq", x, 0)
+
+
+def unary(kind, x):
+    x = to_tensor(x)
+    if kind in ("abs",):
+        if x.dtype.is_ptr():
+            raise SemanticError("abs of a pointer")
+        if x.dtype.is_int_unsigned() or x.dtype.is_bool():
+            return x
+        return tensor(_b().unary(kind, x.handle), x.type)
+    if not x.dtype.is_floating():
+        if kind in ("floor", "ceil") and x.dtype.is_int():
+            return x
+        raise SemanticError(f"{kind} needs a floating-point operand, got {x.dtype!r}; cast it with .to(tl.float32)")
+    return tensor(_b().unary(kind, x.handle), x.type)
+
+
+def fma(a, b, c):
+    a, b, c = _unwrap(a), _unwrap(b), _unwrap(c)
+    ts = [v for v in (a, b, c) if isinstance(v, tensor)]
+    if not ts:
+        raise SemanticError("fma needs a tensor operand")
+    dt = ts[0].dtype
+    for v in ts[1:]:
+        dt = promote_dtypes(dt, v.dtype)
+    if not dt.is_floating():
+        raise SemanticError(f"fma needs floating-point operands, got {dt!r}")
+    vals = [cast(to_tensor(v, dt if not isinstance(v, tensor) else None), dt) for v in (a, b, c)]
+    shape = ()
+    for v in vals:
+        shape = broadcast_shapes(shape, v.type.shape)
+    vals = [broadcast_to(v, shape) for v in vals]
+    return tensor(_b().fma(*(v.handle for v in vals)), vals[0].type)
+
+
+def compare(pred, a, b):
+    a, b = _unwrap(a), _unwrap(b)
+    if (isinstance(a, tensor) and a.dtype.is_ptr()) or (isinstance(b, tensor) and b.dtype.is_ptr()):
+        a, b = binary_operands(a, b, allow_ptr=True)
+        if not (a.dtype.is_ptr() and b.dtype.is_ptr()):
+            raise SemanticError("cannot compare a pointer with a number")
+        a = tensor(_b().ptr_to_int(a.handle), a.type.with_element(T.int64))
+        b = tensor(_b().ptr_to_int(b.handle), b.type.with_element(T.int64))
+    else:
+        a, b = binary_operands(a, b)
+    return tensor(_b().cmp(pred, a.handle, b.handle), a.type.with_element(T.int1))
+
+
+def where(cond, x, y):
+    cond = to_tensor(cond)
+    if not cond.dtype.is_bool():
+        cond = compare("ne", cond, 0)
+    x, y = _unwrap(x), _unwrap(y)
+    if isinstance(x, tensor) and x.dtype.is_ptr() or isinstance(y, tensor) and y.dtype.is_ptr():
+        x, y = binary_operands(x, y, allow_ptr=True)
+    elif not isinstance(x, tensor) and not isinstance(y, tensor):
+        d = promote_dtypes(scalar_dtype_of_python(x), scalar_dtype_of_python(y))
+        x, y = to_tensor(x, d), to_tensor(y, d)
+    else:
+        x, y = binary_operands(x, y)
+    shape = broadcast_shapes(cond.type.shape, x.type.shape)
+    cond, x, y = broadcast_to(cond, shape), broadcast_to(x, shape), broadcast_to(y, shape)
+    return tensor(_b().select(cond.handle, x.handle, y.handle), x.type)
+
+
+def cast(x, dtype, bitcast=False):
+    x = _unwrap(x)
+    dtype = _unwrap(dtype)
+    if not isinstance(x, tensor):
+        x = to_tensor(x, dtype if not bitcast else None)
+    if not isinstance(dtype, (T.dtype, T.pointer_type)):
+        raise SemanticError(f"{dtype!r} is not a dtype")
+    if x.dtype == dtype:
+        return x
+    if bitcast:
+        src_bits = 64 if x.dtype.is_ptr() else x.dtype.bits
+        dst_bits = 64 if dtype.is_ptr() else dtype.bits
+        if src_bits != dst_bits:
+            raise SemanticError(f"bitcast needs equal widths: {x.dtype!r} ({src_bits} bits) to {dtype!r} ({dst_bits} bits)")
+        return tensor(_b().bitcast(x.handle, dtype), x.type.with_element(dtype))
+    if x.dtype.is_ptr() or dtype.is_ptr():
+        if x.dtype.is_ptr() and dtype.is_ptr():
+            return tensor(_b().bitcast(x.handle, dtype), x.type.with_element(dtype))
+        if x.dtype.is_ptr() and dtype in (T.int64, T.uint64):
+            return tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
+        raise SemanticError(f"cannot cast {x.dtype!r} to {dtype!r}")
+    return tensor(_b().cast(x.handle, dtype), x.type.with_element(dtype))
+
+
+# ----------------------------------------------------------------------------------------------------
+# creation and shapes
+# ----------------------------------------------------------------------------------------------------
+def _check_shape(shape):
+    shape = tuple(_unwrap(s) for s in (shape if isinstance(shape, (list, tuple)) else [shape]))
+    for s in shape:
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise SemanticError(f"shape entries must be constexpr ints, got {s!r}")
+        if s <= 0 or s & (s - 1):
+            raise SemanticError(f"shape entries must be powers of two, got {list(shape)}")
+    return shape
+
+
+def arange(start, end):
+    start, end = _unwrap(start), _unwrap(end)
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise SemanticError("arange bounds must be constexpr ints (mark them tl.constexpr)")
+    n = end - start
+    if n <= 0:
+        raise SemanticError(f"arange({start}, {end}) is empty")
+    if n & (n - 1):
+        raise SemanticError(f"arange's range must be a power of two, got {n} ({start}..{end})")
+    if end > 2**31 - 1:
+        raise SemanticError("arange's end must fit in int32")
+    return tensor(_b().arange(start, end), TensorType(T.int32, (n,)))
+
+
+def full(shape, value, dtype):
+    shape = _check_shape(shape)
+    dtype = _unwrap(dtype)
+    value = _unwrap(value)
+    if isinstance(value, tensor):
+        if value.type.shape:
+            raise SemanticError("full's value must be a scalar")
+        return broadcast_to(cast(value, dtype), shape)
+    return const(value, dtype, shape)
+
+
+def expand_dims(x, axis):
+    x = to_tensor(x)
+    axes = _unwrap(axis)
+    axes = list(axes) if isinstance(axes, (list, tuple)) else [axes]
+    nd = len(x.type.shape) + len(axes)
+    axes = sorted(a + nd if a < 0 else a for a in (_unwrap(a) for a in axes))
+    h = x.handle
+    shape = list(x.type.shape)
+    for a in axes:
+        if not 0 <= a <= len(shape):
+            raise SemanticError(f"expand_dims axis {a} out of range for shape {list(x.type.shape)}")
+        h = _b().expand_dims(h, a)
+        shape.insert(a, 1)
+    return tensor(h, x.type.with_shape(shape))
+
+
+def reshape(x, shape):
+    x = to_tensor(x)
+    shape = _check_shape(shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != x.type.numel:
+        raise SemanticError(f"cannot reshape {list(x.type.shape)} ({x.type.numel} elements) to {list(shape)}")
+    if not x.type.shape:
+        return broadcast_to(x, shape)
+    return tensor(_b().reshape(x.handle, shape), x.type.with_shape(shape))
+
+
+def permute(x, order):
+    x = to_tensor(x)
+    order = tuple(_unwrap(o) for o in order)
+    if sorted(order) != list(range(len(x.type.shape))):
+        raise SemanticError(f"permute order {list(order)} is not a permutation of the {len(x.type.shape)} dims")
+    shape = tuple(x.type.shape[i] for i in order)
+    return tensor(_b().permute(x.handle, order), x.type.with_shape(shape))
+
+
+def trans(x, *dims):
+    x = to_tensor(x)
+    if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
+        dims = tuple(_unwrap(dims[0]))
+    if not dims:
+        n = len(x.type.shape)
+        if n < 2:
+            raise SemanticError("trans needs a tensor of at least 2 dims")
+        dims = tuple(range(n - 2)) + (n - 1, n - 2)
+    return permute(x, dims)
+
+
+def getitem(x, idx):
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    shape = list(x.type.shape)
+    out = x
+    dim = 0
+    for i in idx:
+        i = _unwrap(i)
+        if i is None:
+            out = expand_dims(out, dim)
+            dim += 1
+        elif isinstance(i, slice):
+            if i.start is not None or i.stop is not None or i.step is not None:
+                raise SemanticError("only full slices ':' and None are supported in tensor indexing")
+            dim += 1
+        elif i is Ellipsis:
+            raise SemanticError("'...' is not supported in tensor indexing")
+        else:
+            raise SemanticError(f"unsupported tensor index {i!r}: use ':' and None")
+    if dim - sum(1 for i in idx if _unwrap(i) is None) > len(shape):
+        raise SemanticError(f"too many indices for a tensor of shape {shape}")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# memory
+# ----------------------------------------------------------------------------------------------------
+def _mask_tensor(mask, shape):
+    mask = to_tensor(mask)
+    if not mask.dtype.is_bool():
+        mask = compare("ne", mask, 0)
+    return broadcast_to(mask, broadcast_shapes(mask.type.shape, shape))
+
+
+def load(pointer, mask=None, other=None, cache_modifier="", eviction_policy="", volatile=False):
+    pointer = _unwrap(pointer)
+    if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
+        raise SemanticError(f"load needs a pointer, got {_describe(pointer)}")
+    mask, other = _unwrap(mask), _unwrap(other)
+    elem = pointer.dtype.element_ty
+    shape = pointer.type.shape
+    if mask is not None:
+        m = _mask_tensor(mask, shape)
+        shape = m.type.shape
+        pointer = broadcast_to(pointer, shape)
+        mask = m
+    if other is not None:
+        if mask is None:
+            raise SemanticError("load's `other` needs a `mask`")
+        o = cast(to_tensor(other, elem if not isinstance(other, tensor) else None), elem)
+        other = broadcast_to(o, shape)
+    h = _b().load(pointer.handle, mask.handle if mask is not None else None,
+                  other.handle if other is not None else None, cache=cache_modifier or "",
+                  eviction=eviction_policy or "", volatile=bool(volatile))
+    return tensor(h, TensorType(elem, shape))
+
+
+def store(pointer, value, mask=None, cache_modifier="", eviction_policy=""):
+    pointer = _unwrap(pointer)
+    if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
+        raise SemanticError(f"store needs a pointer, got {_describe(pointer)}")
+    elem = pointer.dtype.element_ty
+    value = to_tensor(_unwrap(value), elem if not isinstance(_unwrap(value), tensor) else None)
+    shape = broadcast_shapes(pointer.type.shape, value.type.shape)
+    mask = _unwrap(mask)
+    if mask is not None:
+        m = _mask_tensor(mask, shape)
+        shape = m.type.shape
+        mask = m
+    pointer, value = broadcast_to(pointer, shape), broadcast_to(value, shape)
+    if value.dtype.is_ptr():
+        raise SemanticError("storing pointers is not supported")
+    value = cast(value, elem)
+    _b().store(pointer.handle, value.handle, mask.handle if mask is not None else None,
+               cache=cache_modifier or "", eviction=eviction_policy or "")
+    return None
+
+
+def atomic(op, pointer, val, mask=None, sem=None, scope=None):
+    pointer = _unwrap(pointer)
+    if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
+        raise SemanticError(f"atomic_{op} needs a pointer, got {_describe(pointer)}")
+    elem = pointer.dtype.element_ty
+    val = _unwrap(val)
+    val = to_tensor(val, elem if not isinstance(val, tensor) else None)
+    shape = broadcast_shapes(pointer.type.shape, val.type.shape)
+    mask = _unwrap(mask)
+    if mask is not None:
+        m = _mask_tensor(mask, shape)
+        shape = m.type.shape
+        mask = m
+    pointer, val = broadcast_to(pointer, shape), broadcast_to(cast(val, elem), shape)
+    if op in ("and", "or", "xor") and not elem.is_int():
+        raise SemanticError(f"atomic_{op} needs an integer pointer, got {elem!r}")
+    if elem.is_floating() and elem.bits < 32 and op != "add":
+        raise SemanticError(f"atomic_{op} is not supported on {elem!r}")
+    if elem.bits < 32 and not (elem.is_floating() and op == "add"):
+        raise SemanticError(f"atomics on {elem!r} are not supported (use 32 or 64 bits)")
+    h = _b().atomic_rmw(op, pointer.handle, val.handle, mask.handle if mask is not None else None,
+                        sem=sem or "acq_rel", scope=scope or "gpu")
+    return tensor(h, TensorType(elem, shape))
+
+
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    pointer = _unwrap(pointer)
+    if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
+        raise SemanticError(f"atomic_cas needs a pointer, got {_describe(pointer)}")
+    elem = pointer.dtype.element_ty
+    if elem.bits < 32:
+        raise SemanticError(f"atomic_cas on {elem!r} is not supported (use 32 or 64 bits)")
+    cmp = cast(to_tensor(_unwrap(cmp), elem if not isinstance(_unwrap(cmp), tensor) else None), elem)
+    val = cast(to_tensor(_unwrap(val), elem if not isinstance(_unwrap(val), tensor) else None), elem)
+    shape = broadcast_shapes(broadcast_shapes(pointer.type.shape, cmp.type.shape), val.type.shape)
+    pointer, cmp, val = broadcast_to(pointer, shape), broadcast_to(cmp, shape), broadcast_to(val, shape)
+    h = _b().atomic_cas(pointer.handle, cmp.handle, val.handle, sem=sem or "acq_rel", scope=scope or "gpu")
+    return tensor(h, TensorType(elem, shape))
+
+
+def _describe(v):
+    if isinstance(v, tensor):
+        return f"a tensor of {v.dtype!r}"
+    return f"{type(v).__name__} {v!r}"
+
+
+# ----------------------------------------------------------------------------------------------------
+# reductions and scans
+# ----------------------------------------------------------------------------------------------------
+def _norm_axis(axis, rank):
+    axis = _unwrap(axis)
+    if not isinstance(axis, int):
+        raise SemanticError(f"axis must be a constexpr int, got {axis!r}")
+    if axis < 0:
+        axis += rank
+    if not 0 <= axis < rank:
+        raise SemanticError(f"axis {axis} out of range for a tensor of rank {rank}")
+    return axis
+
+
+def reduce(inputs, axis, combine, keep_dims=False):
+    """Reduce `inputs` (tensors of one shape) along `axis` with `combine(a..., b...) -> tuple`.
+
+    `combine` is a Python callable building IR on scalar tensors (a jit function or a builtin combine).
+    axis None reduces over every element (the input is flattened first).
+    """
+    single = isinstance(inputs, tensor)
+    inputs = [inputs] if single else [to_tensor(i) for i in inputs]
+    shape = inputs[0].type.shape
+    for t in inputs:
+        if t.type.shape != shape:
+            raise SemanticError("reduce inputs must have the same shape")
+    if not shape:
+        return inputs[0] if single else tuple(inputs)
+    axis = _unwrap(axis)
+    if axis is None:
+        n = inputs[0].type.numel
+        inputs = [reshape(t, (n,)) if len(shape) > 1 else t for t in inputs]
+        axis = 0
+        out_rank_shape = ()
+        orig_rank = len(shape)
+    else:
+        axis = _norm_axis(axis, len(shape))
+        orig_rank = None
+    b = _b()
+    from ..ir.core import Block
+
+    elems = [t.dtype for t in inputs]
+    body = Block([TensorType(e) for e in elems] * 2)
+    op = b.create("reduce", [t.handle for t in inputs], [TensorType(e, tuple(s for i, s in enumerate(inputs[0].type.shape) if i != axis)) for e in elems], {"axis": axis}, [body])
+    _build_combine(body, combine, elems)
+    outs = [tensor(r, r.type) for r in op.results]
+    if keep_dims:
+        if orig_rank is not None:
+            outs = [reshape_scalar_keepdims(o, orig_rank) for o in outs]
+        else:
+            outs = [expand_dims(o, axis) for o in outs]
+    return outs[0] if single else tuple(outs)
+
+
+def reshape_scalar_keepdims(o, rank):
+    return broadcast_to(o, (1,) * rank)
+
+
+def _build_combine(body, combine, elems):
+    gen = current()
+    b = gen.builder
+    saved = b.block
+    b.set_insertion_block(body)
+    n = len(elems)
+    args = [tensor(a, a.type) for a in body.args]
+    res = combine(*args)
+    if isinstance(res, tensor) or not isinstance(res, (tuple, list)):
+        res = [res]
+    res = [_unwrap(r) for r in res]
+    if len(res) != n:
+        b.set_insertion_block(saved)
+        raise SemanticError(f"the combine function must return {n} value(s), got {len(res)}")
+    vals = []
+    for r, e in zip(res, elems):
+        r = to_tensor(r, e if not isinstance(r, tensor) else None)
+        if r.type.shape:
+            b.set_insertion_block(saved)
+            raise SemanticError("the combine function must return scalars")
+        vals.append(cast(r, e).handle)
+    b.yield_(vals)
+    b.set_insertion_block(saved)
+
+
+def scan(inputs, axis, combine, reverse=False):
+    single = isinstance(inputs, tensor)
+    inputs = [inputs] if single else [to_tensor(i) for i in inputs]
+    shape = inputs[0].type.shape
+    if not shape:
+        raise SemanticError("scan needs a block, not a scalar")
+    axis = _norm_axis(axis, len(shape))
+    from ..ir.core import Block
+
+    elems = [t.dtype for t in inputs]
+    body = Block([TensorType(e) for e in elems] * 2)
+    op = _b().create("scan", [t.handle for t in inputs], [t.type for t in inputs],
+                     {"axis": axis, "reverse": bool(_unwrap(reverse))}, [body])
+    _build_combine(body, combine, elems)
+    outs = [tensor(r, r.type) for r in op.results]
+    return outs[0] if single else tuple(outs)
+
+
+def sum_dtype(d, dtype=None):
+    dtype = _unwrap(dtype)
+    if dtype is not None:
+        return dtype
+    if d.is_bool():
+        return T.int32
+    if d.is_int_signed() and d.bits < 32:
+        return T.int32
+    if d.is_int_unsigned() and d.bits < 32:
+        return T.uint32
+    if d.is_floating() and d.bits < 32:
+        return T.float32
+    return d
+
+
+def _combine_binary(kind, **attrs):
+    def fn(a, b):
+        return tensor(_b().binary(kind, a.handle, b.handle, **attrs), a.type)
+
+    return fn
+
+
+def reduce_simple(x, axis, kind, keep_dims=False, dtype=None):
+    x = to_tensor(x)
+    if kind == "add":
+        x = cast(x, sum_dtype(x.dtype, dtype))
+    elif dtype is not None:
+        x = cast(x, _unwrap(dtype))
+    if x.dtype.is_ptr():
+        raise SemanticError("cannot reduce pointers")
+    if kind in ("and", "or", "xor") and not x.dtype.is_int():
+        raise SemanticError(f"{kind} reduction needs integers")
+    return reduce(x, axis, _combine_binary(kind), keep_dims)
+
+
+def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
+    """argmax (pred 'gt') / argmin (pred 'lt') along axis; returns (value, index); ties take the smaller index."""
+    x = to_tensor(x)
+    shape = x.type.shape
+    if not shape:
+        raise SemanticError("argmax/argmin of a scalar")
+    axis = _unwrap(axis)
+    if axis is None:
+        x = reshape(x, (x.type.numel,)) if len(shape) > 1 else x
+        ax = 0
+    else:
+        ax = _norm_axis(axis, len(shape))
+    xs = x.type.shape
+    idx = arange(0, xs[ax])
+    for d in range(len(xs)):
+        if d < ax:
+            idx = expand_dims(idx, 0)
+        elif d > ax:
+            idx = expand_dims(idx, len(idx.type.shape))
+    idx = broadcast_to(idx, xs)
+    b = _b()
+
+    def combine(av, ai, bv, bi):
+        better = tensor(b.cmp(pred, av.handle, bv.handle), av.type.with_element(T.int1))
+        eq = tensor(b.cmp("eq", av.handle, bv.handle), av.type.with_element(T.int1))
+        if tie_break_left:
+            lower = tensor(b.cmp("lt", ai.handle, bi.handle), ai.type.with_element(T.int1))
+        else:
+            lower = tensor(b.cmp("gt", ai.handle, bi.handle), ai.type.with_element(T.int1))
+        if av.dtype.is_floating():
+            # NaN wins like Triton: a NaN value is "better" than any number
+            a_nan = tensor(b.cmp("ne", av.handle, av.handle), eq.type)
+            b_nan = tensor(b.cmp("ne", bv.handle, bv.handle), eq.type)
+            take_a = or_(or_(and_(a_nan, invert(b_nan)), better), and_(eq, lower))
+            take_a = or_(take_a, and_(and_(a_nan, b_nan), lower))
+        else:
+            take_a = or_(better, and_(eq, lower))
+        v = tensor(b.select(take_a.handle, av.handle, bv.handle), av.type)
+        i = tensor(b.select(take_a.handle, ai.handle, bi.handle), ai.type)
+        return v, i
+
+    v, i = reduce([x, idx], ax, combine, keep_dims and axis is not None)
+    if keep_dims and axis is None:
+        v, i = reshape_scalar_keepdims(v, len(shape)), reshape_scalar_keepdims(i, len(shape))
+    return v, i

@@ -1,0 +1,219 @@
+"""The op kinds of the tile IR, what each means, and a Builder that creates them with checked result types.
+
+Conventions
+- Every value has a TensorType: element (a dtype or pointer_type) and shape; shape () is a scalar.
+- Elementwise ops require all tensor operands to have the same shape (the frontend inserts `splat` /
+  `broadcast` first) and, except where noted, the same element type (the frontend inserts `cast`).
+- Integer semantics are two's complement with wrap-around at the type's width; signedness of `idiv`,
+  `irem`, `shr`, `cmp`, `max`, `min`, `cast` comes from the operand dtype (int* signed, uint* unsigned).
+- Float ops round to the result dtype after each op (fp16/bf16 included).
+
+Op kinds (operands -> results; attrs):
+  const          () -> T                          value (python number/bool), T scalar or block (a splat constant)
+  program_id     () -> i32                        axis (0..2)
+  num_programs   () -> i32                        axis (0..2)
+  arange         () -> <N x i32>                  start, end (end-start a power of two)
+  splat          (s) -> <shape x T>               shape
+  broadcast      (x) -> <shape x T>               shape (x has the same rank, size-1 dims grow)
+  expand_dims    (x) -> T with a 1 inserted       axis
+  reshape        (x) -> <shape x T>               shape (row-major order of elements preserved)
+  permute        (x) -> T with dims permuted      order (result dim i = x dim order[i])
+  add sub mul                 (a, b) -> T         ints wrap; pointers use addptr instead
+  fdiv                        (a, b) -> T         float division (IEEE, rounded)
+  idiv irem                   (a, b) -> T         integer division truncating toward zero / C remainder
+  frem                        (a, b) -> T         float remainder with the sign of a (C fmod)
+  and or xor                  (a, b) -> T         bitwise (int1 too)
+  shl shr                     (a, b) -> T         shr is arithmetic for int*, logical for uint*
+  max min                     (a, b) -> T         floats: NaN-ignoring unless attr propagate_nan
+  umulhi                      (a, b) -> T         high half of the full product (ints of 32 or 64 bits)
+  neg not                     (x) -> T            not: bitwise complement (logical for int1)
+  exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil abs   (x) -> T   math; all but abs on floats only
+  fma            (a, b, c) -> T                   a*b+c with one rounding
+  cmp            (a, b) -> int1-shaped            pred: eq ne lt le gt ge (signedness from dtype; floats ordered
+                                                  except ne, which is unordered, as in C)
+  select         (c, a, b) -> T                   c int1
+  cast           (x) -> T'                        to: dtype; numeric conversion (float->int truncates toward
+                                                  zero, int->int wraps, to int1 means != 0)
+  bitcast        (x) -> T'                        to: dtype of equal width (or pointer<->pointer)
+  addptr         (p, off) -> pointer              p + off * sizeof(element); off any int type
+  ptr_to_int     (p) -> i64
+  load           (p[, mask[, other]]) -> T        attrs: cache, eviction, volatile; masked-off lanes read `other`
+                                                  (undefined when absent; the interpreter gives 0); `mask` and
+                                                  `other` are present exactly when attrs has_mask / has_other
+  store          (p, v[, mask]) -> ()             attrs: has_mask, cache, eviction
+  atomic_rmw     (p, v[, mask]) -> T              op: add max min and or xor xchg; sem, scope; returns old value
+  atomic_cas     (p, cmp, v) -> T                 sem, scope; returns old value
+  reduce         (x0..xn-1) -> n values           axis; one block: args (a0..an-1, b0..bn-1), yields n values;
+                                                  reduces dim `axis` (the result drops that dim)
+  scan           (x0..xn-1) -> n values           axis, reverse; same combine block; inclusive scan
+  for            (lb, ub, step, init...) -> n     body block: args (iv, carried...), ends with yield of n values;
+                                                  iv has lb's type; iterates while iv < ub (step > 0)
+  if             (cond, ) -> n                    blocks [then, else], each ends with yield of n values
+  while          (init...) -> n                   blocks [before, after]; before's args are the carried values
+                                                  and it ends with `condition` (c, values...); after gets those
+                                                  values and yields the next carried values
+  yield          (values...) -> ()                terminator
+  condition      (c, values...) -> ()             terminator of a while's before block
+  return         () -> ()                         terminator of the kernel body
+  print          (values...) -> ()                prefix, hex; device_print
+  assert         (c) -> ()                        msg; device_assert (checked when debug is on)
+  dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
+"""
+from __future__ import annotations
+
+from .core import Block, Loc, Op, UNKNOWN_LOC, Value
+from . import types as T
+
+BINARY_SAME = ("add", "sub", "mul", "fdiv", "idiv", "irem", "frem", "and", "or", "xor", "shl", "shr", "max", "min",
+               "umulhi")
+UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil")
+UNARY_SAME = ("neg", "not", "abs") + UNARY_MATH
+CMP_PREDS = ("eq", "ne", "lt", "le", "gt", "ge")
+ATOMIC_OPS = ("add", "max", "min", "and", "or", "xor", "xchg")
+TERMINATORS = ("yield", "condition", "return")
+
+
+class IRError(Exception):
+    """An internal consistency error in IR construction (a compiler bug, not a user mistake)."""
+
+
+class Builder:
+    """Appends ops to the current insertion block; every method returns the result Value(s)."""
+
+    def __init__(self, block: Block | None = None):
+        self.block = block
+        self.loc: Loc = UNKNOWN_LOC
+
+    # --- plumbing ----------------------------------------------------------------------------------
+    def set_insertion_block(self, block: Block) -> None:
+        self.block = block
+
+    def create(self, kind, operands=(), result_types=(), attrs=None, blocks=(), loc=None) -> Op:
+        op = Op(kind, operands, result_types, attrs, blocks, loc or self.loc)
+        self.block.append(op)
+        return op
+
+    def _one(self, kind, operands, rtype, attrs=None) -> Value:
+        return self.create(kind, operands, [rtype], attrs).result
+
+    # --- sources -----------------------------------------------------------------------------------
+    def const(self, value, ty: T.TensorType) -> Value:
+        return self._one("const", [], ty, {"value": value})
+
+    def program_id(self, axis: int) -> Value:
+        return self._one("program_id", [], T.TensorType(T.int32), {"axis": axis})
+
+    def num_programs(self, axis: int) -> Value:
+        return self._one("num_programs", [], T.TensorType(T.int32), {"axis": axis})
+
+    def arange(self, start: int, end: int) -> Value:
+        return self._one("arange", [], T.TensorType(T.int32, (end - start,)), {"start": start, "end": end})
+
+    # --- shapes ------------------------------------------------------------------------------------
+    def splat(self, x: Value, shape) -> Value:
+        if x.type.shape:
+            raise IRError("splat of a block")
+        return self._one("splat", [x], x.type.with_shape(shape), {"shape": tuple(shape)})
+
+    def broadcast(self, x: Value, shape) -> Value:
+        shape = tuple(shape)
+        if len(shape) != len(x.shape) or any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+            raise IRError(f"broadcast {x.shape} -> {shape}")
+        if shape == x.shape:
+            return x
+        return self._one("broadcast", [x], x.type.with_shape(shape), {"shape": shape})
+
+    def expand_dims(self, x: Value, axis: int) -> Value:
+        shape = list(x.shape)
+        shape.insert(axis, 1)
+        return self._one("expand_dims", [x], x.type.with_shape(shape), {"axis": axis})
+
+    def reshape(self, x: Value, shape) -> Value:
+        shape = tuple(shape)
+        if x.type.with_shape(shape).numel != x.type.numel:
+            raise IRError("reshape changes the element count")
+        if shape == x.shape:
+            return x
+        return self._one("reshape", [x], x.type.with_shape(shape), {"shape": shape})
+
+    def permute(self, x: Value, order) -> Value:
+        order = tuple(order)
+        if order == tuple(range(len(order))):
+            return x
+        shape = tuple(x.shape[i] for i in order)
+        return self._one("permute", [x], x.type.with_shape(shape), {"order": order})
+
+    # --- elementwise -------------------------------------------------------------------------------
+    def binary(self, kind: str, a: Value, b: Value, **attrs) -> Value:
+        if kind not in BINARY_SAME:
+            raise IRError(kind)
+        if a.type != b.type:
+            raise IRError(f"{kind}: {a.type} vs {b.type}")
+        return self._one(kind, [a, b], a.type, attrs or None)
+
+    def unary(self, kind: str, x: Value) -> Value:
+        if kind not in UNARY_SAME:
+            raise IRError(kind)
+        return self._one(kind, [x], x.type)
+
+    def fma(self, a: Value, b: Value, c: Value) -> Value:
+        return self._one("fma", [a, b, c], a.type)
+
+    def cmp(self, pred: str, a: Value, b: Value) -> Value:
+        if a.type != b.type:
+            raise IRError(f"cmp: {a.type} vs {b.type}")
+        return self._one("cmp", [a, b], a.type.with_element(T.int1), {"pred": pred})
+
+    def select(self, c: Value, a: Value, b: Value) -> Value:
+        return self._one("select", [c, a, b], a.type)
+
+    def cast(self, x: Value, to) -> Value:
+        if x.type.element == to:
+            return x
+        return self._one("cast", [x], x.type.with_element(to), {"to": to})
+
+    def bitcast(self, x: Value, to) -> Value:
+        if x.type.element == to:
+            return x
+        return self._one("bitcast", [x], x.type.with_element(to), {"to": to})
+
+    def addptr(self, p: Value, off: Value) -> Value:
+        return self._one("addptr", [p, off], p.type)
+
+    def ptr_to_int(self, p: Value) -> Value:
+        return self._one("ptr_to_int", [p], p.type.with_element(T.int64))
+
+    # --- memory ------------------------------------------------------------------------------------
+    def load(self, p: Value, mask=None, other=None, cache="", eviction="", volatile=False) -> Value:
+        ops = [p] + ([mask] if mask is not None else []) + ([other] if other is not None else [])
+        attrs = {"has_mask": mask is not None, "has_other": other is not None, "cache": cache,
+                 "eviction": eviction, "volatile": volatile}
+        return self._one("load", ops, p.type.with_element(p.type.element.element_ty), attrs)
+
+    def store(self, p: Value, v: Value, mask=None, cache="", eviction="") -> Op:
+        ops = [p, v] + ([mask] if mask is not None else [])
+        return self.create("store", ops, [], {"has_mask": mask is not None, "cache": cache, "eviction": eviction})
+
+    def atomic_rmw(self, op: str, p: Value, v: Value, mask=None, sem="acq_rel", scope="gpu") -> Value:
+        ops = [p, v] + ([mask] if mask is not None else [])
+        return self._one("atomic_rmw", ops, v.type, {"op": op, "has_mask": mask is not None, "sem": sem,
+                                                      "scope": scope})
+
+    def atomic_cas(self, p: Value, cmp: Value, v: Value, sem="acq_rel", scope="gpu") -> Value:
+        return self._one("atomic_cas", [p, cmp, v], v.type, {"sem": sem, "scope": scope})
+
+    # --- misc --------------------------------------------------------------------------------------
+    def print(self, prefix: str, values, hex: bool = False) -> Op:
+        return self.create("print", list(values), [], {"prefix": prefix, "hex": hex})
+
+    def assert_(self, cond: Value, msg: str) -> Op:
+        return self.create("assert", [cond], [], {"msg": msg})
+
+    def yield_(self, values=()) -> Op:
+        return self.create("yield", list(values), [])
+
+    def condition(self, cond: Value, values=()) -> Op:
+        return self.create("condition", [cond] + list(values), [])
+
+    def ret(self) -> Op:
+        return self.create("return", [], [])

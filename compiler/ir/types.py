@@ -1,0 +1,222 @@
+"""Element types, pointer types and tensor types of the tile IR.
+
+The same objects are the user-visible dtypes (`tl.float32` is `compiler.ir.types.float32`), so a dtype read
+off a pointer inside a kernel (`X.dtype.element_ty`) is the one the IR uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+try:  # ml_dtypes gives NumPy a real bfloat16; without it the interpreter rounds through float32 by hand.
+    import ml_dtypes as _ml_dtypes  # type: ignore
+
+    _BF16_NP = np.dtype(_ml_dtypes.bfloat16)
+except Exception:  # pragma: no cover - optional
+    _BF16_NP = None
+
+
+class dtype:
+    """A scalar element type: `kind` is 'int', 'uint', 'float' or 'bool' (int1)."""
+
+    __slots__ = ("name", "kind", "bits", "short")
+
+    def __init__(self, name: str, kind: str, bits: int, short: str):
+        self.name, self.kind, self.bits, self.short = name, kind, bits, short
+
+    # --- classification -------------------------------------------------------------------------
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "bool")
+
+    def is_int_signed(self) -> bool:
+        return self.kind == "int"
+
+    def is_int_unsigned(self) -> bool:
+        return self.kind == "uint"
+
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_bf16(self) -> bool:
+        return self.name == "bfloat16"
+
+    def is_fp16(self) -> bool:
+        return self.name == "float16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "float32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "float64"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def np(self) -> np.dtype:
+        """The NumPy dtype that stores this type (bfloat16: ml_dtypes' if present, else uint16 bits)."""
+        return _NP[self.name]
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.short
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+
+class pointer_type:
+    """A pointer to global memory holding elements of `element_ty`."""
+
+    __slots__ = ("element_ty", "address_space")
+
+    def __init__(self, element_ty, address_space: int = 1):
+        self.element_ty = element_ty
+        self.address_space = address_space
+
+    name = "pointer"
+    kind = "ptr"
+    bits = 64
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    def is_int_signed(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
+    @property
+    def itemsize(self) -> int:
+        return 8
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("ptr", self.element_ty))
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
+
+    def __str__(self) -> str:
+        return f"ptr<{self.element_ty}>"
+
+
+int1 = dtype("int1", "bool", 1, "i1")
+int8 = dtype("int8", "int", 8, "i8")
+int16 = dtype("int16", "int", 16, "i16")
+int32 = dtype("int32", "int", 32, "i32")
+int64 = dtype("int64", "int", 64, "i64")
+uint8 = dtype("uint8", "uint", 8, "u8")
+uint16 = dtype("uint16", "uint", 16, "u16")
+uint32 = dtype("uint32", "uint", 32, "u32")
+uint64 = dtype("uint64", "uint", 64, "u64")
+float16 = dtype("float16", "float", 16, "f16")
+bfloat16 = dtype("bfloat16", "float", 16, "bf16")
+float32 = dtype("float32", "float", 32, "f32")
+float64 = dtype("float64", "float", 64, "f64")
+
+ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NAME.update({"bool": int1, "i1": int1, "fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64})
+for _d in ALL_DTYPES:
+    _BY_NAME[_d.short] = _d
+
+_NP = {
+    "int1": np.dtype(np.bool_),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
+    "float16": np.dtype(np.float16),
+    "bfloat16": _BF16_NP if _BF16_NP is not None else np.dtype(np.uint16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+}
+
+
+def from_name(name: str) -> dtype:
+    """Look a dtype up by any of its names ('float32', 'fp32', 'f32', 'bf16', 'bool' ...)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(d.name for d in ALL_DTYPES)}") from None
+
+
+def from_numpy(np_dtype) -> dtype:
+    """The tile dtype of a NumPy (or ml_dtypes) dtype."""
+    nd = np.dtype(np_dtype)
+    if _BF16_NP is not None and nd == _BF16_NP:
+        return bfloat16
+    if nd.name == "bfloat16":
+        return bfloat16
+    for name, d in _NP.items():
+        if name != "bfloat16" and d == nd:
+            return _BY_NAME[name]
+    raise ValueError(f"NumPy dtype {nd} has no tile dtype")
+
+
+def has_numpy_bfloat16() -> bool:
+    return _BF16_NP is not None
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """The type of an IR value: an element type (dtype or pointer_type) and a shape; shape () is a scalar."""
+
+    element: object
+    shape: tuple = ()
+
+    @property
+    def is_block(self) -> bool:
+        return len(self.shape) > 0
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def scalar(self) -> "TensorType":
+        return TensorType(self.element, ())
+
+    def with_shape(self, shape) -> "TensorType":
+        return TensorType(self.element, tuple(shape))
+
+    def with_element(self, element) -> "TensorType":
+        return TensorType(element, self.shape)
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return str(self.element)
+        return f"<{'x'.join(str(s) for s in self.shape)}x{self.element}>"

@@ -1,0 +1,624 @@
+"""The user-visible tile language: `tensor`, `constexpr`, dtypes and the builtins (`tl.load`, `tl.sum`, ...).
+
+Builtins build IR through the code generator active on this thread; called outside a kernel they raise.
+Their meaning is written once in compiler/frontend/semantic.py (typing) and in the interpreter (values).
+"""
+from __future__ import annotations
+
+import builtins as _py
+
+from ..ir import types as _T
+from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
+    TensorType, bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
+    uint8, uint16, uint32, uint64,
+)
+
+bool_ = int1
+float8 = None  # placeholder name some Triton code checks; fp8 is not supported yet
+
+
+class constexpr:
+    """Marks a kernel parameter as a compile-time constant (`BLOCK: tl.constexpr`); also wraps such values."""
+
+    def __init__(self, value=None):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self):
+        return self.value
+
+    def __bool__(self):
+        return _py.bool(self.value)
+
+    def __eq__(self, other):
+        return self.value == _unwrap(other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+def _unwrap(v):
+    return v.value if isinstance(v, constexpr) else v
+
+
+def builtin(fn):
+    """Mark a function as a tile-language builtin (the frontend calls it directly, with constexprs unwrapped)."""
+    fn.__tilefarm_builtin__ = True
+    return fn
+
+
+def _sem():
+    from ..frontend import semantic
+
+    return semantic
+
+
+class tensor:
+    """A value inside a kernel: a block (shape non-empty) or a scalar, of one element dtype or pointer type."""
+
+    __slots__ = ("handle", "type")
+
+    def __init__(self, handle, type):
+        self.handle = handle
+        self.type = type
+
+    @property
+    def dtype(self):
+        return self.type.element
+
+    @property
+    def shape(self):
+        return [constexpr(s) for s in self.type.shape]
+
+    @property
+    def numel(self):
+        return constexpr(self.type.numel)
+
+    def __repr__(self):
+        return f"tensor({self.type})"
+
+    # arithmetic
+    def __add__(self, o):
+        return _sem().add(self, o)
+
+    def __radd__(self, o):
+        return _sem().add(o, self)
+
+    def __sub__(self, o):
+        return _sem().sub(self, o)
+
+    def __rsub__(self, o):
+        return _sem().sub(o, self)
+
+    def __mul__(self, o):
+        return _sem().mul(self, o)
+
+    def __rmul__(self, o):
+        return _sem().mul(o, self)
+
+    def __truediv__(self, o):
+        return _sem().truediv(self, o)
+
+    def __rtruediv__(self, o):
+        return _sem().truediv(o, self)
+
+    def __floordiv__(self, o):
+        return _sem().floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return _sem().floordiv(o, self)
+
+    def __mod__(self, o):
+        return _sem().mod(self, o)
+
+    def __rmod__(self, o):
+        return _sem().mod(o, self)
+
+    def __and__(self, o):
+        return _sem().and_(self, o)
+
+    def __rand__(self, o):
+        return _sem().and_(o, self)
+
+    def __or__(self, o):
+        return _sem().or_(self, o)
+
+    def __ror__(self, o):
+        return _sem().or_(o, self)
+
+    def __xor__(self, o):
+        return _sem().xor_(self, o)
+
+    def __rxor__(self, o):
+        return _sem().xor_(o, self)
+
+    def __lshift__(self, o):
+        return _sem().shl(self, o)
+
+    def __rlshift__(self, o):
+        return _sem().shl(o, self)
+
+    def __rshift__(self, o):
+        return _sem().shr(self, o)
+
+    def __rrshift__(self, o):
+        return _sem().shr(o, self)
+
+    def __neg__(self):
+        return _sem().neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return _sem().invert(self)
+
+    # comparisons
+    def __lt__(self, o):
+        return _sem().compare("lt", self, o)
+
+    def __le__(self, o):
+        return _sem().compare("le", self, o)
+
+    def __gt__(self, o):
+        return _sem().compare("gt", self, o)
+
+    def __ge__(self, o):
+        return _sem().compare("ge", self, o)
+
+    def __eq__(self, o):
+        return _sem().compare("eq", self, o)
+
+    def __ne__(self, o):
+        return _sem().compare("ne", self, o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        from ..frontend.context import SemanticError
+
+        raise SemanticError("a tensor has no Python truth value here; use it in `if` directly (runtime "
+                            "branch) or compare constexprs")
+
+    def __getitem__(self, idx):
+        return _sem().getitem(self, idx)
+
+    # methods
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast))
+
+    def reshape(self, *shape, can_reorder=False):
+        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+            shape = _unwrap(shape[0])
+        return _sem().reshape(self, shape)
+
+    def broadcast_to(self, *shape):
+        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+            shape = _unwrap(shape[0])
+        return _sem().broadcast_to(self, tuple(_unwrap(s) for s in shape))
+
+    def expand_dims(self, axis):
+        return _sem().expand_dims(self, axis)
+
+    def trans(self, *dims):
+        return _sem().trans(self, *dims)
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
+            dims = _unwrap(dims[0])
+        return _sem().permute(self, dims)
+
+    @property
+    def T(self):
+        return _sem().trans(self)
+
+    def sum(self, axis=None, keep_dims=False, dtype=None):
+        return sum(self, axis, keep_dims, dtype)
+
+    def max(self, axis=None, keep_dims=False):
+        return max(self, axis, keep_dims=keep_dims)
+
+    def min(self, axis=None, keep_dims=False):
+        return min(self, axis, keep_dims=keep_dims)
+
+    def argmax(self, axis, keep_dims=False):
+        return argmax(self, axis, keep_dims=keep_dims)
+
+    def argmin(self, axis, keep_dims=False):
+        return argmin(self, axis, keep_dims=keep_dims)
+
+
+# ----------------------------------------------------------------------------------------------------
+# builtins
+# ----------------------------------------------------------------------------------------------------
+@builtin
+def program_id(axis):
+    """The index of this program along grid axis 0, 1 or 2 (int32)."""
+    axis = _unwrap(axis)
+    if axis not in (0, 1, 2):
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+    from ..frontend.context import current
+
+    return tensor(current().builder.program_id(axis), TensorType(int32))
+
+
+@builtin
+def num_programs(axis):
+    """The number of programs along grid axis 0, 1 or 2 (int32)."""
+    axis = _unwrap(axis)
+    if axis not in (0, 1, 2):
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+    from ..frontend.context import current
+
+    return tensor(current().builder.num_programs(axis), TensorType(int32))
+
+
+@builtin
+def arange(start, end):
+    """int32 block [start, end); end - start must be a power of two."""
+    return _sem().arange(start, end)
+
+
+@builtin
+def full(shape, value, dtype):
+    """A block of `shape` filled with `value` of `dtype`."""
+    return _sem().full(shape, value, dtype)
+
+
+@builtin
+def zeros(shape, dtype):
+    """A block of zeros."""
+    return _sem().full(shape, 0, dtype)
+
+
+@builtin
+def zeros_like(input):
+    """Zeros with the shape and dtype of `input`."""
+    t = _sem().to_tensor(input)
+    return _sem().full(t.type.shape or [1], 0, t.dtype) if t.type.shape else _sem().const(0, t.dtype)
+
+
+@builtin
+def full_like(input, value):
+    t = _sem().to_tensor(input)
+    return _sem().full(t.type.shape, value, t.dtype) if t.type.shape else _sem().const(value, t.dtype)
+
+
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    """Load from `pointer` (scalar or block of pointers); lanes where `mask` is false take `other`."""
+    return _sem().load(pointer, mask, other, _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type."""
+    return _sem().store(pointer, value, mask, _unwrap(cache_modifier), _unwrap(eviction_policy))
+
+
+@builtin
+def broadcast_to(input, *shape):
+    if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+        shape = _unwrap(shape[0])
+    return _sem().broadcast_to(_sem().to_tensor(input), tuple(_unwrap(s) for s in shape))
+
+
+@builtin
+def broadcast(input, other):
+    a, b = _sem().to_tensor(input), _sem().to_tensor(other)
+    shape = _sem().broadcast_shapes(a.type.shape, b.type.shape)
+    return _sem().broadcast_to(a, shape), _sem().broadcast_to(b, shape)
+
+
+@builtin
+def expand_dims(input, axis):
+    return _sem().expand_dims(input, axis)
+
+
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+        shape = _unwrap(shape[0])
+    return _sem().reshape(input, shape)
+
+
+view = reshape
+
+
+@builtin
+def trans(input, *dims):
+    return _sem().trans(input, *dims)
+
+
+@builtin
+def permute(input, *dims):
+    if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
+        dims = _unwrap(dims[0])
+    return _sem().permute(input, dims)
+
+
+@builtin
+def where(condition, x, y):
+    """Elementwise `x` where `condition` else `y` (broadcast together)."""
+    return _sem().where(condition, x, y)
+
+
+@builtin
+def maximum(x, y, propagate_nan=False):
+    return _sem().maximum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+
+
+@builtin
+def minimum(x, y, propagate_nan=False):
+    return _sem().minimum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=False):
+    return _sem().minimum(_sem().maximum(x, min), max)
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    return _sem().cast(input, _unwrap(dtype), bitcast=_unwrap(bitcast))
+
+
+@builtin
+def fma(x, y, z):
+    return _sem().fma(x, y, z)
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False):
+    return _sem().truediv(x, y)
+
+
+div_rn = fdiv
+
+
+@builtin
+def umulhi(x, y):
+    return _sem().umulhi(x, y)
+
+
+@builtin
+def cdiv(x, div):
+    """Ceiling division, on tensors or constexprs."""
+    x, div = _unwrap(x), _unwrap(div)
+    if not isinstance(x, tensor) and not isinstance(div, tensor):
+        return (x + div - 1) // div
+    return _sem().floordiv(_sem().sub(_sem().add(x, div), 1), div)
+
+
+def _unary(kind, doc):
+    def fn(x):
+        return _sem().unary(kind, x)
+
+    fn.__name__ = kind
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
+exp = _unary("exp", "e**x")
+exp2 = _unary("exp2", "2**x")
+log = _unary("log", "natural logarithm")
+log2 = _unary("log2", "base-2 logarithm")
+sqrt = _unary("sqrt", "square root (IEEE rounded)")
+sqrt_rn = sqrt
+rsqrt = _unary("rsqrt", "1/sqrt(x)")
+sin = _unary("sin", "sine")
+cos = _unary("cos", "cosine")
+erf = _unary("erf", "error function")
+floor = _unary("floor", "round down")
+ceil = _unary("ceil", "round up")
+abs = _unary("abs", "absolute value (ints too)")
+
+
+@builtin
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+    x = _sem().to_tensor(x)
+    return _sem().truediv(1.0, _sem().add(1.0, _sem().unary("exp", _sem().neg(x))))
+
+
+@builtin
+def softmax(x, ieee_rounding=False):
+    """Softmax over the last axis."""
+    x = _sem().to_tensor(x)
+    ax = len(x.type.shape) - 1
+    z = _sem().sub(x, _sem().reduce_simple(x, ax, "max", keep_dims=True))
+    num = _sem().unary("exp", z)
+    return _sem().truediv(num, _sem().reduce_simple(num, ax, "add", keep_dims=True))
+
+
+# --- reductions ------------------------------------------------------------------------------------
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """Sum along `axis` (all axes when None); small ints sum in int32, fp16/bf16 in fp32 unless `dtype` given."""
+    return _sem().reduce_simple(input, axis, "add", _unwrap(keep_dims), dtype)
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along `axis`; with return_indices also the index of the first maximum."""
+    if _unwrap(return_indices):
+        return _sem().arg_reduce(input, axis, "gt", _unwrap(keep_dims), _unwrap(return_indices_tie_break_left))
+    return _sem().reduce_simple(input, axis, "max", _unwrap(keep_dims))
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Minimum along `axis`; with return_indices also the index of the first minimum."""
+    if _unwrap(return_indices):
+        return _sem().arg_reduce(input, axis, "lt", _unwrap(keep_dims), _unwrap(return_indices_tie_break_left))
+    return _sem().reduce_simple(input, axis, "min", _unwrap(keep_dims))
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """Index of the maximum along `axis` (the first one on ties)."""
+    return _sem().arg_reduce(input, axis, "gt", _unwrap(keep_dims), _unwrap(tie_break_left))[1]
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """Index of the minimum along `axis` (the first one on ties)."""
+    return _sem().arg_reduce(input, axis, "lt", _unwrap(keep_dims), _unwrap(tie_break_left))[1]
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    return _sem().reduce_simple(input, axis, "xor", _unwrap(keep_dims))
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce with a jit `combine_fn(a..., b...) -> values`; `input` may be a tuple of tensors."""
+    from ..frontend.context import current
+
+    gen = current()
+    inputs = tuple(input) if isinstance(input, (tuple, list)) else input
+    return _sem().reduce(inputs, axis, lambda *a: gen.call_function(combine_fn, list(a), {}), _unwrap(keep_dims))
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan with a jit `combine_fn`; `input` may be a tuple of tensors."""
+    from ..frontend.context import current
+
+    gen = current()
+    inputs = tuple(input) if isinstance(input, (tuple, list)) else input
+    return _sem().scan(inputs, axis, lambda *a: gen.call_function(combine_fn, list(a), {}), reverse)
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix sum along `axis` (small ints in int32, fp16/bf16 in fp32 unless `dtype`)."""
+    s = _sem()
+    x = s.to_tensor(input)
+    x = s.cast(x, s.sum_dtype(x.dtype, dtype))
+    return s.scan(x, axis, s._combine_binary("add"), reverse)
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False):
+    """Inclusive prefix product along `axis`."""
+    s = _sem()
+    return s.scan(s.to_tensor(input), axis, s._combine_binary("mul"), reverse)
+
+
+# --- atomics ---------------------------------------------------------------------------------------
+def _atomic(op):
+    def fn(pointer, val, mask=None, sem=None, scope=None):
+        return _sem().atomic(op, pointer, val, mask, _unwrap(sem), _unwrap(scope))
+
+    fn.__name__ = f"atomic_{op}"
+    fn.__doc__ = f"Atomically apply {op} at `pointer` where `mask`; returns the old values."
+    return builtin(fn)
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
+atomic_and = _atomic("and")
+atomic_or = _atomic("or")
+atomic_xor = _atomic("xor")
+atomic_xchg = _atomic("xchg")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Compare-and-swap at `pointer`: store `val` where the old value equals `cmp`; returns the old values."""
+    return _sem().atomic_cas(pointer, cmp, val, _unwrap(sem), _unwrap(scope))
+
+
+# --- debugging and hints ---------------------------------------------------------------------------
+@builtin
+def device_print(prefix, *args, hex=False):
+    """Print from the device (each program, each element), like Triton's device_print."""
+    from ..frontend.context import current
+
+    vals = [_sem().to_tensor(a) for a in args]
+    current().builder.print(str(_unwrap(prefix)), [v.handle for v in vals], bool(_unwrap(hex)))
+
+
+@builtin
+def device_assert(cond, msg=""):
+    """Check `cond` on the device when compiled with debug=True."""
+    from ..frontend.context import current
+
+    c = _sem().to_tensor(cond)
+    if not c.dtype.is_bool():
+        c = _sem().compare("ne", c, 0)
+    current().builder.assert_(c.handle, str(_unwrap(msg)))
+
+
+@builtin
+def multiple_of(input, values):
+    """Hint that `input` is a multiple of `values` (accepted; the compiler's own analysis is used)."""
+    return input
+
+
+@builtin
+def max_contiguous(input, values):
+    """Hint that `input` has runs of `values` contiguous elements (accepted; analysis is used)."""
+    return input
+
+
+@builtin
+def max_constancy(input, values):
+    return input
+
+
+@builtin
+def debug_barrier():
+    """A barrier across the program's threads."""
+    from ..frontend.context import current
+
+    current().builder.create("barrier", [], [])
+
+
+class static_range:
+    """`for i in tl.static_range(...)`: the loop is unrolled at compile time; `i` is a constexpr."""
+
+    def __init__(self, arg1, arg2=None, step=None):
+        if arg2 is None:
+            self.start, self.end = 0, _unwrap(arg1)
+        else:
+            self.start, self.end = _unwrap(arg1), _unwrap(arg2)
+        self.step = 1 if step is None else _unwrap(step)
+
+
+class range:
+    """`for i in tl.range(...)`: a runtime loop (num_stages / loop_unroll_factor hints are accepted)."""
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None, flatten=False,
+                 warp_specialize=False, disallow_acc_multi_buffer=False):
+        if arg2 is None:
+            self.start, self.end = 0, arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = 1 if step is None else step
+
+
+# static_assert / static_print are handled by the frontend itself (they need the source location).
+@builtin
+def static_assert(cond, msg=""):
+    from ..frontend.context import SemanticError
+
+    if not _unwrap(cond):
+        raise SemanticError(f"static_assert failed: {_unwrap(msg)}" if _unwrap(msg) else "static_assert failed")
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+    import sys
+
+    print(sep.join(str(_unwrap(v)) for v in values), end=end, file=file or sys.stdout, flush=flush)
