@@ -1,15 +1,64 @@
-"""User-facing errors of the compiler and its runtimes (kept tiny; the frontend owner extends this file)."""
+"""Errors that point at the user's kernel source.
+
+`CompilationError` is raised for every user mistake found while compiling: its message is
+"file:line:col: message", then the source line and a caret under the column. It is picklable (it crosses Ray
+process boundaries) and carries no traceback into compiler internals (it is raised `from None`).
+`KernelRuntimeError` is a fault found while running a kernel in the interpreter (out-of-bounds access, failed
+device_assert), located the same way.
+"""
 from __future__ import annotations
+
+import linecache
+
+
+def _source_line(file: str, line: int) -> str:
+    if not file or line <= 0:
+        return ""
+    return linecache.getline(file, line).rstrip("\n")
+
+
+def format_location(message: str, loc) -> str:
+    """'file:line:col: message' plus the source line and a caret under the column, when the source is known."""
+    if loc is None:
+        return message
+    if isinstance(loc, str):
+        return f"{loc}: {message}"
+    if getattr(loc, "line", 0) <= 0:
+        return message
+    text = f"{loc.file}:{loc.line}:{loc.col + 1}: {message}"
+    src = _source_line(loc.file, loc.line)
+    if src:
+        text += f"\n    {src}\n    {' ' * loc.col}^"
+    return text
+
+
+class CompilationError(Exception):
+    """A kernel that cannot be compiled: `.loc` is where, `.raw_message` is what; str() shows both."""
+
+    def __init__(self, message: str, loc=None):
+        self.raw_message = self.message = message
+        self.loc = loc
+        super().__init__(format_location(message, loc))
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.raw_message, self.loc, str(self)))
 
 
 class KernelRuntimeError(RuntimeError):
-    """A kernel did something invalid while running (out-of-bounds access, failed device_assert, ...).
-
-    `loc` is the kernel source location (compiler.ir.core.Loc or a string) of the op that failed; the message
-    starts with it as `file:line:col: `.
-    """
+    """A kernel did something invalid while running; `.loc` is the kernel source location of the op."""
 
     def __init__(self, message: str, loc=None):
-        self.message = message
+        self.raw_message = self.message = message
         self.loc = loc
-        super().__init__(f"{loc}: {message}" if loc is not None else message)
+        super().__init__(format_location(message, loc))
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.raw_message, self.loc, str(self)))
+
+
+def _rebuild(cls, message, loc, text):
+    err = cls.__new__(cls)
+    err.raw_message = err.message = message
+    err.loc = loc
+    Exception.__init__(err, text)
+    return err

@@ -1,0 +1,21 @@
+"""tilefarm's tile compiler: Triton-style kernels in Python, compiled to PTX for NVIDIA GPUs.
+
+    import compiler
+    import compiler.language as tl
+
+    @compiler.jit
+    def add_kernel(X, Y, Z, N, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < N
+        tl.store(Z + offs, tl.load(X + offs, mask=m) + tl.load(Y + offs, mask=m), mask=m)
+
+    add_kernel[(compiler.cdiv(N, 1024),)](x, y, z, N, BLOCK=1024)
+"""
+__version__ = "0.1.0"
+
+from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
+from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
+from .language.core import constexpr  # noqa: E402,F401
+
+__all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
+           "__version__"]

@@ -1,0 +1,168 @@
+"""The stage driver: frontend -> passes -> LLVM IR -> PTX -> cubin, with a content-addressed cache.
+
+Each stage's artifact is kept under its name in `CompiledKernel.asm` ("tile", "llir", "ptx", "cubin"), so any
+stage can be inspected, cached or diffed. The cache key hashes everything that changes the output: the source
+of the kernel and of every jit function it calls, the specialization of each parameter, the options, the
+target and the compiler version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+
+from . import __version__
+from .errors import CompilationError
+from .frontend.codegen import lower
+from .ir.printer import print_module
+
+_mem_cache: dict = {}
+_lock = threading.Lock()
+_disk = None
+
+
+def _disk_cache():
+    global _disk
+    if _disk is None:
+        if os.environ.get("TILEFARM_CACHE", "1") in ("0", "off", "false"):
+            _disk = False
+        else:
+            try:
+                from .runtime.cache import KernelCache
+
+                _disk = KernelCache()
+            except Exception:  # pragma: no cover - a cache that cannot be opened is not fatal
+                _disk = False
+    return _disk or None
+
+
+def default_arch() -> str:
+    """The GPU's own arch when there is one (and the driver is already initialised), else sm_90."""
+    env = os.environ.get("TILEFARM_ARCH")
+    if env:
+        return env
+    try:
+        from .runtime import cuda
+
+        ok, _ = cuda.gpu_available()
+        if ok:
+            return cuda.device_properties().arch
+    except Exception:
+        pass
+    return "sm_90"
+
+
+def lower_kernel(jitfn, params):
+    """Frontend only: the kernel's IR Module for one specialization."""
+    try:
+        return lower(jitfn, params, {})
+    except CompilationError as e:
+        raise e.with_traceback(None) from None
+
+
+def _params_repr(params) -> str:
+    parts = []
+    for p in params:
+        if p[0] == "const":
+            parts.append(f"c:{p[1]!r}")
+        else:
+            parts.append(f"a:{p[1]}:{sorted(p[2].items())}")
+    return "|".join(parts)
+
+
+class CompiledKernel:
+    """One compiled specialization: stage artifacts, metadata, and (on first launch) a loaded GPU function."""
+
+    def __init__(self, name, asm: dict, metadata: dict, key: str):
+        self.name = name
+        self.asm = asm
+        self.metadata = metadata
+        self.key = key
+        self._launcher = None
+        self.num_warps = metadata.get("num_warps", 4)
+        self.shared = metadata.get("shared_bytes", 0)
+
+    def __repr__(self):
+        return f"CompiledKernel({self.name}, warps={self.num_warps}, shared={self.shared})"
+
+    @property
+    def launcher(self):
+        if self._launcher is None:
+            from .runtime.launch import Launcher
+
+            image = self.asm.get("cubin") or self.asm["ptx"]
+            kinds = [p["type"] for p in self.metadata["params"]]
+            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
+        return self._launcher
+
+    def launch(self, grid, stream, args):
+        """Launch on `grid` (int or 1-3 tuple) with the runtime arguments' values (pointers as ints)."""
+        launcher = self._launcher or self.launcher
+        launcher(grid, stream or 0, args)
+
+    def __getitem__(self, grid):
+        from .runtime.launch import pointer_of
+
+        def run(*args, stream=None):
+            vals = [a if isinstance(a, (int, float, bool)) else pointer_of(a) for a in args]
+            self.launch(grid, stream, vals)
+
+        return run
+
+
+def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None) -> CompiledKernel:
+    """Compile one specialization through every stage, using the memory and disk caches."""
+    from .options import Options
+
+    arch = arch or default_arch()
+    options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug)
+    key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options), __version__])
+    key = hashlib.sha256(key_src.encode()).hexdigest()
+    k = _mem_cache.get(key)
+    if k is not None:
+        return k
+    disk = _disk_cache()
+    if disk is not None:
+        hit = disk.get(key)
+        if hit is not None and "metadata.json" in hit:
+            meta = json.loads(hit["metadata.json"])
+            asm = {"tile": _txt(hit.get("tile")), "llir": _txt(hit.get("llir")), "ptx": _txt(hit.get("ptx"))}
+            if hit.get("cubin"):
+                asm["cubin"] = hit["cubin"]
+            k = CompiledKernel(meta["name"], asm, meta, key)
+            _mem_cache[key] = k
+            return k
+    try:
+        module = lower(jitfn, params, {})
+        module.options = options
+        tile = print_module(module)
+        from .codegen import compile_function
+
+        out = compile_function(module, options)
+    except CompilationError as e:
+        raise e.with_traceback(None) from None
+    meta = dict(out["meta"])
+    meta.setdefault("name", module.function.name)
+    meta["arch"] = arch
+    asm = {"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}
+    if out.get("cubin"):
+        asm["cubin"] = out["cubin"]
+    k = CompiledKernel(meta["name"], asm, meta, key)
+    if disk is not None:
+        arts = {"tile": tile.encode(), "llir": out["llir"].encode(), "ptx": out["ptx"].encode(),
+                "metadata.json": json.dumps(meta, default=str).encode()}
+        if out.get("cubin"):
+            arts["cubin"] = out["cubin"]
+        try:
+            disk.put(key, arts)
+        except Exception:
+            pass
+    _mem_cache[key] = k
+    return k
+
+
+def _txt(b):
+    if b is None:
+        return None
+    return b.decode() if isinstance(b, (bytes, bytearray)) else b

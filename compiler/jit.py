@@ -1,0 +1,411 @@
+"""`@compiler.jit`: specialization, the compile cache, launching on the GPU, and the interpreter.
+
+Launch path (kept short on purpose, it is paid per launch): bind the arguments, compute a specialization key
+from each argument with a handler chosen by its Python type, look the compiled kernel up in a dict, and hand
+the already-resolved argument values to the kernel's Launcher, which packs them into prebuilt storage.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import ast
+
+import numpy as np
+
+from .errors import CompilationError
+from .ir import types as T
+from .ir.types import TensorType
+
+INTERPRET_ENV = "TILEFARM_INTERPRET"
+
+
+def _interpret_forced() -> bool:
+    return os.environ.get(INTERPRET_ENV, "0") not in ("", "0", "false", "False")
+
+
+# ----------------------------------------------------------------------------------------------------
+# argument handlers: type -> fn(arg) -> (spec_key, launch_value, kind)
+#   kind: 'ptr' (device pointer), 'host' (NumPy array: interpreter), 'int', 'float', 'bool', 'const'
+# ----------------------------------------------------------------------------------------------------
+_TORCH_DTYPES = {
+    "torch.float32": T.float32, "torch.float16": T.float16, "torch.bfloat16": T.bfloat16, "torch.float64": T.float64,
+    "torch.int8": T.int8, "torch.int16": T.int16, "torch.int32": T.int32, "torch.int64": T.int64,
+    "torch.uint8": T.uint8, "torch.uint16": T.uint16, "torch.uint32": T.uint32, "torch.uint64": T.uint64,
+    "torch.bool": T.int1,
+}
+_torch_dtype_cache: dict = {}
+
+
+def _torch_handler(a):
+    dt = _torch_dtype_cache.get(a.dtype)
+    if dt is None:
+        dt = _TORCH_DTYPES.get(str(a.dtype))
+        if dt is None:
+            raise TypeError(f"torch dtype {a.dtype} is not supported")
+        _torch_dtype_cache[a.dtype] = dt
+    p = a.data_ptr()
+    if not a.is_cuda:
+        raise TypeError("a torch tensor argument must be on the GPU (got a CPU tensor); use .cuda(), or pass a "
+                        "NumPy array to run in the interpreter")
+    return (dt, (p & 15) == 0), p, "ptr"
+
+
+def _numpy_handler(a):
+    dt = T.from_numpy(a.dtype)
+    p = a.__array_interface__["data"][0]
+    return (dt, (p & 15) == 0), a, "host"
+
+
+def _device_array_handler(a):
+    dt = T.from_numpy(a.dtype)
+    p = a.data_ptr()
+    return (dt, (p & 15) == 0), p, "ptr"
+
+
+def _cai_handler(a):
+    cai = a.__cuda_array_interface__
+    p = cai["data"][0]
+    dt = T.from_numpy(np.dtype(cai["typestr"]))
+    return (dt, (p & 15) == 0), p, "ptr"
+
+
+def _int_handler(a):
+    if a == 1:
+        return ("c1",), 1, "const"
+    if -(2**31) <= a < 2**31:
+        return ("i32", (a & 15) == 0), a, "int"
+    if -(2**63) <= a < 2**63:
+        return ("i64", (a & 15) == 0), a, "int"
+    return ("u64", (a & 15) == 0), a, "int"
+
+
+def _float_handler(a):
+    return ("fp32",), a, "float"
+
+
+def _bool_handler(a):
+    return ("i1",), a, "bool"
+
+
+def _none_handler(a):
+    return ("none",), None, "const"
+
+
+def _np_scalar_handler(a):
+    dt = T.from_numpy(a.dtype)
+    if dt.is_int() and not dt.is_bool():
+        return _int_handler(int(a))
+    return (dt.name,), a.item(), "typed"
+
+
+_HANDLERS: dict = {int: _int_handler, float: _float_handler, bool: _bool_handler, type(None): _none_handler,
+                   np.ndarray: _numpy_handler}
+
+
+def _handler_for(a):
+    t = type(a)
+    h = _HANDLERS.get(t)
+    if h is not None:
+        return h
+    mod = t.__module__
+    if mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
+        h = _torch_handler
+    elif hasattr(a, "interp_array") and not hasattr(a, "__cuda_array_interface__"):
+        h = lambda x: _numpy_handler(x.interp_array())  # noqa: E731
+    elif t.__name__ == "DeviceArray" and hasattr(a, "data_ptr"):
+        h = _device_array_handler
+    elif hasattr(a, "__cuda_array_interface__"):
+        h = _cai_handler
+    elif isinstance(a, np.generic):
+        h = _np_scalar_handler
+    elif isinstance(a, bool):
+        h = _bool_handler
+    elif isinstance(a, int):
+        h = _int_handler
+    elif isinstance(a, float):
+        h = _float_handler
+    elif isinstance(a, (T.dtype, T.pointer_type)):
+        return None
+    else:
+        raise TypeError(f"unsupported kernel argument of type {t.__module__}.{t.__name__}: pass a GPU tensor "
+                        "(torch, CuPy, compiler.runtime.DeviceArray), a NumPy array (interpreter), or a scalar")
+    _HANDLERS[t] = h
+    return h
+
+
+def _param_from_key(name, key, value, kind, do_not_specialize):
+    """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
+    if kind == "const":
+        if key[0] == "c1" and name in do_not_specialize:
+            return ("arg", TensorType(T.int32), {})
+        return ("const", value)
+    if kind in ("ptr", "host"):
+        dt, aligned = key
+        return ("arg", TensorType(T.pointer_type(dt)), {"divisibility": 16} if aligned else {})
+    if kind == "int":
+        dt = {"i32": T.int32, "i64": T.int64, "u64": T.uint64}[key[0]]
+        attrs = {"divisibility": 16} if key[1] and name not in do_not_specialize else {}
+        return ("arg", TensorType(dt), attrs)
+    if kind == "float":
+        return ("arg", TensorType(T.float32), {})
+    if kind == "bool":
+        return ("arg", TensorType(T.int1), {})
+    if kind == "typed":
+        return ("arg", TensorType(T.from_name(key[0])), {})
+    raise AssertionError(kind)
+
+
+# ----------------------------------------------------------------------------------------------------
+class JITFunction:
+    """A kernel (or a device function called from kernels). Launch with `kernel[grid](*args, **meta)`."""
+
+    __tilefarm_jit__ = True
+
+    def __init__(self, fn, debug=None, do_not_specialize=(), noinline=False, repr=None, launch_metadata=None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = getattr(fn, "__qualname__", fn.__name__)
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.signature = inspect.signature(fn)
+        self.params = list(self.signature.parameters.values())
+        self.arg_names = [p.name for p in self.params]
+        self.constexpr_names = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
+        self.constexpr_mask = [p.name in self.constexpr_names for p in self.params]
+        self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
+        dns = do_not_specialize or ()
+        self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
+        self.debug = debug
+        self._kernels: dict = {}
+        self._ir_cache: dict = {}
+        self._src_hash = None
+
+    # --- identity ---------------------------------------------------------------------------------
+    @property
+    def cache_key(self) -> str:
+        """sha256 of this function's source and of every jit function it calls (transitively)."""
+        if self._src_hash is None:
+            h = hashlib.sha256()
+            for name, src in sorted(_dependency_sources(self).items()):
+                h.update(name.encode())
+                h.update(src.encode())
+            self._src_hash = h.hexdigest()
+        return self._src_hash
+
+    def __repr__(self):
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+    def __call__(self, *args, **kwargs):
+        raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), or call it "
+                               "from inside another @compiler.jit function")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    # --- binding ----------------------------------------------------------------------------------
+    def _bind(self, args, kwargs):
+        """Return (all argument values in parameter order, launch options)."""
+        opts = {}
+        for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion"):
+            if k in kwargs:
+                opts[k] = kwargs.pop(k)
+        n = len(self.arg_names)
+        if len(args) > n:
+            raise TypeError(f"{self.__name__} takes {n} arguments but {len(args)} were given")
+        if not kwargs and len(args) == n:
+            return list(args), opts
+        vals = list(args)
+        for name in self.arg_names[len(args):]:
+            if name in kwargs:
+                vals.append(kwargs.pop(name))
+            elif name in self.defaults:
+                vals.append(self.defaults[name])
+            else:
+                raise TypeError(f"{self.__name__}() missing argument '{name}'")
+        if kwargs:
+            bad = ", ".join(sorted(kwargs))
+            raise TypeError(f"{self.__name__}() got unexpected argument(s): {bad}")
+        return vals, opts
+
+    def _specialize(self, vals):
+        """(key, launch values for runtime params, per-param key parts, kinds, host mode)."""
+        keys = []
+        launch_vals = []
+        host = False
+        kinds = []
+        for v, is_c in zip(vals, self.constexpr_mask):
+            if is_c:
+                keys.append(("k", v if _hashable(v) else repr(v)))
+                kinds.append("constexpr")
+                continue
+            h = _HANDLERS.get(type(v)) or _handler_for(v)
+            if h is None:  # a dtype passed to a non-constexpr parameter: treat as constexpr
+                keys.append(("k", v))
+                kinds.append("constexpr")
+                continue
+            k, lv, kind = h(v)
+            keys.append(k)
+            kinds.append(kind)
+            if kind == "host":
+                host = True
+            if kind != "const":
+                launch_vals.append(lv)
+        return tuple(keys), launch_vals, kinds, host
+
+    def _params(self, vals, keys, kinds):
+        params = []
+        for name, v, k, kind in zip(self.arg_names, vals, keys, kinds):
+            if kind == "constexpr":
+                params.append(("const", v))
+            else:
+                params.append(_param_from_key(name, k, v, kind, self.do_not_specialize))
+        return params
+
+    # --- launching --------------------------------------------------------------------------------
+    def run(self, *args, grid, **kwargs):
+        vals, opts = self._bind(args, kwargs)
+        keys, launch_vals, kinds, host = self._specialize(vals)
+        num_warps = opts.get("num_warps", 4)
+        num_stages = opts.get("num_stages", 3)
+        debug = opts.get("debug", self.debug)
+        if host or _interpret_forced():
+            return self._interpret(vals, keys, kinds, grid, debug)
+        kkey = (keys, num_warps, num_stages, debug)
+        kernel = self._kernels.get(kkey)
+        if kernel is None:
+            kernel = self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=None)
+            self._kernels[kkey] = kernel
+        if callable(grid):
+            grid = grid(self._meta(vals))
+        kernel.launch(grid, opts.get("stream"), launch_vals)
+        return kernel
+
+    def _meta(self, vals):
+        return dict(zip(self.arg_names, vals))
+
+    def warmup(self, *args, grid=None, target=None, **kwargs):
+        """Compile for `target` (default: the GPU's arch, else sm_90) without launching; needs no GPU.
+
+        NumPy arrays stand in for pointers (their dtype and 16-byte alignment are what count). Returns the
+        CompiledKernel, whose `.asm` maps stage names to text ("tile", "llir", "ptx", and "cubin" where an
+        assembler is available).
+        """
+        vals, opts = self._bind(args, kwargs)
+        keys, launch_vals, kinds, host = self._specialize(vals)
+        kinds = ["ptr" if k == "host" else k for k in kinds]
+        return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
+                             opts.get("debug", self.debug), target=target)
+
+    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target):
+        from .compile import compile_kernel
+
+        params = self._params(vals, keys, kinds)
+        return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
+                              arch=target)
+
+    def lower(self, *args, **kwargs):
+        """The frontend's IR Module for these arguments (for inspection and tests)."""
+        vals, opts = self._bind(args, kwargs)
+        keys, _, kinds, _ = self._specialize(vals)
+        from .compile import lower_kernel
+
+        return lower_kernel(self, self._params(vals, keys, kinds))
+
+    def _interpret(self, vals, keys, kinds, grid, debug):
+        from .compile import lower_kernel
+        from . import interpreter
+
+        ikey = keys
+        fn = self._ir_cache.get(ikey)
+        if fn is None:
+            fn = lower_kernel(self, self._params(vals, keys, kinds)).function
+            self._ir_cache[ikey] = fn
+        if callable(grid):
+            grid = grid(self._meta(vals))
+        grid = _grid3(grid)
+        run_args = []
+        for v, kind in zip(vals, kinds):
+            if kind in ("constexpr", "const"):
+                continue
+            if kind == "host":
+                run_args.append(v.interp_array() if hasattr(v, "interp_array") else v)
+            elif kind == "ptr":
+                raise TypeError(f"{self.__name__}: the interpreter needs NumPy arrays, got a GPU array "
+                                f"({type(v).__name__}); copy it to the host first")
+            else:
+                run_args.append(v)
+        interpreter.run(fn, grid, run_args, debug=bool(debug))
+        return None
+
+
+def _grid3(grid):
+    if isinstance(grid, int):
+        return (grid, 1, 1)
+    g = tuple(int(x) for x in grid)
+    if not 1 <= len(g) <= 3:
+        raise ValueError(f"grid must have 1 to 3 dimensions, got {grid!r}")
+    return g + (1,) * (3 - len(g))
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_constexpr_annotation(ann) -> bool:
+    from .language.core import constexpr
+
+    if ann is constexpr:
+        return True
+    if isinstance(ann, str):
+        return ann.split(".")[-1] == "constexpr"
+    return False
+
+
+def _dependency_sources(jitfn, seen=None) -> dict:
+    """{qualified name: source} for jitfn and every jit function its source names (through globals/attrs)."""
+    from .frontend.codegen import get_source
+
+    if seen is None:
+        seen = {}
+    name = f"{jitfn.fn.__module__}.{jitfn.fn.__qualname__}"
+    if name in seen:
+        return seen
+    src = get_source(jitfn.fn)
+    seen[name] = ast.dump(src.fdef, include_attributes=False)
+    g = dict(src.globals)
+    g.update(src.closure)
+    for node in ast.walk(src.fdef):
+        obj = None
+        if isinstance(node, ast.Name):
+            obj = g.get(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            base = g.get(node.value.id)
+            obj = getattr(base, node.attr, None) if base is not None and inspect.ismodule(base) else None
+        if obj is not None and getattr(obj, "__tilefarm_jit__", False) and obj is not jitfn:
+            _dependency_sources(obj, seen)
+    return seen
+
+
+def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, **kwargs):
+    """Decorate a kernel or device function written in the tile language."""
+    def wrap(f):
+        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division of two ints."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
