@@ -1,0 +1,229 @@
+"""What `farm run` reads: the pydantic models of a sweep config (YAML or TOML) and their loader.
+
+```yaml
+name: quick                       # shown in `farm runs`
+store: .tilefarm/farm.db          # SQLite file (relative to the current directory)
+seed: 0                           # inputs are seeded from this and the job's key
+timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
+cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "ray://h:10001": join
+workloads:
+  - workload: vector_add          # a registry name (`farm workloads`), or my_kernels.py, or my_kernels.py::NAME
+    params:                       # shape parameters and dtype; a mapping is a product of its lists
+      N: [4096, 65536]
+      dtype: [float32, float16]
+    meta:                         # meta-parameters: BLOCK sizes, num_warps, num_stages
+      zip: {BLOCK: [256, 1024], num_warps: [2, 4]}    # zip: lists walked together
+    constraints: ["BLOCK <= N"]   # points where any constraint is false are skipped
+```
+A sweep (`params` or `meta`) is a mapping (product of its lists; a scalar is a one-element list), or
+`{product: {...}, zip: {...}, points: [{...}, ...]}` (the product of all three), or a list of those (concatenated).
+Leaving `params` out uses the workload's default sweep; leaving `meta` out uses its default meta.
+"""
+from __future__ import annotations
+
+import pathlib
+import tomllib
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from farm import exprs
+
+
+
+def _scalar(v):
+    if isinstance(v, (bool, int, float, str)):
+        return v
+    raise ValueError(f"expected a number, string or boolean, got {type(v).__name__} {v!r}")
+
+
+def _constraint(text: str) -> str:
+    exprs.parse(text)  # ExprError is a ValueError: pydantic reports it with the list index
+    return text
+
+
+def _as_list(v):
+    return [v] if isinstance(v, dict) else v
+
+
+Scalar = Annotated[Any, AfterValidator(_scalar)]
+Constraint = Annotated[str, AfterValidator(_constraint)]
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; `.lines` holds one "field.path: problem" line per problem (exit code 2)."""
+
+    def __init__(self, lines: list[str], source: str = ""):
+        self.lines, self.source = lines, source
+        super().__init__("\n".join(lines))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Sweep(_Model):
+    """One block of a sweep: product of `product`'s lists x rows of `zip` x `points`."""
+
+    product: dict[str, list[Scalar]] = Field(default_factory=dict)
+    zip: dict[str, list[Scalar]] = Field(default_factory=dict)
+    points: list[dict[str, Scalar]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data):
+        # {N: [1, 2], dtype: float32} is shorthand for {product: {N: [1, 2], dtype: [float32]}}.
+        if isinstance(data, dict) and not set(data) & {"product", "zip", "points"}:
+            data = {"product": data}
+        if isinstance(data, dict):
+            data = dict(data)
+            for key in ("product", "zip"):
+                if isinstance(data.get(key), dict):
+                    data[key] = {k: v if isinstance(v, list) else [v] for k, v in data[key].items()}
+        return data
+
+    @field_validator("product")
+    @classmethod
+    def _nonempty(cls, v):
+        for k, vals in v.items():
+            if not vals:
+                raise ValueError(f"{k}: empty list (a product with an empty axis has no points)")
+        return v
+
+    @field_validator("zip")
+    @classmethod
+    def _same_length(cls, v):
+        lengths = {k: len(vals) for k, vals in v.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"zipped lists must have the same length, got {lengths}")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self):
+        seen: dict[str, str] = {}
+        for part, keys in (("product", self.product), ("zip", self.zip)):
+            for k in keys:
+                if k in seen:
+                    raise ValueError(f"{k!r} appears in both {seen[k]} and {part}")
+                seen[k] = part
+        return self
+
+    def expand(self) -> list[dict]:
+        """The points of this block, in a deterministic order (last product axis varies fastest)."""
+        points: list[dict] = [{}]
+        for k, vals in self.product.items():
+            points = [{**p, k: v} for p in points for v in vals]
+        if self.zip:
+            n = len(next(iter(self.zip.values())))
+            rows = [{k: vals[i] for k, vals in self.zip.items()} for i in range(n)]
+            points = [{**p, **r} for p in points for r in rows]
+        if self.points:
+            points = [{**p, **q} for p in points for q in self.points]
+        return points
+
+
+SweepSpec = Annotated[list[Sweep], BeforeValidator(_as_list)]
+
+
+def expand(blocks: "list[Sweep] | None") -> list[dict] | None:
+    """All points of a sweep (blocks concatenated, duplicates dropped keeping the first), or None when absent."""
+    if blocks is None:
+        return None
+    out, seen = [], set()
+    for block in blocks:
+        for p in block.expand():
+            key = tuple(sorted((k, repr(v)) for k, v in p.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+    return out
+
+
+class WorkloadEntry(_Model):
+    """A workload and the sweep to run it over."""
+
+    workload: str = Field(description="registry name, or path to a kernel file, optionally path::NAME")
+    params: SweepSpec | None = None
+    meta: SweepSpec | None = None
+    constraints: list[Constraint] = Field(default_factory=list)
+
+
+class Timing(_Model):
+    """How each job is timed on a GPU (ignored without one)."""
+
+    warmup_ms: float = Field(25.0, gt=0, description="warm-up by time before measuring")
+    rep_ms: float = Field(100.0, gt=0, description="measure for about this long")
+    flush_l2: bool = Field(True, description="flush L2 between repetitions")
+    cuda_graphs: bool = Field(False, description="replay launches from a CUDA graph (less launch overhead)")
+    timeout_s: float = Field(120.0, gt=0, description="a job running longer is killed and recorded as a timeout")
+    baseline: bool = Field(True, description="also time the workload's reference implementation for speedups")
+
+
+class Cluster(_Model):
+    """Where jobs run."""
+
+    executor: Literal["ray", "local"] = Field("ray", description="local: in this process, one job at a time")
+    address: str | None = Field(None, description="Ray address to join; none starts a local Ray for the run")
+    num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all)")
+    num_gpus: int | None = Field(None, ge=0, description="GPUs of the local Ray (default: all it finds)")
+    max_in_flight: int | None = Field(None, ge=1, description="compile tasks in flight (default: CPU slots)")
+
+
+class Config(_Model):
+    """A whole `farm run` config."""
+
+    name: str = "sweep"
+    label: str | None = None
+    workloads: list[WorkloadEntry] = Field(min_length=1)
+    seed: int = 0
+    compile_only: bool = Field(False, description="compile every job to PTX, do not validate or time")
+    timing: Timing = Field(default_factory=Timing)
+    cluster: Cluster = Field(default_factory=Cluster)
+    store: str = ".tilefarm/farm.db"
+
+
+def _format(e: ValidationError) -> list[str]:
+    lines = []
+    for err in e.errors():
+        # Drop pydantic's union/validator tags ("function-after[...]") so the path is only field names and indexes.
+        path = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and "[" in p)) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see the config reference in farm/config.py)"
+        lines.append(f"{path}: {msg}")
+    return lines
+
+
+def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".") -> Config:
+    """Parse config text ("yaml" or "toml"); workload paths are resolved against `base_dir`."""
+    try:
+        data = tomllib.loads(text) if fmt == "toml" else yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError([f"(file): not valid {fmt.upper()}: {' '.join(str(e).split())}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(["(top level): expected a mapping with at least `workloads:`"])
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format(e)) from None
+    base = pathlib.Path(base_dir)
+    for entry in cfg.workloads:
+        path_part = entry.workload.split("::")[0]
+        if path_part.endswith(".py") and not pathlib.Path(path_part).is_absolute():
+            rest = entry.workload[len(path_part):]
+            entry.workload = str((base / path_part).resolve()) + rest
+    return cfg
+
+
+def load(path: str | pathlib.Path) -> tuple[Config, str]:
+    """Read and validate a config file; returns the model and the file's text (stored with the run)."""
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise ConfigError([f"(file): no such config file: {p}"])
+    text = p.read_text()
+    fmt = "toml" if p.suffix == ".toml" else "yaml"
+    try:
+        return parse_text(text, fmt, p.parent), text
+    except ConfigError as e:
+        raise ConfigError(e.lines, str(p)) from None

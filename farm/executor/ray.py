@@ -1,0 +1,245 @@
+"""Run jobs on Ray (the only farm module that imports ray).
+
+- Compile runs as Ray CPU tasks (`_compile_task`): kernels are built on CPU workers into the compiler's
+  content-addressed cache, so GPU workers only load them. A compile-only run is nothing but these tasks.
+- Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
+  warm CUDA context); without GPUs one actor per CPU slot, validating in the interpreter (compile included,
+  one round trip per job).
+- In-flight work is bounded (compile tasks: the CPU slots; actors: one job each, so a job's deadline starts
+  when it starts) and results are handled in completion order with `ray.wait`.
+- Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
+  process died (segfault, os._exit, node lost) gives WORKER_DIED and the actor is replaced; a result that
+  says its CUDA context is poisoned gets its actor replaced too. The sweep goes on.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import pathlib
+import time
+
+import ray
+
+from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
+
+_REPO = str(pathlib.Path(__file__).resolve().parents[2])
+
+
+@ray.remote(num_cpus=1, max_retries=0)
+def _compile_task(job: dict) -> dict:
+    from farm import worker
+    job = Job.from_dict(job)
+    try:
+        return worker.compile_job(job).to_dict()
+    except Exception as e:  # e.g. the workload cannot be loaded on this node
+        return Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}", worker=worker.worker_name()).to_dict()
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
+class _Worker:
+    """Holds a warm process (imports, CUDA context, loaded modules) and runs one job at a time."""
+
+    def __init__(self, force_no_gpu: bool):
+        if force_no_gpu:
+            os.environ["FARM_FORCE_NO_GPU"] = "1"
+        from farm import worker
+        self._worker = worker
+        self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind()}
+
+    def info(self) -> dict:
+        return self._info
+
+    def run(self, job: dict, opts: dict, compiled: dict | None) -> dict:
+        return self._worker.run_job(Job.from_dict(job), RunOptions(**opts),
+                                    Result.from_dict(compiled) if compiled else None).to_dict()
+
+
+def _died(job: Job, e: BaseException, where: str) -> Result:
+    kind = type(e).__name__
+    if isinstance(e, ray.exceptions.RayTaskError):  # the task itself raised (not expected: workers catch)
+        return Result(key=job.key, status=ERROR, error=str(e).strip().splitlines()[-1], worker=where)
+    return Result(key=job.key, status=WORKER_DIED, worker=where,
+                  error=f"the worker process died while running this job ({kind}); it was replaced",
+                  detail=str(e)[-2000:])
+
+
+class RayExecutor:
+    """Ray executor (see farm.executor). Joins `address` or starts a local Ray; reuses one already running."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
+                 max_in_flight: int | None = None):
+        self.started_ray = False
+        self.init_s = 0.0
+        t0 = time.perf_counter()
+        if not ray.is_initialized():
+            kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+            if address:
+                # Workers on other nodes import farm/workloads/compiler from the same path (a shared checkout).
+                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _REPO}}
+                ray.init(address=address, **kwargs)
+            else:
+                # Local workers inherit this environment: make the checkout importable for them.
+                paths = os.environ.get("PYTHONPATH", "")
+                if _REPO not in paths.split(os.pathsep):
+                    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO, paths) if p)
+                ray.init(num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+            self.started_ray = True
+        self.init_s = time.perf_counter() - t0
+        res = ray.cluster_resources()
+        self.cpus = int(res.get("CPU", 1))
+        self.gpus = int(res.get("GPU", 0))
+        self.max_in_flight = max_in_flight or self.cpus
+        self._gpu_names: list[str] | None = None
+
+    def resources(self) -> dict:
+        res = ray.cluster_resources()
+        kinds = sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))
+        return {"cpus": self.cpus, "gpus": self.gpus, "gpu_kind": kinds[0] if kinds else None,
+                "gpu_names": kinds, "init_s": self.init_s, "nodes": len([n for n in ray.nodes() if n["Alive"]])}
+
+    # ------------------------------------------------------------ actors
+
+    def _new_actor(self, use_gpu: bool):
+        if use_gpu:
+            return _Worker.options(num_gpus=1, num_cpus=0).remote(False)
+        return _Worker.options(num_cpus=1).remote(True)
+
+    def _start_pool(self, n: int, use_gpu: bool) -> list:
+        actors = [self._new_actor(use_gpu) for _ in range(n)]
+        ray.get([a.info.remote() for a in actors])  # wait for every process to be warm before deadlines start
+        return actors
+
+    # ------------------------------------------------------------ run
+
+    def run(self, jobs: list[Job], opts: RunOptions, on_event) -> None:
+        if opts.compile_only:
+            return self._run_compile_only(jobs, opts, on_event)
+        use_gpu = self.gpus > 0 and opts.target != "interpreter"
+        self._run_pool(jobs, opts, on_event, use_gpu)
+
+    def _run_compile_only(self, jobs, opts, on_event):
+        queue = collections.deque(jobs)
+        inflight: dict = {}  # ref -> (job, deadline)
+        while queue or inflight:
+            while queue and len(inflight) < self.max_in_flight:
+                job = queue.popleft()
+                inflight[_compile_task.remote(job.to_dict())] = (job, time.monotonic() + opts.timeout_s)
+                on_event("start", job, "cpu")
+            self._drain(inflight, on_event, _next_deadline(inflight), opts.timeout_s)
+
+    def _drain(self, inflight: dict, on_event, timeout: float, limit: float):
+        done, _ = ray.wait(list(inflight), num_returns=1, timeout=timeout)
+        if done:
+            # Take everything that is ready now, not just one, to keep the loop's overhead per job small.
+            done, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0)
+        for ref in done:
+            job, _ = inflight.pop(ref)
+            try:
+                res = Result.from_dict(ray.get(ref))
+            except ray.exceptions.RayError as e:
+                res = _died(job, e, "cpu task")
+            on_event("done", job, res)
+        now = time.monotonic()
+        for ref, (job, deadline) in list(inflight.items()):
+            if now > deadline:
+                ray.cancel(ref, force=True)
+                del inflight[ref]
+                on_event("done", job, Result(key=job.key, status=TIMEOUT, worker="cpu task",
+                                             error=f"compile ran past timeout_s={limit:g}"))
+
+    def _run_pool(self, jobs, opts, on_event, use_gpu: bool):
+        n = self.gpus if use_gpu else self.cpus
+        n = max(1, min(n, len(jobs)))
+        if not jobs:
+            return
+        actors = self._start_pool(n, use_gpu)
+        label = "gpu" if use_gpu else "cpu"
+        idle = collections.deque(range(n))
+        ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
+        compiling: dict = {}
+        running: dict = {}  # ref -> (slot, job, deadline)
+        queue = collections.deque(jobs)
+        opts_d = vars(opts).copy()
+        try:
+            while queue or compiling or ready or running:
+                if use_gpu:  # compile ahead on CPUs while the GPUs work
+                    while queue and len(compiling) < self.max_in_flight:
+                        job = queue.popleft()
+                        compiling[_compile_task.remote(job.to_dict())] = (job, time.monotonic() + opts.timeout_s)
+                else:
+                    while queue and len(ready) < len(idle):
+                        ready.append((queue.popleft(), None))
+                while ready and idle:
+                    job, compiled = ready.popleft()
+                    slot = idle.popleft()
+                    ref = actors[slot].run.remote(job.to_dict(), opts_d, compiled)
+                    running[ref] = (slot, job, time.monotonic() + opts.timeout_s)
+                    on_event("start", job, f"{label}{slot}")
+                waiting = list(running) + list(compiling)
+                if not waiting:
+                    continue
+                deadline = min([d for _, _, d in running.values()] + [d for _, d in compiling.values()])
+                done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, min(deadline - time.monotonic(), 1.0)))
+                if done:
+                    done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+                for ref in done:
+                    if ref in compiling:
+                        job, _ = compiling.pop(ref)
+                        try:
+                            res = ray.get(ref)
+                        except ray.exceptions.RayError as e:
+                            on_event("done", job, _died(job, e, "compile task"))
+                            continue
+                        if res["status"] == COMPILED:
+                            ready.append((job, res))
+                        else:
+                            on_event("done", job, Result.from_dict(res))
+                        continue
+                    slot, job, _ = running.pop(ref)
+                    try:
+                        res = Result.from_dict(ray.get(ref))
+                    except ray.exceptions.RayError as e:
+                        res = _died(job, e, f"{label}{slot}")
+                        actors[slot] = self._replace(actors[slot], use_gpu)
+                    else:
+                        if res.replace_worker:
+                            actors[slot] = self._replace(actors[slot], use_gpu)
+                    idle.append(slot)
+                    on_event("done", job, res)
+                now = time.monotonic()
+                for ref, (slot, job, deadline) in list(running.items()):
+                    if now > deadline:
+                        del running[ref]
+                        actors[slot] = self._replace(actors[slot], use_gpu)
+                        idle.append(slot)
+                        on_event("done", job, Result(
+                            key=job.key, status=TIMEOUT, worker=f"{label}{slot}",
+                            error=f"ran past timeout_s={opts.timeout_s:g}; its worker was killed and replaced"))
+                for ref, (job, deadline) in list(compiling.items()):
+                    if now > deadline:
+                        ray.cancel(ref, force=True)
+                        del compiling[ref]
+                        on_event("done", job, Result(key=job.key, status=TIMEOUT, worker="compile task",
+                                                     error=f"compile ran past timeout_s={opts.timeout_s:g}"))
+        finally:
+            for a in actors:
+                ray.kill(a, no_restart=True)
+
+    def _replace(self, actor, use_gpu: bool):
+        ray.kill(actor, no_restart=True)
+        new = self._new_actor(use_gpu)
+        ray.get(new.info.remote())
+        return new
+
+    def close(self):
+        if self.started_ray:
+            ray.shutdown()
+
+
+def _next_deadline(inflight: dict) -> float:
+    if not inflight:
+        return 0.0
+    return max(0.0, min(min(d for _, d in inflight.values()) - time.monotonic(), 1.0))

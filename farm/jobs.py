@@ -1,0 +1,90 @@
+"""The data that flows between planner, executors, workers and store: Job, Result and RunOptions.
+
+All three are plain dataclasses of JSON-able values, so they pickle cheaply across Ray and store as JSON.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+# Final states of a job. Only the "transient" ones are retried when a later run plans the same key.
+OK = "ok"                        # validated and timed on a GPU
+VALIDATED = "validated"          # validated in the interpreter; timing needs a GPU
+COMPILED = "compiled"            # compile-only run: compiled to PTX, not validated
+COMPILE_ERROR = "compile_error"  # the compiler refused the kernel (CompilationError, ptxas, resources)
+MISMATCH = "mismatch"            # ran, but outputs (or untouched inputs) are wrong
+ERROR = "error"                  # an exception while running (CUDA error, bad launch, interpreter fault)
+TIMEOUT = "timeout"              # ran past timing.timeout_s; its worker was killed and replaced
+WORKER_DIED = "worker_died"      # the worker process died under the job (segfault, os._exit, node lost)
+STATUSES = (OK, VALIDATED, COMPILED, COMPILE_ERROR, MISMATCH, ERROR, TIMEOUT, WORKER_DIED)
+GOOD = (OK, VALIDATED, COMPILED)
+TRANSIENT = (TIMEOUT, WORKER_DIED)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One point of a sweep: a workload (registry name or path[::NAME]) at one params/meta point."""
+
+    key: str          # content key (see farm.planner.job_key)
+    idx: int          # position in the plan (deterministic)
+    workload: str     # how to load it: registry name, /abs/path.py or /abs/path.py::NAME
+    name: str         # the workload's name, for tables
+    params: dict      # shape parameters plus "dtype"
+    meta: dict        # BLOCK sizes, num_warps, num_stages
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Job":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+@dataclass
+class RunOptions:
+    """How jobs run: what the config's `timing` and `compile_only` say, plus the target the keys were made for."""
+
+    target: str = "interpreter"   # "compile-only", "interpreter" or the GPU kind (e.g. "NVIDIA H200")
+    compile_only: bool = False
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    flush_l2: bool = True
+    cuda_graphs: bool = False
+    timeout_s: float = 120.0
+    baseline: bool = True
+
+
+@dataclass
+class Result:
+    """What became of one job. Failures are results too: `status` says which kind, `error` says what."""
+
+    key: str
+    status: str
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    n_reps: int | None = None
+    baseline_ms: float | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    compile_s: float | None = None
+    validate_s: float | None = None
+    bench_s: float | None = None
+    wall_s: float | None = None
+    gpu: dict | None = None
+    worker: str = ""
+    error: str | None = None
+    detail: str | None = None
+    notes: list = field(default_factory=list)
+    artifacts: dict = field(default_factory=dict)
+    replace_worker: bool = False  # the worker's state is suspect (poisoned CUDA context): start a fresh one
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Result":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})

@@ -1,0 +1,116 @@
+"""The driver side of `farm run`: create or resume a run in the store, execute its jobs, store each result.
+
+Results are written the moment they arrive, so a crash or Ctrl-C loses at most the jobs that were running;
+`resume()` picks up the run's planned jobs that have no result yet.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import farm
+from farm import FarmError
+from farm.config import Config
+from farm.jobs import GOOD, Job, Result, RunOptions
+from farm.planner import plan
+from farm.store import Store
+from farm.worker import compiler_version
+
+
+@dataclass
+class Prepared:
+    """A run ready to execute: its id, the jobs still to run, and how they run."""
+
+    run_id: int
+    jobs: list[Job]
+    opts: RunOptions
+    n_planned: int
+    n_reused: int = 0
+    skipped_by_constraint: int = 0
+    resumed: bool = False
+
+
+def target_for(cfg: Config, resources: dict) -> str:
+    """What the job keys are made for: "compile-only", the GPU kind, or "interpreter" when there is no GPU."""
+    if cfg.compile_only:
+        return "compile-only"
+    if resources.get("gpus") and resources.get("gpu_kind"):
+        return resources["gpu_kind"]
+    return "interpreter"
+
+
+def options_for(cfg: Config, target: str) -> RunOptions:
+    t = cfg.timing
+    return RunOptions(target=target, compile_only=cfg.compile_only, warmup_ms=t.warmup_ms, rep_ms=t.rep_ms,
+                      flush_l2=t.flush_l2, cuda_graphs=t.cuda_graphs, timeout_s=t.timeout_s, baseline=t.baseline)
+
+
+def prepare(cfg: Config, config_text: str, config_path: str, store: Store, resources: dict, *,
+            force: bool = False, label: str | None = None) -> Prepared:
+    """Plan the config and record a new run with its plan; jobs the store has already done are reused."""
+    target = target_for(cfg, resources)
+    p = plan(cfg, target)
+    reused = {} if force else store.done_keys([j.key for j in p.jobs])
+    opts = options_for(cfg, target)
+    run_id = store.create_run(name=cfg.name, label=label or cfg.label, config_text=config_text,
+                              config_path=config_path, options=dataclasses.asdict(opts), target=target,
+                              gpus=resources.get("gpu_names", []), compiler_version=compiler_version(),
+                              farm_version=farm.__version__)
+    store.add_jobs(run_id, p.jobs, reused)
+    todo = [j for j in p.jobs if j.key not in reused]
+    return Prepared(run_id, todo, opts, len(p.jobs), len(reused), p.skipped_by_constraint)
+
+
+def resume(store: Store, run_ref: str) -> Prepared:
+    """The remaining jobs of an earlier run, with that run's options."""
+    run_id = store.resolve(run_ref)
+    info = store.run(run_id)
+    if info["status"] == "done" and not store.pending_jobs(run_id):
+        raise FarmError(f"run {run_id} is complete: nothing to resume (see `farm report {run_id}`)")
+    opts = RunOptions(**info["options"])
+    jobs = store.pending_jobs(run_id)
+    return Prepared(run_id, jobs, opts, info["n_jobs"], info["n_reused"], resumed=True)
+
+
+@dataclass
+class Tally:
+    """Counts kept while a run executes (the progress display reads them)."""
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    by_status: dict = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    active: dict = field(default_factory=dict)  # worker label -> job now running there
+    job_worker: dict = field(default_factory=dict)
+
+
+def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
+    """Run the prepared jobs; store each result as it arrives; mark the run done (or interrupted) at the end."""
+    tally = Tally(total=len(prep.jobs))
+    store.set_status(prep.run_id, "running")
+
+    def handle(kind, job, payload):
+        if kind == "start":
+            tally.active[payload] = job
+            tally.job_worker[job.key] = payload
+        else:
+            res: Result = payload
+            store.add_result(prep.run_id, res)
+            tally.done += 1
+            tally.failed += res.status not in GOOD
+            tally.by_status[res.status] = tally.by_status.get(res.status, 0) + 1
+            w = tally.job_worker.pop(job.key, None)
+            if w is not None and tally.active.get(w) is job:
+                del tally.active[w]
+        if on_event:
+            on_event(kind, job, payload, tally)
+
+    try:
+        executor.run(prep.jobs, prep.opts, handle)
+    except BaseException:
+        store.finish_run(prep.run_id, "interrupted")
+        raise
+    store.finish_run(prep.run_id, "done" if not store.pending_jobs(prep.run_id) else "incomplete")
+    return tally
