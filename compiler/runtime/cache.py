@@ -1,0 +1,263 @@
+"""A content-addressed kernel cache, in memory and on disk, safe for many processes sharing one directory.
+
+Key: sha256 over a canonical JSON rendering of a description the caller supplies (kernel source and the
+jit functions it calls, signature, specialization, options, target, compiler version...): whatever
+changes the output must be in it, and nothing else.
+
+Layout: ``<dir>/<key[:2]>/<key>/`` holds one file per artifact (``tile``, ``llir``, ``ptx``, ``cubin``,
+``metadata.json``...) and ``manifest.json`` listing each artifact's file, size, sha256 and whether it is
+text. Atomicity: a writer builds the whole entry in a private temp directory next to the final one (the
+manifest written last) and renames the directory into place. A rename is atomic, so a reader sees either
+no entry or a complete one; when two writers race on one key the first rename wins and the second writer
+discards its copy (same key = same content) -- both succeed. ``get`` verifies sizes and hashes and treats a
+corrupt or partial entry as a miss; the next ``put`` replaces it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any, Iterable, Mapping
+
+__all__ = ["KernelCache", "cache_key", "canonical_json", "default_cache_dir"]
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+
+
+def default_cache_dir() -> str:
+    """$TILEFARM_CACHE_DIR, else ~/.cache/tilefarm."""
+    return os.environ.get("TILEFARM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tilefarm")
+
+
+def _canon(obj: Any) -> Any:
+    """A JSON-able rendering with one spelling per value (tuples = lists, sets sorted, bytes tagged)."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return {"__float__": obj.hex()}  # exact, and distinct from ints
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"__bytes__": hashlib.sha256(bytes(obj)).hexdigest()}
+    if isinstance(obj, Mapping):
+        return {str(k): _canon(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canon(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((_canon(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {"__dataclass__": type(obj).__qualname__,
+                **{f.name: _canon(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
+    if hasattr(obj, "item") and callable(obj.item):  # NumPy scalars
+        return _canon(obj.item())
+    if hasattr(obj, "name") and isinstance(getattr(obj, "name"), str):  # dtypes, enums
+        return {"__named__": type(obj).__qualname__, "name": obj.name}
+    raise TypeError(f"cache key: cannot canonicalize {type(obj).__qualname__} (give str/int/float/bytes/"
+                    "list/dict/dataclass)")
+
+
+def canonical_json(description: Any) -> str:
+    """The canonical text that is hashed for ``description``."""
+    return json.dumps(_canon(description), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def cache_key(description: Any) -> str:
+    """sha256 hex digest of ``canonical_json(description)`` (a str description is hashed as given)."""
+    text = description if isinstance(description, str) else canonical_json(description)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _is_key(key: str) -> bool:
+    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+
+
+class KernelCache:
+    """Content-addressed store of named compile artifacts, with an in-memory layer over a shared directory.
+
+    ``put(key, {"ptx": str, "cubin": bytes, "metadata.json": str, ...})``, ``get(key) -> dict | None``.
+    Text artifacts come back as str, binary ones as bytes. Keys come from ``cache_key(description)``.
+    """
+
+    def __init__(self, dir: str | None = None, memory_entries: int = 1024, fsync: bool = False):
+        self.dir = os.path.abspath(dir or default_cache_dir())
+        self.fsync = fsync
+        self._mem: OrderedDict[str, dict] = OrderedDict()
+        self._mem_max = memory_entries
+        self._lock = threading.Lock()
+        os.makedirs(self.dir, exist_ok=True)
+
+    # --- keys and paths --------------------------------------------------------------------------------
+
+    @staticmethod
+    def key(description: Any) -> str:
+        """Same as ``cache_key``."""
+        return cache_key(description)
+
+    def path_of(self, key: str) -> str:
+        """Directory of ``key``'s entry (it may not exist)."""
+        if not _is_key(key):
+            raise ValueError(f"not a cache key (64 lowercase hex digits): {key!r}")
+        return os.path.join(self.dir, key[:2], key)
+
+    # --- reads -----------------------------------------------------------------------------------------
+
+    def get(self, key: str, names: Iterable[str] | None = None) -> dict | None:
+        """The artifacts stored under ``key`` (only ``names`` if given), or None on a miss or a bad entry."""
+        with self._lock:
+            hit = self._mem.get(key)
+            if hit is not None:
+                self._mem.move_to_end(key)
+        if hit is None:
+            hit = self._read_disk(key)
+            if hit is None:
+                return None
+            self._remember(key, hit)
+        if names is None:
+            return dict(hit)
+        try:
+            return {n: hit[n] for n in names}
+        except KeyError:
+            return None
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def _read_disk(self, key: str) -> dict | None:
+        path = self.path_of(key)
+        try:
+            with open(os.path.join(path, MANIFEST), "rb") as f:
+                manifest = json.loads(f.read())
+            if manifest.get("format") != FORMAT_VERSION or manifest.get("key") != key:
+                return None
+            out = {}
+            for name, info in manifest["artifacts"].items():
+                with open(os.path.join(path, info["file"]), "rb") as f:
+                    data = f.read()
+                if len(data) != info["size"] or hashlib.sha256(data).hexdigest() != info["sha256"]:
+                    return None
+                out[name] = data.decode() if info["text"] else data
+            return out
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return None  # missing, partial, corrupt, or written by an incompatible version: a miss
+
+    def _remember(self, key: str, artifacts: dict) -> None:
+        with self._lock:
+            self._mem[key] = artifacts
+            self._mem.move_to_end(key)
+            while len(self._mem) > self._mem_max:
+                self._mem.popitem(last=False)
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    def put(self, key: str, artifacts: Mapping[str, str | bytes], meta: Mapping[str, Any] | None = None) -> str:
+        """Store ``artifacts`` under ``key`` atomically; returns the entry's directory.
+
+        Safe against concurrent writers of the same key (the first complete entry wins; its content is the
+        same by construction) and against readers (they never see a partial entry).
+        """
+        final = self.path_of(key)
+        files: dict[str, tuple[str, bytes, bool]] = {}
+        for i, (name, data) in enumerate(artifacts.items()):
+            if name == MANIFEST:
+                raise ValueError(f"{MANIFEST!r} is reserved")
+            text = isinstance(data, str)
+            raw = data.encode() if text else bytes(data)
+            files[name] = (_file_name(name, i), raw, text)
+
+        parent = os.path.dirname(final)
+        os.makedirs(parent, exist_ok=True)
+        tmp = os.path.join(parent, f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        os.mkdir(tmp)
+        try:
+            manifest = {"format": FORMAT_VERSION, "key": key, "created": time.time(),
+                        "meta": dict(meta or {}), "artifacts": {}}
+            for name, (fname, raw, text) in files.items():
+                self._write(os.path.join(tmp, fname), raw)
+                manifest["artifacts"][name] = {"file": fname, "size": len(raw),
+                                               "sha256": hashlib.sha256(raw).hexdigest(), "text": text}
+            # The manifest goes last: even inside the private directory, "manifest exists" = "entry complete".
+            self._write(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode())
+            self._install(tmp, final, key)
+        finally:
+            if os.path.exists(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+        self._remember(key, {n: (raw.decode() if text else raw) for n, (_, raw, text) in files.items()})
+        return final
+
+    def _write(self, path: str, raw: bytes) -> None:
+        with open(path, "wb") as f:
+            f.write(raw)
+            if self.fsync:
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _install(self, tmp: str, final: str, key: str) -> None:
+        """Rename ``tmp`` to ``final``; if an entry is already there keep it when valid, else replace it."""
+        for _ in range(5):
+            try:
+                os.rename(tmp, final)  # atomic; fails if final is a non-empty directory
+                return
+            except OSError:
+                if not os.path.isdir(final):
+                    continue  # it vanished between our attempts (another writer replacing it): retry
+            if self._read_disk(key) is not None:
+                return  # another writer won with a complete entry: done
+            # A bad entry (corrupt, or from an old format): move it aside, then retry the rename.
+            trash = os.path.join(os.path.dirname(final), f".trash-{key[:16]}-{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(final, trash)
+                shutil.rmtree(trash, ignore_errors=True)
+            except OSError:
+                pass  # someone else moved it first
+        raise OSError(f"could not install cache entry {key} at {final}")
+
+    # --- maintenance -----------------------------------------------------------------------------------
+
+    def evict_memory(self) -> None:
+        """Drop the in-memory layer (the disk entries stay)."""
+        with self._lock:
+            self._mem.clear()
+
+    def remove(self, key: str) -> None:
+        """Delete ``key``'s entry from memory and disk (atomically: renamed away, then removed)."""
+        with self._lock:
+            self._mem.pop(key, None)
+        final = self.path_of(key)
+        trash = os.path.join(os.path.dirname(final), f".trash-{key[:16]}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(final, trash)
+        except OSError:
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def prune_temp(self, max_age_s: float = 3600) -> int:
+        """Remove temp/trash directories older than ``max_age_s`` left by crashed writers; returns the count."""
+        n, now = 0, time.time()
+        for sub in os.listdir(self.dir):
+            p = os.path.join(self.dir, sub)
+            if not os.path.isdir(p):
+                continue
+            for name in os.listdir(p):
+                if name.startswith((".tmp-", ".trash-")):
+                    q = os.path.join(p, name)
+                    try:
+                        if now - os.path.getmtime(q) > max_age_s:
+                            shutil.rmtree(q, ignore_errors=True)
+                            n += 1
+                    except OSError:
+                        pass
+        return n
+
+
+def _file_name(name: str, index: int) -> str:
+    """A safe file name for an artifact name (names are usually already safe: 'ptx', 'metadata.json')."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    if not safe or safe.startswith(".") or safe == MANIFEST:
+        safe = f"artifact{index}"
+    return safe if safe == name else f"{index}-{safe}"
