@@ -32,7 +32,11 @@ class _Source:
 
     def __init__(self, fn):
         self.file = inspect.getsourcefile(fn) or "<unknown>"
-        lines, first = inspect.getsourcelines(fn)
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError):
+            raise CompilationError(f"cannot read the source of {fn.__qualname__} (a kernel must be defined in a "
+                                   "file, not in exec() or an interactive prompt)") from None
         raw = "".join(lines)
         src = textwrap.dedent(raw)
         self.col0 = len(lines[0]) - len(lines[0].lstrip()) if lines else 0

@@ -1,0 +1,114 @@
+"""canonicalize: fold splatted constants, share identical pure ops (CSE), drop unused pure ops (DCE).
+
+Why first in the pipeline: the frontend emits one op per source expression, so the same `offs < N` or
+`tl.arange(0, BLOCK)` written twice becomes two ops; sharing them here gives later analyses (axis info,
+layouts) fewer values to reason about and codegen fewer registers to keep.
+"""
+from __future__ import annotations
+
+from ..ir.core import Block, Module, Op
+
+# Ops without side effects whose result depends only on operands and attributes.
+PURE = {
+    "const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims", "reshape", "permute",
+    "add", "sub", "mul", "fdiv", "idiv", "irem", "frem", "and", "or", "xor", "shl", "shr", "max", "min", "umulhi",
+    "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
+    "fma", "cmp", "select", "cast", "bitcast", "addptr", "ptr_to_int",
+}
+# Pure ops with nested blocks can be dropped when unused but are not shared.
+DROPPABLE = PURE | {"reduce", "scan"}
+
+
+def _attr_key(attrs: dict):
+    items = []
+    for k in sorted(attrs):
+        if k.startswith("_"):
+            continue
+        v = attrs[k]
+        if isinstance(v, float) and v != v:
+            v = ("nan",)
+        items.append((k, v if not isinstance(v, list) else tuple(v)))
+    return tuple(items)
+
+
+def _replace_uses(block: Block, mapping: dict) -> None:
+    for op in block.ops:
+        if any(o.id in mapping for o in op.operands):
+            op.operands = [mapping.get(o.id, o) for o in op.operands]
+        for b in op.blocks:
+            _replace_uses(b, mapping)
+
+
+def _fold_splat_const(block: Block) -> None:
+    """splat(const c) -> const c of the block type; broadcast(const) likewise."""
+    for op in block.ops:
+        for b in op.blocks:
+            _fold_splat_const(b)
+        if op.kind in ("splat", "broadcast") and op.operands[0].owner is not None and \
+                isinstance(op.operands[0].owner, Op) and op.operands[0].owner.kind == "const":
+            c = op.operands[0].owner
+            op.kind = "const"
+            op.attrs = {"value": c.attrs["value"]}
+            op.operands = []
+
+
+def _cse(block: Block, table: dict, mapping: dict) -> None:
+    table = dict(table)  # values defined in enclosing blocks stay visible; siblings do not leak out
+    for op in block.ops:
+        if any(o.id in mapping for o in op.operands):
+            op.operands = [mapping.get(o.id, o) for o in op.operands]
+        for b in op.blocks:
+            _cse(b, table, mapping)
+        if op.kind in PURE and not op.blocks and len(op.results) == 1:
+            key = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), op.results[0].type)
+            prev = table.get(key)
+            if prev is not None:
+                mapping[op.results[0].id] = prev
+                op.attrs["_dead"] = True
+            else:
+                table[key] = op.results[0]
+
+
+def _uses(block: Block, counts: dict) -> None:
+    for op in block.ops:
+        for o in op.operands:
+            counts[o.id] = counts.get(o.id, 0) + 1
+        for b in op.blocks:
+            _uses(b, counts)
+
+
+def _dce(block: Block) -> bool:
+    counts: dict = {}
+    _uses(block, counts)
+    changed = False
+
+    def sweep(b: Block):
+        nonlocal changed
+        keep = []
+        for op in b.ops:
+            for nb in op.blocks:
+                sweep(nb)
+            dead = op.attrs.get("_dead") or (
+                op.kind in DROPPABLE and op.results and all(counts.get(r.id, 0) == 0 for r in op.results))
+            if dead:
+                changed = True
+                for o in op.operands:
+                    counts[o.id] = counts.get(o.id, 0) - 1
+                continue
+            keep.append(op)
+        b.ops = keep
+
+    sweep(block)
+    return changed
+
+
+def canonicalize(module: Module, options=None) -> Module:
+    """Fold, CSE and DCE the kernel body in place; returns the module."""
+    body = module.function.body
+    _fold_splat_const(body)
+    mapping: dict = {}
+    _cse(body, {}, mapping)
+    _replace_uses(body, mapping)
+    while _dce(body):
+        pass
+    return module

@@ -1,0 +1,27 @@
+"""Suite-wide test setup: gpu-marked tests skip, saying why, when no NVIDIA GPU is usable."""
+import os
+
+import pytest
+
+os.environ.setdefault("TILEFARM_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "tilefarm-test-cache"))
+
+
+def _gpu_reason():
+    try:
+        from compiler.runtime import gpu_available
+    except Exception as e:  # pragma: no cover - runtime missing entirely
+        return f"compiler.runtime unavailable: {e}"
+    ok, reason = gpu_available()
+    return None if ok else reason
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [i for i in items if "gpu" in i.keywords]
+    if not gpu_items:
+        return
+    reason = _gpu_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")
+    for item in gpu_items:
+        item.add_marker(skip)

@@ -1,0 +1,131 @@
+"""Frontend: golden IR per kernel (after the frontend and after canonicalize), and errors at the user's source."""
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler.ir import print_module
+from compiler.passes.canonicalize import canonicalize
+
+from . import kernels as K
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+UPDATE = os.environ.get("TILEFARM_UPDATE_GOLDEN") == "1"
+KFILE = K.__file__
+
+f32 = np.zeros(64, np.float32)  # stand-in pointers: only dtype and alignment count
+
+
+def _check_golden(name, text):
+    path = os.path.join(GOLDEN, name)
+    if UPDATE or not os.path.exists(path):
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        if not UPDATE:
+            pytest.fail(f"golden file {name} was missing and has been written; check it and re-run")
+    with open(path) as f:
+        expected = f.read()
+    assert text == expected, f"IR differs from {path} (TILEFARM_UPDATE_GOLDEN=1 rewrites it)"
+
+
+CASES = {
+    "add_kernel": (K.add_kernel, (f32, f32, f32, 1000), {"BLOCK": 1024}),
+    "softmax_kernel": (K.softmax_kernel, (f32, f32, 4096, 1000), {"BLOCK": 1024}),
+    "control_flow": (K.control_flow, (f32, f32, 100), {"BLOCK": 16}),
+    "early_exit": (K.early_exit, (f32, 100), {"BLOCK": 32}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_ir(name):
+    kern, args, meta = CASES[name]
+    m = kern.lower(*args, **meta)
+    _check_golden(f"{name}.frontend.tile", print_module(m))
+    _check_golden(f"{name}.canonicalize.tile", print_module(canonicalize(m)))
+
+
+def test_specialization_in_signature():
+    m = K.add_kernel.lower(f32, f32, f32[1:], 1001, BLOCK=128)
+    text = print_module(m)
+    assert "%X: ptr<f32> {divisibility=16}" in text
+    assert "%Z: ptr<f32>," in text  # misaligned by 4 bytes: no divisibility
+    assert "%N: i32)" in text
+    # N == 1 is specialized away as a constant
+    m1 = K.add_kernel.lower(f32, f32, f32, 1, BLOCK=128)
+    assert "%N" not in print_module(m1)
+
+
+def test_dtype_element_ty_and_early_return():
+    m = K.early_exit.lower(np.zeros(8, np.float16), 100, BLOCK=32)
+    text = print_module(m)
+    assert "cast" in text and "f16" in text
+    assert " if " in text or "= if" in text
+
+
+def _err(kern, *args, **meta):
+    with pytest.raises(compiler.CompilationError) as ei:
+        kern.lower(*args, **meta)
+    return ei.value
+
+
+def _line_of(snippet):
+    with open(KFILE) as f:
+        for i, line in enumerate(f, 1):
+            if snippet in line:
+                return i, line.index(snippet.strip()) + 1
+    raise AssertionError(snippet)
+
+
+@pytest.mark.parametrize("kern,args,meta,snippet,col_of,words", [
+    (K.bad_arange, (f32, 3), {"BLOCK": 16}, "offs = tl.arange(0, 100)", "tl.arange", "power of two"),
+    (K.bad_shapes, (f32, 3), {"BLOCK": 16}, "tl.store(X + (a + b), 1.0)", "a + b", "broadcast"),
+    (K.bad_runtime_arange, (f32, 3), {}, "offs = tl.arange(0, N)", "tl.arange", "constexpr"),
+    (K.bad_construct, (f32, 3), {}, 'with open("x"):', "with", "With"),
+    (K.bad_float_bitwise, (f32, 3), {}, "tl.store(X, x & 1)", "x & 1", "integer"),
+    (K.bad_in_callee, (f32,), {}, "return tl.exp(x)", "tl.exp", "floating"),
+    (K.bad_loop_type, (f32, 3), {}, "for i in range(N):", "for", "changes"),
+    (K.bad_undefined, (f32,), {}, "tl.store(X, undefined_name)", "undefined_name", "not defined"),
+])
+def test_error_locations(kern, args, meta, snippet, col_of, words):
+    e = _err(kern, *args, **meta)
+    line, _ = _line_of(snippet)
+    with open(KFILE) as f:
+        src_line = f.read().splitlines()[line - 1]
+    col = src_line.index(col_of) + 1
+    msg = str(e)
+    assert msg.startswith(f"{KFILE}:{line}:"), msg
+    assert e.loc.line == line
+    if kern is not K.bad_loop_type:
+        assert e.loc.col + 1 == col, msg
+    assert words in msg
+    assert src_line.strip() in msg and "^" in msg
+    # no compiler internals in the message, and it survives pickling (it crosses Ray processes)
+    assert "compiler/frontend" not in msg and "Traceback" not in msg
+    e2 = pickle.loads(pickle.dumps(e))
+    assert str(e2) == msg and e2.loc == e.loc
+
+
+def test_wrong_argument_count():
+    with pytest.raises(TypeError, match="missing argument 'N'"):
+        K.add_kernel.lower(f32, f32, f32, BLOCK=16)
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        K.add_kernel.lower(f32, f32, f32, 1, 2, 3)
+
+
+
+def test_calling_kernel_directly_is_an_error():
+    with pytest.raises(compiler.CompilationError, match=r"add_kernel\[grid\]"):
+        K.add_kernel(f32, f32, f32, 10, BLOCK=16)
+
+
+def test_cache_key_covers_callees():
+    key = K.control_flow.cache_key
+    assert key == K.control_flow.cache_key
+    assert key != K.add_kernel.cache_key
+    from compiler.jit import _dependency_sources
+
+    names = _dependency_sources(K.control_flow)
+    assert any(n.endswith("._add") for n in names)
