@@ -293,7 +293,7 @@ class Launcher:
     """
 
     __slots__ = ("kernel", "function", "name", "param_kinds", "num_warps", "block", "shared_bytes",
-                 "_buf", "_params", "_params_addr", "_pack", "_nparams", "_fn", "_launch", "_needs_convert")
+                 "_struct", "_buf", "_params", "_params_addr", "_nparams", "_fn", "_launch", "launch")
 
     def __init__(self, kernel: Any, *args: Any, num_warps: int | None = None, shared_bytes: int | None = None,
                  param_kinds: Sequence[str] | None = None, name: str | None = None):
@@ -334,55 +334,89 @@ class Launcher:
         self.shared_bytes = shared_bytes
         self._nparams = n = len(self.param_kinds)
 
-        s = struct.Struct(_fmt_for(self.param_kinds))
+        self._struct = s = struct.Struct(_fmt_for(self.param_kinds))
         # One buffer for all values; keep it and the pointer array referenced by self so their addresses
         # stay valid for the launcher's lifetime.
         self._buf = ctypes.create_string_buffer(max(s.size, 1))
         base = ctypes.addressof(self._buf)
         self._params = (ctypes.c_void_p * max(n, 1))(*[base + _SLOT * i for i in range(n)])
         self._params_addr = ctypes.addressof(self._params) if n else 0
-        self._pack = s.pack_into
-        self._needs_convert = "bfloat16" in self.param_kinds
         self._fn = self.function
         self._launch = driver().cuLaunchKernel
+        self._install_fast_path()
+
+    def _build_fast_path(self):
+        """Generate ``launch(grid, stream, args)`` for this arity, with every constant bound as a local.
+
+        Why generated: unpacking ``args`` into named locals and calling ``pack_into(buf, 0, a0, a1, ...)``
+        avoids building a tuple for ``*args`` and all attribute lookups; it is ~40% of the Python-side cost.
+        """
+        n = self._nparams
+        names = [f"a{i}" for i in range(n)]
+        lines = [
+            "def launch(grid, stream, args):",
+            "    if type(grid) is tuple and len(grid) == 1:",
+            "        gx = grid[0]; gy = 1; gz = 1",
+            "    elif type(grid) is int:",
+            "        gx = grid; gy = 1; gz = 1",
+            "    else:",
+            "        gx, gy, gz = _grid3(grid)",
+        ]
+        if "bfloat16" in self.param_kinds:
+            lines.append("    args = _convert(args)")
+        if n:
+            lines += [
+                "    try:",
+                f"        {', '.join(names)}, = args",
+                f"        _pack(_buf, 0, {', '.join(names)})",
+                "    except Exception:",
+                "        _pack_slow(args)",
+            ]
+        lines += [
+            "    if stream == 0:",
+            "        stream = None",  # cuda.bindings' cheapest spelling of the legacy default stream
+            f"    err = _cu(_fn, gx, gy, gz, {self.block}, 1, 1, {self.shared_bytes}, stream, _addr, 0)[0]",
+            "    if err:",
+            "        _failed(err, (gx, gy, gz), stream)",
+        ]
+        env = {"_grid3": self._grid3, "_convert": self._convert, "_pack": self._struct.pack_into, "_buf": self._buf,
+               "_pack_slow": self._pack_slow, "_cu": self._launch, "_fn": self._fn, "_addr": self._params_addr,
+               "_failed": self._launch_failed}
+        # Bind the constants as closure cells of a factory: LOAD_DEREF is as cheap as a local.
+        factory = "def _factory(" + ", ".join(env) + "):\n" + "\n".join("    " + ln for ln in lines) + \
+            "\n    return launch\n"
+        scope: dict = {}
+        exec(compile(factory, f"<launcher {self.name}>", "exec"), scope)
+        return scope["_factory"](**env)
 
     def __call__(self, grid: Any, stream: Any, args: Sequence[Any]) -> None:
         """Launch on ``grid`` blocks of ``32 * num_warps`` threads with ``args``; raise CudaError on failure.
 
         Errors inside the running kernel (bad addresses...) surface later, at the next synchronizing call.
+        (Each instance is given a one-off subclass whose ``__call__`` IS the generated ``launch``, so this
+        body only runs if that was skipped.)
         """
-        if type(grid) is tuple:
-            n = len(grid)
-            if n == 1:
-                gx, gy, gz = grid[0], 1, 1
-            elif n == 3:
-                gx, gy, gz = grid
-            elif n == 2:
-                gx, gy = grid
-                gz = 1
-            else:
-                raise ValueError(f"grid must have 1 to 3 dimensions, got {grid!r}")
-        elif type(grid) is int:
-            gx, gy, gz = grid, 1, 1
-        else:
-            gx, gy, gz = self._grid_slow(grid)
-        if self._needs_convert:
-            args = self._convert(args)
-        try:
-            self._pack(self._buf, 0, *args)
-        except (struct.error, TypeError):
-            self._pack_slow(args)
-        if stream == 0:
-            stream = None  # cuda.bindings' cheapest spelling of the legacy default stream
-        err = self._launch(self._fn, gx, gy, gz, self.block, 1, 1, self.shared_bytes, stream,
-                           self._params_addr, 0)[0]
-        if err:
-            self._launch_failed(err, (gx, gy, gz), stream)
+        self.launch(grid, stream, args)
+
+    def _install_fast_path(self) -> None:
+        fast = self._build_fast_path()
+        object.__setattr__(self, "launch", fast)
+        # A delegating __call__ costs one extra Python frame (~0.1 us); a per-instance subclass whose
+        # __call__ is the generated function (a staticmethod: no self) removes it.
+        cls = type(f"Launcher[{self.name}]", (Launcher,), {"__slots__": (), "__call__": staticmethod(fast),
+                                                            "__module__": __name__})
+        object.__setattr__(self, "__class__", cls)
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        # Tests swap in a fake cuLaunchKernel; rebuild the generated path so it calls the new one.
+        if name == "_launch" and hasattr(self, "launch"):
+            self._install_fast_path()
 
     # --- slow paths: correctness and messages, off the hot path -------------------------------------------
 
     @staticmethod
-    def _grid_slow(grid: Any) -> tuple[int, int, int]:
+    def _grid3(grid: Any) -> tuple[int, int, int]:
         if isinstance(grid, (int, np.integer)):
             return int(grid), 1, 1
         g = tuple(int(x) for x in grid)
@@ -417,7 +451,7 @@ class Launcher:
                 struct.pack("=" + fmt, v)
             except struct.error as e:
                 raise TypeError(f"argument {i} of {self.name} ({k}): cannot pass {v!r}: {e}") from None
-        self._pack(self._buf, 0, *args)
+        self._struct.pack_into(self._buf, 0, *args)
 
     def _launch_failed(self, err: Any, grid: tuple, stream: Any) -> None:
         d = driver()
@@ -432,4 +466,4 @@ class Launcher:
 
     def values(self) -> tuple:
         """The argument values currently packed in the storage (for tests and debugging)."""
-        return struct.unpack_from(self._pack.__self__.format, self._buf, 0)
+        return self._struct.unpack_from(self._buf, 0)
