@@ -25,10 +25,14 @@ class _Return(Exception):
 
 
 class Plan:
-    __slots__ = ("steps", "term_kind", "term_operands", "block")
+    """A compiled block. `lanes`: a reduce/scan combine block, run on whole slices at once (so its values have
+    the slice's shape, not the scalar IR shape)."""
+
+    __slots__ = ("steps", "term_kind", "term_operands", "block", "lanes")
 
     def __init__(self, block, steps, term_kind, term_operands):
         self.block, self.steps, self.term_kind, self.term_operands = block, steps, term_kind, term_operands
+        self.lanes = False
 
 
 OPS: dict = {}
@@ -294,6 +298,12 @@ def _combiner(interp, op):
         exact_ufunc = fn if isinstance(fn, np.ufunc) and not elems[0].is_floating() else None
         return (lambda a, b: [fn(a[0], b[0])]), exact_ufunc
     plan = interp.plan(block)
+    plan.lanes = True
+    for o in block.ops:
+        if o.blocks:
+            raise NotImplementedError(f"{o.loc}: `{o.kind}` inside a {op.kind} combine function is not supported "
+                                      "by the interpreter (combine blocks are evaluated on whole slices; use "
+                                      "select instead of if)")
     args = block.args
 
     def combine(a, b):
@@ -517,6 +527,7 @@ class Interpreter:
     def exec_block(self, plan: Plan, env: dict) -> list:
         """Run a block's ops; returns the values of its yield/condition terminator (raises _Return on return)."""
         check = self.debug
+        lanes = plan.lanes
         for fn, operands, results, op in plan.steps:
             try:
                 out = fn(*[env[v] for v in operands])
@@ -532,12 +543,12 @@ class Interpreter:
                     out = out[0]
                 env[results[0]] = out
                 if check:
-                    _check_value(op, results[0], out)
+                    _check_value(op, results[0], out, lanes)
             elif results:
                 for r, o in zip(results, out):
                     env[r] = o
                     if check:
-                        _check_value(op, r, o)
+                        _check_value(op, r, o, lanes)
         if plan.term_kind == "return":
             raise _Return()
         return [env[v] for v in plan.term_operands]
@@ -553,10 +564,10 @@ class Interpreter:
             pass
 
 
-def _check_value(op, r, out) -> None:
+def _check_value(op, r, out, lanes=False) -> None:
     """debug: the interpreter's own consistency check of every result against its IR type."""
     want_nd = N.np_dtype(r.type.element)
     got = np.asarray(out)
-    if got.dtype != want_nd or got.shape != tuple(r.type.shape):
+    if got.dtype != want_nd or (not lanes and got.shape != tuple(r.type.shape)):
         raise AssertionError(f"interpreter bug: {op.kind} at {op.loc} gave {got.dtype}{got.shape}, IR type is "
                              f"{r.type} ({want_nd}{tuple(r.type.shape)})")

@@ -91,3 +91,39 @@ def elementwise(in_elems, out_elem, body, block=None, n=None, name="ew"):
     b.store(b.addptr(b.splat(fargs[len(in_elems)], (block,)), offs), r, mask)
     b.ret()
     return f
+
+
+def grid2d_offsets(b, rows, cols, row_stride):
+    """<rows x cols x i32> offsets r * row_stride + c (row_stride: an i32 Value)."""
+    r = b.expand_dims(b.arange(0, rows), 1)
+    c = b.expand_dims(b.arange(0, cols), 0)
+    rs = b.binary("mul", r, b.splat(row_stride, (rows, 1)))
+    return b.binary("add", b.broadcast(rs, (rows, cols)), b.broadcast(c, (rows, cols)))
+
+
+def reduce_kernel(elem, rows, cols, axis, combine, n_out=1, out_elems=None, kind="reduce", extra_index=False,
+                  **attrs):
+    """Loads X[rows, cols] (row-major), reduces/scans along `axis` with `combine` and stores the n_out results
+    (each a flat array) to O0.. . With extra_index the second operand is the element's index along axis."""
+    out_elems = out_elems or [elem] * n_out
+    args = [("X", ptr(elem))] + [(f"O{i}", ptr(e)) for i, e in enumerate(out_elems)] + [("C", tt(T.int32))]
+    f, b, fa = function(f"{kind}_k", args)
+    offs = grid2d_offsets(b, rows, cols, fa[-1])
+    x = b.load(b.addptr(b.splat(fa[0], (rows, cols)), offs))
+    operands = [x]
+    if extra_index:
+        idx = b.arange(0, rows if axis == 0 else cols)
+        idx = b.expand_dims(idx, 1 - axis)
+        operands.append(b.broadcast(idx, (rows, cols)))
+    at(b, 40)
+    res = reduce_(b, operands, axis, combine, kind=kind, **attrs)
+    at(b, 41)
+    for i in range(n_out):
+        r = res[i]
+        if kind == "reduce":
+            n = r.shape[0]
+            b.store(b.addptr(b.splat(fa[1 + i], (n,)), b.arange(0, n)), r)
+        else:
+            b.store(b.addptr(b.splat(fa[1 + i], (rows, cols)), offs), r)
+    b.ret()
+    return f

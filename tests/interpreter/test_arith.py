@@ -5,7 +5,7 @@ import pytest
 from compiler.interpreter import run
 from compiler.ir import types as T
 
-from irb import elementwise
+from .irb import elementwise
 
 INTS = [T.int8, T.int16, T.int32, T.int64, T.uint8, T.uint16, T.uint32, T.uint64]
 BLOCK = 256
@@ -203,7 +203,7 @@ def test_float_max_min_nan():
 
 
 def test_cmp_ne_unordered():
-    from irb import elementwise as ew
+    from .irb import elementwise as ew
     for pred, want in [("ne", [True, True, False]), ("eq", [False, False, True]), ("lt", [False, False, False]),
                        ("ge", [False, False, True])]:
         f = ew([T.float32, T.float32], T.int1, lambda bd, x, y, p=pred: bd.cmp(p, x, y), block=4)

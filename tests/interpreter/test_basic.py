@@ -5,7 +5,7 @@ from compiler.errors import KernelRuntimeError
 from compiler.interpreter import run
 from compiler.ir import types as T
 
-from irb import at, function, i32, offsets, ptr, tt
+from .irb import at, function, i32, offsets, ptr, tt
 
 
 def build_vadd(elem=T.float32, block=128):
