@@ -1,0 +1,220 @@
+"""KernelCache: keys, round trips, corrupt/partial entries, many writers in many processes, hit time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing as mp
+import os
+import time
+
+import pytest
+
+from compiler.runtime import KernelCache, cache_key
+from compiler.runtime.cache import MANIFEST, canonical_json, default_cache_dir
+
+
+def artifacts(i: int = 0) -> dict:
+    return {"tile": f"func @k{i}() {{}}\n", "llir": "define void @k() {}\n" * 20, "ptx": ".entry k {}\n" * 50,
+            "cubin": b"\x7fELF" + bytes(range(256)) * 40 + i.to_bytes(4, "little"),
+            "metadata.json": json.dumps({"name": f"k{i}", "num_warps": 4})}
+
+
+# --- keys --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Opts:
+    num_warps: int = 4
+    arch: str = "sm_90"
+
+
+def test_key_is_canonical():
+    a = {"src": "def k(): pass", "sig": ("ptr", "int32"), "opts": Opts(), "spec": {"b": 1, "a": 2}}
+    b = {"spec": {"a": 2, "b": 1}, "opts": Opts(), "sig": ["ptr", "int32"], "src": "def k(): pass"}
+    assert cache_key(a) == cache_key(b)
+    assert len(cache_key(a)) == 64
+
+
+def test_key_distinguishes_what_matters():
+    base = {"src": "x", "n": 1, "opts": Opts()}
+    keys = {cache_key(base), cache_key({**base, "n": 1.0}), cache_key({**base, "n": True}),
+            cache_key({**base, "opts": Opts(num_warps=8)}), cache_key({**base, "src": "x "}),
+            cache_key({**base, "blob": b"\x00"}), cache_key({**base, "blob": b"\x01"})}
+    assert len(keys) == 7
+
+
+def test_key_rejects_unknown_objects():
+    with pytest.raises(TypeError, match="canonicalize"):
+        canonical_json({"f": object()})
+
+
+# --- round trip and layering -------------------------------------------------------------------------------
+
+def test_put_get_round_trip(tmp_path):
+    c = KernelCache(str(tmp_path))
+    k = cache_key("kernel-1")
+    assert c.get(k) is None
+    c.put(k, artifacts())
+    got = KernelCache(str(tmp_path)).get(k)  # a fresh instance: from disk
+    assert got == artifacts()
+    assert isinstance(got["ptx"], str) and isinstance(got["cubin"], bytes)
+    assert c.get(k, names=["cubin", "metadata.json"]).keys() == {"cubin", "metadata.json"}
+    assert c.get(k, names=["nope"]) is None
+    assert k in c
+
+
+def test_layout_and_env_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / "envdir"))
+    assert default_cache_dir() == str(tmp_path / "envdir")
+    c = KernelCache()
+    k = cache_key("x")
+    path = c.put(k, {"ptx": "p"})
+    assert path == os.path.join(str(tmp_path / "envdir"), k[:2], k)
+    assert sorted(os.listdir(path)) == [MANIFEST, "ptx"]
+
+
+def test_bad_keys_and_reserved_names(tmp_path):
+    c = KernelCache(str(tmp_path))
+    with pytest.raises(ValueError):
+        c.get("../etc/passwd")
+    with pytest.raises(ValueError):
+        c.put(cache_key("a"), {MANIFEST: "x"})
+
+
+def test_odd_artifact_names_are_stored_safely(tmp_path):
+    c = KernelCache(str(tmp_path))
+    k = cache_key("odd")
+    c.put(k, {"../evil": b"1", "a/b": "2", "": b"3"})
+    got = KernelCache(str(tmp_path)).get(k)
+    assert got == {"../evil": b"1", "a/b": "2", "": b"3"}
+    assert all(os.path.dirname(os.path.join(c.path_of(k), f)) == c.path_of(k) for f in os.listdir(c.path_of(k)))
+
+
+# --- corrupt and partial entries ---------------------------------------------------------------------------
+
+def _corruptions():
+    def truncate(path, m):
+        f = os.path.join(path, "cubin")
+        with open(f, "r+b") as fh:
+            fh.truncate(10)
+
+    def flip(path, m):
+        f = os.path.join(path, "ptx")
+        data = bytearray(open(f, "rb").read())
+        data[5] ^= 1
+        open(f, "wb").write(bytes(data))
+
+    def no_manifest(path, m):
+        os.remove(os.path.join(path, MANIFEST))
+
+    def garbage_manifest(path, m):
+        open(os.path.join(path, MANIFEST), "w").write("{not json")
+
+    def missing_file(path, m):
+        os.remove(os.path.join(path, "llir"))
+
+    def wrong_key(path, m):
+        m["key"] = "0" * 64
+        open(os.path.join(path, MANIFEST), "w").write(json.dumps(m))
+
+    def old_format(path, m):
+        m["format"] = 0
+        open(os.path.join(path, MANIFEST), "w").write(json.dumps(m))
+
+    return [truncate, flip, no_manifest, garbage_manifest, missing_file, wrong_key, old_format]
+
+
+@pytest.mark.parametrize("corrupt", _corruptions(), ids=lambda f: f.__name__)
+def test_corrupt_entry_is_a_miss_and_put_repairs_it(tmp_path, corrupt):
+    c = KernelCache(str(tmp_path))
+    k = cache_key(corrupt.__name__)
+    path = c.put(k, artifacts())
+    manifest = json.load(open(os.path.join(path, MANIFEST)))
+    corrupt(path, manifest)
+    fresh = KernelCache(str(tmp_path))
+    assert fresh.get(k) is None
+    fresh.put(k, artifacts())
+    assert KernelCache(str(tmp_path)).get(k) == artifacts()
+    assert not [n for n in os.listdir(os.path.dirname(path)) if n.startswith((".tmp-", ".trash-"))]
+
+
+def test_second_writer_keeps_the_valid_entry(tmp_path):
+    c1, c2 = KernelCache(str(tmp_path)), KernelCache(str(tmp_path))
+    k = cache_key("race")
+    c1.put(k, artifacts(1))
+    c2.put(k, artifacts(1))
+    assert KernelCache(str(tmp_path)).get(k) == artifacts(1)
+
+
+def test_remove_and_prune(tmp_path):
+    c = KernelCache(str(tmp_path))
+    k = cache_key("gone")
+    c.put(k, artifacts())
+    c.remove(k)
+    assert KernelCache(str(tmp_path)).get(k) is None and c.get(k) is None
+    stale = tmp_path / k[:2] / ".tmp-deadbeef-1-abc"
+    stale.mkdir(parents=True)
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert c.prune_temp(max_age_s=3600) == 1 and not stale.exists()
+
+
+# --- many processes ----------------------------------------------------------------------------------------
+
+def _writer(dir_: str, worker: int, n_keys: int, rounds: int, q) -> None:
+    try:
+        c = KernelCache(dir_)
+        bad = 0
+        for r in range(rounds):
+            for i in range(n_keys):
+                k = cache_key(f"key-{i}")
+                if (worker + r + i) % 2:
+                    c.put(k, artifacts(i))
+                c.evict_memory()  # always read the disk
+                got = c.get(k)
+                if got is not None and got != artifacts(i):
+                    bad += 1
+        q.put(("ok", worker, bad))
+    except BaseException as e:  # pragma: no cover - reported to the parent
+        q.put(("error", worker, repr(e)))
+
+
+def test_concurrent_writers_and_readers(tmp_path):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    n_procs, n_keys, rounds = 6, 12, 6
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, n_keys, rounds, q)) for w in range(n_procs)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert all(r[0] == "ok" for r in results), results
+    assert sum(r[2] for r in results) == 0, "a reader saw a partial or mixed entry"
+    c = KernelCache(str(tmp_path))
+    for i in range(n_keys):
+        assert c.get(cache_key(f"key-{i}")) == artifacts(i)
+    leftovers = [n for d in os.listdir(tmp_path) for n in os.listdir(tmp_path / d) if n.startswith(".")]
+    assert leftovers == []
+
+
+# --- speed -------------------------------------------------------------------------------------------------
+
+def test_disk_hit_is_fast(tmp_path):
+    """A disk hit (manifest + 5 files, sizes and sha256 checked) must cost well under 2 ms."""
+    c = KernelCache(str(tmp_path))
+    k = cache_key("fast")
+    c.put(k, artifacts())
+    times = []
+    for _ in range(200):
+        fresh = KernelCache(str(tmp_path))
+        t0 = time.perf_counter()
+        assert fresh.get(k) is not None
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    med = times[len(times) // 2] * 1e3
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        c.get(k)
+    mem_us = (time.perf_counter() - t0) * 1e3
+    print(f"\ndisk cache hit: median {med:.3f} ms; memory hit {mem_us:.2f} us")
+    assert med < 2.0
