@@ -12,7 +12,7 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
   uint*) and irem gives the dividend, as NVIDIA hardware does. INT_MIN / -1 wraps to INT_MIN, INT_MIN % -1 = 0.
 - shl/shr with a shift amount >= the bit width (or negative, read as unsigned) behave like PTX's clamped
   shifts: shl gives 0, shr gives 0 (uint*) or the sign fill 0/-1 (int*).
-- umulhi: the high half of the full 2N-bit product, signed or unsigned by dtype.
+- umulhi: the high half of the full unsigned 2N-bit product (signed ints read as unsigned, as Triton's).
 - Floats: + - * / sqrt fmod floor ceil abs neg are exact IEEE (round to nearest even) in the result dtype;
   fp16/bf16 are computed in float32 and rounded once, which is exact for these ops (24 >= 2*11+2 bits).
   fma has a single rounding (round-to-odd in float64, then one rounding; float64 fma is accurate to ~1 ulp).
@@ -235,10 +235,11 @@ def _umulhi_factory(elem, attrs):
     if elem.is_floating() or elem.is_bool():
         raise TypeError("umulhi needs an integer type")
     bits = elem.bits
-    signed = elem.is_int_signed()
+    signed = False  # Triton's umulhi reads signed operands as unsigned
     if bits <= 32:
-        wide = I64 if signed else U64
-        return lambda a, b: (np.asarray(a).astype(wide) * np.asarray(b).astype(wide) >> bits).astype(nd)
+        un = np.dtype(f"uint{bits}")
+        return lambda a, b: (np.asarray(a).astype(un).astype(U64) * np.asarray(b).astype(un).astype(U64)
+                             >> np.uint64(bits)).astype(nd)
     m32 = np.uint64(0xFFFFFFFF)
     s32 = np.uint64(32)
 

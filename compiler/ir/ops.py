@@ -25,7 +25,8 @@ Op kinds (operands -> results; attrs):
   and or xor                  (a, b) -> T         bitwise (int1 too)
   shl shr                     (a, b) -> T         shr is arithmetic for int*, logical for uint*
   max min                     (a, b) -> T         floats: NaN-ignoring unless attr propagate_nan
-  umulhi                      (a, b) -> T         high half of the full product (ints of 32 or 64 bits)
+  umulhi                      (a, b) -> T         high half of the full unsigned product (32/64-bit ints, signed
+                                                  ones read as unsigned, as Triton's umulhi)
   neg not                     (x) -> T            not: bitwise complement (logical for int1)
   exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil abs   (x) -> T   math; all but abs on floats only
   fma            (a, b, c) -> T                   a*b+c with one rounding
