@@ -1,0 +1,118 @@
+"""Helpers shared by the bundled workloads (not a workload itself: it has no workload.py).
+
+- `np_dtype`, `to_f64`: dtype names (incl. "bfloat16" through ml_dtypes) and float64 views for references.
+- `KernelRunner`: turns one "arguments from (arrays, params, meta)" function into the workload's `launch`,
+  `warmup` and `triton_launch`, so the three always pass the same arguments, grid and meta.
+- `triton_module`: the kernel module's own source with its two imports rewritten to Triton's, loaded as a
+  module, so a benchmark compares our compiler and Triton on byte-identical kernel text.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+
+import ml_dtypes
+import numpy as np
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+
+def np_dtype(name: str) -> np.dtype:
+    """NumPy dtype for a dtype name; "bfloat16" is ml_dtypes' bfloat16."""
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def to_f64(a) -> np.ndarray:
+    """A host array as float64 (bfloat16 goes through float32: ml_dtypes casts only to float32 exactly)."""
+    a = np.asarray(a)
+    if a.dtype == np.dtype(ml_dtypes.bfloat16):
+        a = a.astype(np.float32)
+    return a.astype(np.float64)
+
+
+def split_meta(meta: dict) -> tuple[dict, dict]:
+    """(constexpr meta such as BLOCK, launch options num_warps/num_stages); `target` is left out of both."""
+    consts = {k: v for k, v in meta.items() if k not in LAUNCH_OPTIONS and k != "target"}
+    opts = {k: v for k, v in meta.items() if k in LAUNCH_OPTIONS and v is not None}
+    return consts, opts
+
+
+# ------------------------------------------------------------------------------------------ Triton port
+_IMPORT_RE = [
+    (re.compile(r"^import compiler\.language as tl[ \t]*$", re.M), "import triton.language as tl"),
+    (re.compile(r"^import compiler[ \t]*$", re.M), "import triton as compiler"),
+]
+_triton_modules: dict = {}
+
+
+def triton_source(module) -> str:
+    """The kernel module's source with `import compiler` / `import compiler.language as tl` made Triton's."""
+    with open(module.__file__, encoding="utf-8") as f:
+        src = f.read()
+    for rx, repl in _IMPORT_RE:
+        src, n = rx.subn(repl, src)
+        if n != 1:
+            raise ValueError(f"{module.__file__}: expected exactly one line {rx.pattern!r}, found {n}")
+    return src
+
+
+def triton_module(module):
+    """Load `triton_source(module)` as a real module (Triton's jit reads kernel source from its file)."""
+    key = module.__name__
+    mod = _triton_modules.get(key)
+    if mod is not None:
+        return mod
+    src = triton_source(module)
+    digest = hashlib.sha256(src.encode()).hexdigest()[:12]
+    name = f"_tilefarm_triton_{module.__name__.replace('.', '_')}_{digest}"
+    d = os.path.join(tempfile.gettempdir(), "tilefarm-triton-port")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name + ".py")
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(src)
+    os.replace(tmp, path)  # atomic: several processes may port the same module at once
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    _triton_modules[key] = mod
+    return mod
+
+
+# ------------------------------------------------------------------------------------------ launching
+class KernelRunner:
+    """launch / warmup / triton_launch for one kernel from one argument builder.
+
+    `build(arrays, params, meta) -> (grid, args, constexpr_kwargs, launch_options)` may use only shapes from
+    `params` (never array attributes), so the same code serves NumPy arrays (interpreter), torch tensors and
+    compiler.runtime.DeviceArray.
+    """
+
+    def __init__(self, module, kernel_name: str, build):
+        self.module = module
+        self.kernel_name = kernel_name
+        self.build = build
+
+    @property
+    def kernel(self):
+        return getattr(self.module, self.kernel_name)
+
+    def launch(self, arrays: dict, params: dict, meta: dict):
+        """Run our compiled kernel (or the interpreter, for NumPy arrays)."""
+        grid, args, consts, opts = self.build(arrays, params, meta)
+        return self.kernel[grid](*args, **consts, **opts)
+
+    def warmup(self, arrays: dict, params: dict, meta: dict):
+        """Compile without launching (no GPU needed); meta may carry `target` (e.g. "sm_90")."""
+        grid, args, consts, opts = self.build(arrays, params, meta)
+        return self.kernel.warmup(*args, grid=grid, target=meta.get("target"), **consts, **opts)
+
+    def triton_launch(self, arrays: dict, params: dict, meta: dict):
+        """The same kernel source, arguments, grid and meta, compiled by Triton (arrays: torch CUDA tensors)."""
+        grid, args, consts, opts = self.build(arrays, params, meta)
+        return getattr(triton_module(self.module), self.kernel_name)[grid](*args, **consts, **opts)

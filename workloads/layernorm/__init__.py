@@ -1,0 +1,1 @@
+"""LayerNorm forward (the Triton tutorial's fused kernel), also writing Mean and Rstd."""

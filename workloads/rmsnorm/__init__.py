@@ -1,0 +1,1 @@
+"""RMSNorm forward: LayerNorm without the mean, weight only; also writes Rstd."""

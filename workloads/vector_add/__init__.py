@@ -1,0 +1,1 @@
+"""Element-wise vector add, z = x + y (the "hello world" of tile kernels)."""
