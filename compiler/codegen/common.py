@@ -1,0 +1,124 @@
+"""Shared pieces of LLVM emission: IR dtype -> LLVM type, constants, the per-op emitter registry, `Tile`."""
+from __future__ import annotations
+
+import struct
+
+import llvmlite.ir as ir
+from llvmlite.ir import types as _lt
+
+from ..ir import types as T
+
+
+class BFloatType(_lt._BaseFloatType):
+    """LLVM `bfloat` (llvmlite 0.50 has no such type; constants print as 0xR hex of the bf16 bits)."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value) -> str:
+        return "0xR%04X" % f32_to_bf16_bits(float(value))
+
+
+BFloatType._create_instance()
+
+
+def f32_to_bf16_bits(x: float) -> int:
+    """Round-to-nearest-even float -> bf16 bit pattern (NaN stays a quiet NaN)."""
+    u = struct.unpack("<I", struct.pack("<f", x))[0]
+    if (u & 0x7F800000) == 0x7F800000 and (u & 0x7FFFFF):
+        return 0x7FC0 | ((u >> 16) & 0x8000)
+    u += 0x7FFF + ((u >> 16) & 1)
+    return (u >> 16) & 0xFFFF
+
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, BF16, F32, F64 = ir.HalfType(), BFloatType(), ir.FloatType(), ir.DoubleType()
+GPTR = ir.PointerType(addrspace=1)  # global memory (opaque pointer)
+SPTR = ir.PointerType(addrspace=3)  # shared memory
+PTR = ir.PointerType()  # generic
+VOID = ir.VoidType()
+
+_FLOAT_LTY = {"float16": F16, "bfloat16": BF16, "float32": F32, "float64": F64}
+
+
+def lty(elem) -> ir.Type:
+    """LLVM register type of an IR element type (uint* share the signless iN; pointers are global ptrs)."""
+    if isinstance(elem, T.pointer_type):
+        return GPTR
+    if elem.kind == "float":
+        return _FLOAT_LTY[elem.name]
+    return ir.IntType(elem.bits)
+
+
+def mem_lty(elem) -> ir.Type:
+    """LLVM type of an element in memory: int1 is stored as a byte."""
+    if not isinstance(elem, T.pointer_type) and elem.is_bool():
+        return I8
+    return lty(elem)
+
+
+def elem_bytes(elem) -> int:
+    if isinstance(elem, T.pointer_type):
+        return 8
+    return max(1, elem.bits // 8)
+
+
+def const(elem, value) -> ir.Constant:
+    """An LLVM constant of IR element type `elem` (ints wrap to the width, as the IR says)."""
+    t = lty(elem)
+    if isinstance(t, ir.IntType):
+        v = int(value)
+        if t.width == 1:
+            return ir.Constant(t, 1 if v else 0)
+        v &= (1 << t.width) - 1
+        if v >= 1 << (t.width - 1):
+            v -= 1 << t.width
+        return ir.Constant(t, v)
+    return ir.Constant(t, float(value))
+
+
+class Tile:
+    """A block value during emission: its LinearLayout and one LLVM scalar per register (register order)."""
+
+    __slots__ = ("ll", "regs")
+
+    def __init__(self, ll, regs):
+        assert len(regs) == ll.num_regs, (len(regs), ll)
+        self.ll = ll
+        self.regs = regs
+
+
+# kind -> fn(emitter, op); filled by @emits in llvm.py, memory.py, reduce.py
+EMIT: dict = {}
+
+
+def emits(*kinds):
+    """Register an emitter for op kinds (a table, not an if-chain)."""
+    def deco(fn):
+        for k in kinds:
+            EMIT[k] = fn
+        return fn
+    return deco
+
+
+class CodegenError(Exception):
+    """Fallback error when compiler.errors.CompilationError is not available."""
+
+    def __init__(self, message, loc=None):
+        super().__init__(f"{loc}: {message}" if loc is not None else message)
+        self.loc = loc
+
+
+def error(message: str, loc):
+    """The error to raise for an unsupported construct at `loc` (CompilationError once the frontend has it)."""
+    try:
+        from ..errors import CompilationError  # type: ignore
+    except Exception:
+        return CodegenError(message, loc)
+    try:
+        return CompilationError(message, loc)
+    except Exception:
+        return CodegenError(message, loc)

@@ -1,0 +1,825 @@
+"""Tile IR (after the pass pipeline) -> LLVM IR text for the NVPTX backend.
+
+Each block value becomes a `Tile`: its LinearLayout and one LLVM scalar per register; a scalar value is one LLVM
+value held by every thread. Per-op work is a table (`common.EMIT`, filled here and in memory.py / reduce.py).
+Elementwise ops map a scalar builder over registers; tables below give the scalar builder per (op, dtype class).
+
+Kernel ABI: one `ptx_kernel` function named like the IR function; parameters in argument order: pointers as
+`ptr addrspace(1)`, scalars as their LLVM type except int1, passed as i8 (metadata "params" says "abi": "i8").
+Thread block: num_warps*32 threads in x (`"nvvm.maxntid"`); dynamic shared memory is one `extern` addrspace(3)
+array, size metadata["shared_bytes"].
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..ir import types as T
+from ..passes.layouts import linear, log2
+from . import common as C
+from .common import EMIT, Tile, emits, error, lty
+
+# ---- scalar builders per (op, class): class 'f' float, 's' signed int, 'u' unsigned int / bool ----------------
+
+
+def _cls(elem) -> str:
+    if elem.kind == "float":
+        return "f"
+    return "s" if elem.kind == "int" else "u"
+
+
+def _intr(e, name, ret, args):
+    return e.intrinsic(name, ret, args)
+
+
+def _minmax(which):
+    def f(e, a, b, op):
+        c = _cls(op.operands[0].type.element)
+        t = a.type
+        if c == "f":
+            base = ("maximum" if which == "max" else "minimum") if op.attrs.get("propagate_nan") else \
+                ("maxnum" if which == "max" else "minnum")
+        else:
+            base = ("s" if c == "s" else "u") + which
+        return e.b.call(e.intrinsic(f"llvm.{base}.{_tname(t)}", t, [t, t]), [a, b])
+    return f
+
+
+def _tname(t) -> str:
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    return {C.F16: "f16", C.BF16: "bf16", C.F32: "f32", C.F64: "f64"}[t]
+
+
+def _umulhi(e, a, b, op):
+    w = a.type.width
+    wide = ir.IntType(2 * w)
+    p = e.b.mul(e.b.zext(a, wide), e.b.zext(b, wide))
+    return e.b.trunc(e.b.lshr(p, ir.Constant(wide, w)), a.type)
+
+
+BINARY = {
+    ("add", "f"): lambda e, a, b, op: e.b.fadd(a, b),
+    ("add", "s"): lambda e, a, b, op: e.b.add(a, b),
+    ("sub", "f"): lambda e, a, b, op: e.b.fsub(a, b),
+    ("sub", "s"): lambda e, a, b, op: e.b.sub(a, b),
+    ("mul", "f"): lambda e, a, b, op: e.b.fmul(a, b),
+    ("mul", "s"): lambda e, a, b, op: e.b.mul(a, b),
+    ("fdiv", "f"): lambda e, a, b, op: e.b.fdiv(a, b),
+    ("frem", "f"): lambda e, a, b, op: e.b.frem(a, b),
+    ("idiv", "s"): lambda e, a, b, op: e.b.sdiv(a, b),
+    ("idiv", "u"): lambda e, a, b, op: e.b.udiv(a, b),
+    ("irem", "s"): lambda e, a, b, op: e.b.srem(a, b),
+    ("irem", "u"): lambda e, a, b, op: e.b.urem(a, b),
+    ("and", "s"): lambda e, a, b, op: e.b.and_(a, b),
+    ("or", "s"): lambda e, a, b, op: e.b.or_(a, b),
+    ("xor", "s"): lambda e, a, b, op: e.b.xor(a, b),
+    ("shl", "s"): lambda e, a, b, op: e.b.shl(a, b),
+    ("shr", "s"): lambda e, a, b, op: e.b.ashr(a, b),
+    ("shr", "u"): lambda e, a, b, op: e.b.lshr(a, b),
+    ("umulhi", "s"): _umulhi,
+    ("max", "f"): _minmax("max"), ("max", "s"): _minmax("max"), ("max", "u"): _minmax("max"),
+    ("min", "f"): _minmax("min"), ("min", "s"): _minmax("min"), ("min", "u"): _minmax("min"),
+}
+# Wrap-around ops are the same for signed and unsigned.
+for _k in ("add", "sub", "mul", "and", "or", "xor", "shl", "umulhi"):
+    BINARY[(_k, "u")] = BINARY[(_k, "s")]
+
+ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _cmp(e, a, b, op):
+    c = _cls(op.operands[0].type.element)
+    p = ICMP[op.attrs["pred"]]
+    if c == "f":
+        # C semantics: every comparison is ordered (false on NaN) except !=, which is unordered (true on NaN).
+        return e.b.fcmp_unordered(p, a, b) if p == "!=" else e.b.fcmp_ordered(p, a, b)
+    if isinstance(a.type, ir.PointerType):
+        a, b = e.b.ptrtoint(a, C.I64), e.b.ptrtoint(b, C.I64)
+        return e.b.icmp_unsigned(p, a, b)
+    return e.b.icmp_signed(p, a, b) if c == "s" else e.b.icmp_unsigned(p, a, b)
+
+
+# ---- math: f32 fast paths (Triton's choices), libdevice for the rest; f16/bf16 go through f32 ----------------
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+def _asm1(e, text, t, x, cons="f"):
+    fty = ir.FunctionType(t, [t])
+    return e.b.call(ir.InlineAsm(fty, text, f"={cons},{cons}"), [x])
+
+
+def _f32_exp(e, x):
+    return _asm1(e, "ex2.approx.f32 $0, $1;", C.F32, e.b.fmul(x, ir.Constant(C.F32, LOG2E)))
+
+
+def _f32_log(e, x):
+    return e.b.fmul(_asm1(e, "lg2.approx.f32 $0, $1;", C.F32, x), ir.Constant(C.F32, LN2))
+
+
+def _llvm_unary(name):
+    def f(e, x):
+        return e.b.call(e.intrinsic(f"llvm.{name}.{_tname(x.type)}", x.type, [x.type]), [x])
+    return f
+
+
+def _libdevice(name):
+    def f(e, x):
+        return e.b.call(e.intrinsic(name, x.type, [x.type]), [x])
+    return f
+
+
+MATH = {
+    ("exp", "float32"): _f32_exp,
+    ("exp2", "float32"): lambda e, x: _asm1(e, "ex2.approx.f32 $0, $1;", C.F32, x),
+    ("log", "float32"): _f32_log,
+    ("log2", "float32"): lambda e, x: _asm1(e, "lg2.approx.f32 $0, $1;", C.F32, x),
+    ("sqrt", "float32"): _llvm_unary("sqrt"),
+    ("rsqrt", "float32"): lambda e, x: _asm1(e, "rsqrt.approx.f32 $0, $1;", C.F32, x),
+    ("sin", "float32"): _libdevice("__nv_sinf"),
+    ("cos", "float32"): _libdevice("__nv_cosf"),
+    ("erf", "float32"): _libdevice("__nv_erff"),
+    ("floor", "float32"): _llvm_unary("floor"),
+    ("ceil", "float32"): _llvm_unary("ceil"),
+    ("abs", "float32"): _llvm_unary("fabs"),
+    ("exp", "float64"): _libdevice("__nv_exp"),
+    ("exp2", "float64"): _libdevice("__nv_exp2"),
+    ("log", "float64"): _libdevice("__nv_log"),
+    ("log2", "float64"): _libdevice("__nv_log2"),
+    ("sqrt", "float64"): _llvm_unary("sqrt"),
+    ("rsqrt", "float64"): _libdevice("__nv_rsqrt"),
+    ("sin", "float64"): _libdevice("__nv_sin"),
+    ("cos", "float64"): _libdevice("__nv_cos"),
+    ("erf", "float64"): _libdevice("__nv_erf"),
+    ("floor", "float64"): _llvm_unary("floor"),
+    ("ceil", "float64"): _llvm_unary("ceil"),
+    ("abs", "float64"): _llvm_unary("fabs"),
+    # fabs on 16-bit floats is a sign-bit clear (exact); keep it native.
+    ("abs", "float16"): _llvm_unary("fabs"),
+    ("abs", "bfloat16"): _llvm_unary("fabs"),
+}
+
+
+def _math(e, x, op):
+    elem = op.operands[0].type.element
+    k = op.kind
+    if elem.kind != "float":
+        if k == "abs":
+            if elem.kind == "uint" or elem.is_bool():
+                return x
+            return e.b.call(e.intrinsic(f"llvm.abs.{_tname(x.type)}", x.type, [x.type, C.I1]),
+                            [x, ir.Constant(C.I1, 0)])
+        raise error(f"{k} needs a floating-point operand, got {elem}", op.loc)
+    f = MATH.get((k, elem.name))
+    if f is not None:
+        return f(e, x)
+    # f16 / bf16: compute in f32 and round back once (the f32 result is the correctly rounded-enough value).
+    y = MATH[(k, "float32")](e, e.b.fpext(x, C.F32))
+    return e.b.fptrunc(y, x.type)
+
+
+def _neg(e, x, op):
+    return e.b.fneg(x) if op.operands[0].type.element.kind == "float" else e.b.neg(x)
+
+
+def _not(e, x, op):
+    return e.b.not_(x)
+
+
+UNARY = {"neg": _neg, "not": _not}
+for _k in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "abs"):
+    UNARY[_k] = _math
+
+
+# ---- casts: (from class, to class) -> builder; classes 'b' bool, 's', 'u', 'f' -------------------------------
+
+def _ccls(elem) -> str:
+    return "b" if elem.is_bool() else _cls(elem)
+
+
+def _int_resize(e, x, t, signed):
+    if x.type.width == t.width:
+        return x
+    if x.type.width > t.width:
+        return e.b.trunc(x, t)
+    return e.b.sext(x, t) if signed else e.b.zext(x, t)
+
+
+def _fp_resize(e, x, t):
+    a, b = x.type, t
+    if a == b:
+        return x
+    if {a, b} == {C.F16, C.BF16}:  # f16 <-> bf16: widening to f32 is exact, so one rounding
+        return e.b.fptrunc(e.b.fpext(x, C.F32), b)
+    order = {C.F16: 16, C.BF16: 16, C.F32: 32, C.F64: 64}
+    return e.b.fpext(x, b) if order[a] < order[b] else e.b.fptrunc(x, b)
+
+
+def _fp_to_int(signed):
+    # llvm.fpto[su]i.sat: saturating, NaN -> 0 (plain fptosi is poison out of range). Documented in CONTRACTS.
+    def f(e, x, t, op):
+        name = f"llvm.fpto{'s' if signed else 'u'}i.sat.{_tname(t)}.{_tname(x.type)}"
+        return e.b.call(e.intrinsic(name, t, [x.type]), [x])
+    return f
+
+
+CASTS = {
+    ("b", "s"): lambda e, x, t, op: _int_resize(e, x, t, False),
+    ("b", "u"): lambda e, x, t, op: _int_resize(e, x, t, False),
+    ("s", "s"): lambda e, x, t, op: _int_resize(e, x, t, True),
+    ("s", "u"): lambda e, x, t, op: _int_resize(e, x, t, True),
+    ("u", "s"): lambda e, x, t, op: _int_resize(e, x, t, False),
+    ("u", "u"): lambda e, x, t, op: _int_resize(e, x, t, False),
+    ("s", "b"): lambda e, x, t, op: e.b.icmp_unsigned("!=", x, ir.Constant(x.type, 0)),
+    ("u", "b"): lambda e, x, t, op: e.b.icmp_unsigned("!=", x, ir.Constant(x.type, 0)),
+    ("b", "b"): lambda e, x, t, op: x,
+    ("f", "b"): lambda e, x, t, op: e.b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)),
+    ("b", "f"): lambda e, x, t, op: e.b.uitofp(x, t),
+    ("s", "f"): lambda e, x, t, op: e.b.sitofp(x, t),
+    ("u", "f"): lambda e, x, t, op: e.b.uitofp(x, t),
+    ("f", "s"): _fp_to_int(True),
+    ("f", "u"): _fp_to_int(False),
+    ("f", "f"): lambda e, x, t, op: _fp_resize(e, x, t),
+}
+
+
+# ---- the emitter ---------------------------------------------------------------------------------------------
+
+class Emitter:
+    """Emits one kernel. Entry-block values (thread ids, per-layout thread coordinates) are built once with
+    `self.eb` so every later block can use them; `self.b` follows the body's control flow."""
+
+    def __init__(self, module, options):
+        self.irmod = module
+        self.fn_ir = module.function
+        self.opts = options
+        self.nw = options.num_warps
+        self.mod = ir.Module(name=self.fn_ir.name)
+        self.mod.triple = "nvptx64-nvidia-cuda"
+        self.env: dict = {}
+        self.smem_bytes = 0
+        self.smem_used = False
+        self.cf_depth = 0
+        self._coord_cache: dict = {}
+        self._pred_cache: dict = {}
+        self._strings: dict = {}
+
+    # ---- infrastructure -------------------------------------------------------------------------------
+    def intrinsic(self, name, ret, args, var_arg=False):
+        g = self.mod.globals.get(name)
+        if g is None:
+            g = ir.Function(self.mod, ir.FunctionType(ret, args, var_arg=var_arg), name)
+        return g
+
+    def sreg(self, name, builder=None):
+        b = builder or self.eb
+        return b.call(self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", C.I32, []), [])
+
+    def i32(self, v):
+        return ir.Constant(C.I32, v)
+
+    @property
+    def smem(self):
+        g = self.mod.globals.get("tf_smem")
+        if g is None:
+            g = ir.GlobalVariable(self.mod, ir.ArrayType(C.I8, 0), "tf_smem", addrspace=3)
+            g.linkage = "external"
+            g.align = 16
+        return g
+
+    def smem_ptr(self, byte_off):
+        """Pointer into dynamic shared memory at `byte_off` (an i32 LLVM value or int)."""
+        if isinstance(byte_off, int):
+            byte_off = self.i32(byte_off)
+        return self.b.gep(self.smem, [byte_off], source_etype=C.I8)
+
+    def barrier(self):
+        self.b.call(self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", C.VOID, [C.I32]), [self.i32(0)])
+
+    def smem_begin(self, nbytes):
+        """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
+        guards the previous use's readers (skipped for the first use outside any loop/branch)."""
+        if self.smem_used or self.cf_depth:
+            self.barrier()
+        self.smem_used = True
+        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+
+    def string(self, s: str):
+        """A constant C string in global memory, returned as a generic pointer."""
+        g = self._strings.get(s)
+        if g is None:
+            data = bytearray(s.encode()) + b"\0"
+            ty = ir.ArrayType(C.I8, len(data))
+            g = ir.GlobalVariable(self.mod, ty, f"tf_str{len(self._strings)}", addrspace=1)
+            g.global_constant = True
+            g.linkage = "internal"
+            g.initializer = ir.Constant(ty, data)
+            self._strings[s] = g
+        return self.b.addrspacecast(g, C.PTR)
+
+    # ---- layouts and coordinates ----------------------------------------------------------------------
+    def layout_of(self, v):
+        """The LinearLayout of block value v (from the layout pass' attrs)."""
+        owner = v.owner
+        if hasattr(owner, "kind"):
+            lay = owner.attrs["_layouts"][v.index]
+        else:  # block argument: the parent op recorded per-block argument layouts
+            parent = owner.parent
+            lay = parent.attrs["_arg_layouts"][parent.blocks.index(owner)][v.index]
+        return linear(lay, tuple(v.type.shape), self.nw)
+
+    def result_ll(self, op, i=0):
+        return linear(op.attrs["_layouts"][i], tuple(op.results[i].type.shape), self.nw)
+
+    def _bits(self, src, bases, d):
+        """Sum of basis[d] over the set bits of `src` (an i32 in the entry block), as shifts of bit runs."""
+        pairs = [(i, bs[d]) for i, bs in enumerate(bases) if bs[d]]
+        terms, i = [], 0
+        while i < len(pairs):
+            j = i
+            while j + 1 < len(pairs) and pairs[j + 1][0] == pairs[j][0] + 1 and pairs[j + 1][1] == 2 * pairs[j][1]:
+                j += 1
+            s0, v0 = pairs[i]
+            t = self.eb.lshr(src, self.i32(s0)) if s0 else src
+            t = self.eb.and_(t, self.i32((1 << (j - i + 1)) - 1))
+            if v0 > 1:
+                t = self.eb.shl(t, self.i32(log2(v0)))
+            terms.append(t)
+            i = j + 1
+        out = None
+        for t in terms:
+            out = t if out is None else self.eb.or_(out, t)
+        return out
+
+    def thread_coords(self, ll):
+        """Per dim: the thread-dependent part of every element's coordinate (None when zero)."""
+        key = (ll.lane, ll.warp)
+        got = self._coord_cache.get(key)
+        if got is None:
+            got = []
+            for d in range(len(ll.shape)):
+                a = self._bits(self.lane, ll.lane, d)
+                w = self._bits(self.warp, ll.warp, d)
+                got.append(a if w is None else (w if a is None else self.eb.or_(a, w)))
+            self._coord_cache[key] = got
+        return got
+
+    def coord(self, ll, r, d):
+        """Coordinate along dim d of register r of the calling thread (an i32 value)."""
+        tc = self.thread_coords(ll)[d]
+        c = ll.reg_coord(r)[d]
+        if tc is None:
+            return self.i32(c)
+        return self.b.add(tc, self.i32(c)) if c else tc
+
+    def linear_index(self, ll, r, shape=None, perm=None):
+        """Row-major index of register r's element (in `shape`, after permuting coords by `perm`)."""
+        coords = [self.coord(ll, r, d) for d in range(len(ll.shape))]
+        if perm is not None:
+            coords = [coords[p] for p in perm]
+        shape = shape or ll.shape
+        idx, stride = None, 1
+        for d in range(len(shape) - 1, -1, -1):
+            t = coords[d] if stride == 1 else self.b.mul(coords[d], self.i32(stride))
+            idx = t if idx is None else self.b.add(idx, t)
+            stride *= shape[d]
+        return idx if idx is not None else self.i32(0)
+
+    def unique_pred(self, ll):
+        """i1 true in exactly one holder of each element (lanes/warps whose bits only replicate are off); None
+        when no thread duplicates another."""
+        key = (ll.lane, ll.warp)
+        if key in self._pred_cache:
+            return self._pred_cache[key]
+        lm, wm = ll.lane_repl_mask(), ll.warp_repl_mask()
+        p = None
+        if lm:
+            p = self.eb.icmp_unsigned("==", self.eb.and_(self.lane, self.i32(lm)), self.i32(0))
+        if wm:
+            q = self.eb.icmp_unsigned("==", self.eb.and_(self.warp, self.i32(wm)), self.i32(0))
+            p = q if p is None else self.eb.and_(p, q)
+        self._pred_cache[key] = p
+        return p
+
+    def and_pred(self, a, b):
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return self.b.and_(a, b)
+
+    # ---- values ---------------------------------------------------------------------------------------
+    def get(self, v):
+        return self.env[v.id]
+
+    def regs(self, v):
+        x = self.env[v.id]
+        return x.regs if isinstance(x, Tile) else [x]
+
+    def put(self, v, regs, ll=None):
+        if v.type.shape:
+            self.env[v.id] = Tile(ll if ll is not None else self.layout_of(v), list(regs))
+        else:
+            self.env[v.id] = regs[0]
+
+    def map(self, op, fn):
+        """Apply fn(*scalars) per register of op's operands (all share the result's layout)."""
+        cols = [self.regs(v) for v in op.operands]
+        out = [fn(*xs) for xs in zip(*cols)]
+        self.put(op.result, out)
+
+    # ---- driver ---------------------------------------------------------------------------------------
+    def emit(self):
+        f = self.fn_ir
+        params, ptypes = [], []
+        for name, v in zip(f.arg_names, f.args):
+            el = v.type.element
+            if isinstance(el, T.pointer_type):
+                ptypes.append(C.GPTR)
+                params.append({"name": name, "type": "ptr", "abi": "ptr"})
+            elif el.is_bool():
+                ptypes.append(C.I8)
+                params.append({"name": name, "type": el.name, "abi": "i8"})
+            else:
+                ptypes.append(lty(el))
+                params.append({"name": name, "type": el.name, "abi": str(lty(el))})
+        self.kfn = ir.Function(self.mod, ir.FunctionType(C.VOID, ptypes), f.name)
+        self.kfn.calling_convention = "ptx_kernel"
+        entry = self.kfn.append_basic_block("entry")
+        body = self.kfn.append_basic_block("body")
+        self.eb = ir.IRBuilder(entry)
+        self.b = ir.IRBuilder(body)
+        self.tid = self.sreg("tid.x")
+        self.lane = self.eb.and_(self.tid, self.i32(31))
+        self.warp = self.eb.lshr(self.tid, self.i32(5))
+        for v, a, el in zip(f.args, self.kfn.args, (v.type.element for v in f.args)):
+            a.name = f"arg_{v.name_hint or v.id}"
+            if not isinstance(el, T.pointer_type) and el.is_bool():
+                self.env[v.id] = self.eb.icmp_unsigned("!=", a, ir.Constant(C.I8, 0))
+            else:
+                self.env[v.id] = a
+        self.block(f.body)
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        self.eb.branch(body)
+        text = str(self.mod)
+        # llvmlite cannot spell string function attributes; maxntid tells ptxas the block size (.maxntid).
+        text = text.replace(f'define ptx_kernel void @"{f.name}"', f'define ptx_kernel void @"{f.name}"', 1)
+        text = _add_fn_attrs(text, f.name, f'"nvvm.maxntid"="{self.nw * 32}"')
+        meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
+        return text, meta
+
+    def block(self, block):
+        for op in block.ops:
+            fn = EMIT.get(op.kind)
+            if fn is None:
+                raise error(f"operation '{op.kind}' is not supported by the code generator", op.loc)
+            fn(self, op)
+
+    def inline(self, block, args):
+        """Emit `block` with its arguments bound to `args`; return the LLVM values of its terminator."""
+        for a, v in zip(block.args, args):
+            self.env[a.id] = v
+        for op in block.ops[:-1]:
+            EMIT[op.kind](self, op)
+        return [self.env[v.id] for v in block.ops[-1].operands]
+
+
+def _add_fn_attrs(text: str, name: str, attrs: str) -> str:
+    head = f'define ptx_kernel void @"{name}"('
+    i = text.index(head)
+    j = text.index("\n", i)
+    line = text[i:j]
+    assert line.endswith("{") or not line.endswith("{")
+    k = line.rfind(")")
+    line = line[: k + 1] + " #0" + line[k + 1:]
+    return text[:i] + line + text[j:] + f"\nattributes #0 = {{ {attrs} }}\n"
+
+
+# ---- op emitters ---------------------------------------------------------------------------------------------
+
+@emits(*sorted({k for k, _ in BINARY}))
+def _e_binary(e, op):
+    c = _cls(op.operands[0].type.element)
+    if c == "u" and op.operands[0].type.element.is_bool() and op.kind in ("add", "sub", "mul", "max", "min"):
+        pass
+    f = BINARY.get((op.kind, c))
+    if f is None:
+        raise error(f"'{op.kind}' is not defined for {op.operands[0].type.element}", op.loc)
+    e.map(op, lambda a, b: f(e, a, b, op))
+
+
+@emits(*UNARY)
+def _e_unary(e, op):
+    f = UNARY[op.kind]
+    e.map(op, lambda x: f(e, x, op))
+
+
+@emits("fma")
+def _e_fma(e, op):
+    t = lty(op.result.type.element)
+    if op.result.type.element.kind != "float":
+        e.map(op, lambda a, b, c: e.b.add(e.b.mul(a, b), c))
+        return
+    fn = e.intrinsic(f"llvm.fma.{_tname(t)}", t, [t, t, t])
+    e.map(op, lambda a, b, c: e.b.call(fn, [a, b, c]))
+
+
+@emits("cmp")
+def _e_cmp(e, op):
+    e.map(op, lambda a, b: _cmp(e, a, b, op))
+
+
+@emits("select")
+def _e_select(e, op):
+    e.map(op, lambda c, a, b: e.b.select(c, a, b))
+
+
+@emits("cast")
+def _e_cast(e, op):
+    src, dst = op.operands[0].type.element, op.attrs["to"]
+    if isinstance(src, T.pointer_type) or isinstance(dst, T.pointer_type):
+        raise error(f"cast between {src} and {dst} (use bitcast / ptr_to_int)", op.loc)
+    f = CASTS[(_ccls(src), _ccls(dst))]
+    t = lty(dst)
+    e.map(op, lambda x: f(e, x, t, op))
+
+
+@emits("bitcast")
+def _e_bitcast(e, op):
+    t = lty(op.attrs["to"])
+    src = op.operands[0].type.element
+    if isinstance(src, T.pointer_type) and isinstance(op.attrs["to"], T.pointer_type):
+        e.map(op, lambda x: x)
+        return
+    e.map(op, lambda x: e.b.bitcast(x, t))
+
+
+@emits("addptr")
+def _e_addptr(e, op):
+    et = C.mem_lty(op.operands[0].type.element.element_ty)
+    unsigned = op.operands[1].type.element.kind in ("uint", "bool")
+
+    def f(p, off):
+        if unsigned and off.type.width < 64:
+            off = e.b.zext(off, C.I64)
+        return e.b.gep(p, [off], source_etype=et)
+    e.map(op, f)
+
+
+@emits("ptr_to_int")
+def _e_ptr_to_int(e, op):
+    e.map(op, lambda p: e.b.ptrtoint(p, C.I64))
+
+
+@emits("const")
+def _e_const(e, op):
+    c = C.const(op.result.type.element, op.attrs["value"])
+    if op.result.type.shape:
+        ll = e.result_ll(op)
+        e.put(op.result, [c] * ll.num_regs, ll)
+    else:
+        e.put(op.result, [c])
+
+
+@emits("program_id")
+def _e_program_id(e, op):
+    e.put(op.result, [e.sreg("ctaid." + "xyz"[op.attrs["axis"]])])
+
+
+@emits("num_programs")
+def _e_num_programs(e, op):
+    e.put(op.result, [e.sreg("nctaid." + "xyz"[op.attrs["axis"]])])
+
+
+@emits("arange")
+def _e_arange(e, op):
+    ll = e.result_ll(op)
+    start = op.attrs["start"]
+    tc = e.thread_coords(ll)[0]
+    base = tc if not start else (e.eb.add(tc, e.i32(start)) if tc is not None else None)
+    regs = []
+    for r in range(ll.num_regs):
+        c = ll.reg_coord(r)[0]
+        if base is None:
+            regs.append(e.i32(c + start))
+        else:
+            regs.append(e.b.add(base, e.i32(c)) if c else base)
+    e.put(op.result, regs, ll)
+
+
+@emits("splat")
+def _e_splat(e, op):
+    ll = e.result_ll(op)
+    e.put(op.result, [e.get(op.operands[0])] * ll.num_regs, ll)
+
+
+def _remap(src_ll, src_regs, dst_ll, drop_dims=(), insert=None):
+    """Registers of dst gathered from src by compile-time coordinate: dst coords with `drop_dims` zeroed (dims that
+    grew by broadcast) must be held by the same thread in src. Returns None if some register is missing."""
+    index = {src_ll.reg_coord(r): r for r in range(src_ll.num_regs)}
+    out = []
+    for r in range(dst_ll.num_regs):
+        c = list(dst_ll.reg_coord(r))
+        for d in drop_dims:
+            c[d] = 0
+        if insert is not None:
+            c = insert(c)
+        j = index.get(tuple(c))
+        if j is None:
+            return None
+        out.append(src_regs[j])
+    return out
+
+
+@emits("broadcast")
+def _e_broadcast(e, op):
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    grow = [d for d, (a, b) in enumerate(zip(op.operands[0].type.shape, op.result.type.shape)) if a != b]
+    regs = _remap(x.ll, x.regs, ll, grow)
+    if regs is None or x.ll.lane != tuple(tuple(0 if d in grow else v for d, v in enumerate(b)) for b in ll.lane):
+        # The layout pass keeps the operand's layout, so this only trips on a layout-pass bug.
+        raise error("broadcast between incompatible layouts (compiler bug)", op.loc)
+    e.put(op.result, regs, ll)
+
+
+def _squeeze_or_unsqueeze(e, op, src_shape, dst_shape):
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return True
+    if len(dst_shape) == len(src_shape) + 1:
+        ax = next(a for a in range(len(dst_shape)) if dst_shape[a] == 1 and
+                  tuple(dst_shape[:a]) + tuple(dst_shape[a + 1:]) == tuple(src_shape))
+        regs = _remap(x.ll, x.regs, ll, insert=lambda c: c[:ax] + c[ax + 1:])
+    else:
+        ax = next(a for a in range(len(src_shape)) if src_shape[a] == 1 and
+                  tuple(src_shape[:a]) + tuple(src_shape[a + 1:]) == tuple(dst_shape))
+        regs = _remap(x.ll, x.regs, ll, insert=lambda c: c[:ax] + [0] + c[ax:])
+    if regs is None:
+        return False
+    e.put(op.result, regs, ll)
+    return True
+
+
+@emits("expand_dims")
+def _e_expand_dims(e, op):
+    if not _squeeze_or_unsqueeze(e, op, op.operands[0].type.shape, op.result.type.shape):
+        raise error("expand_dims between incompatible layouts (compiler bug)", op.loc)
+
+
+# ---- control flow ---------------------------------------------------------------------------------------------
+
+def _flat(e, vals):
+    out = []
+    for v in vals:
+        out.extend(v.regs if isinstance(v, Tile) else [v])
+    return out
+
+
+def _unflat(e, values, flat):
+    """Rebuild Tiles/scalars for IR `values` from a flat register list."""
+    i = 0
+    for v in values:
+        if v.type.shape:
+            ll = e.layout_of(v)
+            e.env[v.id] = Tile(ll, flat[i:i + ll.num_regs])
+            i += ll.num_regs
+        else:
+            e.env[v.id] = flat[i]
+            i += 1
+
+
+@emits("for")
+def _e_for(e, op):
+    body = op.blocks[0]
+    lb, ub, step = (e.get(v) for v in op.operands[:3])
+    init = _flat(e, [e.get(v) for v in op.operands[3:]])
+    signed = op.operands[0].type.element.kind == "int"
+    pre = e.b.block
+    header = e.kfn.append_basic_block("for.header")
+    loop = e.kfn.append_basic_block("for.body")
+    exit_ = e.kfn.append_basic_block("for.exit")
+    e.b.branch(header)
+    e.b.position_at_end(header)
+    iv = e.b.phi(lb.type)
+    iv.add_incoming(lb, pre)
+    phis = [e.b.phi(v.type) for v in init]
+    for p, v in zip(phis, init):
+        p.add_incoming(v, pre)
+    cond = (e.b.icmp_signed if signed else e.b.icmp_unsigned)("<", iv, ub)
+    e.b.cbranch(cond, loop, exit_)
+    e.b.position_at_end(loop)
+    e.env[body.args[0].id] = iv
+    _unflat(e, body.args[1:], phis)
+    e.cf_depth += 1
+    e.block_ops(body)
+    e.cf_depth -= 1
+    ys = _flat(e, [e.get(v) for v in body.terminator.operands])
+    nxt = e.b.add(iv, step)
+    end = e.b.block
+    iv.add_incoming(nxt, end)
+    for p, v in zip(phis, ys):
+        p.add_incoming(v, end)
+    e.b.branch(header)
+    e.b.position_at_end(exit_)
+    _unflat(e, op.results, phis)
+
+
+@emits("if")
+def _e_if(e, op):
+    cond = e.get(op.operands[0])
+    then_b = e.kfn.append_basic_block("if.then")
+    else_b = e.kfn.append_basic_block("if.else")
+    merge = e.kfn.append_basic_block("if.end")
+    e.b.cbranch(cond, then_b, else_b)
+    incoming = []
+    e.cf_depth += 1
+    for bb, blk in zip((then_b, else_b), list(op.blocks) + [None] * (2 - len(op.blocks))):
+        e.b.position_at_end(bb)
+        vals = []
+        if blk is not None:
+            e.block_ops(blk)
+            vals = _flat(e, [e.get(v) for v in blk.terminator.operands])
+        incoming.append((vals, e.b.block))
+        e.b.branch(merge)
+    e.cf_depth -= 1
+    e.b.position_at_end(merge)
+    if op.results:
+        phis = []
+        for i, v in enumerate(incoming[0][0]):
+            p = e.b.phi(v.type)
+            for vals, bb in incoming:
+                p.add_incoming(vals[i], bb)
+            phis.append(p)
+        _unflat(e, op.results, phis)
+
+
+@emits("while")
+def _e_while(e, op):
+    before, after = op.blocks
+    init = _flat(e, [e.get(v) for v in op.operands])
+    pre = e.b.block
+    header = e.kfn.append_basic_block("while.before")
+    body = e.kfn.append_basic_block("while.after")
+    exit_ = e.kfn.append_basic_block("while.exit")
+    e.b.branch(header)
+    e.b.position_at_end(header)
+    phis = [e.b.phi(v.type) for v in init]
+    for p, v in zip(phis, init):
+        p.add_incoming(v, pre)
+    _unflat(e, before.args, phis)
+    e.cf_depth += 1
+    e.block_ops(before)
+    cond_op = before.terminator
+    c = e.get(cond_op.operands[0])
+    passed = [e.get(v) for v in cond_op.operands[1:]]
+    e.b.cbranch(c, body, exit_)
+    e.b.position_at_end(body)
+    for a, v in zip(after.args, passed):
+        e.env[a.id] = v
+    e.block_ops(after)
+    ys = _flat(e, [e.get(v) for v in after.terminator.operands])
+    for p, v in zip(phis, ys):
+        p.add_incoming(v, e.b.block)
+    e.b.branch(header)
+    e.cf_depth -= 1
+    e.b.position_at_end(exit_)
+    for r, v in zip(op.results, passed):
+        e.env[r.id] = v
+
+
+def _block_ops(self, block):
+    """Emit every op of a region except its terminator (yield/condition are read by the region's owner)."""
+    for op in block.ops:
+        if op.kind in ("yield", "condition"):
+            continue
+        fn = EMIT.get(op.kind)
+        if fn is None:
+            raise error(f"operation '{op.kind}' is not supported by the code generator", op.loc)
+        fn(self, op)
+
+
+Emitter.block_ops = _block_ops
+
+
+@emits("return")
+def _e_return(e, op):
+    e.b.ret_void()
+
+
+@emits("yield", "condition")
+def _e_terminator(e, op):
+    pass
+
+
+def emit_llvm(module, options):
+    """Lower a module that went through `compiler.passes.PIPELINE` to LLVM IR text and launch metadata
+    {"name", "num_warps", "shared_bytes", "params": [{"name", "type", "abi"}]}."""
+    from . import memory, reduce  # noqa: F401  (register their emitters)
+    return Emitter(module, options).emit()

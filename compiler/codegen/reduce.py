@@ -1,0 +1,373 @@
+"""Cross-thread data movement: reduce, scan, convert_layout (and the reshapes/permutes that need it).
+
+All of it reads the LinearLayout bases: a register bit along the axis is combined in-thread, a lane bit with a
+warp shuffle (shfl.sync.bfly for reduce, shfl.sync.up/down for scan), a warp bit through shared memory; bits
+whose basis is zero only replicate data and are skipped. Shared memory is one buffer at offset 0 shared by
+every use: `smem_begin` puts a barrier before a use when an earlier use may still be reading.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..passes.layouts import linear, log2
+from . import common as C
+from .common import Tile, emits, error
+
+FULL = 0xFFFFFFFF
+
+
+# ---- warp shuffles of any scalar type (64-bit as two halves, narrow types widened) ---------------------------
+
+def shuffle(e, kind, x, arg):
+    """shfl.sync.<kind> of LLVM scalar x; kind: bfly, up, down, idx; arg an int or i32 value."""
+    c = 0 if kind == "up" else 0x1F
+    fn = e.intrinsic(f"llvm.nvvm.shfl.sync.{kind}.i32", C.I32, [C.I32, C.I32, C.I32, C.I32])
+    argv = arg if not isinstance(arg, int) else e.i32(arg)
+
+    def one(w):
+        return e.b.call(fn, [ir.Constant(C.I32, -1), w, argv, e.i32(c)])
+    t = x.type
+    if isinstance(t, ir.PointerType):
+        return e.b.inttoptr(shuffle(e, kind, e.b.ptrtoint(x, C.I64), arg), t)
+    bits = t.width if isinstance(t, ir.IntType) else {C.F16: 16, C.BF16: 16, C.F32: 32, C.F64: 64}[t]
+    xi = x if isinstance(t, ir.IntType) else e.b.bitcast(x, ir.IntType(bits))
+    if bits == 64:
+        lo = one(e.b.trunc(xi, C.I32))
+        hi = one(e.b.trunc(e.b.lshr(xi, ir.Constant(C.I64, 32)), C.I32))
+        r = e.b.or_(e.b.zext(lo, C.I64), e.b.shl(e.b.zext(hi, C.I64), ir.Constant(C.I64, 32)))
+    elif bits == 32:
+        r = one(xi)
+    else:
+        r = e.b.trunc(one(e.b.zext(xi, C.I32)), ir.IntType(bits))
+    return r if isinstance(t, ir.IntType) else e.b.bitcast(r, t)
+
+
+def _sel(e, c, a, b):
+    return [e.b.select(c, x, y) for x, y in zip(a, b)]
+
+
+def _bytes(v):
+    t = v.type
+    if isinstance(t, ir.IntType):
+        return max(1, t.width // 8)
+    if isinstance(t, ir.PointerType):
+        return 8
+    return {C.F16: 2, C.BF16: 2, C.F32: 4, C.F64: 8}[t]
+
+
+def _st_smem(e, off_elems, base, v):
+    """Store scalar v at element index off_elems of a typed array at byte offset base."""
+    if v.type == C.I1:
+        v = e.b.zext(v, C.I8)
+    p = e.b.gep(e.smem_ptr(base), [off_elems], source_etype=v.type)
+    e.b.store(v, p)
+
+
+def _ld_smem(e, off_elems, base, t):
+    lt = C.I8 if t == C.I1 else t
+    p = e.b.gep(e.smem_ptr(base), [off_elems], source_etype=lt)
+    x = e.b.load(p, typ=lt)
+    return e.b.icmp_unsigned("!=", x, ir.Constant(C.I8, 0)) if t == C.I1 else x
+
+
+def _thread_dim_index(e, bases, src, axis):
+    """Index (0..2^k-1) of this thread among the lanes/warps whose basis lies along `axis`, and 2^k."""
+    bits = [i for i, b in enumerate(bases) if b[axis]]
+    if not bits:
+        return None, 1
+    idx = None
+    for k, i in enumerate(bits):
+        t = e.b.and_(e.b.lshr(src, e.i32(i)), e.i32(1)) if i else e.b.and_(src, e.i32(1))
+        if k:
+            t = e.b.shl(t, e.i32(k))
+        idx = t if idx is None else e.b.or_(idx, t)
+    return idx, 1 << len(bits)
+
+
+# ---- reduce ---------------------------------------------------------------------------------------------------
+
+@emits("reduce")
+def _e_reduce(e, op):
+    axis = op.attrs["axis"]
+    xs = [e.get(v) for v in op.operands]
+    ll = xs[0].ll
+    nops = len(xs)
+    blk = op.blocks[0]
+
+    def combine(a, b):
+        return e.inline(blk, list(a) + list(b))
+
+    # 1. in-thread: registers that differ only along the axis
+    acc = {}
+    order = sorted(range(ll.num_regs), key=lambda r: ll.reg_coord(r)[axis])
+    for r in order:
+        c = ll.reg_coord(r)
+        key = c[:axis] + c[axis + 1:]
+        vals = [x.regs[r] for x in xs]
+        acc[key] = vals if key not in acc else combine(acc[key], vals)
+    # 2. lanes along the axis: butterfly shuffles (a zero basis only replicates: skip it)
+    for i, b in enumerate(ll.lane):
+        if b[axis]:
+            for key in acc:
+                other = [shuffle(e, "bfly", v, 1 << i) for v in acc[key]]
+                acc[key] = combine(acc[key], other)
+    # 3. warps along the axis: partials through shared memory
+    out_shape = tuple(s for d, s in enumerate(ll.shape) if d != axis)
+    out_lay = op.attrs["_layouts"][0]
+    out_ll = linear(out_lay, out_shape, e.nw) if out_shape else None
+    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
+    if wbits:
+        wi, W = _thread_dim_index(e, ll.warp, e.warp, axis)
+        n_out = 1
+        for s in out_shape:
+            n_out *= s
+        sample = next(iter(acc.values()))
+        bases, off = [], 0
+        for v in sample:
+            bases.append(off)
+            off += (W * n_out * _bytes(v) + 15) // 16 * 16
+        e.smem_begin(off)
+        keys = list(acc)
+        lin = {}
+        for key in keys:
+            if out_shape:
+                r = _out_reg(out_ll, key)
+                lin[key] = e.linear_index(out_ll, r)
+            else:
+                lin[key] = e.i32(0)
+            slot = e.b.add(e.b.mul(wi, e.i32(n_out)), lin[key])
+            for k in range(nops):
+                _st_smem(e, slot, bases[k], acc[key][k])
+        e.barrier()
+        for key in keys:
+            vals = None
+            for w in range(W):
+                slot = e.b.add(lin[key], e.i32(w * n_out))
+                got = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
+                vals = got if vals is None else combine(vals, got)
+            acc[key] = vals
+    # results
+    for k, res in enumerate(op.results):
+        if not out_shape:
+            e.put(res, [acc[()][k]])
+        else:
+            e.put(res, [acc[out_ll.reg_coord(r)][k] for r in range(out_ll.num_regs)], out_ll)
+
+
+def _out_reg(out_ll, key):
+    for r in range(out_ll.num_regs):
+        if out_ll.reg_coord(r) == key:
+            return r
+    raise KeyError(key)
+
+
+# ---- scan -----------------------------------------------------------------------------------------------------
+
+@emits("scan")
+def _e_scan(e, op):
+    axis = op.attrs["axis"]
+    rev = op.attrs.get("reverse", False)
+    xs = [e.get(v) for v in op.operands]
+    ll = xs[0].ll
+    nops = len(xs)
+    blk = op.blocks[0]
+
+    def combine(a, b):
+        return e.inline(blk, list(a) + list(b))
+
+    thr = [b[axis] for b in ll.lane + ll.warp if b[axis]]
+    thr_min = min(thr) if thr else 1 << 30
+    # chunks: registers with the same other-coords and the same "rep" (coordinate bits above the threads')
+    chunks = {}
+    for r in range(ll.num_regs):
+        c = ll.reg_coord(r)
+        key = c[:axis] + c[axis + 1:]
+        rep = c[axis] & ~(thr_min - 1)
+        chunks.setdefault((key, rep), []).append((c[axis], r))
+    vals = [[x.regs[r] for x in xs] for r in range(ll.num_regs)]
+    totals = {}
+    for ck, lst in chunks.items():
+        lst.sort(reverse=rev)
+        acc = None
+        for _, r in lst:
+            acc = vals[r] if acc is None else combine(acc, vals[r])
+            vals[r] = acc
+        totals[ck] = acc
+    # lanes along the axis: Hillis-Steele over chunk totals, then add the exclusive prefix into each element
+    lbits = [i for i, b in enumerate(ll.lane) if b[axis]]
+    if lbits:
+        i0, m = lbits[0], len(lbits)
+        if lbits != list(range(i0, i0 + m)):
+            raise error("scan over a layout with non-contiguous lane bits", op.loc)
+        M = 1 << m
+        li = e.b.and_(e.b.lshr(e.lane, e.i32(i0)), e.i32(M - 1))
+        kind = "down" if rev else "up"
+        for ck in chunks:
+            t = totals[ck]
+            for k in range(m):
+                delta = (1 << k) << i0
+                v = [shuffle(e, kind, x, delta) for x in t]
+                ok = (e.b.icmp_unsigned("<", li, e.i32(M - (1 << k))) if rev else
+                      e.b.icmp_unsigned(">=", li, e.i32(1 << k)))
+                t = _sel(e, ok, combine(v, t), t)
+            ex = [shuffle(e, kind, x, 1 << i0) for x in t]
+            has = e.b.icmp_unsigned("<", li, e.i32(M - 1)) if rev else e.b.icmp_unsigned(">", li, e.i32(0))
+            for _, r in chunks[ck]:
+                vals[r] = _sel(e, has, combine(ex, vals[r]), vals[r])
+            # the segment total sits in the last lane along the axis (first, for a reverse scan)
+            mask = (M - 1) << i0
+            src = e.b.and_(e.lane, e.i32(~mask & 31))
+            if not rev:
+                src = e.b.or_(src, e.i32(mask))
+            totals[ck] = [shuffle(e, "idx", x, src) for x in t]
+    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
+    reps = sorted({rep for (_, rep) in chunks}, reverse=rev)
+    keys = sorted({key for (key, _) in chunks})
+    if not wbits and len(reps) > 1:
+        for key in keys:
+            carry = None
+            for rep in reps:
+                tot = totals[(key, rep)]
+                if carry is not None:
+                    for _, r in chunks[(key, rep)]:
+                        vals[r] = combine(carry, vals[r])
+                    carry = combine(carry, tot)
+                else:
+                    carry = tot
+    elif wbits:
+        wi, W = _thread_dim_index(e, ll.warp, e.warp, axis)
+        R = len(reps)
+        other_shape = tuple(s for d, s in enumerate(ll.shape) if d != axis)
+        n_other = 1
+        for s in other_shape:
+            n_other *= s
+        sample = vals[0]
+        bases, off = [], 0
+        for v in sample:
+            bases.append(off)
+            off += (R * W * n_other * _bytes(v) + 15) // 16 * 16
+        e.smem_begin(off)
+        # row-major index of the other coords, from a register of each key
+        lin = {}
+        for (key, rep), lst in chunks.items():
+            if key in lin:
+                continue
+            r = lst[0][1]
+            idx, stride = e.i32(0), 1
+            for d in range(len(ll.shape) - 1, -1, -1):
+                if d == axis:
+                    continue
+                idx = e.b.add(idx, e.b.mul(e.coord(ll, r, d), e.i32(stride)))
+                stride *= ll.shape[d]
+            lin[key] = idx
+        rep_pos = {rep: j for j, rep in enumerate(sorted(reps))}
+        for (key, rep), tot in totals.items():
+            seg = e.b.add(e.b.mul(e.i32(rep_pos[rep] * W), e.i32(1)), wi)
+            slot = e.b.add(e.b.mul(seg, e.i32(n_other)), lin[key])
+            for k in range(nops):
+                _st_smem(e, slot, bases[k], tot[k])
+        e.barrier()
+        for (key, rep), lst in chunks.items():
+            acc, has = None, ir.Constant(C.I1, 0)
+            seq = [(rp, w) for rp in sorted(reps) for w in range(W)]
+            if rev:
+                seq.reverse()
+            for rp, w in seq:
+                if (rp > rep) if not rev else (rp < rep):
+                    continue
+                if rp == rep:
+                    pred = e.b.icmp_unsigned(">" if rev else "<", e.i32(w), wi)
+                else:
+                    pred = ir.Constant(C.I1, 1)
+                slot = e.b.add(lin[key], e.i32((rep_pos[rp] * W + w) * n_other))
+                got = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
+                if acc is None:
+                    acc = got
+                else:
+                    acc = _sel(e, pred, combine(acc, got), acc)
+                has = e.b.or_(has, pred)
+            if acc is None:
+                continue
+            for _, r in lst:
+                vals[r] = _sel(e, has, combine(acc, vals[r]), vals[r])
+    for k, res in enumerate(op.results):
+        e.put(res, [vals[r][k] for r in range(ll.num_regs)], ll)
+
+
+# ---- layout conversion through shared memory ------------------------------------------------------------------
+
+def _same_threads(a, b):
+    return a.lane == b.lane and a.warp == b.warp and sorted(a.reg) == sorted(b.reg)
+
+
+def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
+    """Move Tile x into dst_ll. Free when the same threads hold the same elements (registers are reordered);
+    otherwise every element is written at its row-major offset, a barrier, and read back in the new layout.
+    `src_shape_perm` (permute) maps source coords into the destination's dims."""
+    if src_shape_perm is None and dst_shape is None and _same_threads(x.ll, dst_ll):
+        index = {x.ll.reg_coord(r): r for r in range(x.ll.num_regs)}
+        return Tile(dst_ll, [x.regs[index[dst_ll.reg_coord(r)]] for r in range(dst_ll.num_regs)])
+    t = x.regs[0].type
+    numel = 1
+    for s in dst_ll.shape:
+        numel *= s
+    e.smem_begin(numel * (1 if t == C.I1 else _bytes(x.regs[0])))
+    uniq = None  # duplicates write the same value: harmless, no predicate needed
+    for r in range(x.ll.num_regs):
+        if src_shape_perm is not None:
+            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm)
+        else:
+            idx = e.linear_index(x.ll, r)
+        _st_smem(e, idx, 0, x.regs[r])
+    del uniq
+    e.barrier()
+    regs = [_ld_smem(e, e.linear_index(dst_ll, r), 0, t) for r in range(dst_ll.num_regs)]
+    return Tile(dst_ll, regs)
+
+
+@emits("convert_layout")
+def _e_convert(e, op):
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    e.env[op.result.id] = convert(e, x, ll)
+
+
+@emits("reshape")
+def _e_reshape(e, op):
+    from .llvm import _squeeze_or_unsqueeze
+    s, r = op.operands[0].type.shape, op.result.type.shape
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
+        if _squeeze_or_unsqueeze(e, op, s, r):
+            return
+    # general reshape: row-major order is preserved, so write at the source index, read at the result index
+    e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
+
+
+@emits("permute")
+def _e_permute(e, op):
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    order = op.attrs["order"]
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    # free when the permuted source layout is the result layout (the layout pass arranges that)
+    perm_lane = tuple(tuple(b[o] for o in order) for b in x.ll.lane)
+    perm_warp = tuple(tuple(b[o] for o in order) for b in x.ll.warp)
+    if perm_lane == ll.lane and perm_warp == ll.warp:
+        index = {tuple(x.ll.reg_coord(r)[o] for o in order): r for r in range(x.ll.num_regs)}
+        if all(ll.reg_coord(r) in index for r in range(ll.num_regs)):
+            e.put(op.result, [x.regs[index[ll.reg_coord(r)]] for r in range(ll.num_regs)], ll)
+            return
+    e.env[op.result.id] = convert(e, x, ll, src_shape_perm=order)
+
+
+del log2

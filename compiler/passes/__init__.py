@@ -1,0 +1,36 @@
+"""The pass pipeline: an ordered list of (name, fn(module, options) -> module), one "why here" comment each.
+
+The "tile" artifact (golden IR) is the module after the target-independent passes, i.e. after the entries
+listed in TARGET_INDEPENDENT; the rest prepare the IR for `compiler.codegen.llvm.emit_llvm`.
+"""
+from __future__ import annotations
+
+from .assign_layouts import assign_layouts
+from .dce import dce
+
+
+def canonicalize(module, options):
+    """Placeholder for the frontend-owned canonicalization (constant folding, simplification); identity."""
+    return module
+
+
+PIPELINE = [
+    # Frontend-owned cleanups first, so later passes see the simplest IR (placeholder for now).
+    ("canonicalize", canonicalize),
+    # Drop unused pure ops before layouts are chosen, so dead values cannot force layout conversions.
+    ("dce", dce),
+    # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
+    # layouts meet; everything after needs layouts and codegen reads them.
+    ("assign_layouts", assign_layouts),
+]
+
+TARGET_INDEPENDENT = ("canonicalize", "dce")
+
+
+def run_pipeline(module, options, upto: str | None = None):
+    """Run PIPELINE in order (stopping after the pass named `upto`, if given)."""
+    for name, fn in PIPELINE:
+        module = fn(module, options)
+        if name == upto:
+            break
+    return module

@@ -1,0 +1,351 @@
+"""Layout assignment: give every block value a distributed layout and insert `convert_layout` where two meet.
+
+Three walks over the function:
+1. provisional forward walk: anchors (load / store / atomics pick a coalesced BlockedLayout from the pointer's
+   axis info) and values computed from anchored values get layouts; sources (const, splat, arange) stay open.
+   A store whose value is already laid out keeps that layout (no conversion of the data), else it anchors.
+2. backward walk: open values take the layout their users want (through elementwise ops, broadcast,
+   expand_dims -> slice, reduce -> parent, loops), so `arange`/`splat` materialize directly in the layout
+   they are used in (arange in any layout is arithmetic on the thread id: rematerialize, never convert).
+3. final forward walk: every block value gets a layout (the wanted one, else the default); where an operand's
+   layout differs from what its op needs, a `convert_layout` op is inserted (lowered through shared memory).
+
+Results are stored as `op.attrs["_layouts"]` (one entry per result, None for scalars) and, for ops with
+regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
+"""
+from __future__ import annotations
+
+from ..ir.core import Op
+from ..ir import types as T
+from . import axisinfo
+from .layouts import BlockedLayout, SliceLayout, default_blocked, permute_layout
+
+ELEMENTWISE = frozenset(("add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi neg not exp exp2 log "
+                         "log2 sqrt rsqrt sin cos erf floor ceil abs fma cmp select cast bitcast addptr "
+                         "ptr_to_int convert_layout").split())
+SOURCES = frozenset(("const", "arange", "splat"))
+
+
+def _ebytes(elem) -> int:
+    if isinstance(elem, T.pointer_type):
+        return 8
+    return max(1, elem.bits // 8)
+
+
+class _Assigner:
+    def __init__(self, fn, num_warps):
+        self.fn = fn
+        self.nw = num_warps
+        self.ai = axisinfo.analyze(fn)
+        self.desired: dict = {}
+        self.lay: dict = {}  # value id -> layout (None: open / scalar)
+        self._out, self._cur_op = [], None
+
+    # ---- helpers ------------------------------------------------------------------------------------
+    def default(self, v):
+        return default_blocked(v.type.shape, _ebytes(v.type.element), self.nw)
+
+    def anchor(self, ptr):
+        """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread."""
+        shape = ptr.type.shape
+        info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
+        rank = len(shape)
+        order = sorted(range(rank), key=lambda d: (-info.contiguity[d], -d))
+        eb = _ebytes(ptr.type.element.element_ty)
+        return default_blocked(shape, eb, self.nw, order=order, max_vec=info.contiguity[order[0]])
+
+    # ---- walk 1 and 3 -------------------------------------------------------------------------------
+    def forward(self, block, final: bool):
+        saved = (self._out, self._cur_op)
+        new_ops = []
+        for op in list(block.ops):
+            self._out, self._cur_op = new_ops, op
+            self.visit(op, final)
+            new_ops.append(op)
+        if final:
+            block.ops = new_ops
+            for op in new_ops:
+                op.block = block
+        self._out, self._cur_op = saved
+
+    def L(self, v):
+        return self.lay.get(v.id) if v.type.shape else None
+
+    def want(self, op, i, layout, final):
+        """Operand i of op must be in `layout`; in the final walk insert a conversion when it is not."""
+        v = op.operands[i]
+        if not v.type.shape or layout is None:
+            return
+        cur = self.lay.get(v.id)
+        if cur == layout or not final:
+            return
+        cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
+        cv.block = op.block
+        if op is self._cur_op:
+            self._out.append(cv)
+        else:  # a terminator of a region already walked: put the conversion just before it
+            op.block.ops.insert(op.block.ops.index(op), cv)
+        self.lay[cv.result.id] = layout
+        op.operands[i] = cv.result
+
+    def open_layout(self, v, final):
+        got = self.desired.get(v.id)
+        if got is None and final:
+            got = self.default(v)
+        return got
+
+    def set(self, op, layouts):
+        layouts = [l if r.type.shape else None for r, l in zip(op.results, layouts)]
+        for r, l in zip(op.results, layouts):
+            self.lay[r.id] = l
+        if op.results:
+            op.attrs["_layouts"] = layouts
+
+    def visit(self, op, final):
+        k = op.kind
+        blockops = [i for i, v in enumerate(op.operands) if v.type.shape]
+        if k in SOURCES:
+            self.set(op, [self.open_layout(op.result, final) if op.result.type.shape else None])
+        elif k in ("load", "atomic_rmw", "atomic_cas", "store"):
+            if not op.operands[0].type.shape:
+                if k != "store":
+                    self.set(op, [None])
+                return
+            if k == "store" and not final:
+                vl = self.L(op.operands[1])
+                anc = vl if vl is not None else self.anchor(op.operands[0])
+                op.attrs["_anchor"] = anc
+            elif not final or "_anchor" not in op.attrs:
+                op.attrs["_anchor"] = self.anchor(op.operands[0])
+            anc = op.attrs["_anchor"]
+            for i in blockops:
+                self.want(op, i, anc, final)
+            if k != "store":
+                self.set(op, [anc])
+        elif k in ELEMENTWISE:
+            ls = [self.L(op.operands[i]) for i in blockops]
+            known = [l for l in ls if l is not None]
+            if not known:
+                tgt = self.open_layout(op.results[0], final) if op.results[0].type.shape else None
+            else:
+                d = self.desired.get(op.results[0].id)
+                tgt = d if d in known else max(known, key=known.count)
+            for i in blockops:
+                self.want(op, i, tgt, final)
+            self.set(op, [tgt])
+        elif k == "broadcast":
+            self.set(op, [self.L(op.operands[0]) or self.open_layout(op.result, final)])
+            if final and self.L(op.operands[0]) is None:
+                self.want(op, 0, self.lay[op.result.id], final)
+        elif k == "expand_dims":
+            self._unsqueeze(op, op.attrs["axis"], final)
+        elif k == "reshape":
+            self._reshape(op, final)
+        elif k == "permute":
+            src = self.L(op.operands[0])
+            pl = permute_layout(src, op.attrs["order"]) if src is not None else None
+            self.set(op, [pl or self.open_layout(op.result, final)])
+        elif k == "reduce":
+            src = self.L(op.operands[0])
+            if src is None and final:
+                src = self.default(op.operands[0])
+            for i in blockops:
+                self.want(op, i, src, final)
+            ax = op.attrs["axis"]
+            self.set(op, [SliceLayout(ax, src) if src is not None else None] * len(op.results))
+            self.forward(op.blocks[0], final)
+        elif k == "scan":
+            src = self.L(op.operands[0])
+            if src is None and final:
+                src = self.default(op.operands[0])
+            for i in blockops:
+                self.want(op, i, src, final)
+            self.set(op, [src] * len(op.results))
+            self.forward(op.blocks[0], final)
+        elif k == "for":
+            body = op.blocks[0]
+            init = op.operands[3:]
+            ls = []
+            for j, v in enumerate(init):
+                l = self.L(v)
+                if l is None and v.type.shape:
+                    l = self.desired.get(body.args[j + 1].id) or self.desired.get(op.results[j].id)
+                    if l is None and final:
+                        l = self.default(v)
+                    self.want(op, 3 + j, l, final)
+                ls.append(l if v.type.shape else None)
+            for a, l in zip(body.args[1:], ls):
+                self.lay[a.id] = l
+            self.lay[body.args[0].id] = None
+            self.forward(body, final)
+            y = body.terminator
+            for j, l in enumerate(ls):
+                self.want(y, j, l, final)
+            op.attrs["_arg_layouts"] = [[None] + ls]
+            self.set(op, ls)
+        elif k == "if":
+            outs = None
+            for b in op.blocks:
+                self.forward(b, final)
+                y = b.terminator
+                if outs is None:
+                    outs = [self.L(v) or (self.desired.get(r.id) if r.type.shape else None) for v, r in
+                            zip(y.operands, op.results)]
+                    if final:
+                        outs = [l if (l is not None or not r.type.shape) else self.default(r)
+                                for l, r in zip(outs, op.results)]
+                for j, l in enumerate(outs):
+                    self.want(y, j, l, final)
+            op.attrs["_arg_layouts"] = [[] for _ in op.blocks]
+            self.set(op, outs or [])
+        elif k == "while":
+            before, after = op.blocks
+            ls = []
+            for j, v in enumerate(op.operands):
+                l = self.L(v)
+                if l is None and v.type.shape:
+                    l = self.desired.get(before.args[j].id) or (self.default(v) if final else None)
+                    self.want(op, j, l, final)
+                ls.append(l if v.type.shape else None)
+            for a, l in zip(before.args, ls):
+                self.lay[a.id] = l
+            self.forward(before, final)
+            cond = before.terminator
+            cl = []
+            for v, a in zip(cond.operands[1:], after.args):
+                l = self.L(v)
+                if l is None and v.type.shape:
+                    l = self.desired.get(a.id) or (self.default(v) if final else None)
+                    self.want(cond, len(cl) + 1, l, final)
+                cl.append(l if v.type.shape else None)
+            for a, l in zip(after.args, cl):
+                self.lay[a.id] = l
+            self.forward(after, final)
+            y = after.terminator
+            for j, l in enumerate(ls):
+                self.want(y, j, l, final)
+            op.attrs["_arg_layouts"] = [ls, cl]
+            self.set(op, cl)
+        else:  # print, assert, yield, condition, return, program_id, ...: no layout needs
+            for b in op.blocks:
+                self.forward(b, final)
+            self.set(op, [None] * len(op.results))
+
+    def _unsqueeze(self, op, ax, final):
+        src = self.L(op.operands[0])
+        if not op.operands[0].type.shape:  # scalar -> [1]: any layout holds it
+            self.set(op, [self.open_layout(op.result, final)])
+            return
+        if isinstance(src, SliceLayout) and src.dim == ax:
+            self.set(op, [src.parent])
+            return
+        tgt = self.desired.get(op.result.id)
+        if tgt is None and src is not None and final:
+            tgt = self.default(op.result)
+        if tgt is None:
+            self.set(op, [None])
+            return
+        self.want(op, 0, SliceLayout(ax, tgt), final)
+        self.set(op, [tgt])
+
+    def _reshape(self, op, final):
+        s, r = op.operands[0].type.shape, op.result.type.shape
+        # Inserting or dropping one size-1 dim is free (expand_dims / slice); other reshapes go through shared
+        # memory in the emitter (row-major order preserved), so their result can take any layout.
+        if len(r) == len(s) + 1:
+            for ax in range(len(r)):
+                if r[ax] == 1 and r[:ax] + r[ax + 1:] == s:
+                    return self._unsqueeze(op, ax, final)
+        if len(r) + 1 == len(s):
+            for ax in range(len(s)):
+                if s[ax] == 1 and s[:ax] + s[ax + 1:] == r:
+                    src = self.L(op.operands[0])
+                    self.set(op, [SliceLayout(ax, src) if src is not None else self.open_layout(op.result, final)])
+                    if final and src is None:
+                        self.want(op, 0, self.default(op.operands[0]), final)
+                        self.set(op, [SliceLayout(ax, self.lay[op.operands[0].id])])
+                    return
+        self.set(op, [self.open_layout(op.result, final)])
+        if final and self.L(op.operands[0]) is None:
+            self.want(op, 0, self.default(op.operands[0]), final)
+
+    # ---- walk 2 -------------------------------------------------------------------------------------
+    def backward(self, block):
+        for op in reversed(block.ops):
+            self._back(op)
+
+    def _push(self, v, layout):
+        if layout is not None and v.type.shape and v.id not in self.desired and self.lay.get(v.id) is None:
+            self.desired[v.id] = layout
+
+    def _cur(self, v):
+        return self.lay.get(v.id) or self.desired.get(v.id)
+
+    def _back(self, op):
+        k = op.kind
+        if "_anchor" in op.attrs and k in ("load", "store", "atomic_rmw", "atomic_cas"):
+            for v in op.operands:
+                self._push(v, op.attrs["_anchor"])
+            return
+        if not op.results and not op.blocks:
+            return
+        R = self._cur(op.results[0]) if op.results else None
+        if k in ELEMENTWISE or k in ("broadcast", "scan"):
+            for v in op.operands:
+                self._push(v, R)
+        elif k in ("expand_dims", "reshape") and R is not None and isinstance(R, BlockedLayout):
+            s, r = op.operands[0].type.shape, op.result.type.shape
+            if len(r) == len(s) + 1:
+                ax = op.attrs.get("axis")
+                if ax is None:
+                    ax = next((a for a in range(len(r)) if r[a] == 1 and r[:a] + r[a + 1:] == s), None)
+                if ax is not None:
+                    self._push(op.operands[0], SliceLayout(ax, R))
+        elif k == "reduce" and isinstance(R, SliceLayout) and R.dim == op.attrs["axis"]:
+            for v in op.operands:
+                self._push(v, R.parent)
+        elif k == "permute" and R is not None:
+            order = op.attrs["order"]
+            inv = [0] * len(order)
+            for i, o in enumerate(order):
+                inv[o] = i
+            self._push(op.operands[0], permute_layout(R, tuple(inv)))
+        elif k == "for":
+            body = op.blocks[0]
+            y = body.terminator
+            for j, r in enumerate(op.results):
+                self._push(body.args[j + 1], self._cur(r))
+                self._push(y.operands[j], self._cur(body.args[j + 1]))
+            self.backward(body)
+            for j, r in enumerate(op.results):
+                self._push(op.operands[3 + j], self._cur(body.args[j + 1]))
+        elif k == "if":
+            for b in op.blocks:
+                y = b.terminator
+                for j, r in enumerate(op.results):
+                    self._push(y.operands[j], self._cur(r))
+                self.backward(b)
+        elif k == "while":
+            before, after = op.blocks
+            self.backward(after)
+            cond = before.terminator
+            for j, a in enumerate(after.args):
+                self._push(cond.operands[j + 1], self._cur(a) or self._cur(op.results[j]))
+            self.backward(before)
+            for j, a in enumerate(before.args):
+                self._push(op.operands[j], self._cur(a))
+        else:
+            for b in op.blocks:
+                self.backward(b)
+
+
+def assign_layouts(module, options):
+    """Pass: choose a layout for every block value, inserting convert_layout ops where layouts meet."""
+    nw = options.num_warps
+    a = _Assigner(module.function, nw)
+    a.forward(module.function.body, final=False)
+    a.backward(module.function.body)
+    a.lay = {}
+    a.forward(module.function.body, final=True)
+    module.meta["num_warps"] = nw
+    return module

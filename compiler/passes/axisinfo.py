@@ -1,0 +1,265 @@
+"""Axis analysis: per value and per dim, what is known about runs of elements (Triton's AxisInfo, our way).
+
+For every int / pointer value and each dim d:
+- contiguity[d]: elements come in runs of this length along d whose values increase by 1 (pointers: by one
+  element);
+- divisibility[d]: the largest power of two dividing the first element of each run (pointers: in bytes);
+- constancy[d]: elements come in runs of this length along d with equal values.
+All three are powers of two. A scalar is treated as rank 1 with size 1. The load/store emitter reads them to pick
+128-bit accesses: a vector of `v` elements needs contiguity >= v, byte alignment of v * elem_size, and a mask
+constant over the vector.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+from ..ir import types as T
+
+MAX_DIV = 1 << 30  # "divisible by anything" (e.g. the constant 0), kept finite so products stay small
+
+
+def pow2_div(v: int) -> int:
+    """Largest power of two dividing v (MAX_DIV for 0)."""
+    v = int(v)
+    if v == 0:
+        return MAX_DIV
+    return min(MAX_DIV, v & -v)
+
+
+@dataclass(frozen=True)
+class AxisInfo:
+    """Facts about a value along each dim (see the module docstring)."""
+
+    contiguity: tuple
+    divisibility: tuple
+    constancy: tuple
+
+    @staticmethod
+    def unknown(shape) -> "AxisInfo":
+        r = max(1, len(shape))
+        return AxisInfo((1,) * r, (1,) * r, (1,) * r)
+
+    @staticmethod
+    def constant(shape, div: int) -> "AxisInfo":
+        shape = tuple(shape) or (1,)
+        return AxisInfo((1,) * len(shape), (div,) * len(shape), tuple(shape))
+
+
+def _shape(v):
+    return tuple(v.type.shape) or (1,)
+
+
+def _gcd_all(*xs):
+    g = 0
+    for x in xs:
+        g = gcd(g, x)
+    return g
+
+
+def _join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for both (loop-carried values): the smaller fact per dim (gcd of powers of two)."""
+    return AxisInfo(tuple(map(gcd, a.contiguity, b.contiguity)), tuple(map(gcd, a.divisibility, b.divisibility)),
+                    tuple(map(gcd, a.constancy, b.constancy)))
+
+
+def _elem_bytes(v) -> int:
+    e = v.type.element
+    return e.element_ty.itemsize if isinstance(e, T.pointer_type) else 1
+
+
+def _add(op, a: AxisInfo, b: AxisInfo, scale: int = 1) -> AxisInfo:
+    # A contiguous run plus something constant over the same run stays contiguous; divisibility of a sum is the
+    # gcd of the divisibilities (b scaled to bytes for addptr).
+    contig = tuple(max(gcd(ca, kb), gcd(ka, cb)) for ca, kb, ka, cb in
+                   zip(a.contiguity, b.constancy, a.constancy, b.contiguity))
+    div = tuple(min(MAX_DIV, gcd(da, min(MAX_DIV, db * scale))) for da, db in zip(a.divisibility, b.divisibility))
+    const = tuple(map(gcd, a.constancy, b.constancy))
+    return AxisInfo(contig, div, const)
+
+
+def _mul(op, a, b):
+    div = tuple(min(MAX_DIV, x * y) for x, y in zip(a.divisibility, b.divisibility))
+    const = tuple(map(gcd, a.constancy, b.constancy))
+    return AxisInfo((1,) * len(div), div, const)
+
+
+def _bitwise(op, a, b):
+    const = tuple(map(gcd, a.constancy, b.constancy))
+    # x & c keeps x's low zero bits; treat both sides as bounding the result from below.
+    div = tuple(max(x, y) for x, y in zip(a.divisibility, b.divisibility)) if op.kind == "and" else (1,) * len(const)
+    return AxisInfo((1,) * len(const), div, const)
+
+
+def _shl(op, a, b):
+    co = op.operands[1].owner
+    if co is not None and getattr(co, "kind", None) == "const" and b.constancy == tuple(_shape(op.operands[1])):
+        k = int(co.attrs["value"])
+        return AxisInfo((1,) * len(a.divisibility), tuple(min(MAX_DIV, d << k) for d in a.divisibility),
+                        tuple(map(gcd, a.constancy, b.constancy)))
+    return _elementwise_const(op, a, b)
+
+
+def _elementwise_const(op, *infos):
+    const = tuple(_gcd_all(*xs) for xs in zip(*(i.constancy for i in infos)))
+    return AxisInfo((1,) * len(const), (1,) * len(const), const)
+
+
+def _cmp(op, a, b):
+    # offs < N, with offs in runs of K consecutive values starting at multiples of K and N a multiple of K, is
+    # constant over each run: constancy gcd(contiguity, divisibility of both sides). Only the predicates whose
+    # switch point is N itself qualify (offs < N, offs >= N, N > offs, N <= offs); == and != are not.
+    pred = op.attrs["pred"]
+    const = []
+    for d in range(len(a.constancy)):
+        k = gcd(a.constancy[d], b.constancy[d])
+        if pred in ("lt", "ge") and b.constancy[d] >= a.contiguity[d] > 1:
+            k = max(k, _gcd_all(a.contiguity[d], a.divisibility[d], b.divisibility[d]))
+        if pred in ("gt", "le") and a.constancy[d] >= b.contiguity[d] > 1:
+            k = max(k, _gcd_all(b.contiguity[d], b.divisibility[d], a.divisibility[d]))
+        const.append(k)
+    return AxisInfo((1,) * len(const), (1,) * len(const), tuple(const))
+
+
+def _select(op, c, a, b):
+    const = tuple(_gcd_all(*xs) for xs in zip(c.constancy, a.constancy, b.constancy))
+    contig = tuple(min(gcd(ca, cc), gcd(cb, cc)) for ca, cb, cc in zip(a.contiguity, b.contiguity, c.constancy))
+    div = tuple(map(min, a.divisibility, b.divisibility))
+    return AxisInfo(contig, div, const)
+
+
+def _same(op, a, *rest):
+    return a
+
+
+def _splat(op, a):
+    return AxisInfo.constant(op.result.shape, a.divisibility[0])
+
+
+def _broadcast(op, a):
+    src = _shape(op.operands[0])
+    out = op.result.shape
+    contig, div, const = [], [], []
+    for d, (s, o) in enumerate(zip(src, out)):
+        contig.append(1 if s != o else a.contiguity[d])
+        div.append(a.divisibility[d])
+        const.append(o if s != o else a.constancy[d])
+    return AxisInfo(tuple(contig), tuple(div), tuple(const))
+
+
+def _expand_dims(op, a):
+    ax = op.attrs["axis"]
+    if not op.operands[0].shape:
+        return AxisInfo.constant(op.result.shape, a.divisibility[0])
+    ins = lambda t, v: t[:ax] + (v,) + t[ax:]  # noqa: E731
+    return AxisInfo(ins(a.contiguity, 1), ins(a.divisibility, a.divisibility[min(ax, len(a.divisibility) - 1)]),
+                    ins(a.constancy, 1))
+
+
+def _permute(op, a):
+    o = op.attrs["order"]
+    return AxisInfo(tuple(a.contiguity[i] for i in o), tuple(a.divisibility[i] for i in o),
+                    tuple(a.constancy[i] for i in o))
+
+
+def _cast(op, a):
+    to = op.attrs["to"]
+    src = op.operands[0].type.element
+    if to.is_int() and not to.is_bool() and src.is_int() and not src.is_bool() and to.bits >= src.bits:
+        return a
+    return _elementwise_const(op, a)
+
+
+def _addptr(op, p, off):
+    return _add(op, p, off, _elem_bytes(op.operands[0]))
+
+
+def _const(op):
+    v = op.attrs["value"]
+    div = pow2_div(v) if isinstance(v, (int, bool)) and not isinstance(v, float) else 1
+    return AxisInfo.constant(op.result.shape, div)
+
+
+def _arange(op):
+    n = op.attrs["end"] - op.attrs["start"]
+    return AxisInfo((n,), (pow2_div(op.attrs["start"]),), (1,))
+
+
+_RULES = {
+    "const": _const, "arange": _arange,
+    "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
+    "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
+    "max": _elementwise_const, "min": _elementwise_const, "idiv": _elementwise_const, "irem": _elementwise_const,
+    "shr": _elementwise_const, "not": _elementwise_const, "neg": _elementwise_const,
+    "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
+    "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,
+}
+
+
+def analyze(function) -> dict:
+    """Compute AxisInfo for every value of `function`: {value.id: AxisInfo}. Values with no rule are unknown."""
+    info: dict = {}
+    for i, (arg, ty) in enumerate(zip(function.args, function.arg_types)):
+        div = function.arg_attrs.get(i, {}).get("divisibility", 1)
+        info[arg.id] = AxisInfo.constant(arg.type.shape, div)
+    _block(function.body, info)
+    return info
+
+
+def _get(info, v):
+    r = info.get(v.id)
+    return r if r is not None else AxisInfo.unknown(v.type.shape)
+
+
+def _block(block, info):
+    for op in block.ops:
+        if op.kind == "for":
+            _loop(op, info)
+            continue
+        if op.kind in ("if", "while"):
+            for b in op.blocks:
+                for a in b.args:
+                    info[a.id] = AxisInfo.unknown(a.type.shape)
+                _block(b, info)
+            continue
+        rule = _RULES.get(op.kind)
+        if rule is None or not op.results:
+            for b in op.blocks:
+                _block(b, info)
+            continue
+        ins = [_get(info, v) for v in op.operands]
+        try:
+            if op.kind == "sub":
+                r = _add(op, *ins)
+                r = AxisInfo(tuple(gcd(ca, kb) for ca, kb in zip(ins[0].contiguity, ins[1].constancy)),
+                             r.divisibility, r.constancy)
+            else:
+                r = rule(op, *ins)
+        except Exception:  # an analysis gap must never break compilation: fall back to "nothing known"
+            r = AxisInfo.unknown(op.result.shape)
+        info[op.result.id] = r
+
+
+def _loop(op, info):
+    body = op.blocks[0]
+    lb, ub, step, *init = op.operands
+    iv = body.args[0]
+    sd = _get(info, step).divisibility[0]
+    info[iv.id] = AxisInfo.constant((), gcd(_get(info, lb).divisibility[0], sd))
+    carried = [_get(info, v) for v in init]
+    for _ in range(3):  # fixed point of "init joined with what the body yields"
+        for a, ci in zip(body.args[1:], carried):
+            info[a.id] = ci
+        _block(body, info)
+        y = body.terminator
+        new = [_join(c, _get(info, v)) for c, v in zip(carried, y.operands)]
+        if new == carried:
+            break
+        carried = new
+    else:
+        carried = [AxisInfo.unknown(a.type.shape) for a in body.args[1:]]
+        for a, ci in zip(body.args[1:], carried):
+            info[a.id] = ci
+        _block(body, info)
+    for r, ci in zip(op.results, carried):
+        info[r.id] = ci
