@@ -263,17 +263,20 @@ def current_device() -> int:
     return dev if dev is not None else _device_ordinal()
 
 
-def ensure_context(device: int | None = None):
+def ensure_context(device: int | None = None, force: bool = False):
     """Make the primary context of ``device`` (default: ``current_device()``) current on this thread.
 
-    Cheap after the first call on a thread (one thread-local lookup). Returns the CUcontext.
+    Cheap after the first call on a thread (one thread-local lookup). ``force`` sets it current again even
+    if we did so before (another library may have switched this thread's context). Returns the CUcontext.
     """
     if device is None:
         ctx = getattr(_tls, "ctx", None)
-        if ctx is not None:
+        if ctx is not None and not force:
             return ctx
-        device = _device_ordinal()
-    elif getattr(_tls, "device", None) == device:
+        device = getattr(_tls, "device", None)
+        if device is None:
+            device = _device_ordinal()
+    elif getattr(_tls, "device", None) == device and not force:
         return _tls.ctx
     _init()
     d = driver()

@@ -456,8 +456,9 @@ class Launcher:
     def _launch_failed(self, err: Any, grid: tuple, stream: Any) -> None:
         d = driver()
         if int(err) == int(d.CUresult.CUDA_ERROR_INVALID_CONTEXT):
-            # First launch from a thread where our context is not current: make it current and retry once.
-            ensure_context()
+            # First launch from a thread where our context is not current (or another library switched it):
+            # make it current and retry once.
+            ensure_context(force=True)
             err = self._launch(self._fn, *grid, self.block, 1, 1, self.shared_bytes, stream, self._params_addr, 0)[0]
             if not err:
                 return

@@ -138,7 +138,7 @@ def test_invalid_context_is_fixed_and_retried(monkeypatch):
     results = [(d.CUresult.CUDA_ERROR_INVALID_CONTEXT,), (d.CUresult.CUDA_SUCCESS,)]
     calls = []
     L._launch = lambda *a: (calls.append(a), results.pop(0))[1]
-    monkeypatch.setattr(launch_mod, "ensure_context", lambda: calls.append("ctx"))
+    monkeypatch.setattr(launch_mod, "ensure_context", lambda **kw: calls.append("ctx"))
     L((1,), 0, [5])
     assert calls[1] == "ctx" and len(calls) == 3
 
