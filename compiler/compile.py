@@ -80,6 +80,7 @@ class CompiledKernel:
         self.metadata = metadata
         self.key = key
         self._launcher = None
+        self.arg_select = None  # set by the jit: indices of the launch values this kernel takes
         self.num_warps = metadata.get("num_warps", 4)
         self.shared = metadata.get("shared_bytes", 0)
 

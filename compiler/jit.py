@@ -6,6 +6,7 @@ the already-resolved argument values to the kernel's Launcher, which packs them 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import os
@@ -181,6 +182,7 @@ class JITFunction:
         self._kernels: dict = {}
         self._ir_cache: dict = {}
         self._src_hash = None
+        self._fast = None
 
     # --- identity ---------------------------------------------------------------------------------
     @property
@@ -202,7 +204,10 @@ class JITFunction:
                                "from inside another @compiler.jit function")
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = _make_fast_launch(self)
+        return functools.partial(fast, grid)
 
     # --- binding ----------------------------------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -237,7 +242,7 @@ class JITFunction:
         kinds = []
         for v, is_c in zip(vals, self.constexpr_mask):
             if is_c:
-                keys.append(("k", v if _hashable(v) else repr(v)))
+                keys.append(v if _hashable(v) else ("unhashable", repr(v)))
                 kinds.append("constexpr")
                 continue
             h = _HANDLERS.get(type(v)) or _handler_for(v)
@@ -265,6 +270,7 @@ class JITFunction:
 
     # --- launching --------------------------------------------------------------------------------
     def run(self, *args, grid, **kwargs):
+        """Launch on `grid` (the general path; `kernel[grid](...)` takes a generated fast path first)."""
         vals, opts = self._bind(args, kwargs)
         keys, launch_vals, kinds, host = self._specialize(vals)
         num_warps = opts.get("num_warps", 4)
@@ -272,10 +278,13 @@ class JITFunction:
         debug = opts.get("debug", self.debug)
         if host or _interpret_forced():
             return self._interpret(vals, keys, kinds, grid, debug)
-        kkey = (keys, num_warps, num_stages, debug)
+        kkey = keys + (num_warps, num_stages, debug)
         kernel = self._kernels.get(kkey)
         if kernel is None:
             kernel = self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=None)
+            # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
+            rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
+            kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
             self._kernels[kkey] = kernel
         if callable(grid):
             grid = grid(self._meta(vals))
@@ -409,3 +418,74 @@ def next_power_of_2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1)."""
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _make_fast_launch(jf: JITFunction):
+    """Generate `launch(grid, <params>, num_warps=4, ...)` for this kernel's parameter list.
+
+    The generated function computes the specialization key inline, finds the compiled kernel in a dict and
+    launches it; anything unusual (first call, NumPy arrays, unhashable constexprs, interpreter mode) falls back
+    to `JITFunction.run`, which compiles and fills the dict under the same key.
+    """
+    names = jf.arg_names
+    reserved = {"grid", "num_warps", "num_stages", "debug", "stream"}
+    if reserved & set(names) or any(n.startswith("_") for n in names):
+        return lambda grid, *args, **kwargs: jf.run(*args, grid=grid, **kwargs)
+    pnames = list(names)
+    sig = []
+    for i, (n, p) in enumerate(zip(names, jf.params)):
+        if n in jf.defaults:
+            sig.append(f"{pnames[i]}=_d{i}")
+        else:
+            sig.append(pnames[i])
+    lines = [f"def launch(grid, {', '.join(sig + ['*', 'num_warps=4', 'num_stages=3', 'debug=None', 'stream=None'])}, "
+             "**_extra):"]
+    lines.append("    if _extra or _forced():")
+    lines.append(f"        return _slow(grid, ({', '.join(pnames)},), _extra, num_warps, num_stages, debug, stream)")
+    keyparts, vals = [], []
+    for i, n in enumerate(names):
+        a = pnames[i]
+        if jf.constexpr_mask[i]:
+            keyparts.append(a)
+            continue
+        lines.append(f"    _k{i}, _v{i}, _c{i} = (_H.get(type({a})) or _hf({a}))({a})")
+        keyparts.append(f"_k{i}")
+        vals.append(f"_v{i}")
+    lines.append(f"    _key = ({', '.join(keyparts + ['num_warps', 'num_stages', 'debug'])},)")
+    lines.append("    try:")
+    lines.append("        _kernel = _kernels.get(_key)")
+    lines.append("    except TypeError:")
+    lines.append("        _kernel = None")
+    lines.append("    if _kernel is None:")
+    lines.append(f"        return _slow(grid, ({', '.join(pnames)},), {{}}, num_warps, num_stages, debug, stream)")
+    lines.append("    if type(grid) is not tuple:")
+    lines.append(f"        grid = grid(dict(zip(_names, ({', '.join(pnames)},)))) if callable(grid) else grid")
+    lines.append(f"    _vals = [{', '.join(vals)}]")
+    lines.append("    _sel = _kernel.arg_select")
+    lines.append("    if _sel is not None:")
+    lines.append("        _vals = [_vals[_i] for _i in _sel]")
+    lines.append("    _kernel.launch(grid, stream, _vals)")
+    lines.append("    return _kernel")
+    src = "\n".join(lines)
+
+    def slow(grid, args, extra, num_warps, num_stages, debug, stream):
+        kw = dict(extra)
+        kw.update(num_warps=num_warps, num_stages=num_stages, stream=stream)
+        if debug is not None:
+            kw["debug"] = debug
+        return jf.run(*args, grid=grid, **kw)
+
+    env = {"_H": _HANDLERS, "_hf": _handler_for_fast, "_kernels": jf._kernels, "_slow": slow,
+           "_forced": _interpret_forced, "_names": names}
+    for i, n in enumerate(names):
+        if n in jf.defaults:
+            env[f"_d{i}"] = jf.defaults[n]
+    exec(compile(src, f"<tilefarm launcher for {jf.__name__}>", "exec"), env)
+    return env["launch"]
+
+
+def _handler_for_fast(a):
+    h = _handler_for(a)
+    if h is None:  # a dtype passed to a non-constexpr parameter
+        return lambda x: (("k", x), x, "constexpr")
+    return h

@@ -172,8 +172,24 @@ def from_name(name: str) -> dtype:
         raise ValueError(f"unknown dtype {name!r}; known: {', '.join(d.name for d in ALL_DTYPES)}") from None
 
 
+_FROM_NP_CACHE: dict = {}
+
+
 def from_numpy(np_dtype) -> dtype:
-    """The tile dtype of a NumPy (or ml_dtypes) dtype."""
+    """The tile dtype of a NumPy (or ml_dtypes) dtype (memoized: it sits on the launch path)."""
+    try:
+        return _FROM_NP_CACHE[np_dtype]
+    except (KeyError, TypeError):
+        pass
+    d = _from_numpy(np_dtype)
+    try:
+        _FROM_NP_CACHE[np_dtype] = d
+    except TypeError:
+        pass
+    return d
+
+
+def _from_numpy(np_dtype) -> dtype:
     nd = np.dtype(np_dtype)
     if _BF16_NP is not None and nd == _BF16_NP:
         return bfloat16
