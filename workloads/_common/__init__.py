@@ -15,21 +15,39 @@ import re
 import sys
 import tempfile
 
-import ml_dtypes
 import numpy as np
+
+try:  # optional (the GPU node may lack it): only bfloat16 *NumPy* arrays need it
+    import ml_dtypes
+    _BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    _BF16 = None
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages")
 
 
 def np_dtype(name: str) -> np.dtype:
     """NumPy dtype for a dtype name; "bfloat16" is ml_dtypes' bfloat16."""
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+    if name == "bfloat16":
+        if _BF16 is None:
+            raise ImportError("bfloat16 NumPy arrays need the ml_dtypes package")
+        return _BF16
+    return np.dtype(name)
+
+
+_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+             "int8": 1, "uint8": 1, "bool": 1}
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of a dtype name (no ml_dtypes needed)."""
+    return _ITEMSIZE[name] if name in _ITEMSIZE else np.dtype(name).itemsize
 
 
 def to_f64(a) -> np.ndarray:
     """A host array as float64 (bfloat16 goes through float32: ml_dtypes casts only to float32 exactly)."""
     a = np.asarray(a)
-    if a.dtype == np.dtype(ml_dtypes.bfloat16):
+    if a.dtype.name == "bfloat16":
         a = a.astype(np.float32)
     return a.astype(np.float64)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads._common import KernelRunner, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -55,7 +55,7 @@ def torch_impl(arrays, params):
 
 def _bytes(p):
     m, v = p["M"], p["V"]
-    return float(m * v * np_dtype(p["dtype"]).itemsize + m * 8 + m * 4)  # logits, targets read; loss written
+    return float(m * v * itemsize(p["dtype"]) + m * 8 + m * 4)  # logits, targets read; loss written
 
 
 WORKLOAD = Workload(

@@ -6,7 +6,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -39,15 +39,15 @@ def reference(inputs, params):
     return {"y": (x - mean[:, None]) * rstd[:, None] * w + b, "mean": mean, "rstd": rstd}
 
 
-def default_block(n: int, itemsize: int) -> int:
+def default_block(n: int, elem_bytes: int) -> int:
     """The tutorial's choice: the whole row when it fits in 64 KB, else 64 KB chunks."""
-    return min(65536 // itemsize, compiler.next_power_of_2(n))
+    return min(65536 // elem_bytes, compiler.next_power_of_2(n))
 
 
 def _build(arrays, params, meta):
     consts, opts = split_meta(meta)
     m, n = params["M"], params["N"]
-    consts.setdefault("BLOCK_SIZE", default_block(n, np_dtype(params["dtype"]).itemsize))
+    consts.setdefault("BLOCK_SIZE", default_block(n, itemsize(params["dtype"])))
     # The tutorial's heuristic: a warp per 256 elements of the block, 1 to 8 warps.
     opts.setdefault("num_warps", min(max(consts["BLOCK_SIZE"] // 256, 1), 8))
     args = (arrays["x"], arrays["y"], arrays["w"], arrays["b"], arrays["mean"], arrays["rstd"], n, n,
@@ -66,7 +66,7 @@ def torch_impl(arrays, params):
 
 
 def _bytes(p):
-    m, n, s = p["M"], p["N"], np_dtype(p["dtype"]).itemsize
+    m, n, s = p["M"], p["N"], itemsize(p["dtype"])
     return float((2 * m * n + 2 * n) * s + 2 * m * 4)  # x, w, b read; y, mean, rstd written
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -33,15 +33,15 @@ def reference(inputs, params):
     return {"y": x * rstd[:, None] * w, "rstd": rstd}
 
 
-def default_block(n: int, itemsize: int) -> int:
+def default_block(n: int, elem_bytes: int) -> int:
     """As for LayerNorm: the whole row when it fits in 64 KB, else 64 KB chunks."""
-    return min(65536 // itemsize, compiler.next_power_of_2(n))
+    return min(65536 // elem_bytes, compiler.next_power_of_2(n))
 
 
 def _build(arrays, params, meta):
     consts, opts = split_meta(meta)
     m, n = params["M"], params["N"]
-    consts.setdefault("BLOCK_SIZE", default_block(n, np_dtype(params["dtype"]).itemsize))
+    consts.setdefault("BLOCK_SIZE", default_block(n, itemsize(params["dtype"])))
     opts.setdefault("num_warps", min(max(consts["BLOCK_SIZE"] // 256, 1), 8))
     args = (arrays["x"], arrays["y"], arrays["w"], arrays["rstd"], n, n, float(params.get("eps", EPS)))
     return (m,), args, consts, opts
@@ -58,7 +58,7 @@ def torch_impl(arrays, params):
 
 
 def _bytes(p):
-    m, n, s = p["M"], p["N"], np_dtype(p["dtype"]).itemsize
+    m, n, s = p["M"], p["N"], itemsize(p["dtype"])
     return float((2 * m * n + n) * s + m * 4)  # x, w read; y, rstd written
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -54,7 +54,7 @@ def torch_impl(arrays, params):
 
 
 def _bytes(p):
-    return float(2 * p["M"] * p["N"] * np_dtype(p["dtype"]).itemsize)
+    return float(2 * p["M"] * p["N"] * itemsize(p["dtype"]))
 
 
 WORKLOAD = Workload(

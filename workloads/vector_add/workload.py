@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import compiler
 
-from workloads._common import KernelRunner, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -52,7 +52,7 @@ WORKLOAD = Workload(
     launch=RUNNER.launch,
     reference=reference,
     flops=lambda p: float(p["N"]),
-    bytes=lambda p: float(3 * p["N"] * np_dtype(p["dtype"]).itemsize),
+    bytes=lambda p: float(3 * p["N"] * itemsize(p["dtype"])),
     default_sweep=[{"N": n, "dtype": dt} for dt in ("float32", "float16", "bfloat16")
                    for n in (1, 1000, 4096, 65537)],
     default_meta={"BLOCK": 1024, "num_warps": 4},
