@@ -85,7 +85,19 @@ def _arange(interp, op):
     return lambda: arr
 
 
-@impl("splat", "broadcast")
+@impl("splat")
+def _splat(interp, op):
+    shape = tuple(op.results[0].type.shape)
+    strides = (0,) * len(shape)
+    nd = _nd(op.operands[0])
+
+    def splat(x):  # a zero-stride view of the scalar (np.broadcast_to is several times slower)
+        x = np.asarray(x)
+        return np.ndarray(shape, nd, x, 0, strides) if x.dtype == nd else np.broadcast_to(x.astype(nd), shape)
+    return splat
+
+
+@impl("broadcast")
 def _broadcast(interp, op):
     shape = tuple(op.results[0].type.shape)
     return lambda x: np.broadcast_to(x, shape)

@@ -18,6 +18,17 @@ import numpy as np
 from compiler.errors import KernelRuntimeError
 
 U64 = np.dtype(np.uint64)
+BOOL = np.dtype(np.bool_)
+
+
+def _flat(x, shape, nd):
+    """x as a flat array of dtype nd with the elements of `shape` (broadcasting only when needed)."""
+    x = np.asarray(x)
+    if x.dtype != nd:
+        x = x.astype(nd)
+    if x.shape != shape:
+        x = np.broadcast_to(x, shape)
+    return x.reshape(-1)
 
 
 def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
@@ -150,10 +161,9 @@ class Memory:
         if active is None:
             first = 0
         else:
-            nz = np.flatnonzero(active)
-            if len(nz) == 0:
+            first = int(active.argmax())
+            if not active[first]:
                 return []
-            first = int(nz[0])
         reg = self._region_of(int(addr[first]))
         if reg is not None:
             view = reg.view(nd)
@@ -165,7 +175,7 @@ class Memory:
                     ok &= (off & np.uint64(size - 1)) == 0
                 if active is not None:
                     ok |= ~active
-                if ok.all():
+                if ok.all():  # the fast path: one region, typed view
                     idx = off // np.uint64(size)
                     if active is not None:
                         idx = np.where(active, idx, np.uint64(0))
@@ -207,7 +217,7 @@ class Memory:
         """Gather elements of dtype nd at `addr` (any shape); lanes with mask False read `other` (or 0)."""
         shape = np.shape(addr)
         a = np.asarray(addr, U64).reshape(-1)
-        m = None if mask is None else np.broadcast_to(np.asarray(mask, bool), shape).reshape(-1)
+        m = None if mask is None else _flat(mask, shape, BOOL)
         parts = self.translate(a, m, nd, "load", elem_name, loc)
         if len(parts) == 1 and parts[0][2] is None:
             view, idx, _ = parts[0]
@@ -220,15 +230,15 @@ class Memory:
             if other is None:
                 res = np.where(m, res, nd.type(0))
             else:
-                res = np.where(m, res, np.broadcast_to(np.asarray(other, nd), shape).reshape(-1))
+                res = np.where(m, res, _flat(other, shape, nd))
         return res.astype(nd, copy=False).reshape(shape)
 
     def store(self, addr, value, mask, nd: np.dtype, elem_name: str, loc) -> None:
         """Scatter `value` to `addr`; lanes with mask False are skipped. Duplicate addresses: the last lane wins."""
         shape = np.shape(addr)
         a = np.asarray(addr, U64).reshape(-1)
-        v = np.broadcast_to(np.asarray(value, nd), shape).reshape(-1)
-        m = None if mask is None else np.broadcast_to(np.asarray(mask, bool), shape).reshape(-1)
+        v = _flat(value, shape, nd)
+        m = None if mask is None else _flat(mask, shape, BOOL)
         for view, idx, sel in self.translate(a, m, nd, "store", elem_name, loc):
             keep = sel if sel is not None else m
             if keep is None:

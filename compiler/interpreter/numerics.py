@@ -235,8 +235,7 @@ def _umulhi_factory(elem, attrs):
     if elem.is_floating() or elem.is_bool():
         raise TypeError("umulhi needs an integer type")
     bits = elem.bits
-    signed = False  # Triton's umulhi reads signed operands as unsigned
-    if bits <= 32:
+    if bits <= 32:  # signed operands are read as unsigned (Triton's umulhi)
         un = np.dtype(f"uint{bits}")
         return lambda a, b: (np.asarray(a).astype(un).astype(U64) * np.asarray(b).astype(un).astype(U64)
                              >> np.uint64(bits)).astype(nd)
@@ -244,19 +243,15 @@ def _umulhi_factory(elem, attrs):
     s32 = np.uint64(32)
 
     def f(a, b):
-        au = np.asarray(a).astype(U64)
-        bu = np.asarray(b).astype(U64)
+        au = np.asarray(a).view(U64) if np.asarray(a).dtype == I64 else np.asarray(a).astype(U64)
+        bu = np.asarray(b).view(U64) if np.asarray(b).dtype == I64 else np.asarray(b).astype(U64)
         a_lo, a_hi = au & m32, au >> s32
         b_lo, b_hi = bu & m32, bu >> s32
-        ll = a_lo * b_lo
         lh = a_lo * b_hi
         hl = a_hi * b_lo
-        hh = a_hi * b_hi
-        mid = (ll >> s32) + (lh & m32) + (hl & m32)
-        hi = hh + (lh >> s32) + (hl >> s32) + (mid >> s32)
-        if signed:  # signed high = unsigned high - (a<0 ? b : 0) - (b<0 ? a : 0)   (mod 2**64)
-            hi = hi - np.where(np.asarray(a) < 0, bu, np.uint64(0)) - np.where(np.asarray(b) < 0, au, np.uint64(0))
-        return hi.astype(nd)
+        mid = ((a_lo * b_lo) >> s32) + (lh & m32) + (hl & m32)
+        hi = a_hi * b_hi + (lh >> s32) + (hl >> s32) + (mid >> s32)
+        return hi.view(nd) if nd.itemsize == 8 else hi.astype(nd)
     return f
 
 
