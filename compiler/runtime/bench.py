@@ -7,6 +7,7 @@ counts from the time budgets, then time each repetition with its own pair of eve
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any, Callable, Sequence
 
@@ -37,8 +38,8 @@ class L2Flusher:
         check(driver().cuMemsetD32Async(self.ptr, 0, self.nbytes // 4, stream), "cuMemsetD32Async(L2 flush)")
 
     def close(self) -> None:
-        """Free the buffer now."""
-        if self.ptr is not None:
+        """Free the buffer now (skipped at interpreter shutdown: the driver may be gone; the OS frees it)."""
+        if self.ptr is not None and not sys.is_finalizing():
             try:
                 driver().cuMemFree(self.ptr)
             except Exception:

@@ -77,3 +77,20 @@ def test_first_launch_on_a_new_thread_retries_with_the_context(run_fake):
         print((y.numpy() == np.arange(100) + 1).all())
     """)
     assert out.strip() == "True"
+
+
+def test_device_memory_is_freed_on_gc_and_exit_is_clean(run_fake):
+    out = run_fake("""
+        import ctypes, gc
+        import numpy as np
+        from compiler.runtime import DeviceArray, do_bench
+        lib = ctypes.CDLL("libcuda.so.1")
+        base = lib.fake_num_live_allocs()
+        arrs = [DeviceArray.empty(1000, np.float32) for _ in range(10)]
+        assert lib.fake_num_live_allocs() == base + 10
+        del arrs; gc.collect()
+        a = DeviceArray.empty(10, np.int8); a.free(); a.free()
+        print(lib.fake_num_live_allocs() - base)
+        keep = DeviceArray.empty(10, np.int8)  # still alive at exit: must not crash the shutdown
+    """)
+    assert out.strip() == "0"
