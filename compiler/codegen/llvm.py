@@ -285,6 +285,7 @@ class Emitter:
             g = ir.GlobalVariable(self.mod, ir.ArrayType(C.I8, 0), "tf_smem", addrspace=3)
             g.linkage = "external"
             g.align = 16
+            g.type = C.SPTR  # opaque pointer, so GEPs/loads/stores of any type check
         return g
 
     def smem_ptr(self, byte_off):
@@ -314,6 +315,7 @@ class Emitter:
             g.global_constant = True
             g.linkage = "internal"
             g.initializer = ir.Constant(ty, data)
+            g.type = C.GPTR
             self._strings[s] = g
         return self.b.addrspacecast(g, C.PTR)
 

@@ -376,6 +376,7 @@ def _vprintf(e, fmt, args):
     if args:
         st = ir.LiteralStructType([a.type for a in args])
         slot = e.eb.alloca(st)
+        slot.type = C.PTR
         for i, a in enumerate(args):
             e.b.store(a, e.b.gep(slot, [e.i32(0), e.i32(i)], source_etype=st))
         buf = e.b.bitcast(slot, C.PTR)

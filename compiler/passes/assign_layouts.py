@@ -113,7 +113,12 @@ class _Assigner:
                 return
             if k == "store" and not final:
                 vl = self.L(op.operands[1])
-                anc = vl if vl is not None else self.anchor(op.operands[0])
+                anc = self.anchor(op.operands[0])
+                # Keep the data where it is unless that would make the store uncoalesced (the value's fastest
+                # dim is not the pointer's contiguous one): then one conversion beats strided stores.
+                if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
+                                           vl.order[0] != anc.order[0]):
+                    anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
                 op.attrs["_anchor"] = self.anchor(op.operands[0])
