@@ -465,8 +465,11 @@ def _fmt_value(x, elem, hex_: bool) -> str:
 
 @impl("print")
 def _print(interp, op):
-    """device_print: one line per element (row-major), `pid (x, y, z) idx (i, j) prefix: v0, v1`."""
+    """device_print: one line per element (row-major), `pid (x, y, z) idx (i, j) prefix: v0, v1` (a space is put
+    before a prefix that does not start with one)."""
     prefix = op.attrs.get("prefix", "")
+    if prefix and not prefix.startswith(" "):
+        prefix = " " + prefix
     hex_ = bool(op.attrs.get("hex", False))
     elems = [_elem(v) for v in op.operands]
     shape = tuple(op.operands[0].type.shape) if op.operands else ()
@@ -475,13 +478,13 @@ def _print(interp, op):
         pid = interp.pid
         head = f"pid ({pid[0]}, {pid[1]}, {pid[2]})"
         if not vals:
-            sys.stdout.write(f"{head} {prefix}\n")
+            sys.stdout.write(f"{head}{prefix}\n")
             return
         arrs = [np.broadcast_to(np.asarray(v), shape) for v in vals]
         lines = []
         for idx in np.ndindex(*shape):
             vs = ", ".join(_fmt_value(a[idx], e, hex_) for a, e in zip(arrs, elems))
-            lines.append(f"{head} idx ({', '.join(str(i) for i in idx)}) {prefix}: {vs}")
+            lines.append(f"{head} idx ({', '.join(str(i) for i in idx)}){prefix}: {vs}")
         sys.stdout.write("\n".join(lines) + "\n")
     return run_print
 

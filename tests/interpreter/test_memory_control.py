@@ -183,12 +183,12 @@ def test_print_format(capsys):
     f, b, (X,) = function("pr", [("X", ptr(T.int32))])
     v = b.load(b.addptr(b.splat(X, (2,)), b.arange(0, 2)))
     b.print(" x", [v])
-    b.print(" h", [v], hex=True)
+    b.print("h", [v], hex=True)
     b.ret()
     run(f, (1, 1, 1), [np.array([5, -1], np.int32)])
     out = capsys.readouterr().out.splitlines()
-    assert out == ["pid (0, 0, 0) idx (0)  x: 5", "pid (0, 0, 0) idx (1)  x: -1",
-                   "pid (0, 0, 0) idx (0)  h: 0x00000005", "pid (0, 0, 0) idx (1)  h: 0xffffffff"]
+    assert out == ["pid (0, 0, 0) idx (0) x: 5", "pid (0, 0, 0) idx (1) x: -1",
+                   "pid (0, 0, 0) idx (0) h: 0x00000005", "pid (0, 0, 0) idx (1) h: 0xffffffff"]
 
 
 def test_assert_only_in_debug():
@@ -300,3 +300,33 @@ def test_non_contiguous_argument():
     view = base[::2]
     run(f, (1, 1, 1), [view, 2])
     assert base.tolist() == [2, 2, 4, 4, 6, 6, 8, 8]
+
+
+@pytest.mark.parametrize("elem,acc_elem", [(T.float32, T.float32), (T.float16, T.float32), (T.int8, T.int32)],
+                         ids=str)
+def test_dot(elem, acc_elem):
+    M, K_, Nn = 16, 32, 8
+    f, b, (A, B, Cc) = function("dot", [("A", ptr(elem)), ("B", ptr(elem)), ("C", ptr(acc_elem))])
+    from .irb import grid2d_offsets
+    a = b.load(b.addptr(b.splat(A, (M, K_)), grid2d_offsets(b, M, K_, i32(b, K_))))
+    bb = b.load(b.addptr(b.splat(B, (K_, Nn)), grid2d_offsets(b, K_, Nn, i32(b, Nn))))
+    co = grid2d_offsets(b, M, Nn, i32(b, Nn))
+    acc = b.load(b.addptr(b.splat(Cc, (M, Nn)), co))
+    d = b.create("dot", [a, bb, acc], [tt(acc_elem, (M, Nn))], {"input_precision": "ieee", "out_dtype": acc_elem})
+    b.store(b.addptr(b.splat(Cc, (M, Nn)), co), d.result)
+    b.ret()
+    rng = np.random.default_rng(4)
+    if elem.is_floating():
+        x = rng.standard_normal((M, K_)).astype(elem.np)
+        y = rng.standard_normal((K_, Nn)).astype(elem.np)
+        c = rng.standard_normal((M, Nn)).astype(acc_elem.np)
+    else:
+        x = rng.integers(-128, 128, (M, K_)).astype(elem.np)
+        y = rng.integers(-128, 128, (K_, Nn)).astype(elem.np)
+        c = rng.integers(-1000, 1000, (M, Nn)).astype(acc_elem.np)
+    ref = x.astype(np.float64) @ y.astype(np.float64) + c
+    run(f, (1, 1, 1), [x, y, c], debug=True)
+    if elem.is_floating():
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(c, ref.astype(np.int64))
