@@ -16,6 +16,14 @@ __version__ = "0.1.0"
 from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
 from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
 from .language.core import constexpr  # noqa: E402,F401
+from . import compile as _compile  # noqa: E402,F401  (the frontend and stage driver load with the package,
+from . import language  # noqa: E402,F401            so the first compile pays no import cost)
+try:  # the LLVM back end too; an install without it can still interpret kernels
+    from . import codegen as _codegen  # noqa: E402,F401
+    from .codegen import llvm as _llvm, ptx as _ptx  # noqa: E402,F401
+    from . import passes as _passes  # noqa: E402,F401
+except ImportError:  # pragma: no cover
+    pass
 
 __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
            "__version__"]

@@ -71,6 +71,59 @@ def _params_repr(params) -> str:
     return "|".join(parts)
 
 
+class StageArtifacts(dict):
+    """The stage artifacts by name. "cubin" is assembled by ptxas on first access when it is not cached yet
+    (the GPU launch path loads PTX through the driver instead, which is faster for a cold compile)."""
+
+    def __init__(self, *a, arch="sm_90", on_cubin=None, **kw):
+        super().__init__(*a, **kw)
+        self._arch = arch
+        self._on_cubin = on_cubin
+
+    def _make_cubin(self):
+        from .codegen.ptx import ptx_to_cubin
+
+        cubin = ptx_to_cubin(self["ptx"], self._arch)
+        if cubin:
+            dict.__setitem__(self, "cubin", cubin)
+            if self._on_cubin is not None:
+                self._on_cubin(cubin)
+        return cubin
+
+    def __missing__(self, key):
+        if key == "cubin" and "ptx" in self:
+            cubin = self._make_cubin()
+            if cubin:
+                return cubin
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        if key == "cubin" and not dict.__contains__(self, "cubin") and dict.__contains__(self, "ptx"):
+            from .codegen.ptx import find_ptxas
+
+            return find_ptxas() is not None
+        return dict.__contains__(self, key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self):
+        ks = list(dict.keys(self))
+        if "cubin" not in ks and "cubin" in self:
+            ks.append("cubin")
+        return ks
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def cached(self, key):
+        """The artifact if it is already made (never runs ptxas)."""
+        return dict.get(self, key)
+
+
 class CompiledKernel:
     """One compiled specialization: stage artifacts, metadata, and (on first launch) a loaded GPU function."""
 
@@ -92,7 +145,8 @@ class CompiledKernel:
         if self._launcher is None:
             from .runtime.launch import Launcher
 
-            image = self.asm.get("cubin") or self.asm["ptx"]
+            asm = self.asm
+            image = (asm.cached("cubin") if isinstance(asm, StageArtifacts) else asm.get("cubin")) or asm["ptx"]
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
         return self._launcher
@@ -128,9 +182,11 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
         hit = disk.get(key)
         if hit is not None and "metadata.json" in hit:
             meta = json.loads(hit["metadata.json"])
-            asm = {"tile": _txt(hit.get("tile")), "llir": _txt(hit.get("llir")), "ptx": _txt(hit.get("ptx"))}
+            asm = StageArtifacts({"tile": _txt(hit.get("tile")), "llir": _txt(hit.get("llir")),
+                                  "ptx": _txt(hit.get("ptx"))}, arch=meta.get("arch", arch),
+                                 on_cubin=_cubin_saver(disk, key, hit))
             if hit.get("cubin"):
-                asm["cubin"] = hit["cubin"]
+                dict.__setitem__(asm, "cubin", hit["cubin"])
             k = CompiledKernel(meta["name"], asm, meta, key)
             _mem_cache[key] = k
             return k
@@ -140,21 +196,18 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
         tile = print_module(module)
         from .codegen import compile_function
 
-        out = compile_function(module, options)
+        out = compile_function(module, options, cubin=False)
     except CompilationError as e:
         raise e.with_traceback(None) from None
     meta = dict(out["meta"])
     meta.setdefault("name", module.function.name)
     meta["arch"] = arch
-    asm = {"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}
-    if out.get("cubin"):
-        asm["cubin"] = out["cubin"]
+    arts = {"tile": tile.encode(), "llir": out["llir"].encode(), "ptx": out["ptx"].encode(),
+            "metadata.json": json.dumps(meta, default=str).encode()}
+    asm = StageArtifacts({"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}, arch=arch,
+                         on_cubin=_cubin_saver(disk, key, arts) if disk is not None else None)
     k = CompiledKernel(meta["name"], asm, meta, key)
     if disk is not None:
-        arts = {"tile": tile.encode(), "llir": out["llir"].encode(), "ptx": out["ptx"].encode(),
-                "metadata.json": json.dumps(meta, default=str).encode()}
-        if out.get("cubin"):
-            arts["cubin"] = out["cubin"]
         try:
             disk.put(key, arts)
         except Exception:
@@ -167,3 +220,18 @@ def _txt(b):
     if b is None:
         return None
     return b.decode() if isinstance(b, (bytes, bytearray)) else b
+
+
+def _cubin_saver(disk, key, arts):
+    """Store a cubin made later (by ptxas on first access) into the kernel's disk-cache entry."""
+    def save(cubin):
+        if disk is None:
+            return
+        try:
+            full = {k: (v.encode() if isinstance(v, str) else v) for k, v in arts.items()}
+            full["cubin"] = cubin
+            disk.put(key, full)
+        except Exception:
+            pass
+
+    return save

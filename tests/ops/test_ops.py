@@ -11,6 +11,7 @@ import compiler
 from compiler.ir import types as T
 
 from . import kernels as K
+from .conftest import CompiledOnly
 
 try:
     import ml_dtypes
@@ -19,7 +20,16 @@ try:
 except ImportError:  # pragma: no cover
     BF16 = None
 
-TARGETS = ["interp", pytest.param("gpu", marks=pytest.mark.gpu)]
+def _have_ptxas():
+    from compiler.codegen.ptx import find_ptxas
+
+    return find_ptxas() is not None
+
+
+# interp: run in the NumPy interpreter; ptxas: compile to PTX and assemble it for sm_90 (no GPU); gpu: run on it
+TARGETS = ["interp", pytest.param("ptxas", marks=pytest.mark.skipif(not _have_ptxas(), reason="ptxas not found")),
+           pytest.param("gpu", marks=pytest.mark.gpu)]
+
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 N = 1000  # odd size: the last program is masked
@@ -64,6 +74,12 @@ def run(target, kernel, grid, arrays, scalars=(), **meta):
     if target == "interp":
         kernel[grid](*arrays, *scalars, **meta)
         return
+    if target == "ptxas":
+        ck = kernel.warmup(*arrays, *scalars, grid=grid, target="sm_90", **meta)
+        assert ".entry" in ck.asm["ptx"]
+        cubin = ck.asm["cubin"]
+        assert isinstance(cubin, bytes) and len(cubin) > 0
+        raise CompiledOnly()  # a pass: nothing runs without a GPU (see conftest.py)
     from compiler.runtime import DeviceArray, synchronize
 
     dev = [DeviceArray.from_numpy(a) for a in arrays]
