@@ -168,7 +168,7 @@ def _addptr(interp, op):
     u64 = N.U64
 
     def addptr(p, off):
-        delta = np.asarray(np.asarray(off).astype(np.int64) * size).view(u64)
+        delta = (off.astype(np.int64) * size).view(u64)  # off: array or NumPy scalar
         return np.add(p, delta, dtype=u64)
     return addptr
 
@@ -213,6 +213,7 @@ def _load(interp, op):
     nd = N.np_dtype(elem)
     mem, loc, name = interp.memory, op.loc, repr(elem)
     has_mask, has_other = op.attrs.get("has_mask", False), op.attrs.get("has_other", False)
+    # Memory.load/store take the address as an ndarray (0-d for scalars); other values may be NumPy scalars.
     if has_mask and has_other:
         return lambda p, m, o: mem.load(p, m, o, nd, name, loc)
     if has_mask:

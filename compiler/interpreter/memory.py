@@ -47,12 +47,29 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
 class Region:
     """A contiguous byte range of host memory with typed views of it."""
 
-    __slots__ = ("lo", "hi", "names", "keep", "bytes", "_views")
+    __slots__ = ("lo", "hi", "names", "keep", "bytes", "_views", "_checkers")
 
     def __init__(self, lo: int, hi: int, names: list, keep: list):
         self.lo, self.hi, self.names, self.keep = lo, hi, names, keep
         self.bytes = None
         self._views: dict = {}
+        self._checkers: dict = {}
+
+    def checker(self, nd: np.dtype):
+        """(view, lo, max_index, shift, 64 - shift) as NumPy uint64 scalars for the fast address check, or None
+        when the region start is not aligned for nd (then the general path is used)."""
+        c = self._checkers.get(nd, False)
+        if c is False:
+            view = self.view(nd)
+            size = nd.itemsize
+            if view is None or self.hi - self.lo < size:
+                c = None
+            else:
+                shift = size.bit_length() - 1
+                c = (view, np.uint64(self.lo), np.uint64((self.hi - self.lo - size) // size),
+                     np.uint64(shift) if shift else None, np.uint64(64 - shift))
+            self._checkers[nd] = c
+        return c
 
     def byte_view(self) -> np.ndarray:
         if self.bytes is None:
@@ -166,20 +183,22 @@ class Memory:
                 return []
         reg = self._region_of(int(addr[first]))
         if reg is not None:
-            view = reg.view(nd)
-            if view is not None:
-                off = addr - np.uint64(reg.lo)  # wraps for addresses below lo: caught by the range test
-                limit = np.uint64(reg.hi - reg.lo - size)
-                ok = off <= limit
-                if size > 1:
-                    ok &= (off & np.uint64(size - 1)) == 0
+            c = reg.checker(nd)
+            if c is not None:
+                view, lo, max_idx, s, rs = c
+                off = addr - lo  # wraps for addresses below lo: caught by the range test
+                if s is None:
+                    idx = off
+                else:  # rotate right by log2(size): misaligned offsets get high bits set and fail the range test
+                    idx = (off >> s) | (off << rs)
+                bad = idx > max_idx
                 if active is not None:
-                    ok |= ~active
-                if ok.all():  # the fast path: one region, typed view
-                    idx = off // np.uint64(size)
+                    bad &= active
+                if not bad.any():  # the fast path: one region, typed view
+                    idx = idx.view(np.intp)
                     if active is not None:
-                        idx = np.where(active, idx, np.uint64(0))
-                    return [(view, idx.astype(np.intp), None)]
+                        idx = np.where(active, idx, 0)
+                    return [(view, idx, None)]
         return self._translate_general(addr, active, nd, kind, elem_name, loc)
 
     def _translate_general(self, addr, active, nd, kind, elem_name, loc):
@@ -215,8 +234,9 @@ class Memory:
     # --- accesses ---------------------------------------------------------------------------------------------
     def load(self, addr, mask, other, nd: np.dtype, elem_name: str, loc):
         """Gather elements of dtype nd at `addr` (any shape); lanes with mask False read `other` (or 0)."""
-        shape = np.shape(addr)
-        a = np.asarray(addr, U64).reshape(-1)
+        addr = np.asarray(addr)
+        shape = addr.shape
+        a = addr.reshape(-1)
         m = None if mask is None else _flat(mask, shape, BOOL)
         parts = self.translate(a, m, nd, "load", elem_name, loc)
         if len(parts) == 1 and parts[0][2] is None:
@@ -231,12 +251,13 @@ class Memory:
                 res = np.where(m, res, nd.type(0))
             else:
                 res = np.where(m, res, _flat(other, shape, nd))
-        return res.astype(nd, copy=False).reshape(shape)
+        return res.reshape(shape)
 
     def store(self, addr, value, mask, nd: np.dtype, elem_name: str, loc) -> None:
         """Scatter `value` to `addr`; lanes with mask False are skipped. Duplicate addresses: the last lane wins."""
-        shape = np.shape(addr)
-        a = np.asarray(addr, U64).reshape(-1)
+        addr = np.asarray(addr)
+        shape = addr.shape
+        a = addr.reshape(-1)
         v = _flat(value, shape, nd)
         m = None if mask is None else _flat(mask, shape, BOOL)
         for view, idx, sel in self.translate(a, m, nd, "store", elem_name, loc):

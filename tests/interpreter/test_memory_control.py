@@ -35,7 +35,8 @@ def test_atomic_add_histogram_counts():
 @pytest.mark.parametrize("kind,elem", [("max", T.int32), ("min", T.uint32), ("xchg", T.int32), ("and", T.int64),
                                        ("or", T.uint8), ("xor", T.int16), ("add", T.float32), ("add", T.float16),
                                        ("max", T.float32)])
-def test_atomic_rmw_sequential_semantics(kind, elem):
+@pytest.mark.parametrize("spread", [5, 1], ids=["5addr", "1addr"])  # 1addr: the per-address accumulate path
+def test_atomic_rmw_sequential_semantics(kind, elem, spread):
     block = 64
     f, b, (P, V, Idx, Old) = function("rmw", [("P", ptr(elem)), ("V", ptr(elem)), ("I", ptr(T.int32)),
                                               ("Old", ptr(elem))])
@@ -54,7 +55,7 @@ def test_atomic_rmw_sequential_semantics(kind, elem):
         info = np.iinfo(elem.np)
         mem0 = rng.integers(info.min, info.max, 5, endpoint=True, dtype=elem.np)
         vals = rng.integers(info.min, info.max, block, endpoint=True, dtype=elem.np)
-    idx = rng.integers(0, 5, block).astype(np.int32)
+    idx = rng.integers(0, spread, block).astype(np.int32)
     mem = mem0.copy()
     old = np.zeros(block, elem.np)
     run(f, (1, 1, 1), [mem, vals, idx, old], debug=True)
@@ -330,3 +331,18 @@ def test_dot(elem, acc_elem):
         np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
     else:
         np.testing.assert_array_equal(c, ref.astype(np.int64))
+
+
+def test_speed_many_programs():
+    """Guard against per-element Python work: 2^18 elements in 1024 programs well under a few seconds."""
+    import time
+    from .test_basic import build_vadd
+    n = 1 << 18
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    z = np.zeros(n, np.float32)
+    t = time.perf_counter()
+    run(build_vadd(block=256), (n // 256, 1, 1), [x, y, z, n])
+    assert time.perf_counter() - t < 5.0
+    np.testing.assert_array_equal(z, x + y)
