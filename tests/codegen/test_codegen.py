@@ -99,7 +99,6 @@ def test_2d_reduce_axis1_and_broadcast_back():
 
 def test_2d_reduce_axis0():
     fn, b, a = K.new_function("colsum", [("X", K.ptr(T.float32)), ("S", K.ptr(T.float32))], divisible=(0, 1))
-    offs = K.rows_2d(b, a, 64, 64, stride_arg=None) if False else None
     rows = b.expand_dims(b.arange(0, 64), 1)
     cols = b.expand_dims(b.arange(0, 64), 0)
     offs = b.binary("add", b.broadcast(b.binary("mul", rows, b.const(64, rows.type)), (64, 64)),
@@ -235,3 +234,69 @@ def test_unsupported_op_names_location():
     b.ret()
     with pytest.raises(Exception, match=r"user_kernel\.py:12:5"):
         build(fn)
+
+
+def test_f16_loads_are_128_bit():
+    r = build(K.add_kernel(2048, T.float16))
+    ptx = r["ptx"]
+    assert count(ptx, r"ld\.global\.v4\.b32") == 4  # 8 halves per access, 2 accesses per input
+    assert count(ptx, r"add\.rn\.f16|add\.f16|add\.rn\.f16x2") >= 1
+
+
+def test_print_and_assert():
+    from compiler.ir.core import Loc
+    fn, b, a = K.new_function("dbg", [("X", K.ptr(T.float32)), ("n", K.scalar(T.int32))], divisible=(0,))
+    b.loc = Loc("k.py", 3, 0)
+    x = b.load(b.addptr(b.splat(a["X"], (128,)), b.arange(0, 128)))
+    b.print("x = ", [x, a["n"]])
+    b.assert_(b.cmp("gt", x, b.const(0.0, x.type)), "x must be positive")
+    b.ret()
+    on = build(fn, debug=True)["ptx"]
+    assert "vprintf" in on and "__assertfail" in on
+    fn2, b, a = K.new_function("dbg2", [("X", K.ptr(T.float32))], divisible=(0,))
+    x = b.load(b.addptr(b.splat(a["X"], (128,)), b.arange(0, 128)))
+    b.assert_(b.cmp("gt", x, b.const(0.0, x.type)), "x must be positive")
+    b.ret()
+    assert "__assertfail" not in build(fn2)["ptx"]
+
+
+def test_bool_memory_and_bool_param():
+    fn, b, a = K.new_function("bools", [("X", K.ptr(T.int1)), ("Y", K.ptr(T.int1)), ("flag", K.scalar(T.int1))],
+                              divisible=(0, 1))
+    offs = b.arange(0, 512)
+    x = b.load(b.addptr(b.splat(a["X"], (512,)), offs))
+    y = b.binary("xor", x, b.splat(a["flag"], (512,)))
+    b.store(b.addptr(b.splat(a["Y"], (512,)), offs), y)
+    b.ret()
+    r = build(fn)
+    assert r["meta"]["params"][2] == {"name": "flag", "type": "int1", "abi": "i8"}
+    assert ".param .u8" in r["ptx"] or ".param .b8" in r["ptx"]
+
+
+@pytest.mark.parametrize("shape_in,shape_out", [((256,), (256, 1)), ((256,), (1, 256)), ((16, 16), (256,)),
+                                                ((256,), (16, 16)), ((256, 1), (256,))])
+def test_reshape(shape_in, shape_out):
+    import math
+    n = math.prod(shape_in)
+    fn, b, a = K.new_function("reshape", [("X", K.ptr(T.float32)), ("Y", K.ptr(T.float32))], divisible=(0, 1))
+    offs = b.reshape(b.arange(0, n), shape_in)
+    x = b.load(b.addptr(b.splat(a["X"], shape_in), offs))
+    y = b.reshape(x, shape_out)
+    offs2 = b.reshape(b.arange(0, n), shape_out)
+    b.store(b.addptr(b.splat(a["Y"], shape_out), offs2), y)
+    b.ret()
+    build(fn)
+
+
+def test_scan_2d_axis0_and_multi_operand():
+    fn, b, a = K.new_function("scan2d", [("X", K.ptr(T.float32)), ("Y", K.ptr(T.float32))], divisible=(0, 1))
+    rows = b.expand_dims(b.arange(0, 64), 1)
+    cols = b.expand_dims(b.arange(0, 32), 0)
+    offs = b.binary("add", b.broadcast(b.binary("mul", rows, b.const(32, rows.type)), (64, 32)),
+                    b.broadcast(cols, (64, 32)))
+    p = b.addptr(b.splat(a["X"], (64, 32)), offs)
+    x = b.load(p)
+    y0, y1 = K.scan(b, [x, x], 0, K.combine_block(b, "add", T.float32, n=2))
+    b.store(b.addptr(b.splat(a["Y"], (64, 32)), offs), b.binary("add", y0, y1))
+    b.ret()
+    build(fn)
