@@ -261,7 +261,8 @@ def run_target(torch, timer, tgt, quick) -> dict:
         r["valid"] = False
         r["error"] = f"{type(e).__name__}: {e}"
     log(f"  {tgt['id']:<36} torch   {'':<42} " + (f"{r['gbps']:8.1f} GB/s" if "gbps" in r else "     -- ")
-        + ("" if r.get("valid") else "  (output differs: " + (r.get("error") or _first_bad(r)) + ")")[:300])
+        + ("" if r.get("valid") else ("  (torch failed: " + r["error"] + ")" if r.get("error")
+                                      else "  (torch's output differs: " + _first_bad(r) + ")"))[:300])
     rec["impls"]["torch"] = {"runs": [r], "best": r if "gbps" in r else None}
 
     ours, tri, tor = (rec["impls"][k]["best"] for k in ("ours", "triton", "torch"))
@@ -459,6 +460,10 @@ def _f(v, fmt="{:.1f}"):
     return "—" if v is None else fmt.format(v)
 
 
+def _shape(params) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (params or {}).items() if k != "dtype")
+
+
 def markdown(report: dict) -> str:
     env = report["environment"]
     lines = [f"# Memory-bound kernels: ours vs Triton {env.get('triton')} vs torch {env.get('torch')}",
@@ -478,7 +483,8 @@ def markdown(report: dict) -> str:
         if t is not None and not t.get("valid"):
             valid += " (Triton output wrong)"
         meta = json.dumps(o["meta"]) if o else (r["impls"]["ours"]["runs"][0].get("error", "")[:80])
-        lines.append(f"| {r['id']} | {_f(o and o.get('gbps'))} | {_f(t and t.get('gbps'))} | "
+        name = r["id"] + (f" (quick: {_shape(r.get('params'))})" if report["quick"] else "")
+        lines.append(f"| {name} | {_f(o and o.get('gbps'))} | {_f(t and t.get('gbps'))} | "
                      f"{_f(p and p.get('gbps'))} | {_f(r.get('ratio_vs_triton'), '{:.3f}')} | "
                      f"{_f(r.get('ratio_vs_torch'), '{:.3f}')} | {gtxt} | `{meta}` | {valid} |")
     c = report.get("compile") or {}
