@@ -3,7 +3,7 @@
     from compiler.interpreter import run
     run(function, grid=(n, 1, 1), args=[x, y, out, N])
 
-- `function`: a compiler.ir.core.Function; `grid`: up to 3 ints (missing ones are 1); `args` in
+- `function`: a compiler.ir.core.Function; `grid`: an int or up to 3 ints (missing ones are 1); `args` in
   `function.arg_names` order.
 - Pointer arguments: NumPy arrays (any shape; C-contiguous, or at least the byte range spanned by the view is
   memory the kernel may touch). The pointer value is the array's real address
@@ -77,7 +77,8 @@ def _bind_args(function, args, memory: Memory) -> list:
 
 def run(function, grid, args, *, debug: bool = False) -> None:
     """Run `function` over `grid` on the CPU; writes go into the argument arrays in place."""
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(tuple(grid)))
+    grid = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     memory = Memory()
     with np.errstate(all="ignore"):
         vals = _bind_args(function, list(args), memory)
