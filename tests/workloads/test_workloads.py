@@ -69,6 +69,17 @@ def test_interpreter_chunked(name, params, meta):
     _run_and_check(name, params, meta)
 
 
+def test_interpreter_bench_like_shapes():
+    """Rows as long as the benchmark's (few of them): softmax 8192 columns, cross-entropy V=32000, ..."""
+    from .test_workloads_gpu import MEDIUM
+
+    for name, params, meta in MEDIUM:
+        p = dict(params)
+        if "M" in p:
+            p["M"] = min(p["M"], 4)
+        _run_and_check(name, p, meta)
+
+
 # ------------------------------------------------------------------------------------------ compile (no GPU)
 COMPILE_CASES = [
     ("vector_add", {"N": 4096, "dtype": "float32"}, {}),
