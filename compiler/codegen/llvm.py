@@ -466,7 +466,6 @@ class Emitter:
         self.eb.branch(body)
         text = str(self.mod)
         # llvmlite cannot spell string function attributes; maxntid tells ptxas the block size (.maxntid).
-        text = text.replace(f'define ptx_kernel void @"{f.name}"', f'define ptx_kernel void @"{f.name}"', 1)
         text = _add_fn_attrs(text, f.name, f'"nvvm.maxntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
         return text, meta
@@ -488,11 +487,11 @@ class Emitter:
 
 
 def _add_fn_attrs(text: str, name: str, attrs: str) -> str:
+    """Attach attribute group #0 = {attrs} to the kernel's definition line."""
     head = f'define ptx_kernel void @"{name}"('
     i = text.index(head)
     j = text.index("\n", i)
     line = text[i:j]
-    assert line.endswith("{") or not line.endswith("{")
     k = line.rfind(")")
     line = line[: k + 1] + " #0" + line[k + 1:]
     return text[:i] + line + text[j:] + f"\nattributes #0 = {{ {attrs} }}\n"
@@ -503,8 +502,6 @@ def _add_fn_attrs(text: str, name: str, attrs: str) -> str:
 @emits(*sorted({k for k, _ in BINARY}))
 def _e_binary(e, op):
     c = _cls(op.operands[0].type.element)
-    if c == "u" and op.operands[0].type.element.is_bool() and op.kind in ("add", "sub", "mul", "max", "min"):
-        pass
     f = BINARY.get((op.kind, c))
     if f is None:
         raise error(f"'{op.kind}' is not defined for {op.operands[0].type.element}", op.loc)

@@ -101,15 +101,22 @@ def _from_mem(e, x, elem):
     return e.b.icmp_unsigned("!=", x, ir.Constant(C.I8, 0)) if elem.is_bool() else x
 
 
+_LD_CACHE = frozenset((".ca", ".cg", ".cs", ".lu", ".cv"))
+_ST_CACHE = frozenset((".wb", ".cg", ".cs", ".wt"))
+
+
 def _hints(attrs, load):
-    s = ""
+    """PTX qualifiers for the cache/eviction attrs. PTX allows a cache operator or an L1 eviction priority,
+    not both: the cache operator wins; qualifiers the instruction does not know are dropped silently."""
     cache = attrs.get("cache") or ""
-    if cache:
-        s += cache if cache.startswith(".") else "." + cache
+    if cache and not cache.startswith("."):
+        cache = "." + cache
+    if cache in (_LD_CACHE if load else _ST_CACHE):
+        return cache
     ev = attrs.get("eviction") or ""
-    if ev and ev != "evict_normal":
-        s += ".L1::" + ev
-    return s
+    if ev in ("evict_first", "evict_last", "no_allocate" if load else "") and ev:
+        return ".L1::" + ev
+    return ""
 
 
 def _ld(e, addr, elem, vec, pred, others, attrs):

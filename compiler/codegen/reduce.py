@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.layouts import linear, log2
+from ..passes.layouts import linear
 from . import common as C
 from .common import Tile, emits, error
 
@@ -262,7 +262,7 @@ def _e_scan(e, op):
             lin[key] = idx
         rep_pos = {rep: j for j, rep in enumerate(sorted(reps))}
         for (key, rep), tot in totals.items():
-            seg = e.b.add(e.b.mul(e.i32(rep_pos[rep] * W), e.i32(1)), wi)
+            seg = e.b.add(e.i32(rep_pos[rep] * W), wi)
             slot = e.b.add(e.b.mul(seg, e.i32(n_other)), lin[key])
             for k in range(nops):
                 _st_smem(e, slot, bases[k], tot[k])
@@ -312,14 +312,13 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     for s in dst_ll.shape:
         numel *= s
     e.smem_begin(numel * (1 if t == C.I1 else _bytes(x.regs[0])))
-    uniq = None  # duplicates write the same value: harmless, no predicate needed
+    # Duplicate holders write the same value to the same place: harmless, so no predicate.
     for r in range(x.ll.num_regs):
         if src_shape_perm is not None:
             idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm)
         else:
             idx = e.linear_index(x.ll, r)
         _st_smem(e, idx, 0, x.regs[r])
-    del uniq
     e.barrier()
     regs = [_ld_smem(e, e.linear_index(dst_ll, r), 0, t) for r in range(dst_ll.num_regs)]
     return Tile(dst_ll, regs)
@@ -369,5 +368,3 @@ def _e_permute(e, op):
             return
     e.env[op.result.id] = convert(e, x, ll, src_shape_perm=order)
 
-
-del log2

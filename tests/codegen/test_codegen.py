@@ -300,3 +300,15 @@ def test_scan_2d_axis0_and_multi_operand():
     b.store(b.addptr(b.splat(a["Y"], (64, 32)), offs), b.binary("add", y0, y1))
     b.ret()
     build(fn)
+
+
+@pytest.mark.parametrize("cache,ev,vol", [(".cg", "", False), ("", "evict_first", False), (".cs", "evict_last", False),
+                                          ("", "", True), (".ca", "", False), ("", "evict_normal", False)])
+def test_cache_hints_assemble(cache, ev, vol):
+    fn, b, a = K.new_function("hint", [("X", K.ptr(T.float32)), ("Y", K.ptr(T.float32))], divisible=(0, 1))
+    offs = b.arange(0, 512)
+    x = b.load(b.addptr(b.splat(a["X"], (512,)), offs), cache=cache, eviction=ev, volatile=vol)
+    b.store(b.addptr(b.splat(a["Y"], (512,)), offs), x, cache=cache, eviction=ev)
+    b.ret()
+    ptx = build(fn)["ptx"]
+    assert count(ptx, r"ld\.(volatile\.)?global[.:\w]*\.v4\.b32") == 1
