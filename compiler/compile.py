@@ -119,6 +119,12 @@ class StageArtifacts(dict):
     def __iter__(self):
         return iter(self.keys())
 
+    def set_cubin(self, cubin: bytes) -> None:
+        """Record a cubin made elsewhere (the driver's JIT) and save it to the disk cache."""
+        dict.__setitem__(self, "cubin", cubin)
+        if self._on_cubin is not None:
+            self._on_cubin(cubin)
+
     def cached(self, key):
         """The artifact if it is already made (never runs ptxas)."""
         return dict.get(self, key)
@@ -146,9 +152,20 @@ class CompiledKernel:
             from .runtime.launch import Launcher
 
             asm = self.asm
-            image = (asm.cached("cubin") if isinstance(asm, StageArtifacts) else asm.get("cubin")) or asm["ptx"]
+            image = asm.cached("cubin") if isinstance(asm, StageArtifacts) else asm.get("cubin")
+            if image is None:
+                image = asm["ptx"]
+                try:  # JIT in-process and keep the machine code, so the next process loads it directly
+                    from .runtime.launch import link_ptx
+
+                    image = link_ptx(asm["ptx"])
+                    if isinstance(asm, StageArtifacts):
+                        asm.set_cubin(image)
+                except Exception:
+                    image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
+            self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 
     def launch(self, grid, stream, args):

@@ -190,9 +190,9 @@ class JITFunction:
         """sha256 of this function's source and of every jit function it calls (transitively)."""
         if self._src_hash is None:
             h = hashlib.sha256()
-            for name, src in sorted(_dependency_sources(self).items()):
+            for name, fp in sorted(_dependency_sources(self).items()):
                 h.update(name.encode())
-                h.update(src.encode())
+                h.update(fp)
             self._src_hash = h.hexdigest()
         return self._src_hash
 
@@ -376,28 +376,51 @@ def _is_constexpr_annotation(ann) -> bool:
     return False
 
 
-def _dependency_sources(jitfn, seen=None) -> dict:
-    """{qualified name: source} for jitfn and every jit function its source names (through globals/attrs)."""
-    from .frontend.codegen import get_source
+def _code_fingerprint(code) -> bytes:
+    """Bytes that change whenever the function's code does: marshalled code object (nested code included).
 
+    Cheaper than reading and parsing the source (this sits on the path of a disk-cache hit in a fresh process);
+    line numbers are part of it, so moving a kernel in its file recompiles it, which keeps error locations exact.
+    """
+    import marshal
+
+    return marshal.dumps(code)
+
+
+def _dependency_sources(jitfn, seen=None) -> dict:
+    """{qualified name: code fingerprint} for jitfn and every jit function it names (through globals/attrs)."""
     if seen is None:
         seen = {}
-    name = f"{jitfn.fn.__module__}.{jitfn.fn.__qualname__}"
+    fn = jitfn.fn
+    name = f"{fn.__module__}.{fn.__qualname__}"
     if name in seen:
         return seen
-    src = get_source(jitfn.fn)
-    seen[name] = ast.dump(src.fdef, include_attributes=False)
-    g = dict(src.globals)
-    g.update(src.closure)
-    for node in ast.walk(src.fdef):
-        obj = None
-        if isinstance(node, ast.Name):
-            obj = g.get(node.id)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            base = g.get(node.value.id)
-            obj = getattr(base, node.attr, None) if base is not None and inspect.ismodule(base) else None
-        if obj is not None and getattr(obj, "__tilefarm_jit__", False) and obj is not jitfn:
-            _dependency_sources(obj, seen)
+    code = fn.__code__
+    seen[name] = _code_fingerprint(code)
+    g = fn.__globals__
+    closure = {}
+    if fn.__closure__:
+        for n, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                closure[n] = cell.cell_contents
+            except ValueError:
+                pass
+    names = set(code.co_names) | set(code.co_freevars)
+    for c in code.co_consts:  # nested code (comprehensions)
+        if hasattr(c, "co_names"):
+            names |= set(c.co_names)
+    for n in names:
+        obj = closure.get(n, g.get(n))
+        if obj is None:
+            continue
+        if getattr(obj, "__tilefarm_jit__", False):
+            if obj is not jitfn:
+                _dependency_sources(obj, seen)
+        elif inspect.ismodule(obj):
+            for attr in names:
+                sub = getattr(obj, attr, None)
+                if sub is not None and getattr(sub, "__tilefarm_jit__", False) and sub is not jitfn:
+                    _dependency_sources(sub, seen)
     return seen
 
 

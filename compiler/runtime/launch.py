@@ -106,6 +106,32 @@ def ptxas_compile(ptx: str, arch: str = "sm_90", opt_level: int = 3, extra: Sequ
             return f.read()
 
 
+def link_ptx(ptx: str) -> bytes:
+    """Compile PTX to a cubin for the current device in-process with the driver's JIT linker (cuLink*).
+
+    This is the driver doing what cuModuleLoadData(<ptx>) does, but it hands the machine code back, so a disk
+    cache can keep it and later processes skip the JIT (a fork of ptxas costs more than the JIT itself).
+    """
+    import ctypes
+
+    ensure_context()
+    d = driver()
+    state = check(d.cuLinkCreate(0, [], []), "cuLinkCreate")
+    try:
+        data = ptx.encode() + b"\0"
+        check(d.cuLinkAddData(state, d.CUjitInputType.CU_JIT_INPUT_PTX, data, len(data), b"kernel.ptx", 0, [], []),
+              "cuLinkAddData(<ptx>)")
+        res = d.cuLinkComplete(state)
+        check(res[:1], "cuLinkComplete")
+        ptr, size = res[1], res[2]
+        return ctypes.string_at(int(ptr), int(size))
+    finally:
+        try:
+            d.cuLinkDestroy(state)
+        except Exception:
+            pass
+
+
 # --- modules and kernels ---------------------------------------------------------------------------------
 
 def _is_ptx(image: bytes | str) -> bool:

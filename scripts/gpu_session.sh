@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
+#   bash scripts/gpu_session.sh [tests|bench|all] [extra pytest args]
+# Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
+# pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+what=${1:-all}; shift || true
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TILEFARM_CACHE_DIR=/tmp/tf-cache
+if [ -f .gpu-node/site.tar.xz ] && [ ! -d /tmp/site/ray ]; then
+  mkdir -p /tmp/site && tar -xJf .gpu-node/site.tar.xz -C /tmp/site
+fi
+[ -d /tmp/site ] && export PYTHONPATH=$PYTHONPATH:/tmp/site
+status=()
+step() {  # step NAME CMD...: run, tee the log, remember the exit code
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  set -o pipefail; "$@" 2>&1 | tee "$OUT/$name.log" | tail -n 25; local rc=$?; set +o pipefail
+  status+=("$name rc=$rc $((SECONDS - t0))s")
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import torch, triton, llvmlite; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__)" | tee -a "$OUT/gpu.txt"
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider -x --timeout=600 tests "$@"
+  step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  step bench-memory python3 scripts/bench_memory.py --out "$OUT"
+fi
+printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
