@@ -100,6 +100,11 @@ class RayExecutor:
         return {"cpus": self.cpus, "gpus": self.gpus, "gpu_kind": kinds[0] if kinds else None,
                 "gpu_names": kinds, "init_s": self.init_s, "nodes": len([n for n in ray.nodes() if n["Alive"]])}
 
+    def details(self) -> dict:
+        """Nodes (as ray.nodes() gives them) and the CPUs/GPUs free right now (the rest is busy or queued)."""
+        avail = ray.available_resources()
+        return {"nodes": ray.nodes(), "available": {k: avail.get(k, 0) for k in ("CPU", "GPU")}}
+
     # ------------------------------------------------------------ actors
 
     def _new_actor(self, use_gpu: bool):

@@ -3,7 +3,7 @@
 `fake_vec` computes out = x + 2*y; meta["mode"] picks its behaviour:
 ok, wrong (off by a little), unwritten (leaves the tail), nan (one NaN), modify (scribbles on an input),
 raise (an exception), compile_error (warmup raises a CompilationError), hang (sleeps), die (os._exit),
-flaky_after_timing (right once, wrong on later runs).
+flaky_after_timing (right once, wrong on later runs); meta["sleep"] = seconds to sleep first.
 """
 import os
 import time
@@ -33,6 +33,8 @@ _calls = {"n": 0}
 def launch(arrays, params, meta):
     mode = meta.get("mode", "ok")
     x, y, out = arrays["x"], arrays["y"], arrays["out"]
+    if meta.get("sleep"):
+        time.sleep(meta["sleep"])
     if mode == "raise":
         raise RuntimeError("kernel exploded")
     if mode == "hang":

@@ -1,0 +1,56 @@
+"""`farm report`: one run's results as a table, JSON, CSV or Markdown, optionally against another run."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from farm import FarmError
+from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
+
+
+@handle_errors
+def report(
+    run: Annotated[str, typer.Argument(help="Run id, `latest`, `latest~1` (the one before) or a label.")] = "latest",
+    vs: Annotated[str | None, typer.Option(help="Another run to compare with: adds a `vs` column "
+                                                "(its median / this run's median; >1 means this run is faster).")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
+    failed: Annotated[bool, typer.Option(help="Only failed jobs, with their full error messages.")] = False,
+    store: StoreOpt = DEFAULT_STORE,
+):
+    """Show a stored run: workload, shape, dtype, meta, median time and spread, TFLOP/s, GB/s, % of the
+    GPU's roofline, speedup against the reference implementation, status.
+
+    Examples:
+
+        farm report latest
+
+        farm report 7 --vs 5
+
+        farm report baseline --format csv > baseline.csv
+    """
+    from farm import report as rep
+    from farm.cli.common import open_store
+    if fmt not in ("table", "json", "csv", "markdown"):
+        raise FarmError(f"--format must be table, json, csv or markdown, not {fmt!r}")
+    st = open_store(store)
+    run_id = st.resolve(run)
+    info = st.run(run_id)
+    rows = rep.rows_for(st, run_id)
+    if vs is not None:
+        rows = rep.attach_vs(rows, rep.rows_for(st, st.resolve(vs)))
+    if failed:
+        rows = rep.failures(rows)
+    title = f"run {run_id} ({info['name']}, {info['target']}, {info['status']})"
+    if fmt == "table":
+        console.print(rep.table(rows, title=title, vs=vs is not None))
+        if failed:
+            for r in rows:
+                console.rule(f"{r['workload']} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}")
+                console.print(r.get("error") or "", markup=False)
+    elif fmt == "json":
+        print(rep.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}))
+    elif fmt == "csv":
+        print(rep.to_csv(rows), end="")
+    else:
+        print(rep.to_markdown(rows, title), end="")

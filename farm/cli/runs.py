@@ -1,0 +1,35 @@
+"""`farm runs`: the history of runs in a store."""
+from __future__ import annotations
+
+import datetime
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
+
+
+@handle_errors
+def runs(
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many recent runs to show.")] = 20,
+    store: StoreOpt = DEFAULT_STORE,
+):
+    """List recent runs with their provenance (git commit, host, GPUs, compiler version) and progress.
+
+    A run that says `interrupted` or `running` (its driver was killed) can be finished with
+    `farm run --resume ID`.
+    """
+    from farm.cli.common import open_store
+    st = open_store(store)
+    t = Table(header_style="bold")
+    for c in ("id", "when", "name", "target", "jobs", "done", "failed", "reused", "status", "commit", "compiler"):
+        t.add_column(c, no_wrap=c in ("id", "when", "status"))
+    for r in st.runs(limit):
+        when = datetime.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M")
+        name = (r["name"] or "") + (f" [{r['label']}]" if r["label"] else "")
+        t.add_row(str(r["id"]), when, name, r["target"], str(r["n_jobs"]), str(r["n_done"]), str(r["n_failed"]),
+                  str(r["n_reused"]), r["status"], (r["git_commit"] or "")[:10], r["compiler_version"] or "",
+                  style="dim" if r["status"] == "done" and not r["n_failed"] else None)
+    console.print(t, markup=False)
+    console.print("host, GPUs and config of a run: farm report ID --format json")
