@@ -183,12 +183,14 @@ class CompiledKernel:
         return run
 
 
-def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None) -> CompiledKernel:
+def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None,
+                   enable_fp_fusion=True) -> CompiledKernel:
     """Compile one specialization through every stage, using the memory and disk caches."""
     from .options import Options
 
     arch = arch or default_arch()
-    options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug)
+    options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
+                      enable_fp_fusion=enable_fp_fusion)
     key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options), __version__])
     key = hashlib.sha256(key_src.encode()).hexdigest()
     k = _mem_cache.get(key)

@@ -15,6 +15,7 @@ class Options:
     num_stages: int = 3
     arch: str = "sm_90"
     debug: bool = False
+    enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
 
     def __post_init__(self):
         if self.num_warps <= 0 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:

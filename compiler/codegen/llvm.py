@@ -58,11 +58,13 @@ def _umulhi(e, a, b, op):
 
 
 BINARY = {
-    ("add", "f"): lambda e, a, b, op: e.b.fadd(a, b),
+    # `contract` lets a multiply feed an add as one FMA (Triton's default, enable_fp_fusion); without it the
+    # NVPTX back end pins every op with .rn and ptxas may not fuse, costing instructions in every epilogue.
+    ("add", "f"): lambda e, a, b, op: e.b.fadd(a, b, flags=e.fp_flags),
     ("add", "s"): lambda e, a, b, op: e.b.add(a, b),
-    ("sub", "f"): lambda e, a, b, op: e.b.fsub(a, b),
+    ("sub", "f"): lambda e, a, b, op: e.b.fsub(a, b, flags=e.fp_flags),
     ("sub", "s"): lambda e, a, b, op: e.b.sub(a, b),
-    ("mul", "f"): lambda e, a, b, op: e.b.fmul(a, b),
+    ("mul", "f"): lambda e, a, b, op: e.b.fmul(a, b, flags=e.fp_flags),
     ("mul", "s"): lambda e, a, b, op: e.b.mul(a, b),
     ("fdiv", "f"): lambda e, a, b, op: e.b.fdiv(a, b),
     ("frem", "f"): lambda e, a, b, op: e.b.frem(a, b),
@@ -253,6 +255,7 @@ class Emitter:
         self.irmod = module
         self.fn_ir = module.function
         self.opts = options
+        self.fp_flags = ("contract",) if getattr(options, "enable_fp_fusion", True) else ()
         self.nw = options.num_warps
         self.mod = ir.Module(name=self.fn_ir.name)
         self.mod.triple = "nvptx64-nvidia-cuda"
@@ -526,7 +529,40 @@ def _e_fma(e, op):
 
 @emits("cmp")
 def _e_cmp(e, op):
-    e.map(op, lambda a, b: _cmp(e, a, b, op))
+    groups = _constant_groups(e, op.result)
+    if groups <= 1:
+        e.map(op, lambda a, b: _cmp(e, a, b, op))
+        return
+    # A mask like `offs < N` is constant over runs of registers (axis info says so): compare once per run.
+    cols = [e.regs(v) for v in op.operands]
+    out = []
+    for r in range(len(cols[0])):
+        if r % groups == 0:
+            out.append(_cmp(e, cols[0][r], cols[1][r], op))
+        else:
+            out.append(out[r - r % groups])
+    e.put(op.result, out)
+
+
+def _constant_groups(e, v) -> int:
+    """How many consecutive registers of block value v are known (axis info) to hold the same value."""
+    if not v.type.shape:
+        return 1
+    from .memory import _ai
+
+    ll = e.layout_of(v)
+    if not ll.reg:
+        return 1
+    b0 = ll.reg[0]
+    dims = [d for d, x in enumerate(b0) if x]
+    if len(dims) != 1 or b0[dims[0]] != 1:
+        return 1
+    d = dims[0]
+    n = 1
+    while n.bit_length() - 1 < len(ll.reg) and ll.reg[n.bit_length() - 1] == tuple(n if i == d else 0
+                                                                                    for i in range(len(b0))):
+        n *= 2
+    return max(1, min(n, _ai(e, v).constancy[d]))
 
 
 @emits("select")
