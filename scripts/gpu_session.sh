@@ -24,6 +24,7 @@ python3 -c "import torch, triton, llvmlite; print('torch', torch.__version__, 't
 if [ "$what" = tests ] || [ "$what" = all ]; then
   step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider -x --timeout=600 tests "$@"
   step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
+  step bench-launch python3 scripts/bench_launch.py --out "$OUT"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
