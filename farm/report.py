@@ -10,6 +10,7 @@ import csv
 import io
 import json
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -120,7 +121,8 @@ def table(rows: list[dict], title: str = "", vs: bool = False) -> Table:
     if vs:
         cols.append(("vs", "right", lambda r: _num(r.get("vs_speedup"), ".2f") + ("x" if r.get("vs_speedup") else "")))
     caption = None if timed or not rows else "no timings: timing needs a GPU (jobs were compiled and validated)"
-    t = Table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
+    t = Table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left",
+              box=box.SIMPLE_HEAD)
     for name, just, _ in cols:
         t.add_column(name, justify=just, no_wrap=name in ("median", "workload"))
     t.add_column("status", no_wrap=True)

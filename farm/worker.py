@@ -319,8 +319,7 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
         meta = getattr(compiled, "metadata", None)
         if isinstance(meta, dict):
             res.artifacts.update({k: v for k, v in meta.items() if isinstance(v, (int, float, str))})
-        if "cubin" not in asm:
-            res.notes.append("no cubin (ptxas not found): the GPU worker will load PTX")
+        res.artifacts["cubin"] = "cubin" in asm  # False: no ptxas here, the GPU worker loads PTX
     res.status = COMPILED
     return res
 

@@ -5,6 +5,7 @@ import datetime
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
@@ -22,14 +23,14 @@ def runs(
     """
     from farm.cli.common import open_store
     st = open_store(store)
-    t = Table(header_style="bold")
-    for c in ("id", "when", "name", "target", "jobs", "done", "failed", "reused", "status", "commit", "compiler"):
-        t.add_column(c, no_wrap=c in ("id", "when", "status"))
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    for c in ("id", "when", "name", "target", "jobs", "done", "failed", "reused", "status", "commit"):
+        t.add_column(c, no_wrap=c not in ("commit", "target"), overflow="fold")
     for r in st.runs(limit):
-        when = datetime.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M")
+        when = datetime.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M")
         name = (r["name"] or "") + (f" [{r['label']}]" if r["label"] else "")
         t.add_row(str(r["id"]), when, name, r["target"], str(r["n_jobs"]), str(r["n_done"]), str(r["n_failed"]),
-                  str(r["n_reused"]), r["status"], (r["git_commit"] or "")[:10], r["compiler_version"] or "",
+                  str(r["n_reused"]), r["status"], (r["git_commit"] or "")[:8],
                   style="dim" if r["status"] == "done" and not r["n_failed"] else None)
     console.print(t, markup=False)
-    console.print("host, GPUs and config of a run: farm report ID --format json")
+    console.print("host, GPUs, compiler version and config of a run: farm report ID --format json")

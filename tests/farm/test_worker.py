@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+
+from farm import worker
+from farm.jobs import RunOptions
+
+from conftest import FAKES
+
+
+def _job(mode="ok", n=100, dtype="float32", name="fake_vec", **meta):
+    from farm.jobs import Job
+    return Job(key="ab" * 32, idx=0, workload=f"{FAKES}::{name}", name=name, params={"N": n, "dtype": dtype},
+               meta={"mode": mode, **meta})
+
+
+@pytest.mark.parametrize("mode,status,words", [
+    ("ok", "validated", ""),
+    ("wrong", "mismatch", "1/100 elements wrong"),
+    ("unwritten", "mismatch", "50 NaN or unwritten"),
+    ("nan", "mismatch", "1 NaN or unwritten"),
+    ("modify", "mismatch", "input 'x' was modified"),
+    ("raise", "error", "RuntimeError: kernel exploded"),
+    ("compile_error", "compile_error", "fake.py:3:5"),
+])
+def test_modes(mode, status, words):
+    res = worker.run_job(_job(mode), RunOptions())
+    assert res.status == status, res.error
+    assert words in (res.error or "")
+    assert res.flops == 200 and res.bytes == 1200 and res.wall_s > 0
+    if status == "validated":
+        assert res.median_ms is None and any("timing needs a GPU" in n for n in res.notes)
+        assert res.artifacts["ptx_bytes"] > 0 and res.compile_s is not None
+
+
+def test_compile_only_does_not_run():
+    res = worker.run_job(_job("raise"), RunOptions(compile_only=True, target="compile-only"))
+    assert res.status == "compiled"
+
+
+def test_inplace_declared_is_not_a_modification():
+    from farm.jobs import Job
+    job = Job(key="cd" * 32, idx=0, workload=f"{FAKES}::fake_inplace", name="fake_inplace",
+              params={"N": 64, "dtype": "float32"}, meta={})
+    res = worker.run_job(job, RunOptions())
+    assert res.status == "validated", res.error
+
+
+def test_inputs_are_seeded_from_key_and_seed():
+    a = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), _job(), worker._rng(_job()))[1]
+    b = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), _job(), worker._rng(_job()))[1]
+    assert np.array_equal(a["x"], b["x"])
+    other = _job().__class__(**{**_job().to_dict(), "key": "ef" * 32})
+    c = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), other, worker._rng(other))[1]
+    assert not np.array_equal(a["x"], c["x"])
+
+
+def test_compare_rules():
+    w = np.array([1.0, 2.0, np.nan, np.inf])
+    ok, stats, _ = worker.compare("o", np.array([1.0, 2.0, np.nan, np.inf], np.float32), w, 1e-5, 1e-6)
+    assert ok  # NaN where the reference is NaN, and equal infinities, pass
+    ok, _, msg = worker.compare("o", np.array([1.0, np.nan, 3.0, np.inf], np.float32), np.array([1.0, 2.0, 3.0, np.inf]),
+                                1.0, 1.0)
+    assert not ok and "NaN or unwritten" in msg  # NaN never passes, however loose the tolerance
+    sentinel = np.iinfo(np.int32).min
+    ok, _, msg = worker.compare("i", np.array([1, sentinel], np.int32), np.array([1, 2]), 0, 0)
+    assert not ok and "1 NaN or unwritten" in msg
+    ok, _, msg = worker.compare("o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0)
+    assert not ok and "shape" in msg
+
+
+def test_bfloat16_compare():
+    import ml_dtypes
+    w = np.linspace(-3, 3, 50)
+    ok, _, _ = worker.compare("o", w.astype(ml_dtypes.bfloat16), w, 1.6e-2, 1e-2)
+    assert ok
+    assert np.isnan(worker.poison_value(worker.np_dtype("bfloat16")))
+
+
+def test_poison_values():
+    assert np.isnan(worker.poison_value(np.dtype("float16")))
+    assert worker.poison_value(np.dtype("int8")) == -128
+    assert worker.poison_value(np.dtype("uint16")) == 65535
+
+
+def test_compiler_version_is_stable_and_hashes_sources():
+    v = worker.compiler_version()
+    assert v == worker.compiler_version() and "+" in v
