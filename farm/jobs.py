@@ -32,6 +32,7 @@ class Job:
     params: dict      # shape parameters plus "dtype"
     meta: dict        # BLOCK sizes, num_warps, num_stages
     seed: int = 0
+    data_bytes: int = 0  # the workload's byte count: lets executors bound host memory (not part of the key)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -76,10 +76,17 @@ def plan(cfg: Config, target: str) -> Plan:
                     continue
                 seen.add(key)
                 jobs.append(Job(key=key, idx=len(jobs), workload=entry.workload, name=wl.name, params=dict(p),
-                                meta=dict(m), seed=cfg.seed))
+                                meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p)))
                 n += 1
         per[wl.name] = per.get(wl.name, 0) + n
     return Plan(jobs=jobs, skipped_by_constraint=skipped, per_workload=per)
+
+
+def _data_bytes(wl, params: dict) -> int:
+    try:
+        return int(wl.bytes(dict(params)))
+    except Exception:  # a count that fails here fails again, visibly, in the worker
+        return 0
 
 
 def _accepted(trees, env: dict, where: str) -> bool:

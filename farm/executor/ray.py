@@ -105,6 +105,14 @@ class RayExecutor:
         avail = ray.available_resources()
         return {"nodes": ray.nodes(), "available": {k: avail.get(k, 0) for k in ("CPU", "GPU")}}
 
+    def _compile(self, job: Job):
+        """Submit a compile task; big jobs reserve host memory (inputs are built to specialize the kernel)."""
+        need = 4 * job.data_bytes  # inputs, outputs and float64 temporaries of make_inputs, roughly
+        if need > 256 * 2**20:
+            cap = 0.5 * ray.cluster_resources().get("memory", need * 2)
+            return _compile_task.options(memory=int(min(need, cap))).remote(job.to_dict())
+        return _compile_task.remote(job.to_dict())
+
     # ------------------------------------------------------------ actors
 
     def _new_actor(self, use_gpu: bool):
@@ -131,7 +139,7 @@ class RayExecutor:
         while queue or inflight:
             while queue and len(inflight) < self.max_in_flight:
                 job = queue.popleft()
-                inflight[_compile_task.remote(job.to_dict())] = (job, time.monotonic() + opts.timeout_s)
+                inflight[self._compile(job)] = (job, time.monotonic() + opts.timeout_s)
                 on_event("start", job, "cpu")
             self._drain(inflight, on_event, _next_deadline(inflight), opts.timeout_s)
 
@@ -173,7 +181,7 @@ class RayExecutor:
                 if use_gpu:  # compile ahead on CPUs while the GPUs work
                     while queue and len(compiling) < self.max_in_flight:
                         job = queue.popleft()
-                        compiling[_compile_task.remote(job.to_dict())] = (job, time.monotonic() + opts.timeout_s)
+                        compiling[self._compile(job)] = (job, time.monotonic() + opts.timeout_s)
                 else:
                     while queue and len(ready) < len(idle):
                         ready.append((queue.popleft(), None))
