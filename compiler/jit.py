@@ -10,6 +10,7 @@ import functools
 import hashlib
 import inspect
 import os
+import sys
 import ast
 
 import numpy as np
@@ -23,6 +24,15 @@ INTERPRET_ENV = "TILEFARM_INTERPRET"
 
 def _interpret_forced() -> bool:
     return os.environ.get(INTERPRET_ENV, "0") not in ("", "0", "false", "False")
+
+
+# The generated fast launch path reads this once per process (an os.environ lookup costs ~0.7 us per launch);
+# `JITFunction.run` and `warmup` still read the variable on every call.
+_INTERPRET_AT_IMPORT = _interpret_forced()
+
+
+def _interpret_at_import() -> bool:
+    return _INTERPRET_AT_IMPORT
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -443,63 +453,89 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+_FAST = object()  # first element of keys made by the generated launcher's inline type checks
+
+
 def _make_fast_launch(jf: JITFunction):
     """Generate `launch(grid, <params>, num_warps=4, ...)` for this kernel's parameter list.
 
-    The generated function computes the specialization key inline, finds the compiled kernel in a dict and
-    launches it; anything unusual (first call, NumPy arrays, unhashable constexprs, interpreter mode) falls back
-    to `JITFunction.run`, which compiles and fills the dict under the same key.
+    The generated function reads each runtime argument with inline type checks for the common kinds (torch
+    CUDA tensors, DeviceArray, int, float), builds one flat specialization key, finds the compiled kernel in a
+    dict and launches it. Anything else (first call, NumPy arrays, other array types, unhashable constexprs,
+    interpreter mode) takes `JITFunction.run`, which compiles; the kernel is then also filed under the flat key.
     """
     names = jf.arg_names
     reserved = {"grid", "num_warps", "num_stages", "debug", "stream"}
     if reserved & set(names) or any(n.startswith("_") for n in names):
         return lambda grid, *args, **kwargs: jf.run(*args, grid=grid, **kwargs)
-    pnames = list(names)
-    sig = []
-    for i, (n, p) in enumerate(zip(names, jf.params)):
-        if n in jf.defaults:
-            sig.append(f"{pnames[i]}=_d{i}")
-        else:
-            sig.append(pnames[i])
+    sig = [f"{n}=_d{i}" if n in jf.defaults else n for i, n in enumerate(names)]
+    allargs = f"({', '.join(names)},)"
     lines = [f"def launch(grid, {', '.join(sig + ['*', 'num_warps=4', 'num_stages=3', 'debug=None', 'stream=None'])}, "
-             "**_extra):"]
-    lines.append("    if _extra or _forced():")
-    lines.append(f"        return _slow(grid, ({', '.join(pnames)},), _extra, num_warps, num_stages, debug, stream)")
-    keyparts, vals = [], []
-    for i, n in enumerate(names):
-        a = pnames[i]
+             "**_extra):",
+             "    if _extra or _FORCED:",
+             f"        return _slow(None, grid, {allargs}, _extra, num_warps, num_stages, debug, stream)"]
+    keyparts, vals = ["_FAST"], []
+    for i, a in enumerate(names):
         if jf.constexpr_mask[i]:
             keyparts.append(a)
             continue
-        lines.append(f"    _k{i}, _v{i}, _c{i} = (_H.get(type({a})) or _hf({a}))({a})")
-        keyparts.append(f"_k{i}")
+        lines += [
+            f"    _t = type({a})",
+            f"    if _t is _TT and {a}.is_cuda:",
+            f"        _v{i} = {a}.data_ptr(); _k{i} = {a}.dtype; _a{i} = not _v{i} & 15",
+            "    elif _t is _DA:",
+            f"        _v{i} = {a}._ptr; _k{i} = {a}.dtype; _a{i} = not _v{i} & 15",
+            "    elif _t is int:",
+            f"        _v{i} = {a}; _a{i} = not {a} & 15",
+            f"        _k{i} = 1 if {a} == 1 else (2 if -2147483648 <= {a} <= 2147483647 else 3)",
+            "    elif _t is float:",
+            f"        _v{i} = {a}; _k{i} = 4; _a{i} = False",
+            "    else:",
+            f"        return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        ]
+        keyparts += [f"_k{i}", f"_a{i}"]
         vals.append(f"_v{i}")
-    lines.append(f"    _key = ({', '.join(keyparts + ['num_warps', 'num_stages', 'debug'])},)")
-    lines.append("    try:")
-    lines.append("        _kernel = _kernels.get(_key)")
-    lines.append("    except TypeError:")
-    lines.append("        _kernel = None")
-    lines.append("    if _kernel is None:")
-    lines.append(f"        return _slow(grid, ({', '.join(pnames)},), {{}}, num_warps, num_stages, debug, stream)")
-    lines.append("    if type(grid) is not tuple:")
-    lines.append(f"        grid = grid(dict(zip(_names, ({', '.join(pnames)},)))) if callable(grid) else grid")
-    lines.append(f"    _vals = [{', '.join(vals)}]")
-    lines.append("    _sel = _kernel.arg_select")
-    lines.append("    if _sel is not None:")
-    lines.append("        _vals = [_vals[_i] for _i in _sel]")
-    lines.append("    _kernel.launch(grid, stream, _vals)")
-    lines.append("    return _kernel")
+    lines += [
+        f"    _key = ({', '.join(keyparts + ['num_warps', 'num_stages', 'debug'])},)",
+        "    try:",
+        "        _kernel = _kernels.get(_key)",
+        "    except TypeError:",
+        f"        return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "    if _kernel is None:",
+        f"        return _slow(_key, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "    if type(grid) is not tuple:",
+        f"        grid = grid(dict(zip(_names, {allargs}))) if callable(grid) else grid",
+        f"    _vals = [{', '.join(vals)}]",
+        "    _sel = _kernel.arg_select",
+        "    if _sel is not None:",
+        "        _vals = [_vals[_i] for _i in _sel]",
+        "    _kernel.launch(grid, stream, _vals)",
+        "    return _kernel",
+    ]
     src = "\n".join(lines)
 
-    def slow(grid, args, extra, num_warps, num_stages, debug, stream):
+    def slow(fast_key, grid, args, extra, num_warps, num_stages, debug, stream):
         kw = dict(extra)
         kw.update(num_warps=num_warps, num_stages=num_stages, stream=stream)
         if debug is not None:
             kw["debug"] = debug
-        return jf.run(*args, grid=grid, **kw)
+        kernel = jf.run(*args, grid=grid, **kw)
+        if fast_key is not None and kernel is not None:
+            jf._kernels[fast_key] = kernel
+        if torch is None and "torch" in sys.modules:
+            jf._fast = None  # torch was imported after this launcher was made: regenerate to know its tensors
+        return kernel
 
-    env = {"_H": _HANDLERS, "_hf": _handler_for_fast, "_kernels": jf._kernels, "_slow": slow,
-           "_forced": _interpret_forced, "_names": names}
+    torch = sys.modules.get("torch")  # never import torch for the user: only recognise it once it is loaded
+    tt = getattr(torch, "Tensor", None)
+    if not isinstance(tt, type):
+        tt = type("_NoTorch", (), {})
+    try:
+        from .runtime.memory import DeviceArray as da
+    except Exception:  # pragma: no cover
+        da = type("_NoDeviceArray", (), {})
+    env = {"_kernels": jf._kernels, "_slow": slow, "_FORCED": _interpret_at_import(), "_names": names, "_FAST": _FAST,
+           "_TT": tt, "_DA": da}
     for i, n in enumerate(names):
         if n in jf.defaults:
             env[f"_d{i}"] = jf.defaults[n]
