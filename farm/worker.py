@@ -406,6 +406,8 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     for s in poison:
         arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
     bench = _do_bench(lambda: wl.launch(arrays_run, params, meta), opts)
+    if opts.cuda_graphs and not bench.get("cuda_graphs"):
+        res.notes.append("cuda_graphs asked for, but compiler.runtime.do_bench does not replay graphs yet")
     _sync()
     res.median_ms, res.p10_ms, res.p90_ms = bench["median_ms"], bench.get("p10_ms"), bench.get("p90_ms")
     res.n_reps = bench.get("n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
 from farm.cli.common import console, handle_errors
@@ -27,17 +28,21 @@ def workloads(
     else:
         import workloads as reg
         wls = list(reg.registry().values())
-    t = Table(header_style="bold")
-    for c in ("name", "description", "default sweep", "default meta", "checks"):
-        t.add_column(c)
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD)
+    t.add_column("name", no_wrap=True)
+    t.add_column("description")
+    t.add_column("params", no_wrap=True)
+    t.add_column("meta-parameters")
     for w in wls:
-        sweep = ", ".join(" ".join(f"{k}={v}" for k, v in p.items()) for p in w.default_sweep[:3])
-        if len(w.default_sweep) > 3:
-            sweep += f", ... ({len(w.default_sweep)} points)"
-        extras = [x for x, ok in (("warmup", w.warmup), ("baseline", w.baseline or w.torch_impl)) if ok]
-        t.add_row(w.name, w.description, sweep, " ".join(f"{k}={v}" for k, v in w.default_meta.items()),
-                  ", ".join(extras))
+        keys = sorted({k for p in w.default_sweep for k in p} - {"dtype"})
+        dtypes = sorted({p.get("dtype") for p in w.default_sweep if p.get("dtype")})
+        params = " ".join(keys) + (f" ({'/'.join(dtypes)})" if dtypes else "")
+        metas = " ".join(f"{k}={v}" for k, v in w.default_meta.items()) or "-"
+        if w.meta_space:
+            metas += "; sweepable: " + ", ".join(w.meta_space)
+        t.add_row(w.name, w.description, params, metas)
     if not wls:
         console.print("no workloads found")
     else:
         console.print(t)
+        console.print("use one in a config as `workload: NAME`; a kernel file of yours as `workload: path/to/file.py::NAME`")

@@ -90,14 +90,15 @@ class RayExecutor:
         self.init_s = time.perf_counter() - t0
         res = ray.cluster_resources()
         self.cpus = int(res.get("CPU", 1))
-        self.gpus = int(res.get("GPU", 0))
+        # FARM_FORCE_NO_GPU: validate in the interpreter even where the cluster has GPUs (tests, debugging).
+        self.gpus = 0 if os.environ.get("FARM_FORCE_NO_GPU") else int(res.get("GPU", 0))
         self.max_in_flight = max_in_flight or self.cpus
         self._gpu_names: list[str] | None = None
 
     def resources(self) -> dict:
         res = ray.cluster_resources()
         kinds = sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))
-        return {"cpus": self.cpus, "gpus": self.gpus, "gpu_kind": kinds[0] if kinds else None,
+        return {"cpus": self.cpus, "gpus": self.gpus, "gpu_kind": kinds[0] if kinds else ("GPU" if self.gpus else None),
                 "gpu_names": kinds, "init_s": self.init_s, "nodes": len([n for n in ray.nodes() if n["Alive"]])}
 
     def details(self) -> dict:

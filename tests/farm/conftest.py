@@ -9,6 +9,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 FAKES = pathlib.Path(__file__).resolve().parent / "fake_workloads.py"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+# The fake kernels are NumPy: keep the farm off any GPU this machine has (GPU paths are tested on the node).
+os.environ["FARM_FORCE_NO_GPU"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +21,7 @@ def ray_session():
     import ray
     paths = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), paths) if p)
-    os.environ["FARM_FORCE_NO_GPU"] = "1"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield ray
     ray.shutdown()
 
