@@ -66,7 +66,7 @@ BINARY = {
     ("sub", "s"): lambda e, a, b, op: e.b.sub(a, b),
     ("mul", "f"): lambda e, a, b, op: e.b.fmul(a, b, flags=e.fp_flags),
     ("mul", "s"): lambda e, a, b, op: e.b.mul(a, b),
-    ("fdiv", "f"): lambda e, a, b, op: e.b.fdiv(a, b),
+    ("fdiv", "f"): lambda e, a, b, op: _fdiv(e, a, b, op),
     ("frem", "f"): lambda e, a, b, op: e.b.frem(a, b),
     ("idiv", "s"): lambda e, a, b, op: e.b.sdiv(a, b),
     ("idiv", "u"): lambda e, a, b, op: e.b.udiv(a, b),
@@ -109,6 +109,14 @@ LN2 = 0.6931471805599453
 def _asm1(e, text, t, x, cons="f"):
     fty = ir.FunctionType(t, [t])
     return e.b.call(ir.InlineAsm(fty, text, f"={cons},{cons}"), [x])
+
+
+def _fdiv(e, a, b, op):
+    """fp32 `/` is div.full.f32 (max 2 ulp, no slow path), as Triton's; `tl.div_rn` (attr ieee) rounds exactly."""
+    if a.type == C.F32 and not op.attrs.get("ieee"):
+        fty = ir.FunctionType(C.F32, [C.F32, C.F32])
+        return e.b.call(ir.InlineAsm(fty, "div.full.f32 $0, $1, $2;", "=f,f,f"), [a, b])
+    return e.b.fdiv(a, b)
 
 
 def _f32_exp(e, x):

@@ -233,14 +233,15 @@ def _no_ptr(a, b, what):
             raise SemanticError(f"operator {what} is not defined on pointers")
 
 
-def truediv(a, b):
+def truediv(a, b, ieee=False):
+    """`/`: fp32 division is approximate to 2 ulp (as Triton's); ieee=True (tl.div_rn) rounds exactly."""
     _no_ptr(a, b, "/")
 
     def dt(x, y):
         d = promote_dtypes(x, y)
         return d if d.is_floating() else T.float32
 
-    return _binop("fdiv", a, b, dt)
+    return _binop("fdiv", a, b, dt, **({"ieee": True} if ieee else {}))
 
 
 def floordiv(a, b):

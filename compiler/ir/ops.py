@@ -19,7 +19,7 @@ Op kinds (operands -> results; attrs):
   reshape        (x) -> <shape x T>               shape (row-major order of elements preserved)
   permute        (x) -> T with dims permuted      order (result dim i = x dim order[i])
   add sub mul                 (a, b) -> T         ints wrap; pointers use addptr instead
-  fdiv                        (a, b) -> T         float division (IEEE, rounded)
+  fdiv                        (a, b) -> T         float division; fp32 within 2 ulp (div.full) unless attr ieee
   idiv irem                   (a, b) -> T         integer division truncating toward zero / C remainder
   frem                        (a, b) -> T         float remainder with the sign of a (C fmod)
   and or xor                  (a, b) -> T         bitwise (int1 too)

@@ -377,10 +377,14 @@ def fma(x, y, z):
 
 @builtin
 def fdiv(x, y, ieee_rounding=False):
-    return _sem().truediv(x, y)
+    """x / y; fp32 division is approximate (2 ulp) unless ieee_rounding."""
+    return _sem().truediv(x, y, ieee=bool(_unwrap(ieee_rounding)))
 
 
-div_rn = fdiv
+@builtin
+def div_rn(x, y):
+    """x / y rounded to nearest (IEEE)."""
+    return _sem().truediv(x, y, ieee=True)
 
 
 @builtin

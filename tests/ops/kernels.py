@@ -99,6 +99,8 @@ def binary_kernel(X, Y, Z, N, OP: tl.constexpr, BLOCK: tl.constexpr):
         z = tl.clamp(x, y, y + 1)
     elif OP == "fdiv":
         z = tl.fdiv(x, y)
+    elif OP == "div_rn":
+        z = tl.div_rn(x, y)
     else:
         tl.static_assert(False, "unknown op")
     tl.store(Z + offs, z, mask=m)

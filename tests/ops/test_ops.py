@@ -181,7 +181,7 @@ def test_umulhi(target, dtype):
 
 FLOAT_BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "truediv": lambda a, b: a / b, "fdiv": lambda a, b: a / b, "maximum": np.maximum, "minimum": np.minimum,
+    "truediv": lambda a, b: a / b, "fdiv": lambda a, b: a / b, "div_rn": lambda a, b: a / b, "maximum": np.maximum, "minimum": np.minimum,
     "floordiv": lambda a, b: np.floor(a / b), "mod": lambda a, b: np.fmod(a, b),
     "fma": lambda a, b: a * b + a, "clamp": lambda a, b: np.minimum(np.maximum(a, b), b + 1),
     "where": lambda a, b: np.where(a > b, a, b),
@@ -194,7 +194,7 @@ FLOAT_BINARY = {
 def test_float_binary(target, dtype, op):
     rng = np.random.default_rng(hash((dtype, op)) % 2**32)
     x = rand(dtype, N, rng)
-    y = rand(dtype, N, rng, nonzero=op in ("truediv", "fdiv", "floordiv", "mod"))
+    y = rand(dtype, N, rng, nonzero=op in ("truediv", "fdiv", "div_rn", "floordiv", "mod"))
     if op in ("eq", "ne", "le", "ge"):
         y[::7] = x[::7]  # make some equal
     cmp = op in ("lt", "le", "gt", "ge", "eq", "ne")
@@ -211,6 +211,9 @@ def test_float_binary(target, dtype, op):
         q = a / b
         ok = np.abs(q - np.round(q)) > np.abs(q) * TOL[dtype] * 4 + 1e-2
         assert_close(z[ok], ref[ok], dtype, rtol=TOL[dtype] * 4)
+        return
+    if op == "div_rn":  # IEEE division: exactly the correctly rounded quotient
+        assert_exact(z, ref.astype(npdt(dtype)))
         return
     assert_close(z, ref, dtype, rtol=TOL[dtype] * (2 if op in ("fma", "truediv", "fdiv") else 1))
 
