@@ -110,6 +110,10 @@ class _Return(Exception):
     pass
 
 
+_PY_CMP = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+           ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
+
+
 class CodeGenerator(ast.NodeVisitor):
     def __init__(self, source: _Source, builder: Builder, scope: dict, depth: int = 0, root=None):
         self.src = source
@@ -629,8 +633,7 @@ class CodeGenerator(ast.NodeVisitor):
                     raise SemanticError("'in' only works on constexprs")
                 r = (a in b) if isinstance(op, ast.In) else (a not in b)
             elif not isinstance(a, tensor) and not isinstance(b, tensor):
-                r = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[
-                    self._CMPS[type(op)]]
+                r = _PY_CMP[type(op)](a, b)
             else:
                 r = sem.compare(self._CMPS[type(op)], a, b)
             result = r if result is None else self._and(result, r)

@@ -807,3 +807,77 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
     if keep_dims and axis is None:
         v, i = reshape_scalar_keepdims(v, len(shape)), reshape_scalar_keepdims(i, len(shape))
     return v, i
+
+
+# ----------------------------------------------------------------------------------------------------
+# dot
+# ----------------------------------------------------------------------------------------------------
+_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+
+
+def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32):
+    """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
+
+    fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
+    input_precision="ieee"; int8 inputs accumulate exactly in int32. Every dim must be at least 16.
+    """
+    a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
+    out_dtype = _unwrap(out_dtype)
+    ra, rb = len(a.type.shape), len(b.type.shape)
+    if ra not in (2, 3) or ra != rb:
+        raise SemanticError(f"dot needs two 2-D (or two 3-D batched) blocks, got shapes {list(a.type.shape)} and "
+                            f"{list(b.type.shape)}")
+    if ra == 3 and a.type.shape[0] != b.type.shape[0]:
+        raise SemanticError(f"dot batch sizes differ: {a.type.shape[0]} and {b.type.shape[0]}")
+    M, K = a.type.shape[-2:]
+    K2, N = b.type.shape[-2:]
+    if K != K2:
+        raise SemanticError(f"dot: inner dimensions differ: {list(a.type.shape)} @ {list(b.type.shape)} "
+                            f"(K {K} vs {K2})")
+    if min(M, N, K) < 16:
+        raise SemanticError(f"dot needs every dimension >= 16, got M={M}, N={N}, K={K}")
+    da, db = a.dtype, b.dtype
+    if da.is_ptr() or db.is_ptr():
+        raise SemanticError("dot of pointers")
+    if da != db:
+        if {da.name, db.name} <= {"float16", "bfloat16", "float32"}:
+            # mixed float inputs: compute in the wider/common type, as Triton does
+            common = promote_dtypes(da, db)
+            a, b = cast(a, common), cast(b, common)
+            da = db = common
+        else:
+            raise SemanticError(f"dot operands must have the same dtype, got {da!r} and {db!r}")
+    if da.is_int():
+        if da not in (T.int8, T.uint8):
+            raise SemanticError(f"integer dot needs int8 operands, got {da!r}")
+        out_dtype = T.int32
+    elif da.is_fp64():
+        out_dtype = T.float64
+    elif out_dtype not in (T.float32, T.float16) or (out_dtype == T.float16 and not da.is_fp16()):
+        raise SemanticError(f"dot out_dtype must be float32 (or float16 for fp16 inputs), got {out_dtype!r}")
+    prec = _unwrap(input_precision)
+    if prec is None:
+        allow = _unwrap(allow_tf32)
+        prec = "ieee" if allow is False else "tf32"
+    if prec not in _DOT_PRECISIONS:
+        raise SemanticError(f"input_precision must be one of {', '.join(_DOT_PRECISIONS)}, got {prec!r}")
+    if not da.is_fp32():
+        prec = "ieee" if not da.is_floating() or da.is_fp64() else prec
+    shape = a.type.shape[:-2] + (M, N)
+    acc = _unwrap(acc)
+    if acc is None:
+        acc = const(0, out_dtype, shape)
+    else:
+        acc = to_tensor(acc)
+        if tuple(acc.type.shape) != tuple(shape):
+            raise SemanticError(f"dot acc must have shape {list(shape)}, got {list(acc.type.shape)}")
+        if acc.dtype != out_dtype:
+            if da.is_floating() and acc.dtype in (T.float32, T.float16):
+                out_dtype = acc.dtype if not (acc.dtype == T.float16 and not da.is_fp16()) else T.float32
+                acc = cast(acc, out_dtype)
+            else:
+                raise SemanticError(f"dot acc dtype {acc.dtype!r} does not match the accumulator type {out_dtype!r}")
+    rt = TensorType(out_dtype, shape)
+    h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt],
+                    {"input_precision": prec, "out_dtype": out_dtype}).result
+    return tensor(h, rt)

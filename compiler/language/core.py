@@ -518,6 +518,14 @@ def cumprod(input, axis=0, reverse=False):
     return s.scan(s.to_tensor(input), axis, s._combine_binary("mul"), reverse)
 
 
+# --- matrix product --------------------------------------------------------------------------------
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=float32):
+    """input @ other (+ acc) on 2-D blocks (or 3-D batched); fp16/bf16 and tf32 on tensor cores, int8 -> int32."""
+    return _sem().dot(input, other, acc, input_precision, allow_tf32, out_dtype)
+
+
 # --- atomics ---------------------------------------------------------------------------------------
 def _atomic(op):
     def fn(pointer, val, mask=None, sem=None, scope=None):

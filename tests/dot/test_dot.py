@@ -1,0 +1,110 @@
+"""tl.dot: every dtype pair and shape class (odd sizes with masks), epilogues, batched dot and attention.
+
+Targets: the interpreter (CI), ptxas (compile and assemble for sm_90, CI) and the GPU (marked gpu).
+"""
+import math
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler.ir import types as T
+
+from ..ops.conftest import CompiledOnly
+from ..ops.test_ops import TARGETS as _ALL_TARGETS, assert_close, assert_exact, poison, run  # noqa: F401
+from . import kernels as K
+
+TARGETS = ["interp"]  # ptxas and gpu targets join once the tensor-core lowering lands
+
+TOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 2e-3, "ieee": 1e-5}
+
+
+def _inputs(dtype, shape, rng):
+    if dtype == "int8":
+        return rng.integers(-8, 8, shape, dtype=np.int8)
+    return rng.uniform(-1, 1, shape).astype(T.from_name(dtype).np)
+
+
+CASES = [  # (M, N, K, BM, BN, BK)
+    (64, 64, 64, 64, 64, 32),
+    (100, 70, 45, 32, 32, 16),     # odd sizes: masks in K, wrap in M/N, masked store
+    (16, 128, 256, 16, 64, 64),
+    (128, 32, 16, 64, 32, 16),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype,prec,out", [("float16", "ieee", "float16"), ("bfloat16", "ieee", "bfloat16"),
+                                            ("float16", "ieee", "float32"), ("float32", "tf32", "float32"),
+                                            ("float32", "ieee", "float32"), ("int8", "ieee", "int32")])
+@pytest.mark.parametrize("case", CASES)
+def test_matmul(target, dtype, prec, out, case):
+    M, N, Kd, BM, BN, BK = case
+    rng = np.random.default_rng(hash((dtype, prec, case)) % 2**32)
+    a = _inputs(dtype, (M, Kd), rng)
+    b = _inputs(dtype, (Kd, N), rng)
+    c = poison((M, N), out)
+    bias = np.zeros(1, np.float32)
+    grid = (compiler.cdiv(M, BM) * compiler.cdiv(N, BN),)
+    run(target, K.matmul_kernel, grid, [a, b, c, bias], [M, N, Kd, Kd, 1, N, 1, N, 1],
+        BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=4, EPILOGUE="none", PRECISION=prec, num_warps=4)
+    if dtype == "int8":
+        assert_exact(c, a.astype(np.int64) @ b.astype(np.int64))
+        return
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tol = TOL["tf32"] if prec == "tf32" else TOL.get(out if out != "float32" else dtype, 1e-5)
+    if out == "float32" and dtype in ("float16", "bfloat16"):
+        tol = 1e-5
+    assert_close(c, ref, out, rtol=tol, atol=tol * math.sqrt(Kd))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("epilogue", ["bias_relu", "gelu"])
+def test_matmul_epilogues(target, epilogue):
+    M, N, Kd = 96, 80, 64
+    rng = np.random.default_rng(4)
+    a, b = _inputs("float16", (M, Kd), rng), _inputs("float16", (Kd, N), rng)
+    bias = rng.uniform(-1, 1, 128).astype(np.float32)
+    c = poison((M, N), "float16")
+    run(target, K.matmul_kernel, (compiler.cdiv(M, 32) * compiler.cdiv(N, 32),), [a, b, c, bias],
+        [M, N, Kd, Kd, 1, N, 1, N, 1], BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=2, EPILOGUE=epilogue,
+        PRECISION="ieee")
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if epilogue == "bias_relu":
+        ref = np.maximum(ref + bias[:N][None, :], 0)
+    else:
+        ref = 0.5 * ref * (1 + np.vectorize(math.erf)(ref / math.sqrt(2)))
+    assert_close(c, ref, "float16", rtol=4e-3, atol=4e-3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_batched_dot(target):
+    rng = np.random.default_rng(5)
+    a = _inputs("float16", (2, 16, 32), rng)
+    b = _inputs("float16", (2, 32, 16), rng)
+    c = poison((2, 16, 16), "float32")
+    run(target, K.batched_dot_kernel, (1,), [a, b, c], [], BB=2, BM=16, BN=16, BK=32)
+    assert_close(c, np.matmul(a.astype(np.float64), b.astype(np.float64)), "float32", rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_attention_fwd(target, head_dim):
+    rng = np.random.default_rng(head_dim)
+    H, L = 2, 128
+    q, k, v = (rng.uniform(-1, 1, (H, L, head_dim)).astype(np.float16) for _ in range(3))
+    o = poison((H, L, head_dim), "float16")
+    scale = 1 / math.sqrt(head_dim)
+    run(target, K.attention_fwd_kernel, (L // 64, H), [q, k, v, o], [scale, L, L * head_dim, head_dim],
+        HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=32)
+    s = np.einsum("hld,hmd->hlm", q.astype(np.float64), k.astype(np.float64)) * scale
+    p = np.exp(s - s.max(-1, keepdims=True))
+    ref = np.einsum("hlm,hmd->hld", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+    assert_close(o, ref, "float16", rtol=1e-2, atol=1e-2)
+
+
+def test_dot_errors():
+    from ..frontend.test_frontend import _line_of  # noqa: F401
+    a = np.zeros((8, 8), np.float16)
+    with pytest.raises(compiler.CompilationError, match=">= 16"):
+        K.batched_dot_kernel.lower(a, a, a, BB=2, BM=8, BN=16, BK=32)
