@@ -23,14 +23,14 @@ def runs(
     """
     from farm.cli.common import open_store
     st = open_store(store)
-    t = Table(header_style="bold", box=box.SIMPLE_HEAD)
-    for c in ("id", "when", "name", "target", "jobs", "done", "failed", "reused", "status", "commit"):
-        t.add_column(c, no_wrap=c not in ("commit", "target"), overflow="fold")
+    t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for c in ("id", "when", "name", "target", "jobs", "done", "failed", "status", "commit"):
+        t.add_column(c, no_wrap=c != "name", min_width=6 if c == "name" else None)
     for r in st.runs(limit):
         when = datetime.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M")
         name = (r["name"] or "") + (f" [{r['label']}]" if r["label"] else "")
         t.add_row(str(r["id"]), when, name, r["target"], str(r["n_jobs"]), str(r["n_done"]), str(r["n_failed"]),
-                  str(r["n_reused"]), r["status"], (r["git_commit"] or "")[:8],
+                  r["status"], (r["git_commit"] or "")[:7],
                   style="dim" if r["status"] == "done" and not r["n_failed"] else None)
     console.print(t, markup=False)
     console.print("host, GPUs, compiler version and config of a run: farm report ID --format json")
