@@ -29,4 +29,12 @@ fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
 fi
+if [ "$what" = farm ] || [ "$what" = all ]; then
+  # the farm on Ray with real timing, then its timings against the benchmark script's (same session)
+  export FARM_STORE_DIR=/tmp/farm-store
+  step farm-run python3 -m farm run configs/h200-memory.yaml --label gpu-session --format markdown
+  python3 -m farm report latest --format json > "$OUT/farm-report.json" 2>"$OUT/farm-report.err"
+  [ -f "$OUT/memory-$(date +%F).json" ] && step farm-vs-bench python3 scripts/compare_farm_bench.py \
+    "$OUT/farm-report.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
+fi
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
