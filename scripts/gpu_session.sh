@@ -4,7 +4,8 @@
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/out}; mkdir -p "$FINAL"
+OUT=/tmp/gpu-session; rm -rf "$OUT"; mkdir -p "$OUT"   # everything lands here; $FINAL gets a tarball + tables
 what=${1:-all}; shift || true
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 TILEFARM_CACHE_DIR=/tmp/tf-cache
 if [ -f .gpu-node/site.tar.xz ] && [ ! -d /tmp/site/ray ]; then
@@ -38,3 +39,6 @@ if [ "$what" = farm ] || [ "$what" = all ]; then
     "$OUT/farm-report.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
 fi
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
+# the device tool returns at most 8 files: one archive with everything, plus the tables to read at once
+tar -czf "$FINAL/session.tgz" -C "$OUT" .
+cp "$OUT"/status.txt "$OUT"/*.md "$FINAL"/ 2>/dev/null || true
