@@ -18,6 +18,8 @@ from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
 from .language.core import constexpr  # noqa: E402,F401
 from . import compile as _compile  # noqa: E402,F401  (the frontend and stage driver load with the package,
 from . import language  # noqa: E402,F401            so the first compile pays no import cost)
+from . import runtime as _runtime  # noqa: E402,F401  (no driver is loaded until a GPU is used)
+from .runtime import cache as _cache  # noqa: E402,F401
 try:  # the LLVM back end too; an install without it can still interpret kernels
     from . import codegen as _codegen  # noqa: E402,F401
     from .codegen import llvm as _llvm, ptx as _ptx  # noqa: E402,F401
