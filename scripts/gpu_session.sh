@@ -31,12 +31,18 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
 fi
 if [ "$what" = farm ] || [ "$what" = all ]; then
-  # the farm on Ray with real timing, then its timings against the benchmark script's (same session)
-  export FARM_STORE_DIR=/tmp/farm-store
-  step farm-run python3 -m farm run configs/h200-memory.yaml --label gpu-session --format markdown
-  python3 -m farm report latest --format json > "$OUT/farm-report.json" 2>"$OUT/farm-report.err"
+  # the farm on Ray with real timing; its timings against the benchmark script's (same session); throughput
+  # with one GPU against all of them
+  step farm-agree python3 -m farm run configs/h200-agree.yaml --label gpu-session --format markdown
+  python3 -m farm report latest --format json > "$OUT/farm-agree.json" 2>"$OUT/farm-agree.err"
   [ -f "$OUT/memory-$(date +%F).json" ] && step farm-vs-bench python3 scripts/compare_farm_bench.py \
-    "$OUT/farm-report.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
+    "$OUT/farm-agree.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
+  step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
+  step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
+  python3 -m farm runs > "$OUT/farm-runs.txt" 2>&1
+fi
+if [ "$what" = diag ] || [ "$what" = all ]; then
+  step diag-load python3 scripts/diag_load.py --out "$OUT"
 fi
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
 # the device tool returns at most 8 files: one archive with everything, plus the tables to read at once
