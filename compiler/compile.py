@@ -212,6 +212,9 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
     try:
         module = lower(jitfn, params, {})
         module.options = options
+        from .passes import run_pipeline
+
+        module = run_pipeline(module, options, upto="dce")  # the "tile" artifact: after target-independent passes
         tile = print_module(module)
         from .codegen import compile_function
 

@@ -25,10 +25,11 @@ def _fmt_attr(v) -> str:
 
 
 class Printer:
-    def __init__(self, with_locs: bool = False):
+    def __init__(self, with_locs: bool = False, with_layouts: bool = False):
         self.names: dict[int, str] = {}
         self.count = 0
         self.with_locs = with_locs
+        self.with_layouts = with_layouts
 
     def name(self, v: Value) -> str:
         n = self.names.get(v.id)
@@ -63,6 +64,8 @@ class Printer:
         tys = ", ".join(str(r.type) for r in op.results)
         tstr = f" : {tys}" if tys else ""
         loc = f"  loc({op.loc})" if self.with_locs else ""
+        if self.with_layouts and any(x is not None for x in op.attrs.get("_layouts") or ()):
+            loc = "  layout(" + ", ".join(str(x) for x in op.attrs["_layouts"]) + ")" + loc
         if not op.blocks:
             lines.append(f"{ind}{lhs}{op.kind}{(' ' + operands) if operands else ''}{astr}{tstr}{loc}")
             return
@@ -74,9 +77,10 @@ class Printer:
         lines.append(f"{ind}}}")
 
 
-def print_function(f: Function, with_locs: bool = False) -> str:
-    return Printer(with_locs).function(f)
+def print_function(f: Function, with_locs: bool = False, with_layouts: bool = False) -> str:
+    return Printer(with_locs, with_layouts).function(f)
 
 
-def print_module(m: Module, with_locs: bool = False) -> str:
-    return print_function(m.function, with_locs)
+def print_module(m: Module, with_locs: bool = False, with_layouts: bool = False) -> str:
+    """The stable text of a module; with_layouts shows each op's result layouts (after assign_layouts)."""
+    return print_function(m.function, with_locs, with_layouts)

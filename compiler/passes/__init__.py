@@ -6,16 +6,12 @@ listed in TARGET_INDEPENDENT; the rest prepare the IR for `compiler.codegen.llvm
 from __future__ import annotations
 
 from .assign_layouts import assign_layouts
+from .canonicalize import canonicalize
 from .dce import dce
 
 
-def canonicalize(module, options):
-    """Placeholder for the frontend-owned canonicalization (constant folding, simplification); identity."""
-    return module
-
-
 PIPELINE = [
-    # Frontend-owned cleanups first, so later passes see the simplest IR (placeholder for now).
+    # Fold splatted constants, share identical pure ops, drop dead ones: later analyses see each value once.
     ("canonicalize", canonicalize),
     # Drop unused pure ops before layouts are chosen, so dead values cannot force layout conversions.
     ("dce", dce),

@@ -41,10 +41,17 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_ir(name):
+    """The IR after each pass of the pipeline, against a golden file per pass."""
+    from compiler.options import Options
+    from compiler.passes import PIPELINE
+
     kern, args, meta = CASES[name]
     m = kern.lower(*args, **meta)
     _check_golden(f"{name}.frontend.tile", print_module(m))
-    _check_golden(f"{name}.canonicalize.tile", print_module(canonicalize(m)))
+    opts = Options()
+    for pass_name, fn in PIPELINE:
+        m = fn(m, opts)
+        _check_golden(f"{name}.{pass_name}.tile", print_module(m, with_layouts=True))
 
 
 def test_specialization_in_signature():
