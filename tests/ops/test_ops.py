@@ -560,3 +560,57 @@ def test_device_print_and_static_print(capfd):
     out = capfd.readouterr().out
     assert "compile-time hello" in out
     assert "x" in out and "3" in out
+
+
+@pytest.mark.gpu
+def test_pointer_argument_kinds():
+    """GPU pointers from DeviceArray, any __cuda_array_interface__ object, and torch tensors (if present)."""
+    from compiler.runtime import DeviceArray, synchronize
+
+    class CAI:  # what CuPy and Numba arrays offer
+        def __init__(self, d):
+            self._d = d
+            self.__cuda_array_interface__ = d.__cuda_array_interface__
+
+    n = 1000
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n, 2.0, np.float32)
+    dx, dy, dz = DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), DeviceArray.from_numpy(poison(n, "float32"))
+    K.binary_kernel[(compiler.cdiv(n, 128),)](CAI(dx), CAI(dy), CAI(dz), n, OP="add", BLOCK=128)
+    synchronize()
+    assert_exact(dz.numpy(), x + y)
+    torch = pytest.importorskip("torch")
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    tz = torch.full_like(tx, float("nan"))
+    K.binary_kernel[(compiler.cdiv(n, 128),)](tx, ty, tz, n, OP="mul", BLOCK=128)
+    torch.cuda.synchronize()
+    assert_exact(tz.cpu().numpy(), x * y)
+    with pytest.raises(TypeError, match="GPU"):
+        K.binary_kernel[(1,)](tx.cpu(), ty, tz, n, OP="mul", BLOCK=128)
+
+
+@pytest.mark.gpu
+def test_cuda_error_is_named():
+    """An illegal address inside a kernel surfaces as a CudaError naming the CUDA error (in a child process:
+    the fault poisons the CUDA context for the rest of the process)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, compiler
+        from compiler.runtime import DeviceArray, synchronize, CudaError
+        from compiler.runtime.memory import DeviceArray as DA
+        from tests.ops import kernels as K
+        bad = DA.from_ptr(16, (1 << 20,), np.float32)
+        try:
+            K.unary_kernel[(4096,)](bad, bad, 1 << 20, OP="neg", BLOCK=256)
+            synchronize()
+        except CudaError as e:
+            print("CUDAERROR", e)
+    """)
+    import os
+
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert "CUDAERROR" in p.stdout and "CUDA_ERROR_" in p.stdout, p.stdout + p.stderr
