@@ -23,7 +23,8 @@ import traceback
 
 import numpy as np
 
-from farm.jobs import (COMPILE_ERROR, COMPILED, ERROR, MISMATCH, OK, VALIDATED, Job, Result, RunOptions)
+from farm.jobs import (COMPILE_ERROR, COMPILED, ERROR, MAX_SAMPLES, MISMATCH, OK, VALIDATED, Job, Result,
+                       RunOptions)
 
 # ---------------------------------------------------------------- compiler adapters (the only compiler use)
 
@@ -123,10 +124,28 @@ def _device_empty(shape, dtype):
 
 def _do_bench(fn, opts: RunOptions) -> dict:
     from compiler.runtime import do_bench
-    kwargs = dict(warmup_ms=opts.warmup_ms, rep_ms=opts.rep_ms, flush_l2=opts.flush_l2, return_samples=False)
+    kwargs = dict(warmup_ms=opts.warmup_ms, rep_ms=opts.rep_ms, flush_l2=opts.flush_l2, return_samples=True)
     if opts.cuda_graphs and "cuda_graphs" in inspect.signature(do_bench).parameters:
         kwargs["cuda_graphs"] = True
     return do_bench(fn, **kwargs)
+
+
+def thin(samples, n: int = MAX_SAMPLES) -> list[float] | None:
+    """At most `n` samples, evenly spaced in time order (drift within the run stays visible), rounded to 6
+    significant digits: what the store keeps for `farm gate`."""
+    if not samples:
+        return None
+    idx = np.linspace(0, len(samples) - 1, min(n, len(samples))).round().astype(int)
+    return [float(f"{samples[i]:.6g}") for i in idx]
+
+
+def _launch_cost(fn) -> dict | None:
+    """Host cost of one launch (`compiler.runtime.launch_overhead_us`), a short measurement; None if unavailable."""
+    try:
+        from compiler.runtime import launch_overhead_us
+    except ImportError:
+        return None
+    return launch_overhead_us(fn, n=2000, batch=100)
 
 
 def _sync():
@@ -361,7 +380,28 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
         res.replace_worker = is_cuda_error(e)  # e.g. illegal address: the context is poisoned
     finally:
         res.wall_s = time.perf_counter() - t_start
+        if res.gpu is not None:  # memory after the job's arrays are gone: flat over a sweep, or a leak
+            res.gpu = dict(res.gpu, **_memory_snapshot())
     return res
+
+
+def _memory_snapshot() -> dict:
+    """This worker's resident host memory and the GPU's used memory, in MiB."""
+    out = {}
+    try:
+        with open("/proc/self/statm") as f:
+            out["worker_rss_mb"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except Exception:
+        pass
+    try:
+        from compiler.runtime.cuda import driver
+
+        err, free, total = driver().cuMemGetInfo()
+        if int(err) == 0:
+            out["gpu_mem_used_mb"] = (int(total) - int(free)) / 2**20
+    except Exception:
+        pass
+    return out
 
 
 def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
@@ -411,6 +451,7 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     _sync()
     res.median_ms, res.p10_ms, res.p90_ms = bench["median_ms"], bench.get("p10_ms"), bench.get("p90_ms")
     res.n_reps = bench.get("n")
+    res.samples = thin(bench.get("samples"))
     if aliased:
         res.notes.append("in-place kernel: the timed runs' output is not re-checked")
     else:
@@ -418,6 +459,10 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
         if not ok:
             res.status, res.error = MISMATCH, "wrong output after the timed runs: " + "; ".join(msgs)
             return
+    try:  # after the output check: these launches' results are not looked at
+        res.launch = _launch_cost(lambda: wl.launch(arrays_run, params, meta))
+    except Exception as e:
+        res.notes.append(f"launch cost not measured: {type(e).__name__}: {e}")
     if opts.baseline:
         try:
             base = wl.make_baseline(pristine, params)

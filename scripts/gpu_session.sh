@@ -41,6 +41,11 @@ if [ "$what" = farm ] || [ "$what" = all ]; then
   step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
   python3 -m farm runs > "$OUT/farm-runs.txt" 2>&1
 fi
+if [ "$what" = flat ] || [ "$what" = all ]; then
+  step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
+  python3 -m farm report latest --format json > "$OUT/farm-flat.json" 2>/dev/null
+  step farm-memory python3 scripts/farm_memory.py "$OUT/farm-flat.json" "$OUT/farm-memory.json"
+fi
 if [ "$what" = diag ] || [ "$what" = all ]; then
   step diag-load python3 scripts/diag_load.py --out "$OUT"
 fi
