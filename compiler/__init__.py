@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
 from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
 from .language.core import constexpr  # noqa: E402,F401
+from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402,F401
 from . import compile as _compile  # noqa: E402,F401  (the frontend and stage driver load with the package,
 from . import language  # noqa: E402,F401            so the first compile pays no import cost)
 from . import runtime as _runtime  # noqa: E402,F401  (no driver is loaded until a GPU is used)
@@ -28,4 +29,4 @@ except ImportError:  # pragma: no cover
     pass
 
 __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
-           "__version__"]
+           "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "__version__"]
