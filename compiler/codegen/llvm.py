@@ -864,5 +864,5 @@ def _e_terminator(e, op):
 def emit_llvm(module, options):
     """Lower a module that went through `compiler.passes.PIPELINE` to LLVM IR text and launch metadata
     {"name", "num_warps", "shared_bytes", "params": [{"name", "type", "abi"}]}."""
-    from . import memory, reduce  # noqa: F401  (register their emitters)
+    from . import dot, memory, reduce  # noqa: F401  (register their emitters)
     return Emitter(module, options).emit()

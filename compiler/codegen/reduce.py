@@ -331,6 +331,12 @@ def _e_convert(e, op):
     if not isinstance(x, Tile):
         e.put(op.result, [x] * ll.num_regs, ll)
         return
+    from . import dot
+
+    lay = op.attrs["_layouts"][0]
+    if dot.ldmatrix_applies(lay, op.result.type.element.bits) and not _same_threads(x.ll, ll):
+        e.env[op.result.id] = dot.to_dot_operand(e, x, ll, lay)
+        return
     e.env[op.result.id] = convert(e, x, ll)
 
 

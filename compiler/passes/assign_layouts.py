@@ -18,12 +18,37 @@ from __future__ import annotations
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
-from .layouts import BlockedLayout, SliceLayout, default_blocked, permute_layout
+from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, mma_warps,
+                      permute_layout)
 
 ELEMENTWISE = frozenset(("add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi neg not exp exp2 log "
                          "log2 sqrt rsqrt sin cos erf floor ceil abs fma cmp select cast bitcast addptr "
                          "ptr_to_int convert_layout").split())
 SOURCES = frozenset(("const", "arange", "splat"))
+
+
+def dot_uses_mma(op) -> bool:
+    """Tensor cores for 16-bit floats, int8, and fp32 unless input_precision is "ieee"; FMA otherwise
+    (fp32 "ieee", fp64)."""
+    el = op.operands[0].type.element
+    if el.kind == "float" and el.bits == 16:
+        return True
+    if el.kind in ("int", "uint") and el.bits == 8:
+        return op.operands[0].type.shape[-1] % 32 == 0  # m16n8k32: smaller K blocks use integer FMAs
+    return el.kind == "float" and el.bits == 32 and op.attrs.get("input_precision", "tf32") != "ieee"
+
+
+def dot_layouts(op, nw, default=None):
+    """(result, a, b) layouts of a dot: the MMA accumulator layout and its operand layouts, or for an FMA dot
+    a blocked result (`default`) and operands that hold whole K rows/columns per thread."""
+    shape = tuple(op.result.type.shape)
+    if dot_uses_mma(op):
+        el = op.operands[0].type.element
+        kw = max(1, 4 // max(1, el.bits // 8))
+        mma = MmaLayout(2, mma_warps(shape, nw))
+        return mma, DotOperandLayout(0, mma, kw), DotOperandLayout(1, mma, kw)
+    res = default if isinstance(default, BlockedLayout) else default_blocked(shape, 4, nw)
+    return res, DotOperandLayout(0, res), DotOperandLayout(1, res)
 
 
 def _ebytes(elem) -> int:
@@ -79,7 +104,14 @@ class _Assigner:
         cur = self.lay.get(v.id)
         if cur == layout or not final:
             return
-        cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
+        src = v.owner
+        if getattr(src, "kind", None) in ("const", "splat") and not (src.operands and src.operands[0].type.shape):
+            # A constant or splat of a scalar is rematerialized in the wanted layout (free), never converted.
+            attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
+            attrs["_layouts"] = [layout]
+            cv = Op(src.kind, list(src.operands), [v.type], attrs, loc=src.loc)
+        else:
+            cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
         cv.block = op.block
         if op is self._cur_op:
             self._out.append(cv)
@@ -138,6 +170,17 @@ class _Assigner:
             for i in blockops:
                 self.want(op, i, tgt, final)
             self.set(op, [tgt])
+        elif k == "dot":
+            # The accumulator is anchored on the MMA layout (loop-carried accumulators stay there: the
+            # backward walk pushes it to the loop's init and yield); operands are converted into the
+            # fragment layouts (through shared memory, ldmatrix for 16-bit types).
+            if "_dot_layouts" not in op.attrs or not final:
+                op.attrs["_dot_layouts"] = dot_layouts(op, self.nw, self.desired.get(op.result.id))
+            res, al, bl = op.attrs["_dot_layouts"]
+            self.want(op, 0, al, final)
+            self.want(op, 1, bl, final)
+            self.want(op, 2, res, final)
+            self.set(op, [res])
         elif k == "broadcast":
             self.set(op, [self.L(op.operands[0]) or self.open_layout(op.result, final)])
             if final and self.L(op.operands[0]) is None:
@@ -292,13 +335,17 @@ class _Assigner:
             for v in op.operands:
                 self._push(v, op.attrs["_anchor"])
             return
+        if k == "dot" and "_dot_layouts" in op.attrs:
+            res, al, bl = op.attrs["_dot_layouts"]
+            self._push(op.operands[2], res)
+            return
         if not op.results and not op.blocks:
             return
         R = self._cur(op.results[0]) if op.results else None
         if k in ELEMENTWISE or k in ("broadcast", "scan"):
             for v in op.operands:
                 self._push(v, R)
-        elif k in ("expand_dims", "reshape") and R is not None and isinstance(R, BlockedLayout):
+        elif k in ("expand_dims", "reshape") and R is not None and isinstance(R, (BlockedLayout, MmaLayout)):
             s, r = op.operands[0].type.shape, op.result.type.shape
             if len(r) == len(s) + 1:
                 ax = op.attrs.get("axis")
@@ -319,7 +366,17 @@ class _Assigner:
             body = op.blocks[0]
             y = body.terminator
             for j, r in enumerate(op.results):
+                # A value the body produces in an anchored layout (a dot accumulator in MMA layout) is carried
+                # in that layout, whatever the users after the loop want: no conversion per iteration.
+                yl = self.lay.get(y.operands[j].id)
+                if isinstance(yl, MmaLayout):
+                    self._push(body.args[j + 1], yl)
                 self._push(body.args[j + 1], self._cur(r))
+                self._push(y.operands[j], self._cur(body.args[j + 1]))
+            self.backward(body)
+            # Second round: what the body's users wanted for the carried values reaches the yielded ones
+            # (pointer increments take the load's layout, not a default that would need converting).
+            for j in range(len(op.results)):
                 self._push(y.operands[j], self._cur(body.args[j + 1]))
             self.backward(body)
             for j, r in enumerate(op.results):

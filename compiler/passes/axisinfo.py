@@ -78,10 +78,36 @@ def _add(op, a: AxisInfo, b: AxisInfo, scale: int = 1) -> AxisInfo:
     return AxisInfo(contig, div, const)
 
 
+def _const_value(v):
+    """The value of a (splat/broadcast of a) `const`, else None."""
+    o = getattr(v, "owner", None)
+    while o is not None and getattr(o, "kind", None) in ("splat", "broadcast", "expand_dims"):
+        o = getattr(o.operands[0], "owner", None)
+    if o is not None and getattr(o, "kind", None) == "const":
+        return o.attrs.get("value")
+    return None
+
+
 def _mul(op, a, b):
+    # x * 1 is x (a stride specialized to 1 keeps the offsets contiguous: 128-bit loads in matmul kernels).
+    if _const_value(op.operands[1]) == 1 and not isinstance(_const_value(op.operands[1]), float):
+        return a
+    if _const_value(op.operands[0]) == 1 and not isinstance(_const_value(op.operands[0]), float):
+        return b
     div = tuple(min(MAX_DIV, x * y) for x, y in zip(a.divisibility, b.divisibility))
     const = tuple(map(gcd, a.constancy, b.constancy))
     return AxisInfo((1,) * len(div), div, const)
+
+
+def _irem(op, a, b):
+    # (contiguous run starting at a multiple of d) % N with N constant over the run and divisible by k stays
+    # contiguous over gcd(run, d, k) elements (Triton's rule; it serves `offs % M` in matmul kernels, whose
+    # offsets are non-negative).
+    base = _elementwise_const(op, a, b)
+    contig = tuple(_gcd_all(ca, da, db) if kb >= ca > 1 else 1 for ca, da, db, kb in
+                   zip(a.contiguity, a.divisibility, b.divisibility, b.constancy))
+    div = tuple(gcd(da, db) if c > 1 else 1 for c, da, db in zip(contig, a.divisibility, b.divisibility))
+    return AxisInfo(contig, div, base.constancy)
 
 
 def _bitwise(op, a, b):
@@ -189,7 +215,7 @@ _RULES = {
     "const": _const, "arange": _arange,
     "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
     "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
-    "max": _elementwise_const, "min": _elementwise_const, "idiv": _elementwise_const, "irem": _elementwise_const,
+    "max": _elementwise_const, "min": _elementwise_const, "idiv": _elementwise_const, "irem": _irem,
     "shr": _elementwise_const, "not": _elementwise_const, "neg": _elementwise_const,
     "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
     "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,

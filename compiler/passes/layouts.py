@@ -59,6 +59,52 @@ class SliceLayout:
 
 
 @dataclass(frozen=True)
+class MmaLayout:
+    """Tensor-core accumulator layout of a dot result [..., M, N].
+
+    version 2 (mma.sync m16n8): each warp computes 16x8 tiles; lane = 4*group + t holds rows group and group+8,
+    columns 2t and 2t+1 (registers: col bit first, then row+8). Warps tile (wpc[-2], wpc[-1]) tiles of 16x8,
+    repetitions wrap over the shape (N reps before M reps in the register order).
+    version 3 (wgmma m64nNk16): a warpgroup of 4 warps stacks four 16-row slices; each warp's fragment is the
+    version-2 fragment repeated along N up to `instr_n` columns (those come first among the repetitions).
+    A leading batch dim (rank 3) gets warps first, as Triton does.
+    """
+
+    version: int
+    wpc: tuple
+    instr_n: int = 8
+
+    @property
+    def rank(self) -> int:
+        return len(self.wpc)
+
+    def __str__(self) -> str:
+        return f"mma<v{self.version}, wpc={list(self.wpc)}, n={self.instr_n}>"
+
+
+@dataclass(frozen=True)
+class DotOperandLayout:
+    """Layout of operand `op_idx` (0: a [.., M, K], 1: b [.., K, N]) of a dot whose result has layout `parent`.
+
+    MMA parent: the registers of an mma.sync fragment (`kwidth` consecutive K elements per 32-bit register:
+    2 for 16-bit types, 4 for int8, 1 for tf32), replicated across the warps of the other operand's dim.
+    Blocked parent (FMA dot): every thread holds the whole K extent of the rows (a) / columns (b) of the result
+    elements it owns.
+    """
+
+    op_idx: int
+    parent: object
+    kwidth: int = 0
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+    def __str__(self) -> str:
+        return f"dot_op<{self.op_idx}, {self.parent}, k={self.kwidth}>"
+
+
+@dataclass(frozen=True)
 class LinearLayout:
     """Bases of a (layout, shape): element coordinate = XOR of the bases of the set bits of (reg, lane, warp).
 
@@ -109,6 +155,10 @@ def linear(layout, shape: tuple, num_warps: int) -> LinearLayout:
         p = linear(layout.parent, pshape, num_warps)
         drop = lambda bs: tuple(b[: layout.dim] + b[layout.dim + 1:] for b in bs)  # noqa: E731
         return LinearLayout(shape, drop(p.reg), drop(p.lane), drop(p.warp))
+    if isinstance(layout, MmaLayout):
+        return _mma_linear(layout, shape, num_warps)
+    if isinstance(layout, DotOperandLayout):
+        return _dot_operand_linear(layout, shape, num_warps)
     if not isinstance(layout, BlockedLayout):
         raise TypeError(f"no linear form for layout {layout}")
     rank = len(shape)
@@ -170,3 +220,129 @@ def permute_layout(layout, order: tuple):
         return BlockedLayout(tuple(layout.spt[o] for o in order), tuple(layout.tpw[o] for o in order),
                              tuple(layout.wpc[o] for o in order), tuple(inv[o] for o in layout.order))
     return None
+
+
+def _clip(basis, shape):
+    """A basis that points past the shape only replicates: zero it."""
+    return basis if all(c < s for c, s in zip(basis, shape)) else (0,) * len(shape)
+
+
+def _warp_bases(wpc, shape, unit_m, unit_n, nlw):
+    """Warp bases: batch dim first, then M (steps of unit_m), then N (steps of unit_n)."""
+    rank = len(shape)
+    out = []
+    if rank == 3:
+        out += [_unit(rank, 0, 1 << i) for i in range(log2(wpc[0]))]
+    out += [_unit(rank, rank - 2, unit_m << i) for i in range(log2(wpc[-2]))]
+    out += [_unit(rank, rank - 1, unit_n << i) for i in range(log2(wpc[-1]))]
+    assert len(out) == nlw, (wpc, nlw)
+    return [_clip(b, shape) for b in out]
+
+
+def _reps(rank, d, start, size):
+    """Register bases that repeat a tile of `start` along dim d up to `size`."""
+    out, v = [], start
+    while v < size:
+        out.append(_unit(rank, d, v))
+        v *= 2
+    return out
+
+
+def _mma_linear(lay, shape, num_warps):
+    rank = len(shape)
+    dm, dn = rank - 2, rank - 1
+    M, N = shape[dm], shape[dn]
+    nlw = log2(num_warps)
+    if lay.version == 2:
+        reg = [_unit(rank, dn, 1), _unit(rank, dm, 8)]
+        warp = _warp_bases(lay.wpc, shape, 16, 8, nlw)
+        tile_m, tile_n = 16 * lay.wpc[dm], 8 * lay.wpc[dn]
+        reg += _reps(rank, dn, tile_n, N) + _reps(rank, dm, tile_m, M)
+    else:  # wgmma: warps 0..3 of a warpgroup take 16-row slices; more warpgroups along M then N
+        reg = [_unit(rank, dn, 1), _unit(rank, dm, 8)] + _reps(rank, dn, 8, min(lay.instr_n, N))
+        wm, wn = lay.wpc[dm], lay.wpc[dn]
+        warp = _warp_bases(lay.wpc, shape, 16, lay.instr_n, nlw)
+        tile_m, tile_n = 16 * wm, lay.instr_n * wn
+        reg += _reps(rank, dn, tile_n, N) + _reps(rank, dm, tile_m, M)
+    lane = [_unit(rank, dn, 2), _unit(rank, dn, 4), _unit(rank, dm, 1), _unit(rank, dm, 2), _unit(rank, dm, 4)]
+    if rank == 3:
+        reg += _reps(rank, 0, lay.wpc[0], shape[0])
+    return _finish(shape, reg, lane, warp)
+
+
+def _finish(shape, reg, lane, warp):
+    """Register bases past the shape are dropped (a slice's size-1 dim), lane/warp ones only replicate."""
+    reg = [b for b in reg if all(c < s for c, s in zip(b, shape))]
+    return LinearLayout(shape, tuple(reg), tuple(_clip(b, shape) for b in lane), tuple(_clip(b, shape) for b in warp))
+
+
+def _dot_operand_linear(lay, shape, num_warps):
+    rank = len(shape)
+    nlw = log2(num_warps)
+    par = lay.parent
+    if isinstance(par, BlockedLayout):
+        # FMA dot: take the parent's bases for the kept dims (M for a, N for b), K wholly in registers.
+        if lay.op_idx == 0:
+            pshape = shape[:-1] + (1,)
+        else:
+            pshape = shape[:-2] + (1, shape[-1])
+        p = linear(par, pshape, num_warps)
+        kd = rank - 1 if lay.op_idx == 0 else rank - 2
+        kreg = _reps(rank, kd, 1, shape[kd])
+        reg = kreg + [b for b in p.reg if any(b)]
+        return LinearLayout(shape, tuple(reg), p.lane, p.warp)
+    if par.version != 2:
+        raise TypeError(f"no register dot-operand layout for {par}")
+    kw = lay.kwidth
+    dm, dn = rank - 2, rank - 1
+    kbits = [1 << i for i in range(log2(kw))]
+    wpc = par.wpc
+    if lay.op_idx == 0:  # a [.., M, K]
+        M, K = shape[dm], shape[dn]
+        reg = [_unit(rank, dn, k) for k in kbits] + [_unit(rank, dm, 8), _unit(rank, dn, 4 * kw)]
+        lane = [_unit(rank, dn, kw), _unit(rank, dn, 2 * kw), _unit(rank, dm, 1), _unit(rank, dm, 2),
+                _unit(rank, dm, 4)]
+        reg += _reps(rank, dn, 8 * kw, K) + _reps(rank, dm, 16 * wpc[dm], M)
+        warp = _warp_bases(wpc, shape[:dm] + (M, 1), 16, 8, nlw)
+        warp = [b if any(b) else (0,) * rank for b in warp]
+    else:  # b [.., K, N]
+        K, N = shape[dm], shape[dn]
+        reg = [_unit(rank, dm, k) for k in kbits] + [_unit(rank, dm, 4 * kw)]
+        lane = [_unit(rank, dm, kw), _unit(rank, dm, 2 * kw), _unit(rank, dn, 1), _unit(rank, dn, 2),
+                _unit(rank, dn, 4)]
+        reg += _reps(rank, dm, 8 * kw, K) + _reps(rank, dn, 8 * wpc[dn], N)
+        warp = _warp_bases(wpc, shape[:dm] + (1, N), 16, 8, nlw)
+    if rank == 3:
+        reg += _reps(rank, 0, wpc[0], shape[0])
+    return _finish(shape, reg, lane, warp)
+
+
+def mma_warps(shape, num_warps, version=2, instr_n=8):
+    """Warps per CTA for a dot result of `shape` (Triton's warpsPerTileV2 idea: grow M while it has more
+    16-row tiles per warp than N has 16-column ones, else N; a batch dim takes warps first)."""
+    rank = len(shape)
+    M, N = shape[-2], shape[-1]
+    rem = num_warps
+    wb = 1
+    if rank == 3:
+        wb = min(shape[0], rem)
+        rem //= wb
+    if version == 3:
+        wm, rem = 4, rem // 4
+        while rem > 1 and M // (16 * wm) > 1:
+            wm, rem = wm * 2, rem // 2
+        wn = rem
+        return ((wb,) if rank == 3 else ()) + (wm, wn)
+    wm = wn = 1
+    while wm * wn < rem:
+        if M // (16 * wm) >= N // (16 * wn):
+            if wm < max(1, M // 16):
+                wm *= 2
+            else:
+                wn *= 2
+        else:
+            if wn < max(1, N // 8):
+                wn *= 2
+            else:
+                wm *= 2
+    return ((wb,) if rank == 3 else ()) + (wm, wn)

@@ -14,7 +14,7 @@ from ..ops.conftest import CompiledOnly
 from ..ops.test_ops import TARGETS as _ALL_TARGETS, assert_close, assert_exact, poison, run  # noqa: F401
 from . import kernels as K
 
-TARGETS = ["interp"]  # ptxas and gpu targets join once the tensor-core lowering lands
+TARGETS = _ALL_TARGETS
 
 TOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "tf32": 2e-3, "ieee": 1e-5}
 
@@ -108,3 +108,65 @@ def test_dot_errors():
     a = np.zeros((8, 8), np.float16)
     with pytest.raises(compiler.CompilationError, match=">= 16"):
         K.batched_dot_kernel.lower(a, a, a, BB=2, BM=8, BN=16, BK=32)
+
+
+def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=32, nw=4):
+    a = np.zeros((256, 256), T.from_name(dtype).np)
+    c = np.zeros((256, 256), T.from_name(out).np)
+    bias = np.zeros(1, np.float32)
+    ck = K.matmul_kernel.warmup(a, a, c, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,), target="sm_90",
+                                BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, EPILOGUE="none", PRECISION=prec,
+                                num_warps=nw)
+    return ck.asm["ptx"]
+
+
+@pytest.mark.parametrize("dtype,prec,out,instr", [
+    ("float16", "ieee", "float16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    ("bfloat16", "ieee", "bfloat16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    ("float32", "tf32", "float32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    ("int8", "ieee", "int32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+])
+def test_matmul_ptx_uses_tensor_cores(dtype, prec, out, instr):
+    """The matmul's PTX holds the tensor-core instruction; 16-bit operands come through ldmatrix, and the
+    accumulator is never converted inside the K loop (no shared-memory round trip of it per iteration)."""
+    ptx = _matmul_ptx(dtype, prec, out)
+    assert instr in ptx
+    if dtype in ("float16", "bfloat16"):
+        assert "ldmatrix.sync.aligned.m8n8.x4" in ptx
+
+
+def test_matmul_loop_keeps_accumulator_in_mma_layout():
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+    from compiler.passes.layouts import MmaLayout
+
+    a = np.zeros((256, 256), np.float16)
+    mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
+                                BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EPILOGUE="none", PRECISION="ieee")
+    mod = run_pipeline(mod, Options(num_warps=4))
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    assert isinstance(loop.attrs["_layouts"][0], MmaLayout)
+    kinds = [(op.kind, str(op.attrs["_layouts"][0])) for op in loop.blocks[0].ops if op.kind == "convert_layout"]
+    # only the two operand conversions (to dot-operand layouts) remain in the loop
+    assert len(kinds) == 2 and all(k[1].startswith("dot_op") for k in kinds), kinds
+
+
+def test_fp32_ieee_dot_uses_fma():
+    ptx = _matmul_ptx("float32", "ieee", "float32", BM=32, BN=32, BK=16)
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,Kd", [(1000, 1000, 1000), (4096, 64, 4096), (1, 4096, 4096), (333, 517, 77)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_matmul_odd_shapes_gpu(M, N, Kd, dtype):
+    rng = np.random.default_rng(M * 7 + N)
+    a = _inputs(dtype, (M, Kd), rng)
+    b = _inputs(dtype, (Kd, N), rng)
+    c = poison((M, N), "float32")
+    BM, BN, BK = 64, 64, 32
+    run("gpu", K.matmul_kernel, (compiler.cdiv(M, BM) * compiler.cdiv(N, BN),), [a, b, c, np.zeros(1, np.float32)],
+        [M, N, Kd, Kd, 1, N, 1, N, 1], BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, EPILOGUE="none",
+        PRECISION="ieee", num_warps=4)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(c, ref, "float32", rtol=1e-4, atol=1e-4 * math.sqrt(Kd))

@@ -1,0 +1,358 @@
+"""`dot` on tensor cores (mma.sync, sm_80+) or with FMAs, and the shared-memory path of its operands.
+
+Operand registers: `DotOperandLayout` tiles (see passes/layouts.py). The layout pass converts both operands into
+them; for 16-bit types that conversion (`to_dot_operand`) writes the block into a swizzled shared-memory tile
+and reads the fragments back with `ldmatrix` (`.trans` when the stored inner dim is not K for a / is N for b).
+Every register of every layout is found by its compile-time coordinate (`reg_coord`), so the MMA loop below
+only needs the fragment shapes of the PTX ISA:
+
+  a (m16 x k): 4 words; word j covers rows 8*(j&1) and cols 4*kw*(j>>1) + 0..kw-1 (per thread: group/thread
+               offsets come from the lane bases); b (k x n8): 2 words at k rows 4*kw*j + 0..kw-1;
+  c (m16 x n8): c0,c1 at row g, cols 2t, 2t+1; c2,c3 at row g+8 (f16 accumulators: two .f16x2 words).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
+from . import common as C
+from .common import Tile, emits, error
+
+
+def _index(ll):
+    return {ll.reg_coord(r): r for r in range(ll.num_regs)}
+
+
+def _or(a, b):
+    return tuple(x | y for x, y in zip(a, b))
+
+
+def _at(rank, m, n, batch=0):
+    return ((batch,) if rank == 3 else ()) + (m, n)
+
+
+def _asm(e, text, cons, rtype, args):
+    fty = ir.FunctionType(rtype, [a.type for a in args])
+    return e.b.call(ir.InlineAsm(fty, text, cons), args)
+
+
+def _pack(e, vals):
+    """Scalars (16-bit floats, i8, or one f32) -> one i32 word (first value in the low bits)."""
+    if len(vals) == 1:
+        return e.b.bitcast(vals[0], C.I32)
+    vt = ir.VectorType(vals[0].type, len(vals))
+    v = ir.Constant(vt, ir.Undefined)
+    for i, x in enumerate(vals):
+        v = e.b.insert_element(v, x, e.i32(i))
+    return e.b.bitcast(v, C.I32)
+
+
+def _tf32(e, x):
+    """Round an f32 to tf32 (ties away from zero, like the interpreter); the result stays a 32-bit pattern."""
+    return _asm(e, "cvt.rna.tf32.f32 $0, $1;", "=r,f", C.I32, [x])
+
+
+_MMA = {  # (input class, acc class) -> (shape, ptx types, k width)
+    ("f16", "f32"): ("m16n8k16", "f32.f16.f16.f32"),
+    ("bf16", "f32"): ("m16n8k16", "f32.bf16.bf16.f32"),
+    ("f16", "f16"): ("m16n8k16", "f16.f16.f16.f16"),
+    ("tf32", "f32"): ("m16n8k8", "f32.tf32.tf32.f32"),
+    ("s8", "s32"): ("m16n8k32", "s32.s8.s8.s32"),
+    ("u8", "s32"): ("m16n8k32", "s32.u8.u8.s32"),
+}
+
+
+def _classes(op):
+    a = op.operands[0].type.element
+    r = op.result.type.element
+    if a.kind == "float":
+        ic = {16: "bf16" if a.name == "bfloat16" else "f16", 32: "tf32"}[a.bits]
+    else:
+        ic = "s8" if a.kind == "int" else "u8"
+    rc = {"float32": "f32", "float16": "f16"}.get(r.name, "s32")
+    return ic, rc
+
+
+def _mma(e, ic, rc, awords, bwords, cregs):
+    shape, types = _MMA[(ic, rc)]
+    if rc == "f16":  # two .f16x2 accumulator words
+        text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1}}, {{$2,$3,$4,$5}}, {{$6,$7}}, {{$8,$9}};")
+        cons = "=r,=r,r,r,r,r,r,r,0,1"
+        cw = [_pack(e, cregs[0:2]), _pack(e, cregs[2:4])]
+        rt = ir.LiteralStructType([C.I32, C.I32])
+        r = _asm(e, text, cons, rt, awords + bwords + cw)
+        out = []
+        for i in range(2):
+            v = e.b.bitcast(e.b.extract_value(r, i), ir.VectorType(C.F16, 2))
+            out += [e.b.extract_element(v, e.i32(0)), e.b.extract_element(v, e.i32(1))]
+        return out
+    t = C.F32 if rc == "f32" else C.I32
+    k = "f" if rc == "f32" else "r"
+    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
+            "{$10,$11,$12,$13};")
+    cons = ",".join([f"={k}"] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
+    r = _asm(e, text, cons, ir.LiteralStructType([t] * 4), awords + bwords + list(cregs))
+    return [e.b.extract_value(r, i) for i in range(4)]
+
+
+@emits("dot")
+def _e_dot(e, op):
+    lay = op.attrs["_layouts"][0]
+    a, b, c = (e.get(v) for v in op.operands)
+    ll = e.result_ll(op)
+    if not isinstance(c, Tile):
+        c = Tile(ll, [c] * ll.num_regs)
+    if isinstance(lay, MmaLayout):
+        e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
+    else:
+        e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
+
+
+def _dot_mma(e, op, a, b, c, ll):
+    rank = len(ll.shape)
+    K = op.operands[0].type.shape[-1]
+    ic, rc = _classes(op)
+    kw = {"f16": 2, "bf16": 2, "tf32": 1, "s8": 4, "u8": 4}[ic]
+    ksz = 8 * kw
+    prec = op.attrs.get("input_precision", "tf32")
+    ai, bi = _index(a.ll), _index(b.ll)
+    regs = list(c.regs)
+    if rc != "f16" and c.regs and c.regs[0].type != (C.F32 if rc == "f32" else C.I32):
+        raise error(f"dot accumulator type {c.regs[0].type} (compiler bug)", op.loc)
+
+    def word(tile, idx, base, offs):
+        vals = [tile.regs[idx[_or(base, o)]] for o in offs]
+        if ic == "tf32":
+            return _tf32(e, vals[0]) if prec != "tf32x3" else vals[0]
+        return _pack(e, vals)
+
+    def split(w):  # tf32x3: big = tf32(x), small = tf32(x - big)
+        big = _tf32(e, w)
+        small = _tf32(e, e.b.fsub(w, e.b.bitcast(big, C.F32)))
+        return big, small
+
+    for r0 in range(0, ll.num_regs, 4):
+        anchor = ll.reg_coord(r0)
+        bat = anchor[0] if rank == 3 else 0
+        m0, n0 = anchor[-2], anchor[-1]
+        acc = regs[r0:r0 + 4]
+        for k0 in range(0, K, ksz):
+            aw = [word(a, ai, _at(rank, m0 + 8 * (j & 1), k0 + 4 * kw * (j >> 1), bat),
+                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4)]
+            bw = [word(b, bi, _at(rank, k0 + 4 * kw * j, n0, bat), [_at(rank, i, 0) for i in range(kw)])
+                  for j in range(2)]
+            if ic == "tf32" and prec == "tf32x3":
+                asp = [split(w) for w in aw]
+                bsp = [split(w) for w in bw]
+                acc = _mma(e, ic, rc, [s for _, s in asp], [x for x, _ in bsp], acc)
+                acc = _mma(e, ic, rc, [x for x, _ in asp], [s for _, s in bsp], acc)
+                acc = _mma(e, ic, rc, [x for x, _ in asp], [x for x, _ in bsp], acc)
+            else:
+                acc = _mma(e, ic, rc, aw, bw, acc)
+        regs[r0:r0 + 4] = acc
+    return regs
+
+
+def _dot_fma(e, op, a, b, c, ll):
+    rank = len(ll.shape)
+    K = op.operands[0].type.shape[-1]
+    ai, bi = _index(a.ll), _index(b.ll)
+    t = c.regs[0].type
+    isf = not isinstance(t, ir.IntType)
+    fma = e.intrinsic(f"llvm.fma.{'f32' if t == C.F32 else 'f64'}", t, [t, t, t]) if isf else None
+    signed = op.operands[0].type.element.kind == "int"
+
+    def widen(v):  # int8 products accumulate exactly in int32
+        if isf or v.type == t:
+            return v
+        return e.b.sext(v, t) if signed else e.b.zext(v, t)
+    out = []
+    for r in range(ll.num_regs):
+        co = ll.reg_coord(r)
+        acc = c.regs[r]
+        for k in range(K):
+            x = widen(a.regs[ai[co[:-1] + (k,)]])
+            y = widen(b.regs[bi[co[:-2] + (k, co[-1])]])
+            acc = e.b.call(fma, [x, y, acc]) if isf else e.b.add(e.b.mul(x, y), acc)
+        out.append(acc)
+    return out
+
+
+# ---- blocked -> shared (swizzled) -> ldmatrix -> dot operand ----------------------------------------------------
+
+def ldmatrix_applies(dst_lay, elem_bits) -> bool:
+    """The ldmatrix path serves 16-bit operands of an mma.sync dot."""
+    return (isinstance(dst_lay, DotOperandLayout) and isinstance(dst_lay.parent, MmaLayout)
+            and dst_lay.parent.version == 2 and elem_bits == 16)
+
+
+def _inner_dim(ll):
+    """The dim along which the source's first register bits run (its contiguous dim), else the last."""
+    if ll.reg:
+        b0 = ll.reg[0]
+        dims = [d for d, x in enumerate(b0) if x]
+        if len(dims) == 1 and b0[dims[0]] == 1:
+            return dims[0]
+    return len(ll.shape) - 1
+
+
+class SwizzledTile:
+    """A [batch?, rows, inner] tile of 16-bit elements in shared memory: rows of `inner` elements, 16-byte chunks
+    XOR-swizzled by the row (Triton's perPhase/maxPhase), so the 8 rows one ldmatrix reads hit 8 distinct
+    bank groups and vector stores of rows stay 16-byte wide."""
+
+    def __init__(self, shape, inner, ebytes=2, base=0):
+        self.rank = len(shape)
+        self.inner = inner
+        self.outer = (2 * self.rank - 3) - inner  # the other of the two matrix dims
+        self.rows = shape[self.outer]
+        self.cols = shape[inner]
+        self.batch = shape[0] if self.rank == 3 else 1
+        self.eb = ebytes
+        self.row_bytes = self.cols * ebytes
+        self.chunks = self.row_bytes // 16
+        self.per_phase = max(1, 128 // self.row_bytes)
+        self.max_phase = max(1, min(self.chunks, 8 // self.per_phase))
+        self.base = base
+        self.nbytes = self.batch * self.rows * self.row_bytes
+
+    def phase(self, e, row):
+        p = e.b.lshr(row, e.i32(self.per_phase.bit_length() - 1)) if self.per_phase > 1 else row
+        return e.b.and_(p, e.i32(self.max_phase - 1))
+
+    def offset(self, e, bat, row, col, phase=None):
+        """Byte offset of element (bat, row, col); `col` must be the first of its 8-element group or inside
+        one chunk (the XOR touches chunk bits only)."""
+        if phase is None:
+            phase = self.phase(e, row)
+        epc = 16 // self.eb
+        chunk = e.b.lshr(col, e.i32(epc.bit_length() - 1))
+        within = e.b.and_(col, e.i32(epc - 1))
+        sw = e.b.xor(chunk, phase)
+        off = e.b.add(e.b.mul(row, e.i32(self.row_bytes)), e.b.shl(sw, e.i32(4)))
+        off = e.b.add(off, e.b.mul(within, e.i32(self.eb)))
+        if self.rank == 3:
+            off = e.b.add(off, e.b.mul(bat, e.i32(self.rows * self.row_bytes)))
+        return e.b.add(off, e.i32(self.base)) if self.base else off
+
+
+def store_swizzled(e, x, st):
+    """Write Tile x into SwizzledTile st with vector stores of the registers that run along the inner dim."""
+    ll = x.ll
+    d = st.inner
+    v = 1
+    while (v.bit_length() - 1) < len(ll.reg) and ll.reg[v.bit_length() - 1] == tuple(
+            v if i == d else 0 for i in range(len(ll.shape))) and v * st.eb < 16:
+        v *= 2
+    tc = e.thread_coords(ll)
+    for r0 in range(0, ll.num_regs, v):
+        rc = ll.reg_coord(r0)
+
+        def co(dim):
+            t = tc[dim]
+            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
+        bat = co(0) if st.rank == 3 else None
+        off = st.offset(e, bat, co(st.outer), co(d))
+        vals = x.regs[r0:r0 + v]
+        if v == 1:
+            e.b.store(vals[0], e.smem_ptr(off))
+        else:
+            vt = ir.VectorType(vals[0].type, v)
+            vec = ir.Constant(vt, ir.Undefined)
+            for i, val in enumerate(vals):
+                vec = e.b.insert_element(vec, val, e.i32(i))
+            e.b.store(vec, e.smem_ptr(off), align=v * st.eb)
+
+
+def _ldmatrix(e, n, trans, off):
+    # ldmatrix takes a shared-window address: tf_smem's own address plus the offset (the dynamic array does not
+    # start at 0 of the window: sm_90 reserves the first KiB).
+    addr = e.b.ptrtoint(e.smem_ptr(off), C.I32)
+    text = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16 " + \
+        ("{$0,$1,$2,$3}, [$4];" if n == 4 else "{$0,$1}, [$2];")
+    rt = ir.LiteralStructType([C.I32] * n)
+    r = _asm(e, text, ",".join(["=r"] * n + ["r"]), rt, [addr])
+    return [e.b.extract_value(r, i) for i in range(n)]
+
+
+def load_operand(e, st, dst_ll, lay, etype):
+    """Read the fragments of dot-operand layout `lay` (dst_ll its linear form) from SwizzledTile st."""
+    rank = len(dst_ll.shape)
+    dm, dn = rank - 2, rank - 1
+    op_idx = lay.op_idx
+    kdim = dn if op_idx == 0 else dm
+    trans = (st.inner != kdim)
+    lane = e.lane
+    t8 = e.b.and_(lane, e.i32(7))
+    q = e.b.lshr(lane, e.i32(3))  # which of the (up to) 4 matrices this lane addresses
+    q0 = e.b.and_(q, e.i32(1))
+    q1 = e.b.and_(e.b.lshr(q, e.i32(1)), e.i32(1))
+    wpart = [e._bits(e.warp, dst_ll.warp, dd) for dd in range(rank)]
+    phase = st.phase(e, t8)
+    idx = _index(dst_ll)
+    regs = [None] * dst_ll.num_regs
+    shape = dst_ll.shape
+    M_or_N = shape[dm] if op_idx == 0 else shape[dn]
+    K = shape[dn] if op_idx == 0 else shape[dm]
+
+    def wadd(val, dd):
+        return val if wpart[dd] is None else e.b.add(val, wpart[dd])
+
+    def put(words, coords_per_word):
+        for w, cos in zip(words, coords_per_word):
+            v = e.b.bitcast(w, ir.VectorType(etype, 2))
+            for i, co in enumerate(cos):
+                regs[idx[co]] = e.b.extract_element(v, e.i32(i))
+
+    bats = sorted({dst_ll.reg_coord(r)[0] for r in range(dst_ll.num_regs)}) if rank == 3 else [0]
+    # rows of the mn dim this thread's registers cover (reg part only; warp part added below)
+    mn_dim = dm if op_idx == 0 else dn
+    mn_starts = sorted({dst_ll.reg_coord(r)[mn_dim] & ~(16 - 1 if op_idx == 0 else 8 - 1)
+                        for r in range(dst_ll.num_regs)})
+    for bat in bats:
+        bv = None
+        if rank == 3:
+            bv = e.i32(bat) if wpart[0] is None else e.b.add(wpart[0], e.i32(bat))
+        for mn0 in mn_starts:
+            for k0 in range(0, K, 16):
+                if op_idx == 0:
+                    # 4 matrices: j = q0 + 2*q1 -> rows m0 + 8*q0, cols k0 + 8*q1
+                    mrow = wadd(e.b.add(e.b.add(e.i32(mn0), e.b.shl(q0, e.i32(3))), t8), dm)
+                    kcol = e.b.add(e.i32(k0), e.b.shl(q1, e.i32(3)))
+                    if not trans:
+                        off = st.offset(e, bv, mrow, kcol, phase)
+                    else:  # stored rows are k: lane addresses row k0 + 8*q1 + t8 at col m0 + 8*q0
+                        krow = e.b.add(e.b.add(e.i32(k0), e.b.shl(q1, e.i32(3))), t8)
+                        mcol = wadd(e.b.add(e.i32(mn0), e.b.shl(q0, e.i32(3))), dm)
+                        off = st.offset(e, bv, krow, mcol, phase)
+                    words = _ldmatrix(e, 4, trans, off)
+                    cos = [[_at(rank, mn0 + 8 * (j & 1), k0 + 8 * (j >> 1) + i, bat) for i in range(2)]
+                           for j in range(4)]
+                    put(words, cos)
+                else:
+                    # 2 matrices (x4 would pair two n tiles; x2 keeps the code simple): j = q0 -> k rows
+                    # k0 + 8*j, cols n0 .. n0+7
+                    if trans:  # stored rows are k (N inner)
+                        krow = e.b.add(e.b.add(e.i32(k0), e.b.shl(q0, e.i32(3))), t8)
+                        ncol = wadd(e.i32(mn0), dn)
+                        off = st.offset(e, bv, krow, ncol, phase)
+                    else:  # stored rows are n (K inner)
+                        nrow = wadd(e.b.add(e.i32(mn0), t8), dn)
+                        kcol = e.b.add(e.i32(k0), e.b.shl(q0, e.i32(3)))
+                        off = st.offset(e, bv, nrow, kcol, phase)
+                    words = _ldmatrix(e, 2, trans, off)
+                    cos = [[_at(rank, k0 + 8 * j + i, mn0, bat) for i in range(2)] for j in range(2)]
+                    put(words, cos)
+    assert all(r is not None for r in regs), "ldmatrix left registers unfilled (compiler bug)"
+    del M_or_N
+    return regs
+
+
+def to_dot_operand(e, x, dst_ll, lay):
+    """convert_layout into an mma.sync operand layout: swizzled shared tile + ldmatrix."""
+    etype = x.regs[0].type
+    st = SwizzledTile(dst_ll.shape, _inner_dim(x.ll))
+    e.smem_begin(st.nbytes)
+    store_swizzled(e, x, st)
+    e.barrier()
+    return Tile(dst_ll, load_operand(e, st, dst_ll, lay, etype))

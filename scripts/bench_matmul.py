@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Matmul and flash-attention forward on the GPU: our compiler vs Triton (same source) vs torch, in one process.
+
+    python3 scripts/bench_matmul.py [--out DIR] [--quick] [--sizes 1024,4096] [--dtypes float16] [--no-attention]
+
+Matmul (workloads/matmul/kernel.py, epilogue none): fp16 and bf16, square sizes 1024^3 .. 8192^3, a few block
+configs each; every implementation's output is checked against a float64 reference (max |err| / max |ref|)
+before it is timed, and a wrong output's time never counts. Best config of ours and of Triton are compared with
+each other and with torch.matmul (cuBLAS). Attention (workloads/attention/kernel.py): BH 32, L 4096, D 64 and
+128, fp16, ours vs Triton on the same source, checked against torch's scaled_dot_product_attention in fp32.
+Timing: compiler.runtime.do_bench (L2 flushed before each repetition, median). Writes DIR/matmul-<date>.json
+and .md (GPU, driver, versions, every number) and prints a table with ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
+MATMUL_CONFIGS = [
+    (128, 128, 64, 8, 8, 3),
+    (128, 256, 64, 8, 8, 3),
+    (128, 128, 32, 8, 4, 4),
+    (64, 128, 32, 8, 4, 4),
+]
+QUICK_CONFIGS = MATMUL_CONFIGS[:2]
+ATTN_CONFIGS = {64: [(128, 64, 4, 3), (128, 64, 8, 3)], 128: [(128, 64, 8, 3), (128, 32, 8, 3)]}
+MATMUL_TOL = 1e-2  # max |err| / max |ref| for fp16/bf16 outputs of K-long fp32 sums
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def bench(fn, rep_ms):
+    from compiler.runtime import do_bench
+
+    r = do_bench(fn, warmup_ms=10, rep_ms=rep_ms)
+    return r["median_ms"]
+
+
+def rel_err(torch, got, ref):
+    g = got.double()
+    if torch.isnan(g).any():
+        return float("inf")
+    return float((g - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def run_matmul(torch, sizes, dtypes, configs, rep_ms):
+    from workloads._common import triton_module
+    from workloads.matmul import kernel as MK
+
+    ours_k = MK.matmul_kernel
+    trit_k = triton_module(MK).matmul_kernel
+    rows = []
+    for dt in dtypes:
+        tdt = getattr(torch, dt)
+        for S in sizes:
+            M = N = K = S
+            g = torch.Generator(device="cuda").manual_seed(S)
+            a = torch.randn((M, K), device="cuda", generator=g).to(tdt)
+            b = torch.randn((K, N), device="cuda", generator=g).to(tdt)
+            ref = a.double() @ b.double()
+            bias = torch.zeros(N, device="cuda", dtype=torch.float32)
+            flops = 2.0 * M * N * K
+            row = {"op": "matmul", "dtype": dt, "M": M, "N": N, "K": K, "ours": {}, "triton": {}}
+            for impl, kern in (("ours", ours_k), ("triton", trit_k)):
+                for (BM, BN, BK, GM, nw, ns) in configs:
+                    cfg = f"{BM}x{BN}x{BK} w{nw} s{ns}"
+                    c = torch.full((M, N), float("nan"), device="cuda", dtype=tdt)
+                    grid = (triton_cdiv(M, BM) * triton_cdiv(N, BN),)
+
+                    def fn():
+                        kern[grid](a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                   c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=GM,
+                                   EPILOGUE="none", PRECISION="tf32", num_warps=nw, num_stages=ns)
+                    try:
+                        fn()
+                        torch.cuda.synchronize()
+                        err = rel_err(torch, c, ref)
+                        ok = err < MATMUL_TOL
+                        ms = bench(fn, rep_ms)
+                        ent = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": ok}
+                    except Exception as e:  # noqa: BLE001
+                        ent = {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
+                        traceback.print_exc()
+                    row[impl][cfg] = ent
+                    log(f"matmul {dt} {S}^3 {impl:6s} {cfg}: {fmt_ent(ent)}")
+            c = torch.empty((M, N), device="cuda", dtype=tdt)
+            torch.matmul(a, b, out=c)
+            err = rel_err(torch, c, ref)
+            ms = bench(lambda: torch.matmul(a, b, out=c), rep_ms)
+            row["torch"] = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": err < MATMUL_TOL}
+            log(f"matmul {dt} {S}^3 torch  : {fmt_ent(row['torch'])}")
+            del ref
+            rows.append(summarize(row))
+    return rows
+
+
+def run_attention(torch, dims, rep_ms, BH=32, L=4096):
+    from workloads._common import triton_module
+    from workloads.attention import kernel as AK
+
+    ours_k = AK.attention_fwd_kernel
+    trit_k = triton_module(AK).attention_fwd_kernel
+    rows = []
+    for D in dims:
+        g = torch.Generator(device="cuda").manual_seed(D)
+        q, k, v = (torch.randn((BH, L, D), device="cuda", generator=g).to(torch.float16) for _ in range(3))
+        scale = 1.0 / D ** 0.5
+        ref = torch.nn.functional.scaled_dot_product_attention(q.float()[None], k.float()[None], v.float()[None],
+                                                               scale=scale)[0].double()
+        flops = 4.0 * BH * L * L * D
+        row = {"op": "attention", "dtype": "float16", "BH": BH, "L": L, "D": D, "ours": {}, "triton": {}}
+        for impl, kern in (("ours", ours_k), ("triton", trit_k)):
+            for (BM, BN, nw, ns) in ATTN_CONFIGS[D]:
+                cfg = f"{BM}x{BN} w{nw} s{ns}"
+                o = torch.full((BH, L, D), float("nan"), device="cuda", dtype=torch.float16)
+
+                def fn():
+                    kern[(L // BM, BH)](q, k, v, o, scale, L, L * D, D, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+                                        num_warps=nw, num_stages=ns)
+                try:
+                    fn()
+                    torch.cuda.synchronize()
+                    err = rel_err(torch, o, ref)
+                    ms = bench(fn, rep_ms)
+                    ent = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": err < 1e-2}
+                except Exception as e:  # noqa: BLE001
+                    ent = {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
+                    traceback.print_exc()
+                row[impl][cfg] = ent
+                log(f"attention D={D} {impl:6s} {cfg}: {fmt_ent(ent)}")
+        rows.append(summarize(row))
+    return rows
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def fmt_ent(ent):
+    if "error" in ent:
+        return "ERROR " + ent["error"][:120]
+    return f"{ent['tflops']:7.1f} TFLOP/s ({ent['ms']:.3f} ms) err {ent['rel_err']:.1e}{'' if ent['ok'] else ' WRONG'}"
+
+
+def summarize(row):
+    """Best correct config of ours and of Triton, and the ratios."""
+    for impl in ("ours", "triton"):
+        good = {k: v for k, v in row[impl].items() if v.get("ok")}
+        if good:
+            k = max(good, key=lambda c: good[c]["tflops"])
+            row[f"best_{impl}"] = {"config": k, "tflops": good[k]["tflops"]}
+    o = row.get("best_ours", {}).get("tflops")
+    t = row.get("best_triton", {}).get("tflops")
+    c = row.get("torch", {}).get("tflops") if row.get("torch", {}).get("ok") else None
+    row["ours_vs_triton"] = o / t if o and t else None
+    row["ours_vs_torch"] = o / c if o and c else None
+    return row
+
+
+def table(rows):
+    lines = ["| work | ours TFLOP/s (config) | Triton 3.6 TFLOP/s (config) | torch/cuBLAS TFLOP/s | ours/Triton | "
+             "ours/cuBLAS |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
+                f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
+        bo, bt = r.get("best_ours"), r.get("best_triton")
+        tc = r.get("torch")
+        f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
+        lines.append(f"| {name} | {bo['tflops']:.1f} ({bo['config']}) | " if bo else f"| {name} | - | ")
+        lines[-1] += f"{bt['tflops']:.1f} ({bt['config']}) | " if bt else "- | "
+        lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
+        lines[-1] += f"{f(r.get('ours_vs_triton'))} | {f(r.get('ours_vs_torch'))} |"
+    return "\n".join(lines)
+
+
+def env_info(torch):
+    info = {"python": platform.python_version(), "torch": torch.__version__,
+            "gpu": torch.cuda.get_device_name(0), "date": datetime.date.today().isoformat()}
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except Exception:  # noqa: BLE001
+        info["triton"] = None
+    try:
+        import llvmlite
+
+        info["llvmlite"] = llvmlite.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import subprocess
+
+        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                        capture_output=True, text=True).stdout.strip()
+    except Exception:  # noqa: BLE001
+        pass
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="directory for matmul-<date>.json / .md")
+    ap.add_argument("--quick", action="store_true", help="4096^3 only, two configs, D=64 attention")
+    ap.add_argument("--sizes", default=None, help="comma-separated square sizes")
+    ap.add_argument("--dtypes", default="float16,bfloat16")
+    ap.add_argument("--no-attention", action="store_true")
+    ap.add_argument("--no-matmul", action="store_true")
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    args = ap.parse_args(argv)
+    import torch
+
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([4096] if args.quick else
+                                                                        [1024, 2048, 4096, 8192])
+    configs = QUICK_CONFIGS if args.quick else MATMUL_CONFIGS
+    rows = []
+    if not args.no_matmul:
+        rows += run_matmul(torch, sizes, args.dtypes.split(","), configs, args.rep_ms)
+    if not args.no_attention:
+        rows += run_attention(torch, [64] if args.quick else [64, 128], args.rep_ms)
+    info = env_info(torch)
+    tab = table(rows)
+    print(tab)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        stem = os.path.join(args.out, f"matmul-{info['date']}")
+        with open(stem + ".json", "w") as f:
+            json.dump({"env": info, "rows": rows}, f, indent=1, default=str)
+        with open(stem + ".md", "w") as f:
+            f.write(f"# Matmul / attention benchmark, {info['date']}\n\n{info['gpu']}, driver {info.get('driver')}, "
+                    f"torch {info['torch']}, Triton {info['triton']}, llvmlite {info.get('llvmlite')}; medians of "
+                    f"do_bench (L2 flushed), best correct config per implementation.\n\n{tab}\n")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Flash-attention forward (non-causal), Triton-tutorial style online softmax."""

@@ -1,0 +1,1 @@
+"""C = A @ B (+ epilogue), Triton's grouped-ordering matmul tutorial kernel."""
