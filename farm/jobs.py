@@ -19,6 +19,7 @@ WORKER_DIED = "worker_died"      # the worker process died under the job (segfau
 STATUSES = (OK, VALIDATED, COMPILED, COMPILE_ERROR, MISMATCH, ERROR, TIMEOUT, WORKER_DIED)
 GOOD = (OK, VALIDATED, COMPILED)
 TRANSIENT = (TIMEOUT, WORKER_DIED)
+MAX_SAMPLES = 2000  # samples kept per result: enough for a bootstrap, small enough to store (~20 kB)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Result:
     detail: str | None = None
     notes: list = field(default_factory=list)
     artifacts: dict = field(default_factory=dict)
+    samples: list | None = None   # per-repetition times in ms (thinned to at most MAX_SAMPLES): what `farm gate` tests
+    launch: dict | None = None    # host cost of one launch: {"median_us", "p10_us", "p90_us", "n"} (GPU runs)
     replace_worker: bool = False  # the worker's state is suspect (poisoned CUDA context): start a fresh one
 
     def to_dict(self) -> dict:

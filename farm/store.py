@@ -37,14 +37,17 @@ CREATE TABLE IF NOT EXISTS results (
     median_ms REAL, p10_ms REAL, p90_ms REAL, n_reps INTEGER, baseline_ms REAL, flops REAL, bytes REAL,
     max_abs_err REAL, max_rel_err REAL, compile_s REAL, validate_s REAL, bench_s REAL, wall_s REAL,
     gpu TEXT, worker TEXT, error TEXT, detail TEXT, notes TEXT, artifacts TEXT, created REAL,
+    samples TEXT, launch TEXT,
     UNIQUE (run_id, key)
 );
 CREATE INDEX IF NOT EXISTS results_key ON results(key);
 """
-_JSON_COLS = ("gpu", "notes", "artifacts")
+# Columns added after the first release: older stores get them (NULL) on open, so they stay readable.
+_ADDED_COLS = {"results": [("samples", "TEXT"), ("launch", "TEXT")]}
+_JSON_COLS = ("gpu", "notes", "artifacts", "samples", "launch")
 _RESULT_COLS = ("status", "median_ms", "p10_ms", "p90_ms", "n_reps", "baseline_ms", "flops", "bytes", "max_abs_err",
                 "max_rel_err", "compile_s", "validate_s", "bench_s", "wall_s", "gpu", "worker", "error", "detail",
-                "notes", "artifacts")
+                "notes", "artifacts", "samples", "launch")
 
 
 def git_commit(cwd: str | None = None) -> str:
@@ -71,6 +74,11 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         self.db.executescript(SCHEMA)
+        for table, cols in _ADDED_COLS.items():
+            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            for name, typ in cols:
+                if name not in have:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
 
     def close(self):
         self.db.close()
@@ -160,8 +168,12 @@ class Store:
             "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL ORDER BY j.idx", (run_id,))
         return [Job.from_dict(json.loads(r[0])) for r in rows]
 
-    def rows(self, run_id: int) -> list[dict]:
-        """Every job of a run with its result (its own, or the reused one), in plan order; None result if pending."""
+    def rows(self, run_id: int, samples: bool = False) -> list[dict]:
+        """Every job of a run with its result (its own, or the reused one), in plan order; None result if pending.
+
+        With `samples`, each row also has the per-repetition `samples` (None in stores older than that column)
+        and the planned `job` (workload reference, seed); without, rows stay small for reports.
+        """
         rows = self.db.execute(
             "SELECT j.job, j.reused_from, r.* FROM run_jobs j LEFT JOIN results r "
             "ON r.key=j.key AND r.run_id=COALESCE(j.reused_from, j.run_id) WHERE j.run_id=? ORDER BY j.idx",
@@ -170,11 +182,37 @@ class Store:
         for row in rows:
             d = dict(row)
             job = json.loads(d.pop("job"))
-            d.pop("id", None)
+            d["result_id"] = d.pop("id", None)  # the stored result's id (`farm repro ID`)
             for c in _JSON_COLS:
                 d[c] = json.loads(d[c]) if d.get(c) else None
             d.update(workload=job["name"], params=job["params"], meta=job["meta"], key=job["key"], idx=job["idx"])
+            if samples:
+                d["job"] = job
+            else:
+                d.pop("samples", None)
             if d.get("status") is None:
                 d["status"] = "pending"
             out.append(d)
         return out
+
+    def locate(self, result_id: int) -> tuple[int, str]:
+        """(run id, job key) of a stored result; FarmError when there is none."""
+        row = self.db.execute("SELECT run_id, key FROM results WHERE id=?", (int(result_id),)).fetchone()
+        if row is None:
+            raise FarmError(f"no result {result_id} in {self.path} (result ids are in `farm report RUN --format json`)")
+        return int(row["run_id"]), row["key"]
+
+    def latest_with_label(self, label: str, target: str | None = None, before: int | None = None) -> int:
+        """The newest run labelled `label` (on GPU kind `target` when given, older than run `before` when given)."""
+        q, args = "SELECT id FROM runs WHERE label=?", [label]
+        if target is not None:
+            q, args = q + " AND target=?", args + [target]
+        if before is not None:
+            q, args = q + " AND id<?", args + [before]
+        row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
+        if row is None:
+            raise FarmError(f"no run labelled {label!r}" + (f" on {target}" if target else "") + f" in {self.path}")
+        return int(row["id"])
+
+    def all_run_ids(self) -> list[int]:
+        return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
