@@ -227,3 +227,81 @@ def load(path: str | pathlib.Path) -> tuple[Config, str]:
         return parse_text(text, fmt, p.parent), text
     except ConfigError as e:
         raise ConfigError(e.lines, str(p)) from None
+
+
+# ---------------------------------------------------------------- gate thresholds (`farm gate --config`)
+
+
+def _percent(v):
+    """5, 0.05, "5%" -> 0.05 (a bare number above 1 is taken as percent)."""
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            f = float(s.rstrip("%")) / 100 if s.endswith("%") else float(s)
+        except ValueError:
+            raise ValueError(f"expected a percentage like 5% or 0.05, got {v!r}") from None
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        f = float(v)
+    else:
+        raise ValueError(f"expected a percentage like 5% or 0.05, got {v!r}")
+    if f > 1 and not (isinstance(v, str) and v.strip().endswith("%")):
+        f /= 100
+    if not 0 <= f < 10:
+        raise ValueError(f"percentage out of range: {v!r}")
+    return f
+
+
+Percent = Annotated[float, BeforeValidator(_percent)]
+
+
+class GateLimits(_Model):
+    """How much slower is too slow (each field may be overridden per workload)."""
+
+    threshold: Percent | None = Field(None, description="kernel time: fail above this slowdown (5% or 0.05)")
+    compile_threshold: Percent | None = Field(None, description="compile time: fail above this slowdown")
+    launch_threshold: Percent | None = Field(None, description="host launch cost: fail above this slowdown")
+
+
+class GateConfig(GateLimits):
+    """configs/gates.yaml: global limits, statistics settings and per-workload overrides."""
+
+    threshold: Percent = 0.05
+    compile_threshold: Percent = 0.5
+    launch_threshold: Percent = 0.15
+    compile_floor_s: float = Field(0.1, ge=0, description="compile-time changes smaller than this never fail")
+    compile_min_s: float = Field(0.05, ge=0, description="compile times below this are disk-cache hits: not compared")
+    launch_floor_us: float = Field(1.0, ge=0, description="launch-cost changes smaller than this never fail")
+    alpha: float = Field(0.01, gt=0, lt=0.5, description="two-sided error rate of the bootstrap interval")
+    n_boot: int = Field(2000, ge=200, description="bootstrap resamples")
+    remeasure: bool = Field(True, description="re-measure suspects A/B on the GPU before failing them")
+    max_remeasure: int = Field(20, ge=0, description="at most this many suspects are re-measured per gate")
+    ab_rounds: int = Field(10, ge=2, description="A/B rounds (A then B, alternating) per re-measured job")
+    ab_rep_ms: float = Field(50.0, gt=0, description="time per side per A/B round")
+    workloads: dict[str, GateLimits] = Field(default_factory=dict)
+
+    def limits(self, workload: str) -> dict:
+        """The thresholds that apply to `workload` (its overrides over the global ones)."""
+        out = {"threshold": self.threshold, "compile_threshold": self.compile_threshold,
+               "launch_threshold": self.launch_threshold}
+        over = self.workloads.get(workload)
+        if over is not None:
+            out.update({k: v for k, v in over.model_dump().items() if v is not None})
+        return out
+
+
+def load_gate(path: str | pathlib.Path | None) -> GateConfig:
+    """configs/gates.yaml (YAML or TOML) as a GateConfig; defaults when `path` is None."""
+    if path is None:
+        return GateConfig()
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise ConfigError([f"(file): no such gate config: {p}"])
+    text = p.read_text()
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError([f"(file): not valid: {' '.join(str(e).split())}"], str(p)) from None
+    try:
+        return GateConfig.model_validate(data or {})
+    except ValidationError as e:
+        raise ConfigError(_format(e), str(p)) from None

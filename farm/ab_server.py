@@ -1,0 +1,74 @@
+"""A/B timing server for `farm gate`'s re-measurement: one process per source tree, driven over JSON lines.
+
+Run by path (`python farm/ab_server.py`) with the working directory and PYTHONPATH set to the tree whose
+`compiler`, `workloads` and `farm.worker` should time the job -- the current checkout, or an extracted copy of
+the baseline's commit -- so the baseline's kernel runs with the baseline's compiler. Both sides' servers share
+one GPU and take turns (the client alternates them), so neither sees the other's load.
+
+Requests (one JSON object per line on stdin), answers (one per line on stdout):
+  {"op": "load", "id": "a", "job": {...job dict...}}                -> {"ok": true}
+  {"op": "bench", "id": "a", "rep_ms": 50, "warmup_ms": 10, "flush_l2": true}  -> {"samples": [ms, ...]}
+Any failure answers {"error": "..."}. Without a GPU, launches run in the interpreter and are timed with
+perf_counter (for tests of the plumbing; such numbers mean nothing for a real kernel).
+"""
+import json
+import os
+import sys
+import time
+import traceback
+
+# The script's own folder (farm/) must not shadow the tree's top-level packages.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path.pop(0)
+sys.path.insert(0, os.getcwd())
+
+
+def main():
+    from farm import worker as W
+    from farm.jobs import Job
+
+    on_gpu = W.gpu_available()[0]
+    loaded = {}
+
+    def answer(obj):
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    answer({"ready": True, "gpu": on_gpu, "compiler": W.compiler_version()})
+    for line in sys.stdin:
+        try:
+            req = json.loads(line)
+            if req["op"] == "load":
+                job = Job.from_dict(req["job"])
+                wl = W.load_workload(job.workload)
+                params, meta = dict(job.params), dict(job.meta)
+                arrays = W._host_arrays(wl, job, W._rng(job))[0]
+                if on_gpu:
+                    arrays = {k: W._to_device(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
+                              for k, v in arrays.items()}
+                fn = (lambda wl=wl, a=arrays, p=params, m=meta: wl.launch(a, p, m))
+                fn()
+                loaded[req["id"]] = fn
+                answer({"ok": True})
+            elif req["op"] == "bench":
+                fn = loaded[req["id"]]
+                if on_gpu:
+                    from compiler.runtime import do_bench
+                    got = do_bench(fn, warmup_ms=req.get("warmup_ms", 10), rep_ms=req["rep_ms"],
+                                   flush_l2=req.get("flush_l2", True), return_samples=True)
+                    answer({"samples": got["samples"]})
+                else:
+                    samples, end = [], time.perf_counter() + req["rep_ms"] / 1e3
+                    while time.perf_counter() < end or len(samples) < 3:
+                        t0 = time.perf_counter()
+                        fn()
+                        samples.append((time.perf_counter() - t0) * 1e3)
+                    answer({"samples": samples})
+            else:
+                answer({"error": f"unknown op {req['op']!r}"})
+        except Exception as e:
+            answer({"error": f"{type(e).__name__}: {e}", "detail": traceback.format_exc()[-2000:]})
+
+
+if __name__ == "__main__":
+    main()

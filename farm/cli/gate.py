@@ -1,0 +1,79 @@
+"""`farm gate`: fail a run that is slower (significantly, and by more than a threshold) than its baseline."""
+from __future__ import annotations
+
+import pathlib
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from farm import FarmError
+from farm.cli.common import DEFAULT_STORE, StoreOpt, console, err_console, handle_errors
+
+
+@handle_errors
+def gate(
+    run: Annotated[str, typer.Argument(help="The run to judge: id, `latest` or a label.")] = "latest",
+    baseline: Annotated[str, typer.Option("--baseline", "-b", help="Run id, `latest` (the newest other run on the "
+                                          "same GPU kind) or a label (its newest run on the same GPU kind).")] = "main",
+    threshold: Annotated[str | None, typer.Option(help="Kernel-time limit, e.g. 5% (default: the gate config's; "
+                                                       "per-workload overrides still apply).")] = None,
+    config: Annotated[str | None, typer.Option("--config", "-c", help="Gate config (thresholds, per-workload "
+                                                                     "overrides), e.g. configs/gates.yaml.")] = None,
+    markdown: Annotated[str | None, typer.Option(help="Write a Markdown summary (a PR comment) to this file.")] = None,
+    junit: Annotated[str | None, typer.Option(help="Write JUnit XML (one test case per job) to this file.")] = None,
+    remeasure: Annotated[bool, typer.Option(help="Re-measure suspects A/B on this machine's GPU before failing "
+                                                 "them (off, or without a GPU: suspects fail as they stand).")] = True,
+    show_all: Annotated[bool, typer.Option("--all", help="List unchanged jobs too.")] = False,
+    store: StoreOpt = DEFAULT_STORE,
+):
+    """Compare RUN with a baseline job by job; exit 1 on a regression, 2 on input that cannot be compared.
+
+    A job fails when its slowdown is significant (a bootstrap interval of the ratio of medians, from the
+    stored samples, lies above 1) and larger than its threshold, and an A/B re-measurement on the same GPU
+    confirms it; also when it was correct in the baseline and is not now, or its compile time or launch
+    cost grew past their limits.
+
+    Examples:
+
+        farm gate latest --baseline main
+
+        farm gate pr-123 --baseline nightly --config configs/gates.yaml --markdown gate.md --junit gate.xml
+    """
+    from farm import gate as G
+    from farm.cli.common import open_store
+    from farm.config import ConfigError, _percent, load_gate
+    try:
+        cfg = load_gate(config)
+        limit = None
+        if threshold is not None:
+            try:
+                limit = _percent(threshold)
+            except ValueError as e:
+                raise ConfigError([f"--threshold: {e}"]) from None
+        st = open_store(store)
+        run_id = st.resolve(run)
+        base_id = G.resolve_baseline(st, run_id, baseline)
+        ab = None
+        if remeasure and cfg.remeasure:
+            from farm.worker import gpu_available
+            ok, why = gpu_available()
+            if ok:
+                ab = G.ABRemeasure(st, cfg)
+            else:
+                err_console.print(f"[yellow]no A/B re-measurement[/]: {escape(why)}", soft_wrap=True)
+        try:
+            res = G.compare(st, run_id, base_id, cfg, remeasure=ab, threshold=limit)
+        finally:
+            if ab is not None:
+                ab.close()
+    except FarmError as e:  # bad input is not a regression: exit 2 so CI can tell them apart
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
+        raise typer.Exit(2)
+    console.print(G.table(res, all_rows=show_all))
+    if markdown:
+        pathlib.Path(markdown).write_text(G.to_markdown(res))
+    if junit:
+        pathlib.Path(junit).write_text(G.to_junit(res))
+    console.print(("[bold green]" if res.passed else "[bold red]") + escape(res.summary()) + "[/]")
+    raise typer.Exit(0 if res.passed else 1)
