@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from farm.cli import cluster, compile as compile_cmd, dashboard, gate, repro, report, run, runs, workloads
+from farm.cli import cluster, compile as compile_cmd, dashboard, gate, repro, report, run, runs, tune, workloads
 
 app = typer.Typer(
     name="farm",
@@ -21,6 +21,7 @@ app.command("workloads")(workloads.workloads)
 app.command("report")(report.report)
 app.command("runs")(runs.runs)
 app.command("cluster")(cluster.cluster)
+app.command("tune")(tune.tune)
 app.command("gate")(gate.gate)
 app.command("dashboard")(dashboard.dashboard)
 app.command("repro")(repro.repro)

@@ -94,6 +94,9 @@ class RayExecutor:
         self.gpus = 0 if os.environ.get("FARM_FORCE_NO_GPU") else int(res.get("GPU", 0))
         self.max_in_flight = max_in_flight or self.cpus
         self._gpu_names: list[str] | None = None
+        # keep_pool: actors survive between run() calls (farm tune runs one call per search round), closed by close()
+        self.keep_pool = False
+        self._pools: dict = {}
 
     def resources(self) -> dict:
         res = ray.cluster_resources()
@@ -169,7 +172,12 @@ class RayExecutor:
         n = max(1, min(n, len(jobs)))
         if not jobs:
             return
-        actors = self._start_pool(n, use_gpu)
+        actors = self._pools.pop(use_gpu, None)
+        if actors is None or len(actors) < n:
+            for a in actors or []:
+                ray.kill(a, no_restart=True)
+            actors = self._start_pool(n, use_gpu)
+        n = len(actors)
         label = "gpu" if use_gpu else "cpu"
         idle = collections.deque(range(n))
         ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
@@ -239,8 +247,11 @@ class RayExecutor:
                         on_event("done", job, Result(key=job.key, status=TIMEOUT, worker="compile task",
                                                      error=f"compile ran past timeout_s={opts.timeout_s:g}"))
         finally:
-            for a in actors:
-                ray.kill(a, no_restart=True)
+            if self.keep_pool and not running:
+                self._pools[use_gpu] = actors
+            else:
+                for a in actors:
+                    ray.kill(a, no_restart=True)
 
     def _replace(self, actor, use_gpu: bool):
         ray.kill(actor, no_restart=True)
@@ -249,6 +260,10 @@ class RayExecutor:
         return new
 
     def close(self):
+        for actors in self._pools.values():
+            for a in actors:
+                ray.kill(a, no_restart=True)
+        self._pools = {}
         if self.started_ray:
             ray.shutdown()
 
