@@ -252,7 +252,7 @@ def _cubin_saver(disk, key, arts):
         try:
             full = {k: (v.encode() if isinstance(v, str) else v) for k, v in arts.items()}
             full["cubin"] = cubin
-            disk.put(key, full)
+            disk.put(key, full, replace=True)
         except Exception:
             pass
 

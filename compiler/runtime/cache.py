@@ -155,11 +155,14 @@ class KernelCache:
 
     # --- writes ----------------------------------------------------------------------------------------
 
-    def put(self, key: str, artifacts: Mapping[str, str | bytes], meta: Mapping[str, Any] | None = None) -> str:
+    def put(self, key: str, artifacts: Mapping[str, str | bytes], meta: Mapping[str, Any] | None = None,
+            replace: bool = False) -> str:
         """Store ``artifacts`` under ``key`` atomically; returns the entry's directory.
 
         Safe against concurrent writers of the same key (the first complete entry wins; its content is the
-        same by construction) and against readers (they never see a partial entry).
+        same by construction) and against readers (they never see a partial entry). ``replace`` swaps in this
+        entry even over a valid one: used to add an artifact made later (a cubin) to an existing entry; a reader
+        racing the swap sees the old entry, the new one, or a miss, never a mix.
         """
         final = self.path_of(key)
         files: dict[str, tuple[str, bytes, bool]] = {}
@@ -183,6 +186,13 @@ class KernelCache:
                                                "sha256": hashlib.sha256(raw).hexdigest(), "text": text}
             # The manifest goes last: even inside the private directory, "manifest exists" = "entry complete".
             self._write(os.path.join(tmp, MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode())
+            if replace and os.path.isdir(final):
+                trash = os.path.join(parent, f".trash-{key[:16]}-{uuid.uuid4().hex[:8]}")
+                try:
+                    os.rename(final, trash)
+                    shutil.rmtree(trash, ignore_errors=True)
+                except OSError:
+                    pass  # another writer moved it first: the install below copes
             self._install(tmp, final, key)
         finally:
             if os.path.exists(tmp):
