@@ -7,6 +7,7 @@ target and the compiler version.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -37,11 +38,8 @@ def _disk_cache():
     return _disk or None
 
 
-def default_arch() -> str:
-    """The GPU's own arch when there is one (and the driver is already initialised), else sm_90."""
-    env = os.environ.get("TILEFARM_ARCH")
-    if env:
-        return env
+@functools.lru_cache(maxsize=None)
+def _device_arch() -> str | None:
     try:
         from .runtime import cuda
 
@@ -50,7 +48,15 @@ def default_arch() -> str:
             return cuda.device_properties().arch
     except Exception:
         pass
-    return "sm_90"
+    return None
+
+
+def default_arch() -> str:
+    """The GPU's own arch when there is one, else sm_90 (TILEFARM_ARCH overrides)."""
+    env = os.environ.get("TILEFARM_ARCH")
+    if env:
+        return env
+    return _device_arch() or "sm_90"
 
 
 def lower_kernel(jitfn, params):
