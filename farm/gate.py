@@ -151,6 +151,7 @@ class GateResult:
     jobs: list[JobVerdict]
     alpha: float = 0.01
     remeasured: int = 0
+    shift: float = 1.0  # run-wide drift (median ratio over matched jobs)
 
     @property
     def failures(self) -> list[JobVerdict]:
@@ -215,6 +216,7 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
     new_rows = store.rows(run_id, samples=True)
     base_rows = {ident(r): r for r in store.rows(baseline_id, samples=True)}
     result = GateResult(run_id, baseline_id, info["target"], [], alpha=cfg.alpha)
+    result.shift = run_shift(base_rows, new_rows)
     seen = set()
     for r in new_rows:
         k = ident(r)
@@ -227,6 +229,14 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
     if not any(j.verdict not in (NEW, MISSING) for j in result.jobs) and result.jobs:
         raise GateInputError(f"run {run_id} and baseline {baseline_id} have no job in common")
     return result
+
+
+def run_shift(base_rows: dict, new_rows: list) -> float:
+    """The whole run's speed shift: the median over matched timed jobs of new/baseline medians (1.0 with fewer
+    than 3 such jobs). Most jobs of a sweep do not change, so this is the machine's drift between the runs."""
+    ratios = [r["median_ms"] / base_rows[ident(r)]["median_ms"] for r in new_rows
+              if r.get("median_ms") and base_rows.get(ident(r), {}).get("median_ms")]
+    return float(np.median(ratios)) if len(ratios) >= 3 else 1.0
 
 
 def _verdict(row: dict, verdict: str, **kw) -> JobVerdict:
@@ -289,6 +299,14 @@ def _judge_time(b, r, v: JobVerdict, threshold: float, cfg: GateConfig, remeasur
             v.lo = v.hi = v.ratio
         v.notes.append("no samples stored: compared on p10/p90")
     v.verdict = classify(v.ratio, v.lo, v.hi, threshold)
+    shift = result.shift
+    if v.verdict != SLOWER and shift < 1.0:
+        # The run as a whole got faster (machine drift): a job slower *relative to the rest* is a suspect too,
+        # or a real regression could hide behind the drift. The A/B re-measurement decides.
+        if classify(v.ratio / shift, v.lo / shift, v.hi / shift, threshold) == SLOWER:
+            v.verdict = SLOWER
+            v.notes.append(f"slower than the rest of the run ({(v.ratio / shift - 1) * 100:+.1f}% after the "
+                           f"run-wide shift of {(shift - 1) * 100:+.1f}%)")
     if v.verdict != SLOWER:
         return
     # A suspect: re-measure both sides back to back before failing it.

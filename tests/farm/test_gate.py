@@ -222,3 +222,13 @@ def test_ab_remeasure_plumbing(store, fakes, tmp_path, monkeypatch):
     finally:
         ab.close()
     assert got is not None and len(got[0]) >= 6 and len(got[1]) >= 6 and min(got[0]) > 0
+
+
+def test_regression_hidden_by_a_faster_run_is_still_caught(store):
+    a = add_run(store, sweep(noise=0.2), seed=1)
+    jobs = sweep(noise=0.2, drift=-0.1)  # the machine was 10% faster this time ...
+    jobs[4]["slow"] = 1.15               # ... which hides most of a real 15% slowdown
+    b = add_run(store, jobs, seed=2)
+    res = G.compare(store, b, a, remeasure=fake_remeasure(slow={"softmax": 1.15}))
+    assert [(j.workload, j.shape) for j in res.failures] == [("softmax", "N=65536")]
+    assert res.shift < 0.95
