@@ -144,6 +144,44 @@ def run_attention(torch, dims, rep_ms, BH=32, L=4096):
     return rows
 
 
+def sass_report(configs, dtype="float16", S=4096):
+    """Resources (ptxas -v) and SASS instruction counts (cuobjdump) of our matmul kernel per config."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    import numpy as np
+
+    from compiler.codegen.ptx import ptx_arch, ptx_resources, ptx_to_cubin
+    from workloads._common import np_dtype
+    from workloads.matmul import kernel as MK
+
+    out = {}
+    a = np.zeros((S, S), np_dtype(dtype))
+    bias = np.zeros(1, np.float32)
+    for (BM, BN, BK, GM, nw, ns) in configs:
+        cfg = f"{BM}x{BN}x{BK} w{nw} s{ns}"
+        ck = MK.matmul_kernel.warmup(a, a, a, bias, S, S, S, S, 1, S, 1, S, 1, grid=(1,), target="sm_90",
+                                     BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=GM, EPILOGUE="none",
+                                     PRECISION="tf32", num_warps=nw, num_stages=ns)
+        ptx = ck.asm["ptx"]
+        res = ptx_resources(ptx, "sm_90")
+        res.pop("log", None)
+        ent = {"target": ptx_arch(ptx, "sm_90"), "resources": res}
+        tool = shutil.which("cuobjdump")
+        if tool:
+            with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+                f.write(ptx_to_cubin(ptx, "sm_90"))
+                f.flush()
+                sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True).stdout
+            ent["sass"] = {k: len(re.findall(rf"\b{k}\b", sass)) for k in
+                           ("HGMMA", "HMMA", "LDSM", "STS", "LDG", "BAR", "WARPGROUP")}
+        out[cfg] = ent
+        log(f"sass {cfg}: {ent}")
+    return out
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -219,6 +257,7 @@ def main(argv=None):
     ap.add_argument("--no-attention", action="store_true")
     ap.add_argument("--no-matmul", action="store_true")
     ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
     args = ap.parse_args(argv)
     import torch
 
@@ -231,6 +270,8 @@ def main(argv=None):
     if not args.no_attention:
         rows += run_attention(torch, [64] if args.quick else [64, 128], args.rep_ms)
     info = env_info(torch)
+    if args.sass:
+        info["sass"] = sass_report(configs)
     tab = table(rows)
     print(tab)
     if args.out:

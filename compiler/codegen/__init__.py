@@ -20,7 +20,25 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
 
     options = options or Options()
     module = fn if isinstance(fn, Module) else Module(fn)
+    options = target_options(module, options)
     module = run_pipeline(module, options)
     llir, meta = emit_llvm(module, options)
+    meta["target"] = options.arch
     ptx = llvm_to_ptx(llir, options.arch)
     return {"llir": llir, "ptx": ptx, "cubin": ptx_to_cubin(ptx, options.arch) if cubin else None, "meta": meta}
+
+
+def _has_dot(block) -> bool:
+    return any(op.kind == "dot" or any(_has_dot(b) for b in op.blocks) for op in block.ops)
+
+
+def target_options(module, options: Options) -> Options:
+    """sm_90 kernels that contain a dot are built for sm_90a (wgmma needs the arch-specific target); the
+    metadata's "target" says which one was used. TILEFARM_NO_WGMMA=1 keeps sm_90 (mma.sync)."""
+    import dataclasses
+    import os
+
+    if options.arch == "sm_90" and os.environ.get("TILEFARM_NO_WGMMA", "0") in ("0", "") and \
+            _has_dot(module.function.body):
+        return dataclasses.replace(options, arch="sm_90a")
+    return options

@@ -102,7 +102,9 @@ def _e_dot(e, op):
     ll = e.result_ll(op)
     if not isinstance(c, Tile):
         c = Tile(ll, [c] * ll.num_regs)
-    if isinstance(lay, MmaLayout):
+    if isinstance(lay, MmaLayout) and lay.version == 3:
+        e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
+    elif isinstance(lay, MmaLayout):
         e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
         e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
@@ -197,9 +199,11 @@ def _inner_dim(ll):
 
 
 class SwizzledTile:
-    """A [batch?, rows, inner] tile of 16-bit elements in shared memory: rows of `inner` elements, 16-byte chunks
-    XOR-swizzled by the row (Triton's perPhase/maxPhase), so the 8 rows one ldmatrix reads hit 8 distinct
-    bank groups and vector stores of rows stay 16-byte wide."""
+    """A [batch?, rows, inner] tile of 16-bit elements in shared memory, stored as column blocks of at most 128
+    bytes of the inner dim; within a block, rows of `row_bytes` whose 16-byte chunks are XOR-swizzled by the row
+    (Triton's perPhase/maxPhase). That is the NVMMA / wgmma canonical swizzled layout (128B, 64B or 32B mode by
+    the block width) when the tile starts on a 1024-byte boundary, and it lets the 8 rows one ldmatrix reads hit
+    8 distinct bank groups while vector stores of rows stay 16 bytes wide."""
 
     def __init__(self, shape, inner, ebytes=2, base=0):
         self.rank = len(shape)
@@ -209,31 +213,51 @@ class SwizzledTile:
         self.cols = shape[inner]
         self.batch = shape[0] if self.rank == 3 else 1
         self.eb = ebytes
-        self.row_bytes = self.cols * ebytes
+        self.block_cols = min(self.cols, 128 // ebytes)
+        self.row_bytes = self.block_cols * ebytes
+        self.block_bytes = self.rows * self.row_bytes
         self.chunks = self.row_bytes // 16
         self.per_phase = max(1, 128 // self.row_bytes)
         self.max_phase = max(1, min(self.chunks, 8 // self.per_phase))
         self.base = base
-        self.nbytes = self.batch * self.rows * self.row_bytes
+        self.dyn = None  # runtime byte offset (ring-buffer stage), an i32 value or None
+        self.nbytes = self.batch * self.rows * self.cols * ebytes
+
+    @property
+    def swizzle_mode(self) -> int:
+        """wgmma descriptor swizzle field: 1 = 128B, 2 = 64B, 3 = 32B."""
+        return {128: 1, 64: 2, 32: 3}[self.row_bytes]
 
     def phase(self, e, row):
         p = e.b.lshr(row, e.i32(self.per_phase.bit_length() - 1)) if self.per_phase > 1 else row
         return e.b.and_(p, e.i32(self.max_phase - 1))
 
     def offset(self, e, bat, row, col, phase=None):
-        """Byte offset of element (bat, row, col); `col` must be the first of its 8-element group or inside
-        one chunk (the XOR touches chunk bits only)."""
+        """Byte offset of element (bat, row, col) (the XOR touches chunk bits only)."""
         if phase is None:
             phase = self.phase(e, row)
         epc = 16 // self.eb
-        chunk = e.b.lshr(col, e.i32(epc.bit_length() - 1))
-        within = e.b.and_(col, e.i32(epc - 1))
+        lg = lambda n: n.bit_length() - 1  # noqa: E731
+        blk = e.b.lshr(col, e.i32(lg(self.block_cols)))
+        incol = e.b.and_(col, e.i32(self.block_cols - 1))
+        chunk = e.b.lshr(incol, e.i32(lg(epc)))
+        within = e.b.and_(incol, e.i32(epc - 1))
         sw = e.b.xor(chunk, phase)
         off = e.b.add(e.b.mul(row, e.i32(self.row_bytes)), e.b.shl(sw, e.i32(4)))
         off = e.b.add(off, e.b.mul(within, e.i32(self.eb)))
+        if self.cols > self.block_cols:
+            off = e.b.add(off, e.b.mul(blk, e.i32(self.block_bytes)))
         if self.rank == 3:
-            off = e.b.add(off, e.b.mul(bat, e.i32(self.rows * self.row_bytes)))
+            off = e.b.add(off, e.b.mul(bat, e.i32(self.rows * self.cols * self.eb)))
+        if self.dyn is not None:
+            off = e.b.add(off, self.dyn)
         return e.b.add(off, e.i32(self.base)) if self.base else off
+
+    def const_offset(self, row, col):
+        """Byte offset of (row, col) for a row that is a multiple of 8 and a col at a chunk-0 position of its
+        block, where the swizzle is the identity (wgmma descriptor start addresses)."""
+        blk, incol = divmod(col, self.block_cols)
+        return self.base + blk * self.block_bytes + row * self.row_bytes + incol * self.eb
 
 
 def store_swizzled(e, x, st):
@@ -356,3 +380,182 @@ def to_dot_operand(e, x, dst_ll, lay):
     store_swizzled(e, x, st)
     e.barrier()
     return Tile(dst_ll, load_operand(e, st, dst_ll, lay, etype))
+
+
+# ---- Hopper warpgroup MMA (wgmma, sm_90a): operands in swizzled shared memory ----------------------------------
+
+def _desc(e, st, row, col, kmajor):
+    """64-bit wgmma matrix descriptor of SwizzledTile st starting at (row, col) (compile-time ints).
+
+    K-major (inner dim K): SBO = 8 rows; LBO unused (1). MN-major (inner dim M/N): LBO = the next block of
+    block_cols MN elements, SBO = the next 8 K rows. Start addresses are the tile's own shared-window address
+    plus the offset; the tile is 1024-byte aligned, so the base-offset field stays 0."""
+    off = e.i32(st.const_offset(row, col))
+    if st.dyn is not None:
+        off = e.b.add(off, st.dyn)
+    addr = e.b.ptrtoint(e.smem_ptr(off), C.I32)
+    addr = e.b.zext(e.b.lshr(e.b.and_(addr, e.i32(0x3FFFF)), e.i32(4)), C.I64)
+    sbo = 8 * st.row_bytes
+    lbo = 16 if kmajor else st.block_bytes
+    hi = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
+    return e.b.or_(addr, ir.Constant(C.I64, hi))
+
+
+def _asm_void(e, text):
+    e.b.call(ir.InlineAsm(ir.FunctionType(C.VOID, []), text, "", side_effect=True), [])
+
+
+def _wait_tied(e, regs, pending=0):
+    """wgmma.wait_group `pending` with every accumulator register tied through it, so no use of a result can
+    be scheduled before the wait."""
+    n = len(regs)
+    t = regs[0].type
+    k = "f" if t == C.F32 else "r"
+    cons = ",".join([f"={k}"] * n + [str(i) for i in range(n)])
+    fty = ir.FunctionType(ir.LiteralStructType([t] * n), [t] * n)
+    r = e.b.call(ir.InlineAsm(fty, f"wgmma.wait_group.sync.aligned {pending};", cons, side_effect=True), regs)
+    return [e.b.extract_value(r, i) for i in range(n)]
+
+
+def wgmma_applies(op, options, num_warps) -> tuple | None:
+    """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16 -> fp32, whole warpgroups, M a
+    multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256), else None."""
+    from ..passes.layouts import mma_warps
+
+    if not str(getattr(options, "arch", "")).endswith("a") or num_warps % 4:
+        return None
+    a = op.operands[0].type
+    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits != 16:
+        return None
+    if op.result.type.element.name != "float32":
+        return None
+    M, N = op.result.type.shape
+    wm, wn = mma_warps((M, N), num_warps, version=3)
+    if M % (16 * wm) or N % wn:
+        return None
+    instr_n = N // wn
+    while instr_n > 256:
+        instr_n //= 2
+    if instr_n % 8 or (wn > 1 and instr_n % 64):
+        return None
+    return (wm, wn), instr_n
+
+
+def _dot_wgmma(e, op, a, b, c, ll, lay):
+    M, N = ll.shape
+    K = op.operands[0].type.shape[-1]
+    wm, wn = lay.wpc
+    instr_n = lay.instr_n
+    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
+    ia, ib = _inner_dim(a.ll), _inner_dim(b.ll)
+    a_k, b_k = ia == 1, ib == 0  # K-major operands
+    sta = SwizzledTile((M, K), ia)
+    stb = SwizzledTile((K, N), ib, base=(sta.nbytes + 1023) // 1024 * 1024)
+    stage = (stb.base + stb.nbytes + 1023) // 1024 * 1024
+    loop = _pipelined_loop(op)
+    if loop is not None:
+        # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
+        # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating
+        # by iteration parity; the loop's exit waits for the last one.
+        iv = e.env[loop.blocks[0].args[0].id]
+        lb, step = e.get(loop.operands[0]), e.get(loop.operands[2])
+        it = e.b.sdiv(e.b.sub(iv, lb), step) if not (isinstance(step, ir.Constant) and step.constant == 1) \
+            else e.b.sub(iv, lb)
+        dyn = e.b.mul(e.b.and_(it, ir.Constant(it.type, 1)), ir.Constant(it.type, stage))
+        if it.type != C.I32:
+            dyn = e.b.trunc(dyn, C.I32)
+        sta.dyn = stb.dyn = dyn
+        loop.attrs["_wgmma_pending"] = True
+        e.smem_begin(2 * stage)
+    else:
+        e.smem_begin(stage)
+    store_swizzled(e, a, sta)
+    store_swizzled(e, b, stb)
+    # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
+    _asm_void(e, "fence.proxy.async.shared::cta;")
+    e.barrier()
+    _asm_void(e, "wgmma.fence.sync.aligned;")
+    wg = e.b.lshr(e.warp, e.i32(2))
+    nwg_m = wm // 4
+    wg_m = e.b.and_(wg, e.i32(nwg_m - 1)) if nwg_m > 1 else e.i32(0)
+    wg_n = e.b.lshr(wg, e.i32(nwg_m.bit_length() - 1)) if wn > 1 else e.i32(0)
+    regs = list(c.regs)
+    per = instr_n // 2
+    NR = N // (instr_n * wn)
+    MR = M // (16 * wm)
+    n_acc = per
+    text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} "
+            f"{{{','.join(f'${i}' for i in range(n_acc))}}}, ${n_acc}, ${n_acc + 1}, 1, 1, 1, "
+            f"{0 if a_k else 1}, {0 if b_k else 1};")
+    cons = ",".join(["=f"] * n_acc + ["l", "l"] + [str(i) for i in range(n_acc)])
+    fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I64, C.I64] + [C.F32] * n_acc)
+    asm = ir.InlineAsm(fty, text, cons, side_effect=True)
+    for mi in range(MR):
+        for ni in range(NR):
+            t = ni + NR * mi
+            acc = regs[t * per:(t + 1) * per]
+            for k0 in range(0, K, 16):
+                # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
+                # are selected below (few warpgroups, so a select chain is cheap)
+                da = _select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
+                                  a_is_a=True)
+                db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
+                                  a_is_a=False)
+                r = e.b.call(asm, [da, db] + acc)
+                acc = [e.b.extract_value(r, i) for i in range(n_acc)]
+            regs[t * per:(t + 1) * per] = acc
+    _asm_void(e, "wgmma.commit_group.sync.aligned;")
+    return _wait_tied(e, regs, 1 if loop is not None else 0)
+
+
+def _uses(block, v):
+    n = 0
+    for o in block.ops:
+        n += sum(1 for x in o.operands if x is v)
+        for b in o.blocks:
+            n += _uses(b, v)
+    return n
+
+
+def _pipelined_loop(op):
+    """The enclosing `for` when op's accumulator is a loop-carried value used only by this dot and the dot's
+    result only goes back through the loop's yield at the same position; else None."""
+    blk = op.block
+    loop = getattr(blk, "parent", None)
+    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
+        return None
+    acc = op.operands[2]
+    if acc.owner is not blk or acc not in blk.args:
+        return None
+    j = blk.args.index(acc) - 1
+    y = blk.terminator
+    if _uses(blk, acc) != 1 or _uses(blk, op.result) != 1 or j < 0 or y.operands[j] is not op.result:
+        return None
+    return loop
+
+
+def finish_loop(e, loop):
+    """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results."""
+    if not loop.attrs.get("_wgmma_pending"):
+        return
+    for r in loop.results:
+        x = e.env.get(r.id)
+        lay = loop.attrs["_layouts"][r.index]
+        if isinstance(x, Tile) and isinstance(lay, MmaLayout) and lay.version == 3:
+            e.env[r.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
+
+
+def _select_desc(e, st, kmajor, positions, idx, a_is_a):
+    """Descriptor for the warpgroup's position (positions[idx]); positions are (m|k, k|n) pairs in the
+    operand's own (dim0, dim1) coordinates."""
+    descs = []
+    for p0, p1 in positions:
+        if a_is_a:  # a [M, K]: rows of the stored tile are m when K-major, k otherwise
+            row, col = (p0, p1) if kmajor else (p1, p0)
+        else:  # b [K, N]: rows are n when K-major, k otherwise
+            row, col = (p1, p0) if kmajor else (p0, p1)
+        descs.append(_desc(e, st, row, col, kmajor))
+    out = descs[0]
+    for g in range(1, len(descs)):
+        out = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), descs[g], out)
+    return out

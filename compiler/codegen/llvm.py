@@ -295,7 +295,7 @@ class Emitter:
         if g is None:
             g = ir.GlobalVariable(self.mod, ir.ArrayType(C.I8, 0), "tf_smem", addrspace=3)
             g.linkage = "external"
-            g.align = 16
+            g.align = 1024  # wgmma's swizzled operand tiles need 1024-byte alignment of the pattern
             g.type = C.SPTR  # opaque pointer, so GEPs/loads/stores of any type check
         return g
 
@@ -772,6 +772,9 @@ def _e_for(e, op):
     e.b.branch(header)
     e.b.position_at_end(exit_)
     _unflat(e, op.results, phis)
+    from .dot import finish_loop
+
+    finish_loop(e, op)
 
 
 @emits("if")

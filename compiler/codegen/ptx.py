@@ -176,9 +176,21 @@ def _run_ptxas(ptx: str, arch: str, extra=()):
             return f.read(), p.stderr + p.stdout
 
 
+_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)", re.M)
+
+
+def ptx_arch(ptx: str, arch: str) -> str:
+    """The arch to assemble for: the PTX's own `.target` when it is the arch-specific variant of `arch`
+    (sm_90a PTX for an sm_90 request: kernels with wgmma), else `arch`."""
+    m = _TARGET.search(ptx)
+    if m and m.group(1) == arch + "a":
+        return m.group(1)
+    return arch
+
+
 def ptx_to_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
     """Assemble PTX with ptxas (-O3); None when no ptxas can be found. Raises PTXASError on rejection."""
-    cubin, _ = _run_ptxas(ptx, arch)
+    cubin, _ = _run_ptxas(ptx, ptx_arch(ptx, arch))
     return cubin
 
 
@@ -195,7 +207,7 @@ _RES = {
 def ptx_resources(ptx: str, arch: str = "sm_90") -> dict:
     """Resources ptxas reports (`ptxas -v`): registers, static shared bytes, spill stores/loads, stack frame.
     Empty dict when ptxas is absent."""
-    cubin, log = _run_ptxas(ptx, arch, ("-v",))
+    cubin, log = _run_ptxas(ptx, ptx_arch(ptx, arch), ("-v",))
     if cubin is None:
         return {}
     out = {}

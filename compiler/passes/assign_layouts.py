@@ -38,10 +38,18 @@ def dot_uses_mma(op) -> bool:
     return el.kind == "float" and el.bits == 32 and op.attrs.get("input_precision", "tf32") != "ieee"
 
 
-def dot_layouts(op, nw, default=None):
-    """(result, a, b) layouts of a dot: the MMA accumulator layout and its operand layouts, or for an FMA dot
-    a blocked result (`default`) and operands that hold whole K rows/columns per thread."""
+def dot_layouts(op, nw, default=None, options=None):
+    """(result, a, b) layouts of a dot: on sm_90a, when the shapes allow, the wgmma accumulator layout with
+    operands left where they are (the dot itself writes them to swizzled shared memory); else the mma.sync
+    accumulator layout and its register operand layouts; or for an FMA dot a blocked result (`default`) and
+    operands that hold whole K rows/columns per thread."""
     shape = tuple(op.result.type.shape)
+    if options is not None and dot_uses_mma(op):
+        from ..codegen.dot import wgmma_applies
+
+        got = wgmma_applies(op, options, nw)
+        if got is not None and not getattr(options, "debug_no_wgmma", False):
+            return MmaLayout(3, got[0], got[1]), None, None
     if dot_uses_mma(op):
         el = op.operands[0].type.element
         kw = max(1, 4 // max(1, el.bits // 8))
@@ -175,7 +183,7 @@ class _Assigner:
             # backward walk pushes it to the loop's init and yield); operands are converted into the
             # fragment layouts (through shared memory, ldmatrix for 16-bit types).
             if "_dot_layouts" not in op.attrs or not final:
-                op.attrs["_dot_layouts"] = dot_layouts(op, self.nw, self.desired.get(op.result.id))
+                op.attrs["_dot_layouts"] = dot_layouts(op, self.nw, self.desired.get(op.result.id), self.options)
             res, al, bl = op.attrs["_dot_layouts"]
             self.want(op, 0, al, final)
             self.want(op, 1, bl, final)
@@ -405,6 +413,7 @@ def assign_layouts(module, options):
     """Pass: choose a layout for every block value, inserting convert_layout ops where layouts meet."""
     nw = options.num_warps
     a = _Assigner(module.function, nw)
+    a.options = options
     a.forward(module.function.body, final=False)
     a.backward(module.function.body)
     a.lay = {}

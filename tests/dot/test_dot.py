@@ -110,11 +110,11 @@ def test_dot_errors():
         K.batched_dot_kernel.lower(a, a, a, BB=2, BM=8, BN=16, BK=32)
 
 
-def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=32, nw=4):
+def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=32, nw=4, target="sm_80"):
     a = np.zeros((256, 256), T.from_name(dtype).np)
     c = np.zeros((256, 256), T.from_name(out).np)
     bias = np.zeros(1, np.float32)
-    ck = K.matmul_kernel.warmup(a, a, c, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,), target="sm_90",
+    ck = K.matmul_kernel.warmup(a, a, c, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,), target=target,
                                 BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, EPILOGUE="none", PRECISION=prec,
                                 num_warps=nw)
     return ck.asm["ptx"]
@@ -135,6 +135,20 @@ def test_matmul_ptx_uses_tensor_cores(dtype, prec, out, instr):
         assert "ldmatrix.sync.aligned.m8n8.x4" in ptx
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("BM,BN,BK,nw", [(128, 128, 64, 8), (64, 128, 32, 4), (128, 256, 64, 8)])
+def test_matmul_sm90_uses_wgmma(dtype, BM, BN, BK, nw):
+    """On sm_90 a kernel with a dot is built for sm_90a: 16-bit operands go to swizzled shared memory and
+    the warpgroup MMA reads them through descriptors; the result assembles with ptxas -arch=sm_90a."""
+    from compiler.codegen.ptx import find_ptxas, ptx_to_cubin
+
+    ptx = _matmul_ptx(dtype, "ieee", dtype, BM, BN, BK, nw, target="sm_90")
+    assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned.m64n" in ptx and "mma.sync" not in ptx
+    assert "wgmma.wait_group.sync.aligned 0" in ptx and "fence.proxy.async" in ptx
+    if find_ptxas() is not None:
+        assert ptx_to_cubin(ptx, "sm_90")
+
+
 def test_matmul_loop_keeps_accumulator_in_mma_layout():
     from compiler.options import Options
     from compiler.passes import run_pipeline
@@ -143,7 +157,7 @@ def test_matmul_loop_keeps_accumulator_in_mma_layout():
     a = np.zeros((256, 256), np.float16)
     mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
                                 BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EPILOGUE="none", PRECISION="ieee")
-    mod = run_pipeline(mod, Options(num_warps=4))
+    mod = run_pipeline(mod, Options(num_warps=4, arch="sm_80"))
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert isinstance(loop.attrs["_layouts"][0], MmaLayout)
     kinds = [(op.kind, str(op.attrs["_layouts"][0])) for op in loop.blocks[0].ops if op.kind == "convert_layout"]
