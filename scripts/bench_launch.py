@@ -81,6 +81,11 @@ def main():
         "bare cuda-python cuLaunchKernel": lambda: d.cuLaunchKernel(fn_handle, 4, 1, 1, 128, 1, 1, 0, 0, paddr, 0),
         "bare ctypes cuLaunchKernel": lambda: raw(fptr, 4, 1, 1, 128, 1, 1, 0, None, paddr, None),
     }
+    from compiler.runtime import fastlaunch
+
+    c = fastlaunch.get()
+    if c is not None:
+        variants["bare C cuLaunchKernel (fastlaunch)"] = lambda: c(fptr, 4, 1, 1, 128, 0, 0, paddr)
     sync = torch.cuda.synchronize
     for fn in variants.values():
         for _ in range(200):

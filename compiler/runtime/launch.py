@@ -398,16 +398,26 @@ class Launcher:
                 "    except Exception:",
                 "        _pack_slow(args)",
             ]
-        lines += [
-            "    if stream == 0:",
-            "        stream = None",  # cuda.bindings' cheapest spelling of the legacy default stream
-            f"    err = _cu(_fn, gx, gy, gz, {self.block}, 1, 1, {self.shared_bytes}, stream, _addr, 0)[0]",
-            "    if err:",
-            "        _failed(err, (gx, gy, gz), stream)",
-        ]
+        claunch = self._c_launch()
+        if claunch is not None:
+            # The C call (fastlaunch.py) takes plain integers: no per-argument conversion in cuda.bindings.
+            lines += [
+                "    s = stream if type(stream) is int else (0 if stream is None else int(stream))",
+                f"    err = _c(_fnint, gx, gy, gz, {self.block}, {self.shared_bytes}, s, _addr)",
+                "    if err:",
+                "        _failed(err, (gx, gy, gz), stream)",
+            ]
+        else:
+            lines += [
+                "    if stream == 0:",
+                "        stream = None",  # cuda.bindings' cheapest spelling of the legacy default stream
+                f"    err = _cu(_fn, gx, gy, gz, {self.block}, 1, 1, {self.shared_bytes}, stream, _addr, 0)[0]",
+                "    if err:",
+                "        _failed(err, (gx, gy, gz), stream)",
+            ]
         env = {"_grid3": self._grid3, "_convert": self._convert, "_pack": self._struct.pack_into, "_buf": self._buf,
                "_pack_slow": self._pack_slow, "_cu": self._launch, "_fn": self._fn, "_addr": self._params_addr,
-               "_failed": self._launch_failed}
+               "_failed": self._launch_failed, "_c": claunch, "_fnint": self._fn_int()}
         # Bind the constants as closure cells of a factory: LOAD_DEREF is as cheap as a local.
         factory = "def _factory(" + ", ".join(env) + "):\n" + "\n".join("    " + ln for ln in lines) + \
             "\n    return launch\n"
@@ -423,6 +433,23 @@ class Launcher:
         body only runs if that was skipped.)
         """
         self.launch(grid, stream, args)
+
+    def _c_launch(self):
+        """The C launch function when it applies: the real driver binding is in use (tests swap in fakes)."""
+        try:
+            if self._launch is not driver().cuLaunchKernel:
+                return None
+            from . import fastlaunch
+
+            return fastlaunch.get()
+        except Exception:
+            return None
+
+    def _fn_int(self):
+        try:
+            return int(self._fn)
+        except Exception:
+            return None
 
     def _install_fast_path(self) -> None:
         fast = self._build_fast_path()
