@@ -685,7 +685,7 @@ class Autotuner(KernelInterface):
                 if cfg.pre_hook is not None:
                     cfg.pre_hook(full)
                 try:
-                    self.fn.run(*args, grid=g, **kwargs, **cfgkw)
+                    self.fn[g](*args, **kwargs, **cfgkw)  # the inner kernel's own launch path (fast for jit)
                 finally:
                     for n in self.restore_value:
                         _restore(named[n], saved[n])
@@ -757,6 +757,17 @@ class Autotuner(KernelInterface):
         return failed
 
 
+_ARR: set = set()  # argument types seen with a dtype (the generated launcher's inline test)
+_SCALAR: set = {int, float, bool, str, type(None)}
+
+
+def _dt_learn(v):
+    """`_dt`, remembering the argument's type in _ARR or _SCALAR for the generated launcher."""
+    d = _dt(v)
+    (_ARR if d is not None else _SCALAR).add(type(v))
+    return d
+
+
 def _dt(v):
     """Per-argument dtype part of the in-memory key (dtype objects; None for scalars)."""
     t = type(v)
@@ -791,15 +802,23 @@ def _make_fast_launch(at: Autotuner):
         return lambda grid, *args, **kwargs: at.run(*args, grid=grid, **kwargs)
     sig = [f"{n}=_d{i}" if n in base.defaults else n for i, n in enumerate(params)]
     allargs = f"({', '.join(params)},)"
-    keyparts = [k for k in at.key] + [f"_dt({p})" for p in params]
+    keyparts = [k for k in at.key] + [f"({p}.dtype if type({p}) in _ARR else None if type({p}) in _SCALAR "
+                                      f"else _dtl({p}))" for p in params]
+    # user params keep their positions up to the first name a config or heuristic supplies; later ones are
+    # passed by keyword (a tuned BLOCK between them would otherwise shift them)
+    npos = 0
+    while npos < len(params) and params[npos] == base.arg_names[npos]:
+        npos += 1
+    call = ", ".join(params[:npos] + [f"{n}={n}" for n in params[npos:]])
+
     direct = isinstance(at.fn, JITFunction)
     lines = [
         f"def launch(grid, {', '.join(sig + ['**_kw'])}):",
         "    if _kw:",
-        f"        return _at.run(*{allargs}, grid=grid, **_kw)",
+        f"        return _at.run({call}, grid=grid, **_kw)",
         f"    _c = _cache.get(({', '.join(keyparts)},))",
         "    if _c is None or _c.pre_hook is not None:",
-        f"        return _at.run(*{allargs}, grid=grid)",
+        f"        return _at.run({call}, grid=grid)",
         "    _kw = _kwargs.get(_c)",
         "    if _kw is None:",
         "        _kw = _kwargs[_c] = _c.all_kwargs()",
@@ -812,14 +831,13 @@ def _make_fast_launch(at: Autotuner):
             "    _f = _jf._fast",
             "    if _f is None:",
             "        _f = _jf._fast = _mk(_jf)",
-            f"        return _f(grid, {', '.join(params)}, **_kw)",
-            f"    return _f(grid, {', '.join(params)}, **_kw)",
+            f"    return _f(grid, {call}, **_kw)",
         ]
     else:
-        lines.append(f"    return _inner.run({', '.join(params)}, grid=grid, **_kw)")
+        lines.append(f"    return _inner.run({call}, grid=grid, **_kw)")
     from .jit import _make_fast_launch as mk
 
-    env = {"_at": at, "_cache": at.cache, "_kwargs": {}, "_dt": _dt, "_names": params, "_jf": base, "_mk": mk,
+    env = {"_at": at, "_cache": at.cache, "_kwargs": {}, "_dt": _dt, "_ARR": _ARR, "_SCALAR": _SCALAR, "_dtl": _dt_learn, "_names": params, "_jf": base, "_mk": mk,
            "_inner": at.fn}
     for i, n in enumerate(params):
         if n in base.defaults:

@@ -24,3 +24,11 @@ def inc_kernel(X, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < N
     tl.store(X + offs, tl.load(X + offs, mask=m) + 1, mask=m)
+
+
+@compiler.jit
+def scale_kernel(X, Z, N, BLOCK: tl.constexpr, SCALE: tl.constexpr):
+    """Z = X * SCALE: a constexpr the user passes after the tuned BLOCK."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Z + offs, tl.load(X + offs, mask=m) * SCALE, mask=m)

@@ -33,7 +33,8 @@ def timed(at, timer):
                                num_warps=kw["num_warps"], num_stages=kw["num_stages"])
         return orig(*args, grid=grid, **kw)
 
-    at.fn = type("Wrapped", (), {"run": staticmethod(run), "warmup": at.fn.warmup, "fn": at.fn})()
+    at.fn = type("Wrapped", (), {"run": staticmethod(run), "warmup": at.fn.warmup, "fn": at.fn,
+                                 "__getitem__": lambda self, g: lambda *a, **k: run(*a, grid=g, **k)})()
     return at
 
 
@@ -217,3 +218,18 @@ def test_launch_after_tuning_goes_straight_to_the_jit_launcher(monkeypatch):
     assert runs == []  # the known key never went through Autotuner.run
     at[grid_for(65)](x, y, z, 65)
     assert runs == [1]  # a new key does
+
+
+def test_user_constexpr_after_a_tuned_one():
+    from .kernels import scale_kernel
+
+    at = compiler.autotune(CONFIGS[:3], key=["N"])(scale_kernel)
+    x, _, z = arrays(300)
+    at[grid_for(300)](x, z, 300, SCALE=3)
+    assert np.allclose(z, 3 * x)
+    z[:] = 0
+    at[grid_for(300)](x, z, 300, SCALE=2)  # the generated launcher passes SCALE by keyword
+    assert np.allclose(z, 2 * x) and at.tune_count == 1
+    z[:] = 0
+    at[grid_for(300)](x, z, N=300, SCALE=5)
+    assert np.allclose(z, 5 * x) and at.tune_count == 1
