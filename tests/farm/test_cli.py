@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 
 from farm.cli.main import app
 
-from conftest import FAKES, fake_config
+from farm_testing import FAKES, fake_config
 
 runner = CliRunner()
 

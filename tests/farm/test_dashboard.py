@@ -87,7 +87,7 @@ def test_in_headless_chromium(tmp_path):
 
 
 def test_cli_dashboard_and_repro(tmp_path, fakes):
-    from conftest import fake_config
+    from farm_testing import fake_config
     runner = CliRunner()
     cfg = fake_config(tmp_path, modes=("ok",), ns=(64,))
     db = tmp_path / "farm.db"

@@ -3,7 +3,7 @@ import pytest
 from farm import FarmError, config, planner
 from farm.jobs import COMPILED, TIMEOUT, VALIDATED, Result
 
-from conftest import FAKES
+from farm_testing import FAKES
 
 
 def _cfg(text):

@@ -6,7 +6,7 @@ import pytest
 from farm import config, planner
 from farm.jobs import RunOptions
 
-from conftest import FAKES
+from farm_testing import FAKES
 
 pytestmark = pytest.mark.slow
 

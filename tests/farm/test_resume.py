@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from farm.cli.main import app
 
-from conftest import REPO, fake_config
+from farm_testing import REPO, fake_config
 
 pytestmark = pytest.mark.slow
 

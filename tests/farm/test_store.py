@@ -5,7 +5,7 @@ from farm import runner
 from farm.executor.local import LocalExecutor
 from farm.jobs import ERROR, VALIDATED, Job, Result
 
-from conftest import fake_config
+from farm_testing import fake_config
 
 
 def _job(i):

@@ -4,7 +4,7 @@ import pytest
 from farm import worker
 from farm.jobs import RunOptions
 
-from conftest import FAKES
+from farm_testing import FAKES
 
 
 def _job(mode="ok", n=100, dtype="float32", name="fake_vec", **meta):
