@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
-#   bash scripts/gpu_session.sh [tests|bench|all] [extra pytest args]
+#   bash scripts/gpu_session.sh [all | comma list of: tests,bench,farm,gate,throughput,flat,autotune,diag] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -22,35 +22,45 @@ step() {  # step NAME CMD...: run, tee the log, remember the exit code
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton, llvmlite; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__)" | tee -a "$OUT/gpu.txt"
-if [ "$what" = tests ] || [ "$what" = all ]; then
-  step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider -x --timeout=600 tests "$@"
+has() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }   # what: all, or a comma list of parts
+ST=configs/.tilefarm/farm.db                                      # where the bundled configs store results
+if has tests; then
+  step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests "$@"
   step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
   step bench-launch python3 scripts/bench_launch.py --out "$OUT"
 fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
+if has bench; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
 fi
-if [ "$what" = farm ] || [ "$what" = all ]; then
-  # the farm on Ray with real timing; its timings against the benchmark script's (same session); throughput
-  # with one GPU against all of them
-  step farm-agree python3 -m farm run configs/h200-agree.yaml --label gpu-session --format markdown
-  python3 -m farm report latest --format json > "$OUT/farm-agree.json" 2>"$OUT/farm-agree.err"
+if has farm; then
+  # the farm on Ray with real timing, and its timings against the benchmark script's (same session)
+  step farm-agree python3 -m farm run configs/h200-agree.yaml --label main --format markdown
+  python3 -m farm report latest -s $ST --format json > "$OUT/farm-agree.json" 2>"$OUT/farm-agree.err"
   [ -f "$OUT/memory-$(date +%F).json" ] && step farm-vs-bench python3 scripts/compare_farm_bench.py \
     "$OUT/farm-agree.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
-  if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput against the number of GPUs needs several
-    step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
-    step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
-  fi
-  python3 -m farm runs > "$OUT/farm-runs.txt" 2>&1
 fi
-if [ "$what" = flat ] || [ "$what" = all ]; then
+if has gate; then
+  # the same sweep again, then the gate: two runs of unchanged code should pass
+  step farm-agree-2 python3 -m farm run configs/h200-agree.yaml --label pr --force --format none
+  step farm-gate python3 -m farm gate pr --baseline main -s $ST --config configs/gates.yaml \
+    --markdown "$OUT/gate.md" --junit "$OUT/gate.xml"
+fi
+if has throughput && [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput against the number of GPUs
+  step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
+  step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
+fi
+if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
-  python3 -m farm report latest --format json > "$OUT/farm-flat.json" 2>/dev/null
+  python3 -m farm report latest -s $ST --format json > "$OUT/farm-flat.json" 2>/dev/null
   step farm-memory python3 scripts/farm_memory.py "$OUT/farm-flat.json" "$OUT/farm-memory.json"
 fi
-if [ "$what" = diag ] || [ "$what" = all ]; then
+if has autotune; then
+  step autotune python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
+fi
+if has diag; then
   step diag-load python3 scripts/diag_load.py --out "$OUT"
 fi
+python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
 # the device tool returns at most 8 files: one archive with everything, plus the tables to read at once
 tar -czf "$FINAL/session.tgz" -C "$OUT" .
