@@ -8,6 +8,7 @@ from __future__ import annotations
 from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
+from .pipeline import pipeline_loads
 
 
 PIPELINE = [
@@ -15,6 +16,9 @@ PIPELINE = [
     ("canonicalize", canonicalize),
     # Drop unused pure ops before layouts are chosen, so dead values cannot force layout conversions.
     ("dce", dce),
+    # Rotate the loads of K loops with a dot (num_stages >= 2) so the next tiles load while this one's MMA runs;
+    # before layouts, so the carried tiles get the loads' coalesced layouts like any loop-carried value.
+    ("pipeline_loads", pipeline_loads),
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
     ("assign_layouts", assign_layouts),

@@ -184,3 +184,25 @@ def test_matmul_odd_shapes_gpu(M, N, Kd, dtype):
         PRECISION="ieee", num_warps=4)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert_close(c, ref, "float32", rtol=1e-4, atol=1e-4 * math.sqrt(Kd))
+
+
+def test_k_loop_loads_are_pipelined():
+    """num_stages >= 2: the K loop carries the next A/B tiles (loaded before this iteration's dot); the
+    interpreter-visible IR is unchanged and num_stages=1 leaves the loop alone."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    def loop_of(stages):
+        a = np.zeros((256, 256), np.float16)
+        mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
+                                    BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, EPILOGUE="none",
+                                    PRECISION="ieee")
+        mod = run_pipeline(mod, Options(num_warps=4, num_stages=stages))
+        return next(op for op in mod.function.body.ops if op.kind == "for")
+
+    piped, plain = loop_of(3), loop_of(1)
+    assert len(piped.results) == len(plain.results) + 2
+    body = piped.blocks[0].ops
+    dot_at = next(i for i, o in enumerate(body) if o.kind == "dot")
+    assert [i for i, o in enumerate(body) if o.kind == "load"] and all(
+        i < dot_at for i, o in enumerate(body) if o.kind == "load")
