@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -170,18 +168,11 @@ def key_json(named: dict, key_names) -> str:
 
 
 # ------------------------------------------------------------------------------------------ environment facts
-@functools.lru_cache(maxsize=None)
 def compiler_version() -> str:
-    """`__version__` plus a hash of the compiler's sources (the same string as `farm.worker.compiler_version`)."""
-    from . import __version__
+    """`__version__` plus a hash of the compiler's sources (the compile cache's and the farm's job keys use it)."""
+    from .compile import source_fingerprint
 
-    spec = importlib.util.find_spec("compiler")
-    root = pathlib.Path(list(spec.submodule_search_locations)[0])
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    return f"{__version__}+{h.hexdigest()[:12]}"
+    return source_fingerprint()
 
 
 def normalize_kind(name: str) -> str:

@@ -59,6 +59,23 @@ def default_arch() -> str:
     return _device_arch() or "sm_90"
 
 
+@functools.lru_cache(maxsize=None)
+def source_fingerprint() -> str:
+    """The compiler's version plus a hash of its own sources (.py and .c): any change to the compiler gives new
+    cache keys, so a warm disk cache never serves code built by an older compiler."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(filenames):
+            if f.endswith((".py", ".c")):
+                path = os.path.join(dirpath, f)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
 def lower_kernel(jitfn, params):
     """Frontend only: the kernel's IR Module for one specialization."""
     try:
@@ -197,7 +214,8 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
     arch = arch or default_arch()
     options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
                       enable_fp_fusion=enable_fp_fusion)
-    key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options), __version__])
+    key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
+                          source_fingerprint()])
     key = hashlib.sha256(key_src.encode()).hexdigest()
     k = _mem_cache.get(key)
     if k is not None:

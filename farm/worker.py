@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import inspect
 import os
 import pathlib
@@ -40,21 +39,11 @@ def _compiler():
 @functools.lru_cache(maxsize=None)
 def compiler_version() -> str:
     """The compiler's version plus a hash of its sources: any change to the compiler changes every job key."""
-    spec = importlib.util.find_spec("compiler")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        from compiler.compile import source_fingerprint
+    except ImportError:
         return "none"
-    root = pathlib.Path(list(spec.submodule_search_locations)[0])
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
-    version = "0"
-    init = root / "__init__.py"
-    if init.is_file():
-        for line in init.read_text().splitlines():
-            if line.startswith("__version__"):
-                version = line.split("=", 1)[1].strip().strip("'\"")
-    return f"{version}+{h.hexdigest()[:12]}"
+    return source_fingerprint()
 
 
 def is_compilation_error(e: BaseException) -> bool:
