@@ -30,3 +30,5 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "__version__"]
+
+_compile.source_fingerprint()  # hash the compiler's sources once, at import, not on the first compile
