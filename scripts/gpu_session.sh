@@ -23,7 +23,7 @@ step() {  # step NAME CMD...: run, tee the log, remember the exit code
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton, llvmlite; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__)" | tee -a "$OUT/gpu.txt"
 has() { [ "$what" = all ] || [[ ",$what," == *",$1,"* ]]; }   # what: all, or a comma list of parts
-ST=configs/.tilefarm/farm.db                                      # where the bundled configs store results
+ST=.tilefarm/farm.db                                              # where the bundled configs store results
 if has tests; then
   step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests "$@"
   step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
@@ -40,10 +40,20 @@ if has farm; then
     "$OUT/farm-agree.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
 fi
 if has gate; then
-  # the same sweep again, then the gate: two runs of unchanged code should pass
-  step farm-agree-2 python3 -m farm run configs/h200-agree.yaml --label pr --force --format none
-  step farm-gate python3 -m farm gate pr --baseline main -s $ST --config configs/gates.yaml \
-    --markdown "$OUT/gate.md" --junit "$OUT/gate.xml"
+  # identical runs must pass the gate (false alarms counted over repeats); a deliberately slowed kernel must fail
+  step farm-gate-main python3 -m farm run configs/h200-gate.yaml --local --label gate-main --force --format none
+  for i in 1 2 3; do
+    step farm-gate-rep$i python3 -m farm run configs/h200-gate.yaml --local --label gate-rep$i --force --format none
+    step farm-gate$i python3 -m farm gate gate-rep$i --baseline gate-main -s $ST --config configs/gates.yaml \
+      --markdown "$OUT/gate$i.md" --junit "$OUT/gate$i.xml"
+  done
+  # slow vector_add down on purpose (blocks of 64 instead of 1024), in this copy of the tree only
+  sed -i 's/consts.setdefault("BLOCK", 1024)/consts.setdefault("BLOCK", 1024); consts["BLOCK"] = min(consts["BLOCK"], 64)/' \
+    workloads/vector_add/workload.py
+  step farm-gate-slowrun python3 -m farm run configs/h200-gate.yaml --local --label gate-slow --force --format none
+  step farm-gate-slow python3 -m farm gate gate-slow --baseline gate-main -s $ST --config configs/gates.yaml \
+    --no-remeasure --markdown "$OUT/gate-slow.md" --junit "$OUT/gate-slow.xml"
+  sed -i 's/; consts\["BLOCK"\] = min(consts\["BLOCK"\], 64)//' workloads/vector_add/workload.py
 fi
 if has throughput && [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput against the number of GPUs
   step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
@@ -55,7 +65,7 @@ if has flat; then
   step farm-memory python3 scripts/farm_memory.py "$OUT/farm-flat.json" "$OUT/farm-memory.json"
 fi
 if has autotune; then
-  step autotune python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
+  step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
 fi
 if has diag; then
   step diag-load python3 scripts/diag_load.py --out "$OUT"
