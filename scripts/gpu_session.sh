@@ -70,6 +70,12 @@ fi
 if has diag; then
   step diag-load python3 scripts/diag_load.py --out "$OUT"
 fi
+if has diaghit; then
+  step diag-hit python3 scripts/diag_hit.py
+fi
+if has farmtests; then
+  step farm-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm
+fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
 # the device tool returns at most 8 files: one archive with everything, plus the tables to read at once

@@ -1,0 +1,54 @@
+"""Where does the first call in a fresh process go when the disk cache is warm? Phase by phase, in a child.
+
+    python3 scripts/diag_hit.py        (prints one line per phase, in ms)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, %r)
+import numpy as np
+import compiler
+from compiler.runtime import DeviceArray, synchronize
+from workloads.vector_add.kernel import add_kernel
+N = 1 << 20
+x = DeviceArray.from_numpy(np.ones(N, np.float32)); y = DeviceArray.from_numpy(np.ones(N, np.float32))
+z = DeviceArray.empty(N, np.float32)
+synchronize()
+T = {}
+t = time.perf_counter()
+vals, opts = add_kernel._bind((x, y, z, N), {"BLOCK": 1024})
+keys, lv, kinds, host = add_kernel._specialize(vals)
+T["bind+specialize"] = time.perf_counter() - t; t = time.perf_counter()
+k = add_kernel._compile(vals, keys, kinds, 4, 3, None, target=None)
+T["compile_kernel (cache lookup)"] = time.perf_counter() - t; t = time.perf_counter()
+from compiler.runtime import fastlaunch
+fastlaunch.get()
+T["fastlaunch import"] = time.perf_counter() - t; t = time.perf_counter()
+L = k.launcher
+T["module load + launcher"] = time.perf_counter() - t; t = time.perf_counter()
+L((N // 1024,), 0, lv)
+T["launch"] = time.perf_counter() - t; t = time.perf_counter()
+synchronize()
+T["sync"] = time.perf_counter() - t
+T["cubin cached"] = k.asm.cached("cubin") is not None
+print(json.dumps({a: (b * 1e3 if isinstance(b, float) else b) for a, b in T.items()}))
+""" % ROOT
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, TILEFARM_CACHE_DIR=d)
+        for label in ("cold", "disk hit", "disk hit again"):
+            p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env)
+            line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-800:]
+            print(f"{label:>15}: {line}")
+
+
+if __name__ == "__main__":
+    main()
