@@ -32,3 +32,6 @@ __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", 
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "__version__"]
 
 _compile.source_fingerprint()  # hash the compiler's sources once, at import, not on the first compile
+from .runtime import fastlaunch as _fastlaunch  # noqa: E402
+
+_fastlaunch.preload()  # the C launch call, when this machine built it before (loading it needs no GPU)

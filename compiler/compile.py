@@ -45,7 +45,7 @@ def _device_arch() -> str | None:
 
         ok, _ = cuda.gpu_available()
         if ok:
-            return cuda.device_properties().arch
+            return cuda.device_arch()
     except Exception:
         pass
     return None

@@ -387,6 +387,19 @@ def device_properties(device: int | None = None) -> DeviceProperties:
     )
 
 
+@lru_cache(maxsize=None)
+def device_arch(device: int | None = None) -> str:
+    """The ``sm_XY`` target of ``device`` from two attribute queries (the compile path needs only this)."""
+    if device is None:
+        device = current_device()
+    d = driver()
+    dev = cu_device(device)
+    A = d.CUdevice_attribute
+    major = int(check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute"))
+    minor = int(check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute"))
+    return f"sm_{major}{minor}"
+
+
 def _reset_for_tests() -> None:
     """Forget cached availability/init state (tests only)."""
     global _available, _init_done, _init_error
@@ -398,3 +411,4 @@ def _reset_for_tests() -> None:
         if hasattr(_tls, k):
             delattr(_tls, k)
     device_properties.cache_clear()
+    device_arch.cache_clear()

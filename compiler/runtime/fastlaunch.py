@@ -61,6 +61,18 @@ def build() -> str:
     return path
 
 
+def preload() -> None:
+    """Load the launcher if it was already built on this machine (never compiles): `import compiler` calls
+    this so a process whose kernels come from the disk cache pays no dlopen on its first launch."""
+    if "fn" in _state or os.environ.get("TILEFARM_FASTLAUNCH", "1") in ("0", "off", "false"):
+        return
+    try:
+        if os.path.exists(_target_path()):
+            get()
+    except Exception:
+        pass
+
+
 def get():
     """The C `launch` function, or None when unavailable (built once per machine and Python version)."""
     if "fn" in _state:
