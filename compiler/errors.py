@@ -32,8 +32,9 @@ def format_location(message: str, loc) -> str:
     return text
 
 
-class CompilationError(Exception):
-    """A kernel that cannot be compiled: `.loc` is where, `.raw_message` is what; str() shows both."""
+class _Located:
+    """Shared by the user-facing errors: `.loc` is where, `.raw_message` (`.message`) is what; str() shows both
+    with the source line and a caret; pickles intact (errors cross Ray process boundaries)."""
 
     def __init__(self, message: str, loc=None):
         self.raw_message = self.message = message
@@ -44,16 +45,12 @@ class CompilationError(Exception):
         return (_rebuild, (type(self), self.raw_message, self.loc, str(self)))
 
 
-class KernelRuntimeError(RuntimeError):
-    """A kernel did something invalid while running; `.loc` is the kernel source location of the op."""
+class CompilationError(_Located, Exception):
+    """A kernel that cannot be compiled."""
 
-    def __init__(self, message: str, loc=None):
-        self.raw_message = self.message = message
-        self.loc = loc
-        super().__init__(format_location(message, loc))
 
-    def __reduce__(self):
-        return (_rebuild, (type(self), self.raw_message, self.loc, str(self)))
+class KernelRuntimeError(_Located, RuntimeError):
+    """A kernel did something invalid while running in the interpreter (out-of-bounds access, device_assert)."""
 
 
 def _rebuild(cls, message, loc, text):
