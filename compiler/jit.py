@@ -314,8 +314,11 @@ class JITFunction:
         vals, opts = self._bind(args, kwargs)
         keys, launch_vals, kinds, host = self._specialize(vals)
         kinds = ["ptr" if k == "host" else k for k in kinds]
-        return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
-                             opts.get("debug", self.debug), target=target)
+        try:
+            return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
+                                 opts.get("debug", self.debug), target=target)
+        except CompilationError as e:
+            raise e.with_traceback(None) from None  # the user's mistake, shown from this call, not our internals
 
     def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target):
         from .compile import compile_kernel
@@ -473,7 +476,10 @@ def _make_fast_launch(jf: JITFunction):
     lines = [f"def launch(grid, {', '.join(sig + ['*', 'num_warps=4', 'num_stages=3', 'debug=None', 'stream=None'])}, "
              "**_extra):",
              "    if _extra or _FORCED:",
-             f"        return _slow(None, grid, {allargs}, _extra, num_warps, num_stages, debug, stream)"]
+             "        try:",
+             f"            return _slow(None, grid, {allargs}, _extra, num_warps, num_stages, debug, stream)",
+             "        except _USER_ERRORS as _e:",
+             "            raise _e.with_traceback(None) from None"]
     keyparts, vals = ["_FAST"], []
     for i, a in enumerate(names):
         if jf.constexpr_mask[i]:
@@ -491,7 +497,10 @@ def _make_fast_launch(jf: JITFunction):
             "    elif _t is float:",
             f"        _v{i} = {a}; _k{i} = 4; _a{i} = False",
             "    else:",
-            f"        return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+            "        try:",
+            f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+            "        except _USER_ERRORS as _e:",
+            "            raise _e.with_traceback(None) from None",
         ]
         keyparts += [f"_k{i}", f"_a{i}"]
         vals.append(f"_v{i}")
@@ -500,9 +509,15 @@ def _make_fast_launch(jf: JITFunction):
         "    try:",
         "        _kernel = _kernels.get(_key)",
         "    except TypeError:",
-        f"        return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "        try:",
+        f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "        except _USER_ERRORS as _e:",
+        "            raise _e.with_traceback(None) from None",
         "    if _kernel is None:",
-        f"        return _slow(_key, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "        try:",
+        f"            return _slow(_key, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
+        "        except _USER_ERRORS as _e:",
+        "            raise _e.with_traceback(None) from None",
         "    if type(grid) is not tuple:",
         f"        grid = grid(dict(zip(_names, {allargs}))) if callable(grid) else grid",
         f"    _vals = [{', '.join(vals)}]",
@@ -534,7 +549,9 @@ def _make_fast_launch(jf: JITFunction):
         from .runtime.memory import DeviceArray as da
     except Exception:  # pragma: no cover
         da = type("_NoDeviceArray", (), {})
-    env = {"_kernels": jf._kernels, "_slow": slow, "_FORCED": _interpret_at_import(), "_names": names, "_FAST": _FAST,
+    from .errors import KernelRuntimeError
+
+    env = {"_USER_ERRORS": (CompilationError, KernelRuntimeError), "_kernels": jf._kernels, "_slow": slow, "_FORCED": _interpret_at_import(), "_names": names, "_FAST": _FAST,
            "_TT": tt, "_DA": da}
     for i, n in enumerate(names):
         if n in jf.defaults:

@@ -136,3 +136,22 @@ def test_cache_key_covers_callees():
 
     names = _dependency_sources(K.control_flow)
     assert any(n.endswith("._add") for n in names)
+
+
+def test_launch_error_has_no_compiler_frames():
+    """A user mistake found on launch is raised from the launch call itself: no frames inside compiler/."""
+    import os
+    import traceback
+
+    import compiler as C
+
+    x = np.zeros(64, np.float32)
+    with pytest.raises(C.CompilationError) as ei:
+        K.bad_float_bitwise[(1,)](x, 64)
+    pkg = os.path.dirname(C.__file__)
+    frames = [f.filename for f in traceback.extract_tb(ei.value.__traceback__)]
+    assert not [f for f in frames if f.startswith(pkg)], frames
+    with pytest.raises(C.CompilationError) as ei:
+        K.bad_float_bitwise.warmup(x, 64, grid=(1,), target="sm_90")
+    frames = [f.filename for f in traceback.extract_tb(ei.value.__traceback__)]
+    assert len([f for f in frames if f.startswith(pkg)]) <= 1, frames  # at most the warmup() call itself
