@@ -11,7 +11,6 @@ import hashlib
 import inspect
 import os
 import sys
-import ast
 
 import numpy as np
 

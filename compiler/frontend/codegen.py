@@ -106,10 +106,6 @@ def _is_python_value(v) -> bool:
     return not isinstance(v, tensor)
 
 
-class _Return(Exception):
-    pass
-
-
 _PY_CMP = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 

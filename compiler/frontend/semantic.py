@@ -10,12 +10,10 @@ SemanticError; the frontend attaches the source location. Rules follow Triton's 
 """
 from __future__ import annotations
 
-import math
-
 from ..ir import types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
-from ..language.core import tensor, constexpr, _unwrap
+from ..language.core import tensor, _unwrap
 
 
 def _b():
@@ -659,7 +657,6 @@ def reduce(inputs, axis, combine, keep_dims=False):
         n = inputs[0].type.numel
         inputs = [reshape(t, (n,)) if len(shape) > 1 else t for t in inputs]
         axis = 0
-        out_rank_shape = ()
         orig_rank = len(shape)
     else:
         axis = _norm_axis(axis, len(shape))
