@@ -44,6 +44,17 @@ def itemsize(name: str) -> int:
     return _ITEMSIZE[name] if name in _ITEMSIZE else np.dtype(name).itemsize
 
 
+def normal(rng: np.random.Generator, loc, scale, shape) -> np.ndarray:
+    """Seeded normal samples drawn directly in float32 (about twice as fast as float64 draws plus a cast;
+    input generation is most of the host time of a large farm job)."""
+    return rng.standard_normal(shape, dtype=np.float32) * np.float32(scale) + np.float32(loc)
+
+
+def uniform(rng: np.random.Generator, lo, hi, shape) -> np.ndarray:
+    """Seeded uniform samples in [lo, hi), drawn in float32."""
+    return rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo)
+
+
 def to_f64(a) -> np.ndarray:
     """A host array as float64 (bfloat16 goes through float32: ml_dtypes casts only to float32 exactly)."""
     a = np.asarray(a)

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from workloads._common import KernelRunner, split_meta, to_f64
+from workloads._common import KernelRunner, split_meta, to_f64, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -13,7 +13,7 @@ from . import kernel as K
 
 def make_inputs(params, rng):
     BH, L, D = params["BH"], params["L"], params["D"]
-    return {n: rng.uniform(-1, 1, (BH, L, D)).astype(np.float16) for n in ("q", "k", "v")}
+    return {n: uniform(rng, -1, 1, (BH, L, D)).astype(np.float16) for n in ("q", "k", "v")}
 
 
 def output_specs(params):

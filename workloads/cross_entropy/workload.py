@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64, normal, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -13,9 +13,9 @@ from . import kernel as K
 def make_inputs(params, rng):
     m, v = params["M"], params["V"]
     # Language-model-like logits: N(0, 2) with a few strongly preferred tokens per row.
-    logits = rng.normal(0.0, 2.0, (m, v))
+    logits = normal(rng, 0.0, 2.0, (m, v))
     hot = rng.integers(0, v, (m, 4))
-    logits[np.arange(m)[:, None], hot] += rng.uniform(4.0, 10.0, (m, 4))
+    logits[np.arange(m)[:, None], hot] += uniform(rng, 4.0, 10.0, (m, 4))
     targets = rng.integers(0, v, m).astype(np.int64)
     return {"logits": logits.astype(np_dtype(params["dtype"])), "targets": targets}
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -38,8 +38,8 @@ def make_inputs(params, rng):
         b = rng.integers(-8, 8, (Kd, N), dtype=np.int8)
     else:
         dt = np_dtype(_in_dtype(params))
-        a = rng.uniform(-1, 1, (M, Kd)).astype(dt)
-        b = rng.uniform(-1, 1, (Kd, N)).astype(dt)
+        a = uniform(rng, -1, 1, (M, Kd)).astype(dt)
+        b = uniform(rng, -1, 1, (Kd, N)).astype(dt)
     bias = rng.uniform(-1, 1, N).astype(np.float32)
     return {"a": a, "b": b, "bias": bias}
 

@@ -6,7 +6,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64, normal, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -17,7 +17,7 @@ EPS = 1e-6
 def make_inputs(params, rng):
     m, n = params["M"], params["N"]
     dt = np_dtype(params["dtype"])
-    x = rng.normal(0.0, 1.0, (m, n)) * rng.uniform(0.5, 2.0, (m, 1)) + rng.normal(0.0, 0.3, (m, 1))
+    x = normal(rng, 0.0, 1.0, (m, n)) * uniform(rng, 0.5, 2.0, (m, 1)) + normal(rng, 0.0, 0.3, (m, 1))
     w = rng.normal(1.0, 0.1, n)
     return {"x": x.astype(dt), "w": w.astype(dt)}
 

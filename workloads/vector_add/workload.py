@@ -1,9 +1,11 @@
 """Workload: z = x + y over N elements (fp32 / fp16 / bf16)."""
 from __future__ import annotations
 
+import numpy as np
+
 import compiler
 
-from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64
+from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64, normal, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -13,8 +15,8 @@ def make_inputs(params, rng):
     dt = np_dtype(params["dtype"])
     n = params["N"]
     # Normal values, kept away from exact zero so an unwritten (or zero-filled) output cannot pass.
-    x = rng.standard_normal(n) + 0.05
-    y = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    x = normal(rng, 0.05, 1.0, n)
+    y = uniform(rng, 0.5, 2.0, n) * np.where(rng.random(n, dtype=np.float32) < 0.5, np.float32(-1), np.float32(1))
     return {"x": x.astype(dt), "y": y.astype(dt)}
 
 
