@@ -47,7 +47,8 @@ class Workload:
     - `params` is one point of a sweep: shape parameters (e.g. {"M": 4096, "N": 8192}) plus "dtype".
     - `torch_impl(arrays, params)`: optional baseline (runs on torch tensors) for speedups on the GPU.
     - `triton_launch(arrays, params, meta)`: optional: the same kernel source run through Triton.
-    - `default_sweep`: a list of params dicts; `default_meta`: meta used when a sweep gives none.
+    - `default_sweep`: a list of params dicts (small: the interpreter runs them in CI); `gpu_sweep`: the sizes
+      worth timing on a GPU; `default_meta`: meta used when a sweep gives none.
     - `tolerance`: dtype name -> (rtol, atol) overriding DEFAULT_TOL.
     - `warmup(arrays, params, meta)`: optional, same arguments as `launch` but calls `kernel.warmup(...)` and
       returns the compiled kernel (`.asm` with "tile", "llir", "ptx"[, "cubin"]; `.metadata`) without running it
@@ -67,6 +68,7 @@ class Workload:
     flops: Callable[[dict], float]
     bytes: Callable[[dict], float]
     default_sweep: list = field(default_factory=list)
+    gpu_sweep: list = field(default_factory=list)  # sizes worth timing only on a GPU (the benchmarks use them)
     default_meta: dict = field(default_factory=dict)
     meta_space: dict = field(default_factory=dict)
     tolerance: dict = field(default_factory=dict)

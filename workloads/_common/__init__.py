@@ -44,6 +44,13 @@ def itemsize(name: str) -> int:
     return _ITEMSIZE[name] if name in _ITEMSIZE else np.dtype(name).itemsize
 
 
+# Row-wise kernels (softmax, layernorm, rmsnorm) share their small CI sweep and their meta space.
+ROW_SWEEP = ([{"M": m, "N": n, "dtype": dt} for dt in ("float16", "bfloat16", "float32")
+              for (m, n) in ((1, 1), (5, 300), (8, 1024))]
+             + [{"M": 3, "N": 5000, "dtype": "float32"}])
+ROW_META_SPACE = {"BLOCK_SIZE": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8, 16]}
+
+
 def normal(rng: np.random.Generator, loc, scale, shape) -> np.ndarray:
     """Seeded normal samples drawn directly in float32 (about twice as fast as float64 draws plus a cast;
     input generation is most of the host time of a large farm job)."""

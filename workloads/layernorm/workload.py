@@ -6,7 +6,7 @@ import numpy as np
 
 import compiler
 
-from workloads._common import KernelRunner, itemsize, np_dtype, split_meta, to_f64, normal, uniform
+from workloads._common import ROW_META_SPACE, ROW_SWEEP, KernelRunner, itemsize, np_dtype, split_meta, to_f64, normal, uniform
 from workloads.base import OutputSpec, Workload
 
 from . import kernel as K
@@ -81,13 +81,11 @@ WORKLOAD = Workload(
     # per element: sum, subtract+square+sum, subtract, multiply by rstd, fma with w and b
     flops=lambda p: float(8 * p["M"] * p["N"]),
     bytes=_bytes,
-    default_sweep=([{"M": m, "N": n, "dtype": dt} for dt in ("float16", "bfloat16", "float32")
-                    for (m, n) in ((1, 1), (5, 300), (8, 1024))]
-                   + [{"M": 3, "N": 5000, "dtype": "float32"}]),
+    default_sweep=ROW_SWEEP,
     # BLOCK_SIZE and num_warps follow the tutorial (default_block, N/256 warps) unless a sweep sets them;
     # BLOCK_SIZE smaller than N gives the chunked loop.
     default_meta={},
-    meta_space={"BLOCK_SIZE": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8, 16]},
+    meta_space=ROW_META_SPACE,
     tolerance={"float32": (1e-4, 1e-5)},
     torch_impl=torch_impl,
     triton_launch=RUNNER.triton_launch,
