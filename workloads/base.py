@@ -39,7 +39,8 @@ class Workload:
     """A kernel with inputs, a float64 reference, counts for roofline figures and a default sweep.
 
     - `make_inputs(params, rng)` -> dict name -> np.ndarray (seeded random, never zeros).
-    - `output_specs(params)` -> list[OutputSpec].
+    - `output_specs(params)` -> list[OutputSpec]; `input_specs(params)` (optional) -> list[OutputSpec] naming
+      each input's shape and dtype, so the farm can compile a job without generating its inputs.
     - `launch(arrays, params, meta)` runs the kernel: arrays holds inputs and outputs by name (device arrays or
       NumPy arrays), meta holds the meta-parameters (BLOCK sizes, num_warps, num_stages).
     - `reference(inputs, params)` -> dict output name -> np.ndarray computed in float64 (or exact ints).
@@ -67,6 +68,7 @@ class Workload:
     reference: Callable[[dict, dict], dict]
     flops: Callable[[dict], float]
     bytes: Callable[[dict], float]
+    input_specs: Callable[[dict], list] | None = None
     default_sweep: list = field(default_factory=list)
     gpu_sweep: list = field(default_factory=list)  # sizes worth timing only on a GPU (the benchmarks use them)
     default_meta: dict = field(default_factory=dict)
@@ -84,6 +86,16 @@ class Workload:
             return None
         return self.warmup(arrays, params, meta)
 
+    def standin_arrays(self, params: dict) -> dict | None:
+        """Small arrays standing in for every input and output when compiling (only dtype and 16-byte alignment
+        reach the compiled kernel); None when the workload declares no input_specs."""
+        if self.input_specs is None:
+            return None
+        out = {}
+        for spec in list(self.input_specs(params)) + list(self.output_specs(params)):
+            out[spec.name] = _aligned_empty(spec.dtype)
+        return out
+
     def make_baseline(self, inputs: dict, params: dict):
         """A zero-argument callable running the reference implementation on the GPU, or None when there is none."""
         if self.baseline is not None:
@@ -97,3 +109,13 @@ class Workload:
 
     def tol(self, dtype_name: str) -> tuple:
         return self.tolerance.get(dtype_name, DEFAULT_TOL.get(dtype_name, (0.0, 0.0)))
+
+
+def _aligned_empty(dtype_name: str, n: int = 64) -> np.ndarray:
+    """n elements of `dtype_name` starting on a 256-byte boundary (as device allocations do)."""
+    from compiler.ir.types import from_name
+
+    dt = from_name(dtype_name).np
+    raw = np.empty(n * dt.itemsize + 256, np.uint8)
+    off = (-raw.ctypes.data) % 256
+    return raw[off:off + n * dt.itemsize].view(dt)

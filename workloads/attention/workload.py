@@ -16,6 +16,10 @@ def make_inputs(params, rng):
     return {n: uniform(rng, -1, 1, (BH, L, D)).astype(np.float16) for n in ("q", "k", "v")}
 
 
+def input_specs(params):
+    return [OutputSpec(n, (params["BH"], params["L"], params["D"]), "float16") for n in ("q", "k", "v")]
+
+
 def output_specs(params):
     return [OutputSpec("o", (params["BH"], params["L"], params["D"]), "float16")]
 
@@ -56,6 +60,7 @@ WORKLOAD = Workload(
     description="flash-attention forward (online softmax, two dots per K/V block), fp16, non-causal",
     kernel=K.attention_fwd_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

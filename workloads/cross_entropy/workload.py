@@ -20,6 +20,11 @@ def make_inputs(params, rng):
     return {"logits": logits.astype(np_dtype(params["dtype"])), "targets": targets}
 
 
+def input_specs(params):
+    return [OutputSpec("logits", (params["M"], params["V"]), params["dtype"]),
+            OutputSpec("targets", (params["M"],), "int64")]
+
+
 def output_specs(params):
     return [OutputSpec("loss", (params["M"],), "float32")]
 
@@ -63,6 +68,7 @@ WORKLOAD = Workload(
     description="cross-entropy forward, per-row loss: online logsumexp over V chunks (fp32 math) minus the target logit",
     kernel=K.cross_entropy_fwd_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

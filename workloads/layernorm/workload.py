@@ -24,6 +24,11 @@ def make_inputs(params, rng):
     return {"x": x.astype(dt), "w": w.astype(dt), "b": b.astype(dt)}
 
 
+def input_specs(params):
+    m, n, dt = params["M"], params["N"], params["dtype"]
+    return [OutputSpec("x", (m, n), dt), OutputSpec("w", (n,), dt), OutputSpec("b", (n,), dt)]
+
+
 def output_specs(params):
     m, n = params["M"], params["N"]
     return [OutputSpec("y", (m, n), params["dtype"]), OutputSpec("mean", (m,), "float32"),
@@ -75,6 +80,7 @@ WORKLOAD = Workload(
     description="LayerNorm forward (Triton tutorial kernel): y = (x - mean) * rstd * w + b, also Mean and Rstd",
     kernel=K.layer_norm_fwd_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

@@ -44,6 +44,12 @@ def make_inputs(params, rng):
     return {"a": a, "b": b, "bias": bias}
 
 
+def input_specs(params):
+    M, N, Kd = params["M"], params["N"], params["K"]
+    dt = "int8" if params["dtype"] == "int8" else _in_dtype(params)
+    return [OutputSpec("a", (M, Kd), dt), OutputSpec("b", (Kd, N), dt), OutputSpec("bias", (N,), "float32")]
+
+
 def output_specs(params):
     return [OutputSpec("c", (params["M"], params["N"]), _out_dtype(params))]
 
@@ -102,6 +108,7 @@ WORKLOAD = Workload(
     description="C = epilogue(A @ B), grouped-ordering tiled matmul with a fused epilogue (tensor cores)",
     kernel=K.matmul_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

@@ -22,6 +22,11 @@ def make_inputs(params, rng):
     return {"x": x.astype(dt), "w": w.astype(dt)}
 
 
+def input_specs(params):
+    m, n, dt = params["M"], params["N"], params["dtype"]
+    return [OutputSpec("x", (m, n), dt), OutputSpec("w", (n,), dt)]
+
+
 def output_specs(params):
     m, n = params["M"], params["N"]
     return [OutputSpec("y", (m, n), params["dtype"]), OutputSpec("rstd", (m,), "float32")]
@@ -67,6 +72,7 @@ WORKLOAD = Workload(
     description="RMSNorm forward: y = x * rsqrt(mean(x^2) + eps) * w, also Rstd",
     kernel=K.rms_norm_fwd_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

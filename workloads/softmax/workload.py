@@ -17,6 +17,10 @@ def make_inputs(params, rng):
     return {"x": x.astype(np_dtype(params["dtype"]))}
 
 
+def input_specs(params):
+    return [OutputSpec("x", (params["M"], params["N"]), params["dtype"])]
+
+
 def output_specs(params):
     return [OutputSpec("y", (params["M"], params["N"]), params["dtype"])]
 
@@ -62,6 +66,7 @@ WORKLOAD = Workload(
     description="row-wise softmax, one row per program, the whole row in one block (fp32 math)",
     kernel=K.softmax_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,

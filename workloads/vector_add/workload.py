@@ -20,6 +20,10 @@ def make_inputs(params, rng):
     return {"x": x.astype(dt), "y": y.astype(dt)}
 
 
+def input_specs(params):
+    return [OutputSpec(n, (params["N"],), params["dtype"]) for n in ("x", "y")]
+
+
 def output_specs(params):
     return [OutputSpec("z", (params["N"],), params["dtype"])]
 
@@ -50,6 +54,7 @@ WORKLOAD = Workload(
     description="z = x + y, one BLOCK of elements per program",
     kernel=K.add_kernel,
     make_inputs=make_inputs,
+    input_specs=input_specs,
     output_specs=output_specs,
     launch=RUNNER.launch,
     reference=reference,
