@@ -28,9 +28,16 @@ TARGET_INDEPENDENT = ("canonicalize", "dce")
 
 
 def run_pipeline(module, options, upto: str | None = None):
-    """Run PIPELINE in order (stopping after the pass named `upto`, if given)."""
+    """Run PIPELINE in order (stopping after the pass named `upto`, if given). The module remembers the last pass
+    it went through, so a later call resumes there instead of running the earlier passes again."""
+    done = module.meta.get("passes_done")
+    started = done is None
     for name, fn in PIPELINE:
-        module = fn(module, options)
+        if started:
+            module = fn(module, options)
+            module.meta["passes_done"] = name
+        elif name == done:
+            started = True
         if name == upto:
             break
     return module
