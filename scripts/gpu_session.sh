@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
-#   bash scripts/gpu_session.sh [all | comma list of: tests,bench,farm,gate,throughput,flat,autotune,diag] [pytest args]
+#   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
+#                                       autotune,tunematmul,diag,diaghit,farmtests] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -47,13 +48,18 @@ if has gate; then
     step farm-gate$i python3 -m farm gate gate-rep$i --baseline gate-main -s $ST --config configs/gates.yaml \
       --markdown "$OUT/gate$i.md" --junit "$OUT/gate$i.xml"
   done
-  # slow vector_add down on purpose (blocks of 64 instead of 1024), in this copy of the tree only
+  # slow vector_add down on purpose (blocks of 64 instead of 1024) in a commit of its own, so the gate's A/B
+  # re-measurement rebuilds that side from git (the baseline side runs from this checkout)
+  if ! git rev-parse --git-dir >/dev/null 2>&1; then
+    git init -q && git add -A && git -c user.name=node -c user.email=node@localhost commit -qm snapshot
+  fi
   sed -i 's/consts.setdefault("BLOCK", 1024)/consts.setdefault("BLOCK", 1024); consts["BLOCK"] = min(consts["BLOCK"], 64)/' \
     workloads/vector_add/workload.py
+  git -c user.name=node -c user.email=node@localhost commit -qam "slow vector_add"
   step farm-gate-slowrun python3 -m farm run configs/h200-gate.yaml --local --label gate-slow --force --format none
+  git checkout -q HEAD~1
   step farm-gate-slow python3 -m farm gate gate-slow --baseline gate-main -s $ST --config configs/gates.yaml \
-    --no-remeasure --markdown "$OUT/gate-slow.md" --junit "$OUT/gate-slow.xml"
-  sed -i 's/; consts\["BLOCK"\] = min(consts\["BLOCK"\], 64)//' workloads/vector_add/workload.py
+    --markdown "$OUT/gate-slow.md" --junit "$OUT/gate-slow.xml"
 fi
 if has throughput && [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput against the number of GPUs
   step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
@@ -63,6 +69,19 @@ if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
   python3 -m farm report latest -s $ST --format json > "$OUT/farm-flat.json" 2>/dev/null
   step farm-memory python3 scripts/farm_memory.py "$OUT/farm-flat.json" "$OUT/farm-memory.json"
+fi
+if has launch; then
+  step bench-launch python3 scripts/bench_launch.py --out "$OUT"
+fi
+if has matmul; then
+  step bench-matmul python3 scripts/bench_matmul.py --out "$OUT"
+fi
+if has tunematmul; then
+  # the farm tunes matmul (36 candidates x 3 shapes) by halving, then exhaustively to check the picks; the
+  # autotuner against Triton's on the same kernel and configs, and a fresh process reading the database
+  step tune-matmul python3 -m farm tune configs/tune-matmul.yaml
+  step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
+  step autotune-matmul timeout 400 python3 scripts/bench_autotune.py --workload matmul --limit 24 --out "$OUT"
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
