@@ -322,7 +322,8 @@ def _judge_time(b, r, v: JobVerdict, threshold: float, cfg: GateConfig, remeasur
         v.notes.append(f"re-measurement failed: {type(e).__name__}: {e}")
         return
     if got is None:
-        v.notes.append("not re-measured (the baseline's code cannot be rebuilt here)")
+        why = getattr(remeasure, "why", None)
+        v.notes.append(f"not re-measured ({why or 'a side cannot be rebuilt here'})")
         return
     result.remeasured += 1
     v.ab_ratio, v.ab_lo, v.ab_hi = ratio_ci(got[0], got[1], cfg.alpha, cfg.n_boot)
@@ -460,6 +461,7 @@ class ABRemeasure:
         self.here = pathlib.Path(__file__).resolve().parents[1]  # this checkout's root
         self.servers: dict[str, object] = {}
         self.log: list[str] = []
+        self.why: str | None = None  # why the last call returned None
 
     # -- which tree runs a side
 
@@ -478,7 +480,9 @@ class ABRemeasure:
             return str(self.here), job
         commit = run.get("git_commit") or ""
         if not commit or commit.endswith("-dirty"):
-            self.log.append(f"run {row['run_id']}: commit {commit or 'unknown'} cannot be rebuilt")
+            self.why = (f"run {row['run_id']}'s code differs from this checkout and its commit "
+                        f"({commit or 'unknown'}) cannot be rebuilt")
+            self.log.append(self.why)
             return None
         tree = self.workdir / commit[:12]
         if not tree.exists():

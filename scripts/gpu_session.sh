@@ -41,6 +41,9 @@ if has farm; then
     "$OUT/farm-agree.json" "$OUT/memory-$(date +%F).json" --out "$OUT"
 fi
 if has gate; then
+  if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$PWD" ]; then   # a repository of this tree's own
+    git init -q && git add -A && git -c user.name=node -c user.email=node@localhost commit -qm snapshot
+  fi
   # identical runs must pass the gate (false alarms counted over repeats); a deliberately slowed kernel must fail
   step farm-gate-main python3 -m farm run configs/h200-gate.yaml --local --label gate-main --force --format none
   for i in 1 2 3; do
@@ -49,10 +52,8 @@ if has gate; then
       --markdown "$OUT/gate$i.md" --junit "$OUT/gate$i.xml"
   done
   # slow vector_add down on purpose (blocks of 64 instead of 1024) in a commit of its own, so the gate's A/B
-  # re-measurement rebuilds that side from git (the baseline side runs from this checkout)
-  if ! git rev-parse --git-dir >/dev/null 2>&1; then
-    git init -q && git add -A && git -c user.name=node -c user.email=node@localhost commit -qm snapshot
-  fi
+  # re-measurement rebuilds that side from git (the baseline side runs from this checkout, a git repository of its
+  # own: the runs record its commit)
   sed -i 's/consts.setdefault("BLOCK", 1024)/consts.setdefault("BLOCK", 1024); consts["BLOCK"] = min(consts["BLOCK"], 64)/' \
     workloads/vector_add/workload.py
   git -c user.name=node -c user.email=node@localhost commit -qam "slow vector_add"

@@ -221,6 +221,7 @@ class SwizzledTile:
         self.max_phase = max(1, min(self.chunks, 8 // self.per_phase))
         self.base = base
         self.dyn = None  # runtime byte offset (ring-buffer stage), an i32 value or None
+        self.absolute = False  # offsets count from the start of shared memory (a copy ring's slots)
         self.nbytes = self.batch * self.rows * self.cols * ebytes
 
     @property
@@ -393,7 +394,7 @@ def _desc(e, st, row, col, kmajor):
     off = e.i32(st.const_offset(row, col))
     if st.dyn is not None:
         off = e.b.add(off, st.dyn)
-    addr = e.b.ptrtoint(e.smem_ptr(off), C.I32)
+    addr = e.b.ptrtoint(e.smem_ptr(off, absolute=st.absolute), C.I32)
     addr = e.b.zext(e.b.lshr(e.b.and_(addr, e.i32(0x3FFFF)), e.i32(4)), C.I64)
     sbo = 8 * st.row_bytes
     lbo = 16 if kmajor else st.block_bytes
@@ -444,27 +445,27 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
 def _dot_wgmma(e, op, a, b, c, ll, lay):
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
-    wm, wn = lay.wpc
-    instr_n = lay.instr_n
-    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
+    loop = _pipelined_loop(op)
+    if isinstance(a, SmemOperand) and isinstance(b, SmemOperand):
+        # operands already in a ring slot (async_copy + async_wait did the copies, the fence and the barrier)
+        sta, stb = a.st, b.st
+        a_k, b_k = sta.inner == 1, stb.inner == 0
+        if loop is not None:
+            loop.attrs["_wgmma_pending"] = True
+        return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop)
+    if isinstance(a, SmemOperand) or isinstance(b, SmemOperand):
+        raise error("a dot with one operand in a copy ring (compiler bug)", op.loc)
     ia, ib = _inner_dim(a.ll), _inner_dim(b.ll)
     a_k, b_k = ia == 1, ib == 0  # K-major operands
     sta = SwizzledTile((M, K), ia)
     stb = SwizzledTile((K, N), ib, base=(sta.nbytes + 1023) // 1024 * 1024)
     stage = (stb.base + stb.nbytes + 1023) // 1024 * 1024
-    loop = _pipelined_loop(op)
     if loop is not None:
         # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
         # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating
         # by iteration parity; the loop's exit waits for the last one.
-        iv = e.env[loop.blocks[0].args[0].id]
-        lb, step = e.get(loop.operands[0]), e.get(loop.operands[2])
-        it = e.b.sdiv(e.b.sub(iv, lb), step) if not (isinstance(step, ir.Constant) and step.constant == 1) \
-            else e.b.sub(iv, lb)
-        dyn = e.b.mul(e.b.and_(it, ir.Constant(it.type, 1)), ir.Constant(it.type, stage))
-        if it.type != C.I32:
-            dyn = e.b.trunc(dyn, C.I32)
-        sta.dyn = stb.dyn = dyn
+        it = _loop_iteration(e, loop)
+        sta.dyn = stb.dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
         loop.attrs["_wgmma_pending"] = True
         e.smem_begin(2 * stage)
     else:
@@ -474,6 +475,17 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
     _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
+    return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop)
+
+
+def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop):
+    """The wgmma instructions of one dot from swizzled tiles sta, stb; one commit group, left in flight (wait 1)
+    when the dot is a loop's pipelined accumulator update."""
+    M, N = ll.shape
+    K = op.operands[0].type.shape[-1]
+    wm, wn = lay.wpc
+    instr_n = lay.instr_n
+    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
     _asm_void(e, "wgmma.fence.sync.aligned;")
     wg = e.b.lshr(e.warp, e.i32(2))
     nwg_m = wm // 4
@@ -535,9 +547,14 @@ def _pipelined_loop(op):
 
 
 def finish_loop(e, loop):
-    """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results."""
-    if not loop.attrs.get("_wgmma_pending"):
-        return
+    """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results; then
+    release the loop's copy ring, if it had one."""
+    if loop.attrs.get("_wgmma_pending"):
+        _finish_wgmma(e, loop)
+    finish_ring(e, loop)
+
+
+def _finish_wgmma(e, loop):
     for r in loop.results:
         x = e.env.get(r.id)
         lay = loop.attrs["_layouts"][r.index]
@@ -559,3 +576,149 @@ def _select_desc(e, st, kmajor, positions, idx, a_is_a):
     for g in range(1, len(descs)):
         out = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), descs[g], out)
     return out
+
+
+# ---- asynchronous copies into a ring of shared-memory slots (passes/pipeline.py) --------------------------------
+
+class SmemOperand:
+    """A dot operand that lives in shared memory (a ring slot) instead of registers: its SwizzledTile, with the
+    slot's byte offset as the tile's runtime offset."""
+
+    def __init__(self, st):
+        self.st = st
+
+
+class _Ring:
+    """Code generator state of one copy ring: the swizzled tile shape of each operand (its inner dim is the one
+    the copies run along, known from the first copy) and whether shared memory is held for it."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.inner = [None, None]
+        self.started = False
+
+
+def _ring(e, op):
+    spec = op.attrs["_ring"]
+    r = e.rings.get(spec["id"])
+    if r is None:
+        r = e.rings[spec["id"]] = _Ring(spec)
+    return r
+
+
+def _loop_iteration(e, loop):
+    """The loop's iteration number (iv - lb) / step as an i32."""
+    iv = e.env[loop.blocks[0].args[0].id]
+    lb, step = e.get(loop.operands[0]), e.get(loop.operands[2])
+    it = e.b.sub(iv, lb)
+    if not (isinstance(step, ir.Constant) and step.constant == 1):
+        it = e.b.sdiv(it, step)
+    return e.b.trunc(it, C.I32) if it.type != C.I32 else it
+
+
+def _slot_offset(e, op, ring, ahead):
+    """Byte offset of the slot of the enclosing loop's iteration + ahead."""
+    loop = op.block.parent
+    it = _loop_iteration(e, loop)
+    if ahead:
+        it = e.b.add(it, e.i32(ahead))
+    slot = e.b.urem(it, e.i32(ring.spec["stages"]))
+    return e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
+
+
+def _tile_of(ring, j, inner):
+    shape = ring.spec["tiles"][j]
+    st = SwizzledTile(tuple(shape), inner, 2, base=ring.spec["bases"][j])
+    st.absolute = True
+    return st
+
+
+@emits("async_copy")
+def _e_async_copy(e, op):
+    from .memory import _ld, vector_width
+
+    ring = _ring(e, op)
+    j = op.attrs["operand"]
+    if not ring.started:  # the ring holds [0, stages * stage_bytes) until its loop ends (finish_loop)
+        e.smem_begin(ring.spec["stages"] * ring.spec["stage_bytes"])
+        e.smem_base = ring.spec["stages"] * ring.spec["stage_bytes"]
+        ring.started = True
+    p = e.get(op.operands[0])
+    ll = p.ll
+    elem = op.operands[0].type.element.element_ty
+    eb = C.elem_bytes(elem)
+    vec, d = vector_width(e, ll, op.operands[0], op.operands[1], eb)
+    if ring.inner[j] is None:
+        ring.inner[j] = d
+    elif ring.inner[j] != d:
+        raise error("copies of one ring operand run along different dims (compiler bug)", op.loc)
+    st = _tile_of(ring, j, d)
+    if "slot" in op.attrs:
+        st.dyn = e.i32(op.attrs["slot"] * ring.spec["stage_bytes"])
+    else:
+        st.dyn = _slot_offset(e, op, ring, op.attrs["ahead"])
+    mregs = e.regs(op.operands[1])
+    tc = e.thread_coords(ll)
+    nbytes = vec * eb
+    for r0 in range(0, ll.num_regs, vec):
+        rc = ll.reg_coord(r0)
+
+        def co(dim):
+            t = tc[dim]
+            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
+        off = st.offset(e, None, co(st.outer), co(d))
+        dst = e.smem_ptr(off, absolute=True)
+        pred = mregs[r0]
+        if nbytes >= 4:
+            # src-size 0 for masked-off chunks: the copy writes zeros (the loads' `other` is zero or absent)
+            size = e.b.select(pred, e.i32(nbytes), e.i32(0))
+            cache = "cg" if nbytes == 16 else "ca"
+            _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
+                      [e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
+        else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
+            vals = _ld(e, p.regs[r0], elem, vec, pred, None, {})
+            if vec == 1:
+                e.b.store(vals[0], dst)
+            else:
+                vt = ir.VectorType(vals[0].type, vec)
+                x = ir.Constant(vt, ir.Undefined)
+                for i, val in enumerate(vals):
+                    x = e.b.insert_element(x, val, e.i32(i))
+                e.b.store(x, dst, align=nbytes)
+    if op.attrs.get("commit"):
+        _asm_void(e, "cp.async.commit_group;")
+
+
+def _asm_args(e, text, cons, args):
+    fty = ir.FunctionType(C.VOID, [a.type for a in args])
+    e.b.call(ir.InlineAsm(fty, text, cons, side_effect=True), args)
+
+
+@emits("async_wait")
+def _e_async_wait(e, op):
+    # this thread's copies of the slot have landed; make them visible to the async proxy (wgmma) and wait for
+    # every other thread's
+    _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    _asm_void(e, "fence.proxy.async.shared::cta;")
+    e.barrier()
+
+
+@emits("smem_view")
+def _e_smem_view(e, op):
+    ring = _ring(e, op)
+    j = op.attrs["operand"]
+    if ring.inner[j] is None:
+        raise error("a ring slot is read before any copy into it (compiler bug)", op.loc)
+    st = _tile_of(ring, j, ring.inner[j])
+    st.dyn = _slot_offset(e, op, ring, 0)
+    e.env[op.result.id] = SmemOperand(st)
+
+
+def finish_ring(e, loop):
+    """After a loop with a copy ring: copies issued for iterations past the end (masked off: zero fills) must
+    land before shared memory is used for anything else."""
+    if "_ring" not in loop.attrs:
+        return
+    _asm_void(e, "cp.async.wait_group 0;")
+    e.barrier()
+    e.smem_base = 0

@@ -270,6 +270,8 @@ class Emitter:
         self.env: dict = {}
         self.smem_bytes = 0
         self.smem_used = False
+        self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
+        self.rings: dict = {}
         self.cf_depth = 0
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
@@ -299,8 +301,12 @@ class Emitter:
             g.type = C.SPTR  # opaque pointer, so GEPs/loads/stores of any type check
         return g
 
-    def smem_ptr(self, byte_off):
-        """Pointer into dynamic shared memory at `byte_off` (an i32 LLVM value or int)."""
+    def smem_ptr(self, byte_off, absolute=False):
+        """Pointer into dynamic shared memory at `byte_off` (an i32 LLVM value or int) of the current use, which
+        starts after a live copy ring (`absolute`: from the start of shared memory)."""
+        if self.smem_base and not absolute:
+            byte_off = byte_off + self.smem_base if isinstance(byte_off, int) else \
+                self.b.add(byte_off, self.i32(self.smem_base))
         if isinstance(byte_off, int):
             byte_off = self.i32(byte_off)
         return self.b.gep(self.smem, [byte_off], source_etype=C.I8)
@@ -314,7 +320,7 @@ class Emitter:
         if self.smem_used or self.cf_depth:
             self.barrier()
         self.smem_used = True
-        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+        self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
 
     def string(self, s: str):
         """A constant C string in global memory, returned as a generic pointer."""

@@ -59,6 +59,17 @@ Op kinds (operands -> results; attrs):
   print          (values...) -> ()                prefix, hex; device_print
   assert         (c) -> ()                        msg; device_assert (checked when debug is on)
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
+
+Ops that only the target passes create (never the frontend, never the interpreter):
+  async_copy     (p[, mask]) -> ()                copy a dot operand tile global -> shared memory without
+                                                  registers (cp.async), masked-off elements zero-filled; attrs
+                                                  ring (the loop's ring attrs: id, stages, tiles), operand (0 | 1),
+                                                  slot (a constant slot, before the loop) or ahead (iterations
+                                                  ahead of the current one, inside it), commit (close the group)
+  async_wait     () -> ()                         ring, pending: wait until at most `pending` copy groups are in
+                                                  flight, then make the copies visible to every warp
+  smem_view      () -> T                          ring, operand: the operand tile of the current iteration, in
+                                                  its ring slot (only a dot reads it)
 """
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ class _Assigner:
         blockops = [i for i, v in enumerate(op.operands) if v.type.shape]
         if k in SOURCES:
             self.set(op, [self.open_layout(op.result, final) if op.result.type.shape else None])
-        elif k in ("load", "atomic_rmw", "atomic_cas", "store"):
+        elif k in ("load", "atomic_rmw", "atomic_cas", "store", "async_copy"):
             if not op.operands[0].type.shape:
                 if k != "store":
                     self.set(op, [None])
@@ -339,7 +339,7 @@ class _Assigner:
 
     def _back(self, op):
         k = op.kind
-        if "_anchor" in op.attrs and k in ("load", "store", "atomic_rmw", "atomic_cas"):
+        if "_anchor" in op.attrs and k in ("load", "store", "atomic_rmw", "atomic_cas", "async_copy"):
             for v in op.operands:
                 self._push(v, op.attrs["_anchor"])
             return

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 # Ops with effects beyond their results (or with regions that may have them) always stay.
 EFFECTS = frozenset(("store", "atomic_rmw", "atomic_cas", "print", "assert", "yield", "condition", "return",
-                     "for", "if", "while"))
+                     "for", "if", "while", "async_copy", "async_wait"))
 
 
 def _uses(block, acc):

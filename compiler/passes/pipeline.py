@@ -13,11 +13,24 @@ from outside the loop is rotated:
 So the global-memory latency of iteration k+1 hides behind the shared-memory stores and the (async) MMA of
 iteration k; the tiles wait in registers (one extra stage). The interpreter never sees this pass (it runs on
 the frontend's IR), and `tile` is printed before it.
+
+On sm_90a, when the dot runs on wgmma and both operands come straight from such loads (16-bit floats, 16-byte
+aligned rows, `other` zero or absent), the loads become asynchronous copies into a ring of shared-memory slots
+instead (no registers hold the tiles; cp.async in the code generator). With S slots (num_stages + 1 where
+shared memory allows, at least 3), D = S - 2 iterations load ahead:
+  prologue:  async_copy(operands at iteration d, slot d) for d < D (masked by iteration < ub), one group each
+  body:      async_wait(pending D - 1)      this iteration's slot has landed, for every warp (a barrier)
+             a, b = smem_view(...)          the slot (iteration % S), read by the dot
+             async_copy(operands at iteration + D, slot (iteration + D) % S)
+             ... dot(a, b, acc) ...
+The slot written in iteration i was last read by iteration i - 2's wgmma, which every warpgroup finished
+before the barrier of iteration i (the dot leaves one wgmma group in flight, see codegen/dot.py).
 """
 from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Op, Value
+from . import axisinfo
 from .dce import EFFECTS
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
@@ -33,8 +46,12 @@ def pipeline_loads(module, options):
         # One dot per iteration (the matmul K loop). Attention's two-dot loop measured slower pipelined on the
         # H200 (its cloned address math costs layout conversions), so it is left alone for now.
         if op.kind == "for" and sum(o.kind == "dot" for o in op.blocks[0].ops) == 1:
-            _pipeline(op, threads)
+            if not _pipeline_async(module, op, options):
+                _pipeline(op, threads)
     return module
+
+
+SMEM_MAX = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
 
 
 # Estimated 32-bit registers per thread (live data only) above which the extra stage would spill: ptxas has
@@ -69,13 +86,15 @@ def _clean_attrs(attrs):
     return {k: v for k, v in attrs.items() if not k.startswith("_")}
 
 
-def _pipeline(loop, threads=128):
+def _analyze(loop):
+    """(inside ids, independent address ops, ids of carried args whose next value is address-only, a function
+    telling whether a load can be computed ahead), or None when the loop's bounds have mixed types."""
     body = loop.blocks[0]
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
     lb, ub, step = loop.operands[:3]
     if not (lb.type == ub.type == step.type == iv.type):
-        return
+        return None
     inside = {a.id for a in body.args}
     for o in body.ops:
         inside.update(r.id for r in o.results)
@@ -109,59 +128,77 @@ def _pipeline(loop, threads=128):
             out |= s
         return out
 
-    loads = []
-    for o in body.ops:
+    def movable(o):
         if o.kind != "load" or not o.result.type.shape or o.attrs.get("volatile"):
-            continue
+            return False
         deps = set()
         for v in o.operands:
-            s = slice_args(v, set())
-            if s is None:
-                deps = None
-                break
-            deps |= s
-        if deps is not None and deps <= ok_yield:
-            loads.append(o)
+            got = slice_args(v, set())
+            if got is None:
+                return False
+            deps |= got
+        return deps <= ok_yield
+
+    return inside, indep_ops, movable, ok_yield
+
+
+def _cloner(inside, subst, out_ops):
+    """clone(v): v with the substitutions applied, cloning the body ops it depends on into out_ops."""
+    memo = {}
+
+    def clone(v):
+        if v.id in subst:
+            return subst[v.id]
+        if v.id in memo:
+            return memo[v.id]
+        if v.id not in inside:
+            return v
+        o = v.owner
+        n = Op(o.kind, [clone(x) for x in o.operands], [r.type for r in o.results], _clean_attrs(o.attrs),
+               loc=o.loc)
+        out_ops.append(n)
+        for r, nr in zip(o.results, n.results):
+            memo[r.id] = nr
+        return memo[v.id]
+    return clone
+
+
+def _guard(o, clone, cond, out_ops):
+    """The mask of load o's clone, and'ed with the scalar `cond` (splatted)."""
+    shape = tuple(o.result.type.shape)
+    bt = T.TensorType(T.int1, shape)
+    sp = Op("splat", [cond], [bt], {"shape": shape}, loc=o.loc)
+    out_ops.append(sp)
+    if not o.attrs.get("has_mask", False):
+        return sp.result
+    m = Op("and", [clone(o.operands[1]), sp.result], [bt], loc=o.loc)
+    out_ops.append(m)
+    return m.result
+
+
+def _pipeline(loop, threads=128):
+    body = loop.blocks[0]
+    iv, carried = body.args[0], body.args[1:]
+    y = body.terminator
+    lb, ub, step = loop.operands[:3]
+    got = _analyze(loop)
+    if got is None:
+        return
+    inside, indep_ops, movable, _ = got
+    loads = [o for o in body.ops if movable(o)]
     if not loads or _estimate(loop, loads, threads) > REG_BUDGET:
         return
 
     def cloner(subst, out_ops):
-        memo = {}
-
-        def clone(v):
-            if v.id in subst:
-                return subst[v.id]
-            if v.id in memo:
-                return memo[v.id]
-            if v.id not in inside:
-                return v
-            o = v.owner
-            n = Op(o.kind, [clone(x) for x in o.operands], [r.type for r in o.results], _clean_attrs(o.attrs),
-                   loc=o.loc)
-            out_ops.append(n)
-            for r, nr in zip(o.results, n.results):
-                memo[r.id] = nr
-            return memo[v.id]
-        return clone
+        return _cloner(inside, subst, out_ops)
 
     def guarded_load(o, clone, cond, out_ops):
         ops = [clone(v) for v in o.operands]
-        p = ops[0]
-        has_mask = o.attrs.get("has_mask", False)
-        shape = tuple(o.result.type.shape)
-        bt = T.TensorType(T.int1, shape)
-        sp = Op("splat", [cond], [bt], {"shape": shape}, loc=o.loc)
-        out_ops.append(sp)
-        if has_mask:
-            m = Op("and", [ops[1], sp.result], [bt], loc=o.loc)
-            out_ops.append(m)
-            mask = m.result
-        else:
-            mask = sp.result
-        other = ops[2 if has_mask else 1] if o.attrs.get("has_other") else None
+        mask = _guard(o, clone, cond, out_ops)
+        other = ops[2 if o.attrs.get("has_mask") else 1] if o.attrs.get("has_other") else None
         attrs = _clean_attrs(o.attrs)
         attrs["has_mask"] = True
-        n = Op("load", [p, mask] + ([other] if other is not None else []), [o.result.type], attrs, loc=o.loc)
+        n = Op("load", [ops[0], mask] + ([other] if other is not None else []), [o.result.type], attrs, loc=o.loc)
         out_ops.append(n)
         return n.result
 
@@ -209,3 +246,142 @@ def _replace_uses(block, repl):
         o.operands = [repl.get(v.id, v) for v in o.operands]
         for b in o.blocks:
             _replace_uses(b, repl)
+
+
+# ---- asynchronous copies into a shared-memory ring (wgmma operands) -------------------------------------------
+
+def _zero_other(o) -> bool:
+    """The load's `other` is absent or a constant zero (cp.async zero-fills masked-off elements)."""
+    if not o.attrs.get("has_other"):
+        return True
+    v = o.operands[2 if o.attrs.get("has_mask") else 1]
+    src = v.owner
+    while getattr(src, "kind", None) == "splat":
+        v = src.operands[0]
+        src = v.owner
+    return getattr(src, "kind", None) == "const" and src.attrs.get("value") == 0
+
+
+def _copyable(o, info) -> bool:
+    """16-byte chunks along the pointer's contiguous dim: contiguity and alignment of 8 halfs, a mask constant
+    over them."""
+    p = info.get(o.operands[0].id)
+    if p is None:
+        return False
+    eb = o.result.type.element.bits // 8
+    chunk = 16 // eb
+    for d in range(len(o.result.type.shape)):
+        if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and o.result.type.shape[d] >= chunk:
+            if o.attrs.get("has_mask"):
+                m = info.get(o.operands[1].id)
+                if m is None or m.constancy[d] < chunk:
+                    continue
+            return True
+    return False
+
+
+def _pipeline_async(module, loop, options) -> bool:
+    """Rewrite the loop's operand loads into a ring of asynchronous copies (module docstring); False when the
+    loop does not qualify (the register pipeline then applies)."""
+    from ..codegen.dot import wgmma_applies
+
+    body = loop.blocks[0]
+    dot = next(o for o in body.ops if o.kind == "dot")
+    if getattr(options, "debug_no_wgmma", False) or getattr(options, "debug_no_async_copy", False):
+        return False
+    if wgmma_applies(dot, options, options.num_warps) is None:
+        return False
+    got = _analyze(loop)
+    if got is None:
+        return False
+    inside, indep_ops, movable, addr_args = got
+    loads = []
+    for v in dot.operands[:2]:
+        o = v.owner
+        if getattr(o, "block", None) is not body or not movable(o) or not _zero_other(o):
+            return False
+        if sum(x is v for op in body.walk() for x in op.operands) != 1:
+            return False  # the tile has another use: it must live in registers
+        loads.append(o)
+    if loads[0] is loads[1]:
+        return False
+    info = axisinfo.analyze(module.function)
+    if not all(_copyable(o, info) for o in loads):
+        return False
+    (M, K), (_, N) = dot.operands[0].type.shape, dot.operands[1].type.shape
+    eb = dot.operands[0].type.element.bits // 8
+    b_base = -(-M * K * eb // 1024) * 1024
+    stage = -(-(b_base + K * N * eb) // 1024) * 1024
+    slots = max(3, getattr(options, "num_stages", 3) + 1)
+    while slots > 3 and slots * stage > SMEM_MAX:
+        slots -= 1
+    if slots * stage > SMEM_MAX:
+        return False
+    ahead = slots - 2
+    rid = module.meta.get("rings", 0)
+    module.meta["rings"] = rid + 1
+    ring = {"id": rid, "stages": slots, "tiles": ((M, K), (K, N)), "stage_bytes": stage,
+            "bases": (0, b_base)}
+
+    iv, carried = body.args[0], body.args[1:]
+    y = body.terminator
+    lb, ub, step = loop.operands[:3]
+    cmp_t = T.TensorType(T.int1)
+
+    def copies(clone, cond, out_ops, **where):
+        for j, o in enumerate(loads):
+            mask = _guard(o, clone, cond, out_ops)
+            attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == 1, **where}
+            out_ops.append(Op("async_copy", [clone(o.operands[0]), mask], [], attrs, loc=o.loc))
+
+    def advance(state, at_iv, out_ops):
+        """The carried values of the next iteration from `state` (the carried values at `at_iv`); only the
+        address ones are meaningful."""
+        clone = _cloner(inside, {iv.id: at_iv, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops)
+        return [clone(v) if a.id in addr_args else state[j] for j, (a, v) in enumerate(zip(carried, y.operands))]
+
+    # prologue: iterations 0 .. ahead-1 into slots 0 .. ahead-1
+    pro = []
+    state, at = list(loop.operands[3:]), lb
+    for d in range(ahead):
+        if d:
+            state = advance(state, at, pro)
+            nxt = Op("add", [at, step], [iv.type], loc=loop.loc)
+            pro.append(nxt)
+            at = nxt.result
+        c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
+        pro.append(c)
+        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, pro)
+        copies(clone, c.result, pro, slot=d)
+    parent = loop.block
+    i = parent.ops.index(loop)
+    for n in pro:
+        n.block = parent
+    parent.ops[i:i] = pro
+
+    # body: wait + views, the address ops, the copies `ahead` iterations on, then the rest
+    head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
+    views = []
+    for j, o in enumerate(loads):
+        v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
+        head.append(v)
+        views.append(v.result)
+    nxt_ops = []
+    state, at = list(carried), iv
+    for d in range(ahead):
+        state = advance(state, at, nxt_ops) if d else list(y.operands)
+        n = Op("add", [at, step], [iv.type], loc=loop.loc)
+        nxt_ops.append(n)
+        at = n.result
+    c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
+    nxt_ops.append(c)
+    clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, nxt_ops)
+    copies(clone, c.result, nxt_ops, ahead=ahead)
+    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
+    rest = [o for o in body.ops if id(o) not in drop]
+    body.ops = head + indep_ops + nxt_ops + rest
+    for o in body.ops:
+        o.block = body
+    _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
+    loop.attrs["_ring"] = ring
+    return True

@@ -110,13 +110,14 @@ def test_dot_errors():
         K.batched_dot_kernel.lower(a, a, a, BB=2, BM=8, BN=16, BK=32)
 
 
-def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=32, nw=4, target="sm_80"):
+def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=32, nw=4, target="sm_80",
+                num_stages=3):
     a = np.zeros((256, 256), T.from_name(dtype).np)
     c = np.zeros((256, 256), T.from_name(out).np)
     bias = np.zeros(1, np.float32)
     ck = K.matmul_kernel.warmup(a, a, c, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,), target=target,
                                 BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, EPILOGUE="none", PRECISION=prec,
-                                num_warps=nw)
+                                num_warps=nw, num_stages=num_stages)
     return ck.asm["ptx"]
 
 
@@ -206,3 +207,79 @@ def test_k_loop_loads_are_pipelined():
     dot_at = next(i for i, o in enumerate(body) if o.kind == "dot")
     assert [i for i, o in enumerate(body) if o.kind == "load"] and all(
         i < dot_at for i, o in enumerate(body) if o.kind == "load")
+
+
+def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a"):
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    a = np.zeros((256, Kd), dtype)
+    b = np.zeros((Kd, 256), dtype)
+    mod = K_lower(a, b, Kd, BM, BN, BK)
+    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch))
+
+
+def K_lower(a, b, Kd, BM, BN, BK):
+    return K.matmul_kernel.lower(a, b, np.zeros((256, 256), a.dtype), np.zeros(1, np.float32), 256, 256, Kd, Kd, 1,
+                                 256, 1, 256, 1, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, EPILOGUE="none",
+                                 PRECISION="ieee")
+
+
+@pytest.mark.parametrize("BM,BN,BK,nw,stages,slots", [(128, 128, 64, 8, 3, 4), (128, 256, 64, 8, 3, 4),
+                                                       (128, 256, 64, 8, 4, 4), (64, 128, 32, 4, 2, 3),
+                                                       (64, 64, 32, 4, 5, 6)])
+def test_wgmma_operands_copied_async_into_a_ring(BM, BN, BK, nw, stages, slots):
+    """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots: the
+    prologue fills slots-2 slots, each iteration waits for its slot, views it for the dot and copies the
+    iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory."""
+    from compiler.passes.pipeline import SMEM_MAX
+
+    mod = _piped(BM, BN, BK, nw, stages)
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    ring = loop.attrs["_ring"]
+    assert ring["stages"] == slots and slots * ring["stage_bytes"] <= SMEM_MAX
+    pro = [op for op in mod.function.body.ops if op.kind == "async_copy"]
+    assert sorted(op.attrs["slot"] for op in pro) == sorted(list(range(slots - 2)) * 2)
+    body = loop.blocks[0].ops
+    kinds = [op.kind for op in body]
+    assert kinds[:3] == ["async_wait", "smem_view", "smem_view"] and body[0].attrs["pending"] == slots - 3
+    copies = [op for op in body if op.kind == "async_copy"]
+    assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 2 for op in copies)
+    assert kinds.index("async_copy") < kinds.index("dot") and "load" not in kinds
+    dot = next(op for op in body if op.kind == "dot")
+    assert [v.owner.kind for v in dot.operands[:2]] == ["smem_view", "smem_view"]
+    assert len(loop.results) == 3  # acc and the two pointer tiles: no tiles carried in registers
+
+
+@pytest.mark.parametrize("BM,BN,BK,nw,stages", [(128, 128, 64, 8, 3), (128, 256, 64, 8, 4), (64, 64, 16, 4, 3)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_wgmma_ring_ptx_assembles(BM, BN, BK, nw, stages, dtype):
+    """The ring's PTX: 16-byte cp.async copies (zero-filled when masked off), commit groups, a wait for the
+    slot with the async-proxy fence, wgmma from descriptors; ptxas accepts it without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    ptx = _matmul_ptx(dtype, "ieee", dtype, BM, BN, BK, nw, target="sm_90", num_stages=stages)
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
+    assert "cp.async.wait_group 1;" in ptx  # 4 slots: 2 groups ahead, this iteration's must have landed
+    assert "cp.async.wait_group 0;" in ptx  # before shared memory is reused after the loop
+    assert "wgmma.mma_async.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx
+    assert "ld.global" not in ptx  # the operands never pass through registers (the epilogue only stores)
+    if find_ptxas() is not None:
+        r = ptx_resources(ptx, "sm_90a")
+        assert r["spill_stores"] == 0 and r["registers"] <= 255
+
+
+def test_ring_falls_back_to_registers():
+    """Loads that cp.async cannot serve (rows not 16-byte aligned: K = 77 halfs) or a target without wgmma
+    keep the register pipeline."""
+    a = np.zeros((256, 77), np.float16)
+    b = np.zeros((77, 256), np.float16)
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    mod = run_pipeline(K_lower(a, b, 77, 128, 128, 64), Options(num_warps=8, num_stages=3, arch="sm_90a"))
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    assert "_ring" not in loop.attrs and any(op.kind == "load" for op in loop.blocks[0].ops)
+    mod = _piped(128, 128, 64, 8, 3, arch="sm_80")
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    assert "_ring" not in loop.attrs
