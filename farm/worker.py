@@ -3,22 +3,37 @@
 Everything the farm needs from the compiler goes through the thin adapters at the top of this file, so the
 farm can be tested with fake workloads whose "kernels" are plain NumPy and runs wherever the compiler runs.
 
-Validation, in order: fresh inputs seeded from the job's key; outputs poisoned (NaN for floats, a sentinel for
-integers) before every run so unwritten elements show; the float64 reference compared with the workload's
-(rtol, atol) for the output dtype, NaN never passing where the reference is finite; inputs compared bit for bit
-with their pristine copies unless an output aliases them (declared in-place); and on a GPU the output of the
-timed runs is checked again, so a kernel cannot be right once and wrong while timed.
+Validation, in order: inputs seeded from the run's seed, the workload's name and the shape params (not the
+meta-parameters, options or target: every candidate of a shape sees the same data), handed to the kernel as
+fresh copies (or fresh device uploads); outputs poisoned (NaN for floats, a sentinel for integers) before every
+run so unwritten elements show; the float64 reference compared with the workload's (rtol, atol) for the output
+dtype, NaN never passing where the reference is finite; inputs compared bit for bit with their pristine copies
+unless an output aliases them (declared in-place); and on a GPU the output of the timed runs is checked again,
+so a kernel cannot be right once and wrong while timed.
+
+Inputs and reference are cached per process (`InputCache`): the pristine inputs and the reference outputs of a
+(workload, params, seed) are made once and reused by every later job of that shape (a float64 4096^3 matmul
+reference takes about a second; a tuning sweep times dozens of candidates per shape). Cached arrays are
+read-only and never reach a kernel: the interpreter gets copies, a GPU gets device uploads. The cache is bounded
+in bytes (TILEFARM_WORKER_CACHE_MB, default 2048; 0 turns it off) and evicts the least recently used entries.
+A result's `validate_s` still covers everything from making (or finding) the inputs to the checks; in its
+artifacts, `inputs_s` is how long this job spent getting the inputs and reference, `inputs_cached` whether the
+cache had them and `inputs_make_s` what making them cost (on a hit: the job that made them).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import inspect
+import json
 import os
 import pathlib
 import socket
+import threading
 import time
 import traceback
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -216,8 +231,165 @@ def poison_value(dtype: np.dtype):
     return True
 
 
+def _canonical(obj) -> str:
+    """Stable JSON (sorted keys, no spaces), as farm.planner.canonical."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def input_seed(job: Job) -> list[int]:
+    """The seed of a job's inputs: the run's seed, the workload's name and the canonical shape params.
+
+    Not the job's key: meta-parameters, run options and the target stay out, so every candidate (and every
+    tuning round) of one shape is validated, and timed, on the same data, and the worker can reuse it.
+    """
+    ident = _canonical({"workload": job.name or job.workload, "params": job.params})
+    return [int(job.seed), int(hashlib.sha256(ident.encode()).hexdigest()[:15], 16)]
+
+
 def _rng(job: Job) -> np.random.Generator:
-    return np.random.default_rng([job.seed, int(job.key[:15], 16)])
+    return np.random.default_rng(input_seed(job))
+
+
+# ---------------------------------------------------------------- inputs and reference, cached per process
+
+CACHE_ENV = "TILEFARM_WORKER_CACHE_MB"
+DEFAULT_CACHE_MB = 2048.0
+
+
+def cache_limit_bytes() -> int:
+    """The input cache's bound: TILEFARM_WORKER_CACHE_MB (MiB, may be fractional; 0 turns the cache off)."""
+    text = os.environ.get(CACHE_ENV, "").strip()
+    if not text:
+        return int(DEFAULT_CACHE_MB * 2**20)
+    try:
+        mb = float(text)
+    except ValueError:
+        raise ValueError(f"{CACHE_ENV}={text!r} is not a number of MiB (0 turns the input cache off)") from None
+    return max(0, int(mb * 2**20))
+
+
+@dataclass
+class _Entry:
+    wl: object      # keeps the workload alive, so its id() in the key cannot be reused by another object
+    inputs: dict    # name -> pristine input (read-only arrays; other values as make_inputs gave them)
+    ref: dict       # output name -> reference (read-only arrays)
+    nbytes: int
+    make_s: float   # seconds make_inputs + reference took
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _nbytes(*dicts) -> int:
+    seen, n = set(), 0
+    for d in dicts:
+        for v in d.values():
+            if isinstance(v, np.ndarray) and id(v) not in seen:
+                seen.add(id(v))
+                n += v.nbytes
+    return n
+
+
+class InputCache:
+    """LRU of (pristine inputs, reference outputs) by (workload object and file, canonical params, seed),
+    bounded by the bytes of its arrays. One per worker process (`_CACHE`); jobs of a shape share an entry."""
+
+    def __init__(self, limit_bytes: int | None = None):
+        self._limit = limit_bytes  # None: read TILEFARM_WORKER_CACHE_MB at every use
+        self._entries: collections.OrderedDict[tuple, _Entry] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.nbytes = 0
+        self.hits = self.misses = self.evictions = 0
+
+    def limit(self) -> int:
+        return cache_limit_bytes() if self._limit is None else self._limit
+
+    def get(self, key: tuple) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
+
+    def put(self, key: tuple, entry: _Entry) -> bool:
+        """Keep `entry`, evicting the least recently used ones to stay within the bound; False when it does
+        not fit at all (or the cache is off)."""
+        limit = self.limit()
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.nbytes -= old.nbytes
+            if entry.nbytes > limit:  # used by its job, not kept (and nothing evicted for it)
+                return False
+            while self._entries and self.nbytes + entry.nbytes > limit:
+                _, gone = self._entries.popitem(last=False)
+                self.nbytes -= gone.nbytes
+                self.evictions += 1
+            self._entries[key] = entry
+            self.nbytes += entry.nbytes
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.nbytes = 0
+            self.hits = self.misses = self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"entries": len(self._entries), "bytes": self.nbytes, "limit_bytes": self.limit(),
+                    "hits": self.hits, "misses": self.misses, "evictions": self.evictions}
+
+
+_CACHE = InputCache()
+
+
+def input_cache_stats() -> dict:
+    """This process's input cache: entries, bytes, limit_bytes, hits, misses, evictions."""
+    return _CACHE.stats()
+
+
+def clear_input_cache() -> None:
+    _CACHE.clear()
+
+
+def _cache_key(wl, job: Job, params: dict) -> tuple:
+    return (id(wl), getattr(wl, "source_file", ""), getattr(wl, "name", ""), _canonical(params),
+            tuple(input_seed(job)))
+
+
+def _inputs_and_reference(wl, job: Job, params: dict) -> tuple[dict, dict, dict | None, bool, float]:
+    """(pristine inputs, reference, fresh inputs or None, cache hit, seconds make_inputs + reference took) for
+    a job (on a hit, the seconds of the job that made them).
+
+    The pristine inputs and the reference are read-only and may be shared with later jobs: never hand them to
+    a kernel. `fresh` is what make_inputs returned on a miss (nobody else holds it: the kernel may have it);
+    on a hit it is None and the caller copies what the kernel may write.
+    """
+    if cache_limit_bytes() > 0:  # also reports a bad TILEFARM_WORKER_CACHE_MB before any work
+        key = _cache_key(wl, job, params)
+        entry = _CACHE.get(key)
+        if entry is not None:
+            return entry.inputs, entry.ref, None, True, entry.make_s
+    else:
+        key = None
+    t0 = time.perf_counter()
+    fresh = wl.make_inputs(params, _rng(job))
+    pristine = {k: _frozen(np.array(v, copy=True)) if isinstance(v, np.ndarray) else v for k, v in fresh.items()}
+    ref = wl.reference({k: v for k, v in pristine.items() if isinstance(v, np.ndarray)}, params)
+    ref = {k: _frozen(np.asarray(v)) for k, v in ref.items()}
+    make_s = time.perf_counter() - t0
+    if key is not None:
+        _CACHE.put(key, _Entry(wl, pristine, ref, _nbytes(pristine, ref), make_s))
+    return pristine, ref, fresh, False, make_s
 
 
 # ---------------------------------------------------------------- checks
@@ -383,7 +555,7 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
 
 def _memory_snapshot() -> dict:
     """This worker's resident host memory and the GPU's used memory, in MiB."""
-    out = {}
+    out = {"input_cache_mb": _CACHE.nbytes / 2**20}  # part of the RSS: grows up to its bound, then flat
     try:
         with open("/proc/self/statm") as f:
             out["worker_rss_mb"] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -402,22 +574,32 @@ def _memory_snapshot() -> dict:
 
 def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     t0 = time.perf_counter()
-    arrays, pristine, specs, aliased = _host_arrays(wl, job, _rng(job))
-    ref = wl.reference({k: pristine[k] for k in pristine}, params)
+    inputs, ref, fresh, cached, make_s = _inputs_and_reference(wl, job, params)
+    # How long this job spent on inputs + reference (made, or found in the cache), and what making them cost.
+    res.artifacts.update(inputs_s=time.perf_counter() - t0, inputs_cached=cached, inputs_make_s=make_s)
+    pristine = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}
+    specs = list(wl.output_specs(params))
+    aliased = {s.inplace for s in specs if s.inplace}
     poison = [s for s in specs if not s.inplace]
     if on_gpu:
+        # The kernel gets device uploads only: the host arrays (cached or not) are read, never written.
         res.gpu = gpu_info()
-        dev = {k: _to_device(v) for k, v in arrays.items() if isinstance(v, np.ndarray) and k not in
-               {s.name for s in poison}}
+        dev = {k: _to_device(v) for k, v in pristine.items()}
         for s in specs:
             dev[s.name] = dev[s.inplace] if s.inplace else _device_empty(s.shape, np_dtype(s.dtype))
-        arrays_run = {**arrays, **dev}
+        arrays_run = {**{k: v for k, v in inputs.items() if k not in pristine}, **dev}
         for s in poison:
             dev[s.name].fill(poison_value(np_dtype(s.dtype)))
     else:
-        arrays_run = arrays
+        # The interpreter writes host arrays: the kernel gets make_inputs' own arrays (a miss) or copies of the
+        # pristine ones (a hit), fresh outputs, and in-place outputs aliasing those inputs.
+        arrays_run = dict(fresh) if fresh is not None else {
+            k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+        for s in specs:
+            arrays_run[s.name] = arrays_run[s.inplace] if s.inplace else np.empty(s.shape, np_dtype(s.dtype))
         for s in poison:
-            arrays[s.name].fill(poison_value(np_dtype(s.dtype)))
+            arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
+    del fresh
 
     def host(name):
         v = arrays_run[name]

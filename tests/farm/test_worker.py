@@ -45,13 +45,24 @@ def test_inplace_declared_is_not_a_modification():
     assert res.status == "validated", res.error
 
 
-def test_inputs_are_seeded_from_key_and_seed():
-    a = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), _job(), worker._rng(_job()))[1]
-    b = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), _job(), worker._rng(_job()))[1]
-    assert np.array_equal(a["x"], b["x"])
-    other = _job().__class__(**{**_job().to_dict(), "key": "ef" * 32})
-    c = worker._host_arrays(worker.load_workload(f"{FAKES}::fake_vec"), other, worker._rng(other))[1]
-    assert not np.array_equal(a["x"], c["x"])
+def test_inputs_are_seeded_from_seed_workload_and_params_not_the_key():
+    wl = worker.load_workload(f"{FAKES}::fake_vec")
+
+    def inputs(**change):
+        job = _job().__class__(**{**_job().to_dict(), **change})
+        return worker._host_arrays(wl, job, worker._rng(job))[1]["x"]
+
+    a = inputs()
+    assert np.array_equal(a, inputs()) and np.count_nonzero(a) == a.size  # seeded, random, never zeros
+    # Another key or other meta-parameters (another candidate, tuning round or target): the same data, so
+    # candidates are compared on the same inputs.
+    assert np.array_equal(a, inputs(key="ef" * 32, meta={"mode": "ok", "BLOCK": 512}))
+    # Another run seed, shape point or workload: other data.
+    assert not np.array_equal(a, inputs(seed=1))
+    assert not np.array_equal(a, inputs(params={"N": 100, "dtype": "float32", "alpha": 2}))
+    assert not np.array_equal(a, inputs(name="other_vec"))
+    # The params' order does not matter (canonical JSON).
+    assert np.array_equal(inputs(params={"dtype": "float32", "N": 100}), a)
 
 
 def test_compare_rules():
