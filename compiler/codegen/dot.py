@@ -443,44 +443,101 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
 
 
 def _dot_wgmma(e, op, a, b, c, ll, lay):
+    """Operands in shared memory already (a copy ring slot, or hoisted before the loop) are read in place; `a`
+    in the accumulator layout of an earlier wgmma (attention's p) is read from registers; the others are
+    written to swizzled scratch tiles first."""
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
     loop = _pipelined_loop(op)
-    if isinstance(a, SmemOperand) and isinstance(b, SmemOperand):
-        # operands already in a ring slot (async_copy + async_wait did the copies, the fence and the barrier)
-        sta, stb = a.st, b.st
-        a_k, b_k = sta.inner == 1, stb.inner == 0
+    a = e.hoisted.get(op.operands[0].id, a)
+    b = e.hoisted.get(op.operands[1].id, b)
+    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw)
+    sta = a.st if isinstance(a, SmemOperand) else None
+    stb = b.st if isinstance(b, SmemOperand) else None
+    scratch = []
+    if isinstance(a, Tile) and not reg_a:
+        sta = SwizzledTile((M, K), _inner_dim(a.ll))
+        scratch.append((a, sta))
+    if isinstance(b, Tile):
+        base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
+        stb = SwizzledTile((K, N), _inner_dim(b.ll), base=base)
+        scratch.append((b, stb))
+    if scratch:
+        last = scratch[-1][1]
+        stage = (last.base + last.nbytes + 1023) // 1024 * 1024
         if loop is not None:
-            loop.attrs["_wgmma_pending"] = True
-        return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop)
-    if isinstance(a, SmemOperand) or isinstance(b, SmemOperand):
-        raise error("a dot with one operand in a copy ring (compiler bug)", op.loc)
-    ia, ib = _inner_dim(a.ll), _inner_dim(b.ll)
-    a_k, b_k = ia == 1, ib == 0  # K-major operands
-    sta = SwizzledTile((M, K), ia)
-    stb = SwizzledTile((K, N), ib, base=(sta.nbytes + 1023) // 1024 * 1024)
-    stage = (stb.base + stb.nbytes + 1023) // 1024 * 1024
+            # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
+            # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating
+            # by iteration parity; the loop's exit waits for the last one.
+            it = _loop_iteration(e, loop)
+            dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
+            for _, st in scratch:
+                st.dyn = dyn
+            e.smem_begin(2 * stage)
+        else:
+            e.smem_begin(stage)
+        for x, st in scratch:
+            store_swizzled(e, x, st)
+        # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
+        _asm_void(e, "fence.proxy.async.shared::cta;")
+        e.barrier()
     if loop is not None:
-        # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
-        # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating
-        # by iteration parity; the loop's exit waits for the last one.
-        it = _loop_iteration(e, loop)
-        sta.dyn = stb.dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
         loop.attrs["_wgmma_pending"] = True
-        e.smem_begin(2 * stage)
-    else:
-        e.smem_begin(stage)
-    store_swizzled(e, a, sta)
-    store_swizzled(e, b, stb)
-    # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
+    a_k = sta is None or sta.inner == 1
+    b_k = stb.inner == 0
+    return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
+
+
+def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
+    """`a` can feed wgmma from registers: it is laid out like a wgmma accumulator of shape [M, K] with this dot's
+    warps (one warpgroup column, K at most 256), whose fragments are exactly wgmma's register A fragments."""
+    from ..passes.layouts import linear
+
+    wm, wn = lay.wpc
+    if wn != 1 or K > 256 or K % 16:
+        return False
+    return a_ll == linear(MmaLayout(3, (wm, wn), K), (M, K), num_warps)
+
+
+def hoist_operands(e, loop):
+    """Before a loop: write the loop-invariant operands of its wgmma dots (e.g. attention's q) to shared memory
+    once, for the whole loop (e.hoisted), instead of once per iteration."""
+    tiles = []
+    base = e.smem_base
+    off = 0
+    for op in loop.blocks[0].ops:
+        if op.kind != "dot":
+            continue
+        lay = op.attrs["_layouts"][0]
+        if not (isinstance(lay, MmaLayout) and lay.version == 3):
+            continue
+        M, N = op.result.type.shape
+        K = op.operands[0].type.shape[-1]
+        for i, v in enumerate(op.operands[:2]):
+            x = e.env.get(v.id)
+            if not isinstance(x, Tile) or v.id in e.hoisted or any(t[0] is v for t in tiles):
+                continue
+            if i == 0 and register_a_applies(x.ll, lay, M, K, e.nw):
+                continue
+            st = SwizzledTile((M, K) if i == 0 else (K, N), _inner_dim(x.ll), base=base + off)
+            st.absolute = True
+            off += (st.nbytes + 1023) // 1024 * 1024
+            tiles.append((v, x, st))
+    if not tiles:
+        return
+    e.smem_begin(off)
+    for v, x, st in tiles:
+        store_swizzled(e, x, st)
+        e.hoisted[v.id] = SmemOperand(st)
     _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
-    return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop)
+    loop.attrs["_hoisted"] = (base, [v.id for v, _, _ in tiles])
+    e.smem_base = base + off
 
 
-def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop):
-    """The wgmma instructions of one dot from swizzled tiles sta, stb; one commit group, left in flight (wait 1)
-    when the dot is a loop's pipelined accumulator update."""
+def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
+    """The wgmma instructions of one dot from swizzled tiles sta (or registers a_regs), stb; one commit group,
+    left in flight (wait 1) when the dot is a loop's pipelined accumulator update."""
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
     wm, wn = lay.wpc
@@ -496,12 +553,20 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop):
     NR = N // (instr_n * wn)
     MR = M // (16 * wm)
     n_acc = per
-    text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} "
-            f"{{{','.join(f'${i}' for i in range(n_acc))}}}, ${n_acc}, ${n_acc + 1}, 1, 1, 1, "
-            f"{0 if a_k else 1}, {0 if b_k else 1};")
-    cons = ",".join(["=f"] * n_acc + ["l", "l"] + [str(i) for i in range(n_acc)])
-    fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I64, C.I64] + [C.F32] * n_acc)
+    dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
+    if a_regs is None:
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, ${n_acc}, ${n_acc + 1}, "
+                f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
+        ins = ["l", "l"]
+    else:  # A from registers: four .b32 words of two 16-bit values each
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, "
+                f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
+        ins = ["r", "r", "r", "r", "l"]
+    cons = ",".join(["=f"] * n_acc + ins + [str(i) for i in range(n_acc)])
+    fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
+                          [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
+    a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
@@ -509,11 +574,15 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop):
             for k0 in range(0, K, 16):
                 # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
                 # are selected below (few warpgroups, so a select chain is cheap)
-                da = _select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
-                                  a_is_a=True)
                 db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
                                   a_is_a=False)
-                r = e.b.call(asm, [da, db] + acc)
+                if a_regs is None:
+                    da = [_select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
+                                       a_is_a=True)]
+                else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
+                    r0 = mi * a_per + (k0 // 16) * 8
+                    da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
+                r = e.b.call(asm, da + [db] + acc)
                 acc = [e.b.extract_value(r, i) for i in range(n_acc)]
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
@@ -551,6 +620,12 @@ def finish_loop(e, loop):
     release the loop's copy ring, if it had one."""
     if loop.attrs.get("_wgmma_pending"):
         _finish_wgmma(e, loop)
+    if "_hoisted" in loop.attrs:  # the hoisted operands' shared memory is free again once every warp is done
+        base, ids = loop.attrs["_hoisted"]
+        for i in ids:
+            e.hoisted.pop(i, None)
+        e.barrier()
+        e.smem_base = base
     finish_ring(e, loop)
 
 
@@ -594,8 +669,9 @@ class _Ring:
 
     def __init__(self, spec):
         self.spec = spec
-        self.inner = [None, None]
+        self.inner = [None] * len(spec["tiles"])
         self.started = False
+        self.start = 0  # where the ring begins in shared memory (1024-aligned)
 
 
 def _ring(e, op):
@@ -628,7 +704,7 @@ def _slot_offset(e, op, ring, ahead):
 
 def _tile_of(ring, j, inner):
     shape = ring.spec["tiles"][j]
-    st = SwizzledTile(tuple(shape), inner, 2, base=ring.spec["bases"][j])
+    st = SwizzledTile(tuple(shape), inner, 2, base=ring.start + ring.spec["bases"][j])
     st.absolute = True
     return st
 
@@ -639,9 +715,10 @@ def _e_async_copy(e, op):
 
     ring = _ring(e, op)
     j = op.attrs["operand"]
-    if not ring.started:  # the ring holds [0, stages * stage_bytes) until its loop ends (finish_loop)
+    if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
         e.smem_begin(ring.spec["stages"] * ring.spec["stage_bytes"])
-        e.smem_base = ring.spec["stages"] * ring.spec["stage_bytes"]
+        ring.start = e.smem_base
+        e.smem_base += ring.spec["stages"] * ring.spec["stage_bytes"]
         ring.started = True
     p = e.get(op.operands[0])
     ll = p.ll
@@ -721,4 +798,4 @@ def finish_ring(e, loop):
         return
     _asm_void(e, "cp.async.wait_group 0;")
     e.barrier()
-    e.smem_base = 0
+    e.smem_base = _ring(e, loop).start

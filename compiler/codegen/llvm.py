@@ -272,6 +272,7 @@ class Emitter:
         self.smem_used = False
         self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
         self.rings: dict = {}
+        self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
         self.cf_depth = 0
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
@@ -754,6 +755,10 @@ def _e_for(e, op):
     header = e.kfn.append_basic_block("for.header")
     loop = e.kfn.append_basic_block("for.body")
     exit_ = e.kfn.append_basic_block("for.exit")
+    from .dot import finish_loop, hoist_operands
+
+    hoist_operands(e, op)
+    pre = e.b.block
     e.b.branch(header)
     e.b.position_at_end(header)
     iv = e.b.phi(lb.type)
@@ -778,8 +783,6 @@ def _e_for(e, op):
     e.b.branch(header)
     e.b.position_at_end(exit_)
     _unflat(e, op.results, phis)
-    from .dot import finish_loop
-
     finish_loop(e, op)
 
 

@@ -59,6 +59,18 @@ def dot_layouts(op, nw, default=None, options=None):
     return res, DotOperandLayout(0, res), DotOperandLayout(1, res)
 
 
+def _in_loop(op) -> bool:
+    blk = op.block
+    while blk is not None:
+        owner = getattr(blk, "parent", None)
+        if owner is None:
+            return False
+        if owner.kind in ("for", "while"):
+            return True
+        blk = owner.block
+    return False
+
+
 def _ebytes(elem) -> int:
     if isinstance(elem, T.pointer_type):
         return 8
@@ -112,21 +124,53 @@ class _Assigner:
         cur = self.lay.get(v.id)
         if cur == layout or not final:
             return
-        src = v.owner
-        if getattr(src, "kind", None) in ("const", "splat") and not (src.operands and src.operands[0].type.shape):
-            # A constant or splat of a scalar is rematerialized in the wanted layout (free), never converted.
-            attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
-            attrs["_layouts"] = [layout]
-            cv = Op(src.kind, list(src.operands), [v.type], attrs, loc=src.loc)
-        else:
+        new_ops = []
+        # Inside loops, a value computed only from constants, scalar splats and aranges is rematerialized in the
+        # wanted layout (free: it is computed from thread ids) rather than converted every iteration. Outside,
+        # only constants and splats are (a one-time conversion elsewhere keeps the code ptxas schedules best:
+        # epilogues that store straight from wgmma accumulators make it serialize the wgmma pipeline).
+        got = self._remat(v, layout, new_ops, 3 if _in_loop(op) else 0)
+        if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
-        cv.block = op.block
-        if op is self._cur_op:
-            self._out.append(cv)
-        else:  # a terminator of a region already walked: put the conversion just before it
-            op.block.ops.insert(op.block.ops.index(op), cv)
-        self.lay[cv.result.id] = layout
-        op.operands[i] = cv.result
+            new_ops = [cv]
+            got = cv.result
+        for cv in new_ops:
+            cv.block = op.block
+            if op is self._cur_op:
+                self._out.append(cv)
+            else:  # a terminator of a region already walked: put the conversion just before it
+                op.block.ops.insert(op.block.ops.index(op), cv)
+            self.lay[cv.result.id] = layout
+        op.operands[i] = got
+
+    _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min"))
+
+    def _remat(self, v, layout, out, depth):
+        """A copy of v computed in `layout` (ops appended to out), or None when v is not cheap to recompute."""
+        src = v.owner
+        kind = getattr(src, "kind", None)
+        if kind in ("const", "splat", "arange")[:3 if depth else 2] and not (
+                src.operands and src.operands[0].type.shape):
+            ops = list(src.operands)
+        elif kind in self._REMAT and depth > 0 and len(src.results) == 1:
+            ops = []
+            for x in src.operands:
+                if not x.type.shape:
+                    ops.append(x)
+                    continue
+                if tuple(x.type.shape) != tuple(v.type.shape):
+                    return None
+                y = self._remat(x, layout, out, depth - 1)
+                if y is None:
+                    return None
+                ops.append(y)
+        else:
+            return None
+        attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
+        attrs["_layouts"] = [layout]
+        n = Op(kind, ops, [v.type], attrs, loc=src.loc)
+        out.append(n)
+        return n.result
 
     def open_layout(self, v, final):
         got = self.desired.get(v.id)
@@ -376,8 +420,9 @@ class _Assigner:
             for j, r in enumerate(op.results):
                 # A value the body produces in an anchored layout (a dot accumulator in MMA layout) is carried
                 # in that layout, whatever the users after the loop want: no conversion per iteration.
+                # Row statistics of an MMA result (slices of it: online-softmax maxima and sums) likewise.
                 yl = self.lay.get(y.operands[j].id)
-                if isinstance(yl, MmaLayout):
+                if isinstance(yl, MmaLayout) or (isinstance(yl, SliceLayout) and isinstance(yl.parent, MmaLayout)):
                     self._push(body.args[j + 1], yl)
                 self._push(body.args[j + 1], self._cur(r))
                 self._push(y.operands[j], self._cur(body.args[j + 1]))

@@ -31,7 +31,7 @@ from __future__ import annotations
 from ..ir import types as T
 from ..ir.core import Op, Value
 from . import axisinfo
-from .dce import EFFECTS
+from .dce import EFFECTS, dce
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -42,12 +42,21 @@ def pipeline_loads(module, options):
     if getattr(options, "num_stages", 1) < 2:
         return module
     threads = 32 * options.num_warps
+    rings = False
     for op in list(module.function.walk()):
-        # One dot per iteration (the matmul K loop). Attention's two-dot loop measured slower pipelined on the
-        # H200 (its cloned address math costs layout conversions), so it is left alone for now.
-        if op.kind == "for" and sum(o.kind == "dot" for o in op.blocks[0].ops) == 1:
-            if not _pipeline_async(module, op, options):
-                _pipeline(op, threads)
+        if op.kind != "for":
+            continue
+        ndots = sum(o.kind == "dot" for o in op.blocks[0].ops)
+        # Loops whose dots all run on wgmma take the copy ring (matmul's K loop, attention's KV loop). Otherwise
+        # only one-dot loops rotate their loads through registers: attention's two-dot loop measured slower
+        # that way on the H200 (its cloned address math costs layout conversions).
+        if ndots and _pipeline_async(module, op, options):
+            rings = True
+            continue
+        if ndots == 1:
+            _pipeline(op, threads)
+    if rings:  # the address math of the loads the copies replaced is dead (layouts must not be chosen for it)
+        dce(module, options)
     return module
 
 
@@ -286,42 +295,49 @@ def _pipeline_async(module, loop, options) -> bool:
     from ..codegen.dot import wgmma_applies
 
     body = loop.blocks[0]
-    dot = next(o for o in body.ops if o.kind == "dot")
+    dots = [o for o in body.ops if o.kind == "dot"]
     if getattr(options, "debug_no_wgmma", False) or getattr(options, "debug_no_async_copy", False):
         return False
-    if wgmma_applies(dot, options, options.num_warps) is None:
+    if any(wgmma_applies(d, options, options.num_warps) is None for d in dots):
         return False
     got = _analyze(loop)
     if got is None:
         return False
     inside, indep_ops, movable, addr_args = got
-    loads = []
-    for v in dot.operands[:2]:
-        o = v.owner
-        if getattr(o, "block", None) is not body or not movable(o) or not _zero_other(o):
-            return False
-        if sum(x is v for op in body.walk() for x in op.operands) != 1:
-            return False  # the tile has another use: it must live in registers
-        loads.append(o)
-    if loads[0] is loads[1]:
-        return False
-    info = axisinfo.analyze(module.function)
-    if not all(_copyable(o, info) for o in loads):
-        return False
-    (M, K), (_, N) = dot.operands[0].type.shape, dot.operands[1].type.shape
-    eb = dot.operands[0].type.element.bits // 8
-    b_base = -(-M * K * eb // 1024) * 1024
-    stage = -(-(b_base + K * N * eb) // 1024) * 1024
+    info = None
+    loads, other_bytes = [], 0
+    for d in dots:
+        for v in d.operands[:2]:
+            o = v.owner
+            eb = v.type.element.bits // 8
+            nbytes = -(-v.type.numel * eb // 1024) * 1024
+            uses = sum(x is v for op in body.walk() for x in op.operands)
+            if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
+                    and uses == 1 and o not in loads):
+                info = info or axisinfo.analyze(module.function)
+                if _copyable(o, info):
+                    loads.append(o)
+                    continue
+            # stored once before the loop (defined outside it), or per iteration into scratch (2 stages)
+            other_bytes += nbytes if v.id not in inside else 2 * nbytes
+    if not loads or (len(dots) == 1 and len(loads) < 2):
+        return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
+    eb = 2
+    bases, stage = [], 0
+    for o in loads:
+        bases.append(stage)
+        stage += -(-o.result.type.numel * eb // 1024) * 1024
+    budget = SMEM_MAX - other_bytes
     slots = max(3, getattr(options, "num_stages", 3) + 1)
-    while slots > 3 and slots * stage > SMEM_MAX:
+    while slots > 3 and slots * stage > budget:
         slots -= 1
-    if slots * stage > SMEM_MAX:
+    if slots * stage > budget:
         return False
     ahead = slots - 2
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
-    ring = {"id": rid, "stages": slots, "tiles": ((M, K), (K, N)), "stage_bytes": stage,
-            "bases": (0, b_base)}
+    ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
+            "stage_bytes": stage, "bases": tuple(bases)}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -331,7 +347,8 @@ def _pipeline_async(module, loop, options) -> bool:
     def copies(clone, cond, out_ops, **where):
         for j, o in enumerate(loads):
             mask = _guard(o, clone, cond, out_ops)
-            attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == 1, **where}
+            attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == len(loads) - 1,
+                     **where}
             out_ops.append(Op("async_copy", [clone(o.operands[0]), mask], [], attrs, loc=o.loc))
 
     def advance(state, at_iv, out_ops):

@@ -283,3 +283,31 @@ def test_ring_falls_back_to_registers():
     mod = _piped(128, 128, 64, 8, 3, arch="sm_80")
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert "_ring" not in loop.attrs
+
+
+@pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (128, 64, 8), (128, 32, 8)])
+def test_attention_on_sm90a_copies_kv_async_and_reads_p_from_registers(D, BN, nw):
+    """Flash attention on sm_90a: K and V tiles arrive by cp.async in a ring (no loads in the loop), q is written
+    to shared memory once before the loop, p feeds the second wgmma from registers, and one barrier per
+    iteration remains; the PTX assembles without spills."""
+    import re
+
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+    from workloads.attention import kernel as A
+
+    q = np.zeros((4 * 1024, D), np.float16)
+    args = (q, q, q, q, 0.125, 1024, 1024 * D, D)
+    meta = dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=BN)
+    mod = run_pipeline(A.attention_fwd_kernel.lower(*args, **meta), Options(num_warps=nw, arch="sm_90a"))
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    kinds = [op.kind for op in loop.blocks[0].ops]
+    assert loop.attrs["_ring"]["tiles"] == ((D, BN), (BN, D)) and "load" not in kinds
+    ptx = A.attention_fwd_kernel.warmup(*args, grid=(1,), target="sm_90a", num_warps=nw, **meta).asm["ptx"]
+    body = ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+    assert body.count("bar.sync") == 1 and body.count("cp.async.commit_group") == 1
+    assert len(re.findall(r"wgmma\.mma_async[^\n]*\}, \{%r\d+,%r\d+,%r\d+,%r\d+\}, %rd\d+", body)) > 0
+    assert "st.shared" not in body  # neither q nor p is stored per iteration
+    if find_ptxas() is not None:
+        assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
