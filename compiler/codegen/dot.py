@@ -279,14 +279,15 @@ def store_swizzled(e, x, st):
         bat = co(0) if st.rank == 3 else None
         off = st.offset(e, bat, co(st.outer), co(d))
         vals = x.regs[r0:r0 + v]
+        ptr = e.smem_ptr(off, absolute=st.absolute)
         if v == 1:
-            e.b.store(vals[0], e.smem_ptr(off))
+            e.b.store(vals[0], ptr)
         else:
             vt = ir.VectorType(vals[0].type, v)
             vec = ir.Constant(vt, ir.Undefined)
             for i, val in enumerate(vals):
                 vec = e.b.insert_element(vec, val, e.i32(i))
-            e.b.store(vec, e.smem_ptr(off), align=v * st.eb)
+            e.b.store(vec, ptr, align=v * st.eb)
 
 
 def _ldmatrix(e, n, trans, off):
