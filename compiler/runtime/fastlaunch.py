@@ -2,6 +2,10 @@
 
 `get()` returns the module's `launch(function, gx, gy, gz, block_x, shared_bytes, stream, params_address)`, or
 None when it cannot be built here (no compiler or no Python headers): the launch path then calls cuda.bindings.
+`plan_type()` returns its `Plan` type (pack the arguments and launch in one C call; see `_fastlaunch.c` and
+`Launcher.entry`), or None likewise. `KIND_CODES` maps a parameter kind to the plan's code for it.
+`loaded()` is the module once some launch loaded it (never builds): the jit's generated launchers take its
+`Dispatcher` from there.
 Set TILEFARM_FASTLAUNCH=0 to turn it off.
 """
 from __future__ import annotations
@@ -21,6 +25,16 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _SRC = os.path.join(_HERE, "_fastlaunch.c")
 _lock = threading.Lock()
 _state: dict = {}
+
+# Parameter kind -> the Plan's packing code (the enum in _fastlaunch.c). 0 = a value the kernel does not take.
+SKIP = 0
+KIND_CODES: dict[str, int] = {
+    "ptr": 1,
+    "int64": 2, "uint64": 3, "int32": 4, "uint32": 5, "int16": 6, "uint16": 7, "int8": 8, "uint8": 9,
+    "int1": 10, "bool": 10, "i1": 10,
+    "float32": 11, "fp32": 11, "float64": 12, "fp64": 12, "float16": 13, "fp16": 13,
+    "bfloat16": 14,
+}
 
 
 def _cache_dir() -> str:
@@ -88,7 +102,21 @@ def get():
                 mod = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(mod)
                 fn = mod.launch
+                _state["plan"] = getattr(mod, "Plan", None)
+                _state["mod"] = mod
             except Exception as e:  # no compiler/headers: cuda.bindings it is
                 _state["error"] = f"{type(e).__name__}: {e}"
         _state["fn"] = fn
         return fn
+
+
+def plan_type():
+    """The C `Plan` type, or None when the extension is unavailable (see `get`)."""
+    if get() is None:
+        return None
+    return _state.get("plan")
+
+
+def loaded():
+    """The extension module if it is already loaded in this process (by `get` or `preload`), else None."""
+    return _state.get("mod")

@@ -15,6 +15,12 @@ does not depend on the argument *values* is done once per specialization, in ``L
 A launch is then: unpack grid, ``pack_into``, one driver call, one int test of the result. Anything
 unusual (wrong arity, out of range values, objects instead of pointer ints, no current context on this
 thread) takes a slow path that either fixes it up or raises a clear error.
+
+Where the C extension (fastlaunch.py) is built, the common case is cheaper still: a C ``Plan`` made once per
+launcher reads the grid, the stream and each value from the Python objects, packs them by the parameter
+kinds and calls the driver, in ONE call. ``Launcher.entry(select, n_in)`` hands out that call as
+``entry(grid, stream, *values)`` (what the jit's generated launcher calls); whatever the plan does not handle
+itself goes to the Python path above, so behaviour and error messages are the same on both.
 """
 
 from __future__ import annotations
@@ -319,7 +325,8 @@ class Launcher:
     """
 
     __slots__ = ("kernel", "function", "name", "param_kinds", "num_warps", "block", "shared_bytes",
-                 "_struct", "_buf", "_params", "_params_addr", "_nparams", "_fn", "_launch", "launch")
+                 "_struct", "_buf", "_params", "_params_addr", "_nparams", "_fn", "_launch", "launch",
+                 "_py_launch", "_plan", "_entries")
 
     def __init__(self, kernel: Any, *args: Any, num_warps: int | None = None, shared_bytes: int | None = None,
                  param_kinds: Sequence[str] | None = None, name: str | None = None):
@@ -418,12 +425,81 @@ class Launcher:
         env = {"_grid3": self._grid3, "_convert": self._convert, "_pack": self._struct.pack_into, "_buf": self._buf,
                "_pack_slow": self._pack_slow, "_cu": self._launch, "_fn": self._fn, "_addr": self._params_addr,
                "_failed": self._launch_failed, "_c": claunch, "_fnint": self._fn_int()}
-        # Bind the constants as closure cells of a factory: LOAD_DEREF is as cheap as a local.
+        return self._exec_factory(lines, env)
+
+    def _exec_factory(self, lines, env):
+        """Compile ``lines`` (one function definition) inside a factory whose parameters are ``env``'s names:
+        the constants become closure cells, and LOAD_DEREF is as cheap as a local."""
+        fname = lines[0].split()[1].split("(")[0]
         factory = "def _factory(" + ", ".join(env) + "):\n" + "\n".join("    " + ln for ln in lines) + \
-            "\n    return launch\n"
+            f"\n    return {fname}\n"
         scope: dict = {}
         exec(compile(factory, f"<launcher {self.name}>", "exec"), scope)
         return scope["_factory"](**env)
+
+    def _make_plan(self, select, n_in):
+        """A C Plan packing the values at positions ``select`` (increasing; None: all) of ``n_in``, or None."""
+        if self._c_launch() is None:
+            return None
+        try:
+            from . import fastlaunch
+
+            plan_type, fn = fastlaunch.plan_type(), self._fn_int()
+            if plan_type is None or fn is None:
+                return None
+            codes = [fastlaunch.SKIP] * n_in
+            for j, i in enumerate(range(n_in) if select is None else select):
+                codes[i] = fastlaunch.KIND_CODES[self.param_kinds[j]]
+            return plan_type(fn, self.block, self.shared_bytes, bytes(codes), ctypes.addressof(self._buf),
+                             self._py_launch, self._launch_failed, self)
+        except Exception:
+            return None
+
+    def _build_plan_path(self, plan):
+        """``launch(grid, stream, args)`` through the C plan: unpack ``args`` into locals, one C call."""
+        names = [f"a{i}" for i in range(self._nparams)]
+        if names:
+            lines = [
+                "def launch(grid, stream, args):",
+                "    try:",
+                f"        {', '.join(names)}, = args",
+                "    except Exception:",
+                "        return _py(grid, stream, args)",  # wrong arity or not a sequence: its messages
+                f"    _plan(grid, stream, {', '.join(names)})",
+            ]
+        else:
+            lines = ["def launch(grid, stream, args):", "    _plan(grid, stream)"]
+        return self._exec_factory(lines, {"_py": self._py_launch, "_plan": plan.launch})
+
+    def entry(self, select: Sequence[int] | None = None, n_in: int | None = None):
+        """A launch callable ``entry(grid, stream, *values)`` taking ``n_in`` values, one per caller position,
+        of which the kernel's parameters are those at positions ``select`` (None: all of them, and ``n_in`` is
+        the parameter count). Same behaviour and errors as calling the launcher with the selected values; with
+        the C extension the common case is one C call (pack + launch). Cached per (select, n_in).
+        """
+        n_in = self._nparams if n_in is None else int(n_in)
+        sel = None if select is None else tuple(int(i) for i in select)
+        if sel is None and n_in != self._nparams:
+            raise ValueError(f"kernel {self.name} takes {self._nparams} arguments; entry(n_in={n_in}) needs a select")
+        if sel is not None and (len(sel) != self._nparams or not all(0 <= i < n_in for i in sel)):
+            raise ValueError(f"entry(select={sel}, n_in={n_in}) does not pick the {self._nparams} arguments of "
+                             f"kernel {self.name}")
+        key = (sel, n_in)
+        e = self._entries.get(key)
+        if e is None:
+            plan = None
+            if sel is None or list(sel) == sorted(set(sel)):
+                plan = self._make_plan(sel, n_in)
+            e = plan.launch if plan is not None else self._build_py_entry(sel, n_in)
+            self._entries[key] = e
+        return e
+
+    def _build_py_entry(self, sel, n_in):
+        vs = [f"v{i}" for i in range(n_in)]
+        picked = vs if sel is None else [vs[i] for i in sel]
+        lines = [f"def entry({', '.join(['grid', 'stream'] + vs)}):",
+                 f"    _launch(grid, stream, [{', '.join(picked)}])"]
+        return self._exec_factory(lines, {"_launch": self.launch})
 
     def __call__(self, grid: Any, stream: Any, args: Sequence[Any]) -> None:
         """Launch on ``grid`` blocks of ``32 * num_warps`` threads with ``args``; raise CudaError on failure.
@@ -452,7 +528,12 @@ class Launcher:
             return None
 
     def _install_fast_path(self) -> None:
-        fast = self._build_fast_path()
+        py = self._build_fast_path()
+        object.__setattr__(self, "_py_launch", py)
+        object.__setattr__(self, "_entries", {})
+        plan = self._make_plan(None, self._nparams)
+        object.__setattr__(self, "_plan", plan)
+        fast = py if plan is None else self._build_plan_path(plan)
         object.__setattr__(self, "launch", fast)
         # A delegating __call__ costs one extra Python frame (~0.1 us); a per-instance subclass whose
         # __call__ is the generated function (a staticmethod: no self) removes it.
@@ -462,7 +543,8 @@ class Launcher:
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
-        # Tests swap in a fake cuLaunchKernel; rebuild the generated path so it calls the new one.
+        # Tests swap in a fake cuLaunchKernel; rebuild the generated path (and forget the entries made so far)
+        # so it calls the new one.
         if name == "_launch" and hasattr(self, "launch"):
             self._install_fast_path()
 
