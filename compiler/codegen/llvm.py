@@ -471,7 +471,12 @@ class Emitter:
         self.b = ir.IRBuilder(body)
         self.tid = self.sreg("tid.x")
         self.lane = self.eb.and_(self.tid, self.i32(31))
-        self.warp = self.eb.lshr(self.tid, self.i32(5))
+        # The warp index broadcast from lane 0: the same value, but ptxas then knows it is warp-uniform and keeps
+        # what derives from it (wgmma descriptors per warpgroup) in uniform registers. Without this it moves
+        # each descriptor through one uniform register pair and serializes the wgmma pipeline on it (C7514).
+        shfl = self.intrinsic("llvm.nvvm.shfl.sync.idx.i32", C.I32, [C.I32, C.I32, C.I32, C.I32])
+        self.warp = self.eb.call(shfl, [self.i32(-1), self.eb.lshr(self.tid, self.i32(5)), self.i32(0),
+                                        self.i32(31)])
         for v, a, el in zip(f.args, self.kfn.args, (v.type.element for v in f.args)):
             a.name = f"arg_{v.name_hint or v.id}"
             if not isinstance(el, T.pointer_type) and el.is_bool():
