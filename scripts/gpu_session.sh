@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,diag,diaghit,farmtests] [pytest args]
+#                                       autotune,tunematmul,tuneexh,diag,diaghit,farmtests] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -81,8 +81,10 @@ if has tunematmul; then
   # the farm tunes matmul (36 candidates x 3 shapes) by halving, then exhaustively to check the picks; the
   # autotuner against Triton's on the same kernel and configs, and a fresh process reading the database
   step tune-matmul python3 -m farm tune configs/tune-matmul.yaml
-  step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
   step autotune-matmul timeout 400 python3 scripts/bench_autotune.py --workload matmul --limit 24 --out "$OUT"
+fi
+if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
+  step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
