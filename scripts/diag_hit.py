@@ -1,6 +1,6 @@
 """Where does the first call in a fresh process go when the disk cache is warm? Phase by phase, in a child.
 
-    python3 scripts/diag_hit.py        (prints one line per phase, in ms)
+    python3 scripts/diag_hit.py [--profile]   (one line per phase, in ms; --profile: where the disk hit's lookup goes)
 """
 import json
 import os
@@ -10,8 +10,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, %r)
+PROFILE = os.environ.get("DIAG_PROFILE") == "1"
 import numpy as np
 import compiler
 from compiler.runtime import DeviceArray, synchronize
@@ -25,7 +26,13 @@ t = time.perf_counter()
 vals, opts = add_kernel._bind((x, y, z, N), {"BLOCK": 1024})
 keys, lv, kinds, host = add_kernel._specialize(vals)
 T["bind+specialize"] = time.perf_counter() - t; t = time.perf_counter()
+if PROFILE:
+    import cProfile, io, pstats
+    pr = cProfile.Profile(); pr.enable()
 k = add_kernel._compile(vals, keys, kinds, 4, 3, None, target=None)
+if PROFILE:
+    pr.disable(); out = io.StringIO(); pstats.Stats(pr, stream=out).sort_stats("cumulative").print_stats(25)
+    print(out.getvalue(), file=sys.stderr)
 T["compile_kernel (cache lookup)"] = time.perf_counter() - t; t = time.perf_counter()
 from compiler.runtime import fastlaunch
 fastlaunch.get()
@@ -42,12 +49,16 @@ print(json.dumps({a: (b * 1e3 if isinstance(b, float) else b) for a, b in T.item
 
 
 def main():
+    profile = "--profile" in sys.argv[1:]
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, TILEFARM_CACHE_DIR=d)
         for label in ("cold", "disk hit", "disk hit again"):
+            env["DIAG_PROFILE"] = "1" if profile and label == "disk hit again" else "0"
             p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env)
             line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-800:]
             print(f"{label:>15}: {line}")
+            if env["DIAG_PROFILE"] == "1":
+                print(p.stderr[-6000:])
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ if has diag; then
   step diag-load python3 scripts/diag_load.py --out "$OUT"
 fi
 if has diaghit; then
-  step diag-hit python3 scripts/diag_hit.py
+  step diag-hit python3 scripts/diag_hit.py --profile
 fi
 if has farmtests; then
   step farm-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm
