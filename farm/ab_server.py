@@ -8,6 +8,7 @@ one GPU and take turns (the client alternates them), so neither sees the other's
 Requests (one JSON object per line on stdin), answers (one per line on stdout):
   {"op": "load", "id": "a", "job": {...job dict...}}                -> {"ok": true}
   {"op": "bench", "id": "a", "rep_ms": 50, "warmup_ms": 10, "flush_l2": true}  -> {"samples": [ms, ...]}
+  {"op": "launch", "id": "a"}                                         -> {"median_us": ..., "p10_us": ...}
 Any failure answers {"error": "..."}. Without a GPU, launches run in the interpreter and are timed with
 perf_counter (for tests of the plumbing; such numbers mean nothing for a real kernel).
 """
@@ -64,6 +65,20 @@ def main():
                         fn()
                         samples.append((time.perf_counter() - t0) * 1e3)
                     answer({"samples": samples})
+            elif req["op"] == "launch":  # host cost of one launch, as the farm's worker records it
+                fn = loaded[req["id"]]
+                if on_gpu:
+                    from compiler.runtime import launch_overhead_us
+                    answer(launch_overhead_us(fn, n=req.get("n", 500), batch=50))
+                else:
+                    per = []
+                    for _ in range(10):
+                        t0 = time.perf_counter()
+                        for _ in range(5):
+                            fn()
+                        per.append((time.perf_counter() - t0) * 1e6 / 5)
+                    per.sort()
+                    answer({"median_us": per[len(per) // 2]})
             else:
                 answer({"error": f"unknown op {req['op']!r}"})
         except Exception as e:

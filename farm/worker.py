@@ -149,9 +149,10 @@ def _launch_cost(fn) -> dict | None:
         from compiler.runtime import launch_overhead_us
     except ImportError:
         return None
-    # 200 launches in batches of 50: a few milliseconds for launch-bound kernels, which is where the host cost
-    # matters (the caller skips it for long kernels, whose repeated runs would dominate the job's time).
-    return launch_overhead_us(fn, n=200, batch=50)
+    # 1000 launches in batches of 50 (20 batch means, so p10/p90 mean something): ~10 ms for launch-bound kernels,
+    # which is where the host cost matters (the caller skips it for long kernels, whose repeated runs would
+    # dominate the job's time).
+    return launch_overhead_us(fn, n=1000, batch=50)
 
 
 def _sync():

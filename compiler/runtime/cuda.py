@@ -222,8 +222,12 @@ def gpu_available() -> tuple[bool, str]:
         if dev >= n:
             _available = (False, f"device {dev} requested (TILEFARM_DEVICE) but only {n} present")
             return _available
-        props = device_properties()
-        _available = (True, f"{props.name} (device {dev}, sm_{props.cc[0]}{props.cc[1]})")
+        # the name and the arch only (3 driver queries): the full device_properties() costs ~1 ms, which a
+        # process whose first kernel comes from the disk cache would otherwise pay on its first launch
+        raw = check(driver().cuDeviceGetName(256, cu_device(dev)), "cuDeviceGetName")
+        if isinstance(raw, (bytes, bytearray)):
+            raw = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+        _available = (True, f"{raw} (device {dev}, {device_arch(dev)})")
     except CudaError as e:
         reason = f"{e.name}: {e.description}" if e.description else e.name
         if e.detail:

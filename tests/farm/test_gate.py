@@ -219,9 +219,11 @@ def test_ab_remeasure_plumbing(store, fakes, tmp_path, monkeypatch):
     ab = G.ABRemeasure(store, GateConfig(ab_rounds=2, ab_rep_ms=5), workdir=str(tmp_path / "ab"))
     try:
         got = ab(rows[0], rows[1])
+        launch = ab.launch(rows[0], rows[1])
     finally:
         ab.close()
     assert got is not None and len(got[0]) >= 6 and len(got[1]) >= 6 and min(got[0]) > 0
+    assert launch is not None and len(launch[0]) == len(launch[1]) == 2 and min(launch[0] + launch[1]) > 0
 
 
 def test_regression_hidden_by_a_faster_run_is_still_caught(store):
@@ -232,3 +234,45 @@ def test_regression_hidden_by_a_faster_run_is_still_caught(store):
     res = G.compare(store, b, a, remeasure=fake_remeasure(slow={"softmax": 1.15}))
     assert [(j.workload, j.shape) for j in res.failures] == [("softmax", "N=65536")]
     assert res.shift < 0.95
+
+
+def _with_launch_ab(rem, factor_by_shape: dict):
+    """Give a fake remeasure an A/B launch-cost measurement: the true host cost is the baseline's, times the
+    factor for the shapes given (others unchanged), with 3% noise."""
+    calls = []
+
+    def launch(base_row, new_row):
+        calls.append(new_row["shape"] if "shape" in new_row else new_row["params"])
+        rng = np.random.default_rng(len(calls))
+        true = base_row["launch"]["median_us"]
+        f = factor_by_shape.get(json.dumps(new_row["params"], sort_keys=True), 1.0)
+        return list(true * (1 + 0.03 * rng.standard_normal(8))), list(true * f * (1 + 0.03 * rng.standard_normal(8)))
+    rem.launch = launch
+    rem.launch_calls = calls
+    return rem
+
+
+def test_launch_cost_suspect_from_host_noise_passes_after_ab(store):
+    """One run's launch cost measured high (the host was busy then): the A/B re-measurement of the launch cost
+    on this machine shows no change, so the gate passes and says why."""
+    a = add_run(store, sweep(launch_us=6.5), seed=1)
+    jobs = sweep(launch_us=6.5)
+    jobs[2]["launch_us"] = 9.5  # +46% in the stored run, but only noise
+    b = add_run(store, jobs, seed=2)
+    rem = _with_launch_ab(fake_remeasure(), {})
+    res = G.compare(store, b, a, remeasure=rem)
+    assert res.passed, res.summary()
+    assert len(rem.launch_calls) == 1
+    noted = [n for j in res.jobs for n in j.notes if "host noise" in n]
+    assert len(noted) == 1 and "A/B re-measurement" in noted[0]
+
+
+def test_launch_cost_regression_confirmed_by_ab_fails(store):
+    a = add_run(store, sweep(launch_us=6.5), seed=1)
+    jobs = sweep(launch_us=6.5)
+    jobs[2]["launch_us"] = 9.5
+    b = add_run(store, jobs, seed=2)
+    key = json.dumps(store.rows(b)[2]["params"], sort_keys=True)
+    res = G.compare(store, b, a, remeasure=_with_launch_ab(fake_remeasure(), {key: 1.45}))
+    assert [j.verdict for j in res.failures] == [G.LAUNCH_SLOWER]
+    assert "confirmed by A/B re-measurement" in res.failures[0].notes[-1]
