@@ -5,6 +5,7 @@
 - Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
   warm CUDA context); without GPUs one actor per CPU slot, validating in the interpreter (compile included,
   one round trip per job).
+- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on.
 - In-flight work is bounded (compile tasks: the CPU slots; actors: one job each, so a job's deadline starts
   when it starts) and results are handled in completion order with `ray.wait`.
 - Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
@@ -21,6 +22,7 @@ import time
 
 import ray
 
+from farm.executor.affinity import input_key, pick
 from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
 
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
@@ -180,6 +182,7 @@ class RayExecutor:
         n = len(actors)
         label = "gpu" if use_gpu else "cpu"
         idle = collections.deque(range(n))
+        slot_key: list = [None] * n  # the inputs each worker last ran with (kept in its cache): see affinity.py
         ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
         compiling: dict = {}
         running: dict = {}  # ref -> (slot, job, deadline)
@@ -195,8 +198,13 @@ class RayExecutor:
                     while queue and len(ready) < len(idle):
                         ready.append((queue.popleft(), None))
                 while ready and idle:
-                    job, compiled = ready.popleft()
                     slot = idle.popleft()
+                    busy = {slot_key[s] for s, _, _ in running.values()}
+                    i = pick(ready, slot_key[slot], busy)
+                    ready.rotate(-i)
+                    job, compiled = ready.popleft()
+                    ready.rotate(i)
+                    slot_key[slot] = input_key(job)
                     ref = actors[slot].run.remote(job.to_dict(), opts_d, compiled)
                     running[ref] = (slot, job, time.monotonic() + opts.timeout_s)
                     on_event("start", job, f"{label}{slot}")
