@@ -84,6 +84,16 @@ class Tally:
     started: float = field(default_factory=time.monotonic)
     active: dict = field(default_factory=dict)  # worker label -> job now running there
     job_worker: dict = field(default_factory=dict)
+    first_start: float | None = None  # when the first job reached a worker (the pool's start-up before it)
+    last_done: float | None = None
+
+    def phases(self) -> str:
+        """Start-up (until the first job reached a worker) and the steady rate after it: what a sweep's wall
+        time is made of, so throughput comparisons can tell fixed costs from per-job ones."""
+        if self.first_start is None or self.last_done is None or self.done == 0:
+            return ""
+        steady = max(self.last_done - self.first_start, 1e-9)
+        return f"start-up {self.first_start - self.started:.1f} s, then {self.done / steady:.2f} jobs/s"
 
 
 def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
@@ -93,11 +103,14 @@ def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
 
     def handle(kind, job, payload):
         if kind == "start":
+            if tally.first_start is None:
+                tally.first_start = time.monotonic()
             tally.active[payload] = job
             tally.job_worker[job.key] = payload
         else:
             res: Result = payload
             store.add_result(prep.run_id, res)
+            tally.last_done = time.monotonic()
             tally.done += 1
             tally.failed += res.status not in GOOD
             tally.by_status[res.status] = tally.by_status.get(res.status, 0) + 1

@@ -158,6 +158,8 @@ def _finish(st, prep, tally, fmt):
     if len(fails) > 10:
         console.print(f"... and {len(fails) - 10} more failures: farm report {prep.run_id} --format json")
     counts = ", ".join(f"{n} {s}" for s, n in sorted(tally.by_status.items()))
+    phases = tally.phases()
     console.print(f"[bold]run {prep.run_id}[/]: {tally.done} jobs finished ({counts or 'none'}) in "
-                  f"{time.monotonic() - tally.started:.1f} s; stored in {st.path}. "
+                  f"{time.monotonic() - tally.started:.1f} s" + (f" ({phases})" if phases else "") +
+                  f"; stored in {st.path}. "
                   f"See it again: farm report {prep.run_id}{_store_arg(st)}")

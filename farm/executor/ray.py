@@ -126,11 +126,6 @@ class RayExecutor:
             return _Worker.options(num_gpus=1, num_cpus=0).remote(False)
         return _Worker.options(num_cpus=1).remote(True)
 
-    def _start_pool(self, n: int, use_gpu: bool) -> list:
-        actors = [self._new_actor(use_gpu) for _ in range(n)]
-        ray.get([a.info.remote() for a in actors])  # wait for every process to be warm before deadlines start
-        return actors
-
     # ------------------------------------------------------------ run
 
     def run(self, jobs: list[Job], opts: RunOptions, on_event) -> None:
@@ -175,13 +170,16 @@ class RayExecutor:
         if not jobs:
             return
         actors = self._pools.pop(use_gpu, None)
+        warming: dict = {}  # info() ref -> slot: actors still starting (imports, CUDA context)
         if actors is None or len(actors) < n:
             for a in actors or []:
                 ray.kill(a, no_restart=True)
-            actors = self._start_pool(n, use_gpu)
+            # The actors warm up while the first compile tasks run: a slot takes jobs once its process is ready.
+            actors = [self._new_actor(use_gpu) for _ in range(n)]
+            warming = {a.info.remote(): i for i, a in enumerate(actors)}
         n = len(actors)
         label = "gpu" if use_gpu else "cpu"
-        idle = collections.deque(range(n))
+        idle = collections.deque(i for i in range(n) if i not in warming.values())
         slot_key: list = [None] * n  # the inputs each worker last ran with (kept in its cache): see affinity.py
         ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
         compiling: dict = {}
@@ -208,14 +206,19 @@ class RayExecutor:
                     ref = actors[slot].run.remote(job.to_dict(), opts_d, compiled)
                     running[ref] = (slot, job, time.monotonic() + opts.timeout_s)
                     on_event("start", job, f"{label}{slot}")
-                waiting = list(running) + list(compiling)
+                waiting = list(running) + list(compiling) + list(warming)
                 if not waiting:
                     continue
-                deadline = min([d for _, _, d in running.values()] + [d for _, d in compiling.values()])
+                deadline = min([d for _, _, d in running.values()] + [d for _, d in compiling.values()] +
+                               [time.monotonic() + 1.0])
                 done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, min(deadline - time.monotonic(), 1.0)))
                 if done:
                     done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
                 for ref in done:
+                    if ref in warming:
+                        ray.get(ref)  # an actor that cannot start fails the run, as a pool start always did
+                        idle.append(warming.pop(ref))
+                        continue
                     if ref in compiling:
                         job, _ = compiling.pop(ref)
                         try:
