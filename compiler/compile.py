@@ -213,7 +213,9 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
 
     arch = arch or default_arch()
     options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
-                      enable_fp_fusion=enable_fp_fusion)
+                      enable_fp_fusion=enable_fp_fusion,
+                      experiments=",".join(sorted(x for x in os.environ.get("TILEFARM_EXPERIMENTS", "").split(",")
+                                                  if x)))
     key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
                           source_fingerprint()])
     key = hashlib.sha256(key_src.encode()).hexdigest()

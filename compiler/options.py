@@ -16,6 +16,12 @@ class Options:
     arch: str = "sm_90"
     debug: bool = False
     enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
+    # Code-generation changes not yet measured on a GPU, by name (comma-separated; TILEFARM_EXPERIMENTS sets them
+    # for compile_kernel). Part of the cache key like every option. Known: "wgmma_defer" (see codegen/dot.py).
+    experiments: str = ""
+
+    def experiment(self, name: str) -> bool:
+        return name in self.experiments.split(",")
 
     def __post_init__(self):
         if self.num_warps <= 0 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:

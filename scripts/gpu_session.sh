@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,diag,diaghit,farmtests] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -85,6 +85,11 @@ if has tunematmul; then
 fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
+fi
+if has exp; then  # code-generation experiments (compiler/options.py): their gpu tests, then attention timed with them
+  step exp-tests env TILEFARM_EXPERIMENTS=wgmma_defer python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
+  mkdir -p "$OUT/exp"
+  step exp-attention env TILEFARM_EXPERIMENTS=wgmma_defer python3 scripts/bench_matmul.py --no-matmul --out "$OUT/exp"
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"

@@ -484,6 +484,8 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         e.barrier()
     if loop is not None:
         loop.attrs["_wgmma_pending"] = True
+    if scratch and defer_to_loop(e, op) is not None:
+        raise error("a deferred wgmma with an operand in scratch shared memory (compiler bug)", op.loc)
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
@@ -544,7 +546,15 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     wm, wn = lay.wpc
     instr_n = lay.instr_n
     ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
-    _asm_void(e, "wgmma.fence.sync.aligned;")
+    a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
+    words = None
+    if a_regs is not None and e.opts.experiment("wgmma_defer"):
+        # every A word packed before the fence (tied through it): the HGMMA chain then issues back to back
+        # instead of one ARRIVE per instruction between the packing
+        words = [_pack(e, a_regs.regs[r0:r0 + 2]) for r0 in range(0, len(a_regs.regs), 2)]
+        words = _fence_tied(e, words)
+    else:
+        _asm_void(e, "wgmma.fence.sync.aligned;")
     wg = e.b.lshr(e.warp, e.i32(2))
     nwg_m = wm // 4
     wg_m = e.b.and_(wg, e.i32(nwg_m - 1)) if nwg_m > 1 else e.i32(0)
@@ -567,7 +577,6 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
-    a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
@@ -582,12 +591,97 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                                        a_is_a=True)]
                 else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
                     r0 = mi * a_per + (k0 // 16) * 8
-                    da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
+                    if words is not None:
+                        da = words[r0 // 2:r0 // 2 + 4]
+                    else:
+                        da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
                 r = e.b.call(asm, da + [db] + acc)
                 acc = [e.b.extract_value(r, i) for i in range(n_acc)]
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
-    return _wait_tied(e, regs, 1 if loop is not None else 0)
+    if defer_to_loop(e, op) is not None:
+        return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
+    regs = _wait_tied(e, regs, 1 if loop is not None else 0)
+    return _retire_deferred(e, op, regs)
+
+
+def _fence_tied(e, words):
+    """wgmma.fence with the i32 words tied through it: what feeds the wgmmas after it is computed before it."""
+    n = len(words)
+    cons = ",".join(["=r"] * n + [str(i) for i in range(n)])
+    fty = ir.FunctionType(ir.LiteralStructType([C.I32] * n), [C.I32] * n)
+    r = e.b.call(ir.InlineAsm(fty, "wgmma.fence.sync.aligned;", cons, side_effect=True), words)
+    return [e.b.extract_value(r, i) for i in range(n)]
+
+
+def defer_to_loop(e, op):
+    """Experiment "wgmma_defer": the body index of the first dot of op's loop, when op -- a later dot of the same
+    loop body whose result only goes back through the loop's yield (attention's P.V) -- may leave its wgmma in
+    flight into the next iteration: that first dot waits for everything (wait_group 0) before any use of the
+    carried value, and the loop's exit waits too. None otherwise."""
+    if not e.opts.experiment("wgmma_defer"):
+        return None
+    blk = op.block
+    loop = getattr(blk, "parent", None)
+    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
+        return None
+    y = blk.terminator
+    if _uses(blk, op.result) != 1 or op.result not in y.operands:
+        return None
+    dots = [i for i, o in enumerate(blk.ops) if o.kind == "dot"]
+    if len(dots) < 2 or blk.ops[dots[0]] is op or _pipelined_loop(blk.ops[dots[0]]) is not None:
+        return None
+    arg = blk.args[1 + y.operands.index(op.result)]
+    for i, o in enumerate(blk.ops[:dots[0] + 1]):  # the carried value is read only after the first dot
+        if any(x is arg for x in o.operands) or any(_uses(b, arg) for b in o.blocks):
+            return None
+    # Its operands must not be in per-iteration scratch shared memory (the next iteration could overwrite it while
+    # the wgmma reads): ring slots, operands from outside the loop (stored once), or `a` in registers.
+    lay = op.attrs["_layouts"][0]
+    M, N = op.result.type.shape
+    K = op.operands[0].type.shape[-1]
+    for i, v in enumerate(op.operands[:2]):
+        owner = v.owner
+        if getattr(owner, "kind", None) == "smem_view" or not _inside(blk, v):
+            continue
+        lays = getattr(owner, "attrs", {}).get("_layouts") if i == 0 else None
+        la = lays[v.index] if lays else None
+        if la is None or not register_a_applies(linear(la, (M, K), e.nw), lay, M, K, e.nw):
+            return None
+    loop.attrs["_wgmma_pending"] = True
+    return dots[0]
+
+
+def _inside(blk, v) -> bool:
+    """v is defined in block blk or in a region nested in it."""
+    owner = v.owner
+    b = owner if not hasattr(owner, "kind") else getattr(owner, "block", None)
+    while b is not None:
+        if b is blk:
+            return True
+        parent = getattr(b, "parent", None)
+        b = getattr(parent, "block", None) if parent is not None else None
+    return False
+
+
+def _retire_deferred(e, op, regs):
+    """After the wait of a loop body's first dot: the accumulators a later dot left in flight last iteration are
+    complete now; tie them through a wait so nothing reads them earlier, and use the tied values from here."""
+    blk = op.block
+    loop = getattr(blk, "parent", None)
+    if loop is None or loop.kind != "for" or blk is not loop.blocks[0] or not e.opts.experiment("wgmma_defer"):
+        return regs
+    first = next((o for o in blk.ops if o.kind == "dot"), None)
+    if first is not op:
+        return regs
+    y = blk.terminator
+    for o in blk.ops:
+        if o.kind == "dot" and o is not op and defer_to_loop(e, o) is not None:
+            arg = blk.args[1 + y.operands.index(o.result)]
+            x = e.env.get(arg.id)
+            if isinstance(x, Tile):
+                e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
+    return regs
 
 
 def _uses(block, v):
