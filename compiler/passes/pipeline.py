@@ -14,17 +14,20 @@ So the global-memory latency of iteration k+1 hides behind the shared-memory sto
 iteration k; the tiles wait in registers (one extra stage). The interpreter never sees this pass (it runs on
 the frontend's IR), and `tile` is printed before it.
 
-On sm_90a, when the dot runs on wgmma and both operands come straight from such loads (16-bit floats, 16-byte
-aligned rows, `other` zero or absent), the loads become asynchronous copies into a ring of shared-memory slots
-instead (no registers hold the tiles; cp.async in the code generator). With S slots (num_stages + 1 where
-shared memory allows, at least 3), D = S - 2 iterations load ahead:
+On sm_90a, when every dot of the loop runs on wgmma, the loads that feed dot operands straight (16-bit floats,
+16-byte aligned rows, `other` zero or absent, no other use) become asynchronous copies into a ring of
+shared-memory slots instead (no registers hold the tiles; cp.async in the code generator). A one-dot loop (the
+matmul K loop) needs both operands served so; in loops with several dots (attention: K and V) any served load
+joins the ring, and the other operands are stored once before the loop (loop-invariant), read from registers
+(wgmma's register A) or written to scratch per iteration. With S slots (num_stages + 1 where shared memory
+allows, at least 3), D = S - 2 iterations load ahead:
   prologue:  async_copy(operands at iteration d, slot d) for d < D (masked by iteration < ub), one group each
   body:      async_wait(pending D - 1)      this iteration's slot has landed, for every warp (a barrier)
              a, b = smem_view(...)          the slot (iteration % S), read by the dot
              async_copy(operands at iteration + D, slot (iteration + D) % S)
              ... dot(a, b, acc) ...
-The slot written in iteration i was last read by iteration i - 2's wgmma, which every warpgroup finished
-before the barrier of iteration i (the dot leaves one wgmma group in flight, see codegen/dot.py).
+The slot written in iteration i was last read by iteration i - 2's wgmmas, which every warpgroup finished
+before the barrier of iteration i (a dot leaves at most one wgmma group in flight, see codegen/dot.py).
 """
 from __future__ import annotations
 
