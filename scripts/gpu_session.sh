@@ -64,7 +64,10 @@ if has gate; then
 fi
 if has throughput && [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput against the number of GPUs
   step farm-1gpu env CUDA_VISIBLE_DEVICES=0 python3 -m farm run configs/throughput.yaml --force --format none
+  python3 -m farm report latest -s $ST --format json > "$OUT/throughput-1gpu.json" 2>/dev/null
   step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
+  python3 -m farm report latest -s $ST --format json > "$OUT/throughput-allgpu.json" 2>/dev/null
+  step farm-phases python3 scripts/farm_phases.py "$OUT/throughput-1gpu.json" "$OUT/throughput-allgpu.json"
 fi
 if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
