@@ -558,7 +558,8 @@ class ABRemeasure:
         srv.stdin.flush()
         return self._read(srv)
 
-    def __call__(self, base_row: dict, new_row: dict):
+    def _load(self, base_row: dict, new_row: dict):
+        """The A/B servers with each side's job loaded as "a" and "b", or None when a side cannot be rebuilt."""
         sides = [self._tree(base_row), self._tree(new_row)]
         if None in sides:
             return None
@@ -567,6 +568,12 @@ class ABRemeasure:
             srv = self._server(tree)
             self._ask(srv, {"op": "load", "id": name, "job": job})
             srvs.append(srv)
+        return srvs
+
+    def __call__(self, base_row: dict, new_row: dict):
+        srvs = self._load(base_row, new_row)
+        if srvs is None:
+            return None
         opts = self.store.run(new_row["run_id"])["options"]
         samples: tuple[list, list] = ([], [])
         for i in range(self.cfg.ab_rounds):
@@ -580,14 +587,9 @@ class ABRemeasure:
     def launch(self, base_row: dict, new_row: dict):
         """Host cost of one launch of each side, alternating (A B B A ...): (medians of A, medians of B) in
         microseconds, or None when a side cannot be rebuilt."""
-        sides = [self._tree(base_row), self._tree(new_row)]
-        if None in sides:
+        srvs = self._load(base_row, new_row)
+        if srvs is None:
             return None
-        srvs = []
-        for name, (tree, job) in zip("ab", sides):
-            srv = self._server(tree)
-            self._ask(srv, {"op": "load", "id": name, "job": job})
-            srvs.append(srv)
         out: tuple[list, list] = ([], [])
         for i in range(self.cfg.ab_rounds):
             for s in ((0, 1) if i % 2 == 0 else (1, 0)):

@@ -279,15 +279,18 @@ def store_swizzled(e, x, st):
         bat = co(0) if st.rank == 3 else None
         off = st.offset(e, bat, co(st.outer), co(d))
         vals = x.regs[r0:r0 + v]
-        ptr = e.smem_ptr(off, absolute=st.absolute)
-        if v == 1:
-            e.b.store(vals[0], ptr)
-        else:
-            vt = ir.VectorType(vals[0].type, v)
-            vec = ir.Constant(vt, ir.Undefined)
-            for i, val in enumerate(vals):
-                vec = e.b.insert_element(vec, val, e.i32(i))
-            e.b.store(vec, ptr, align=v * st.eb)
+        _store_vector(e, vals, e.smem_ptr(off, absolute=st.absolute), v * st.eb)
+
+
+def _store_vector(e, vals, ptr, align):
+    """Store scalars vals at ptr as one vector (a plain store for one value)."""
+    if len(vals) == 1:
+        e.b.store(vals[0], ptr)
+        return
+    vec = ir.Constant(ir.VectorType(vals[0].type, len(vals)), ir.Undefined)
+    for i, val in enumerate(vals):
+        vec = e.b.insert_element(vec, val, e.i32(i))
+    e.b.store(vec, ptr, align=align)
 
 
 def _ldmatrix(e, n, trans, off):
@@ -848,15 +851,7 @@ def _e_async_copy(e, op):
             _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
                       [e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
-            vals = _ld(e, p.regs[r0], elem, vec, pred, None, {})
-            if vec == 1:
-                e.b.store(vals[0], dst)
-            else:
-                vt = ir.VectorType(vals[0].type, vec)
-                x = ir.Constant(vt, ir.Undefined)
-                for i, val in enumerate(vals):
-                    x = e.b.insert_element(x, val, e.i32(i))
-                e.b.store(x, dst, align=nbytes)
+            _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
 

@@ -360,19 +360,29 @@ def _pipeline_async(module, loop, options) -> bool:
         clone = _cloner(inside, {iv.id: at_iv, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops)
         return [clone(v) if a.id in addr_args else state[j] for j, (a, v) in enumerate(zip(carried, y.operands))]
 
+    def later(state, at, n, out_ops, first=None):
+        """(carried values, induction value) n iterations after (state, at); `first`: the next iteration's
+        values when the body already computes them (its yielded ones)."""
+        for d in range(n):
+            state = first if d == 0 and first is not None else advance(state, at, out_ops)
+            nxt = Op("add", [at, step], [iv.type], loc=loop.loc)
+            out_ops.append(nxt)
+            at = nxt.result
+        return state, at
+
+    def copies_at(state, at, out_ops, **where):
+        c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
+        out_ops.append(c)
+        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops)
+        copies(clone, c.result, out_ops, **where)
+
     # prologue: iterations 0 .. ahead-1 into slots 0 .. ahead-1
     pro = []
     state, at = list(loop.operands[3:]), lb
     for d in range(ahead):
         if d:
-            state = advance(state, at, pro)
-            nxt = Op("add", [at, step], [iv.type], loc=loop.loc)
-            pro.append(nxt)
-            at = nxt.result
-        c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
-        pro.append(c)
-        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, pro)
-        copies(clone, c.result, pro, slot=d)
+            state, at = later(state, at, 1, pro)
+        copies_at(state, at, pro, slot=d)
     parent = loop.block
     i = parent.ops.index(loop)
     for n in pro:
@@ -387,16 +397,8 @@ def _pipeline_async(module, loop, options) -> bool:
         head.append(v)
         views.append(v.result)
     nxt_ops = []
-    state, at = list(carried), iv
-    for d in range(ahead):
-        state = advance(state, at, nxt_ops) if d else list(y.operands)
-        n = Op("add", [at, step], [iv.type], loc=loop.loc)
-        nxt_ops.append(n)
-        at = n.result
-    c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
-    nxt_ops.append(c)
-    clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, nxt_ops)
-    copies(clone, c.result, nxt_ops, ahead=ahead)
+    state, at = later(list(carried), iv, ahead, nxt_ops, first=list(y.operands))
+    copies_at(state, at, nxt_ops, ahead=ahead)
     drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
     body.ops = head + indep_ops + nxt_ops + rest

@@ -224,10 +224,7 @@ def gpu_available() -> tuple[bool, str]:
             return _available
         # the name and the arch only (3 driver queries): the full device_properties() costs ~1 ms, which a
         # process whose first kernel comes from the disk cache would otherwise pay on its first launch
-        raw = check(driver().cuDeviceGetName(256, cu_device(dev)), "cuDeviceGetName")
-        if isinstance(raw, (bytes, bytearray)):
-            raw = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
-        _available = (True, f"{raw} (device {dev}, {device_arch(dev)})")
+        _available = (True, f"{_device_name(cu_device(dev))} (device {dev}, {device_arch(dev)})")
     except CudaError as e:
         reason = f"{e.name}: {e.description}" if e.description else e.name
         if e.detail:
@@ -342,6 +339,13 @@ class DeviceProperties:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
 
+def _device_name(dev) -> str:
+    raw = check(driver().cuDeviceGetName(256, dev), "cuDeviceGetName")
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+    return raw
+
+
 @lru_cache(maxsize=None)
 def device_properties(device: int | None = None) -> DeviceProperties:
     """Query (once) and return the DeviceProperties of ``device`` (default: the current device)."""
@@ -358,9 +362,7 @@ def device_properties(device: int | None = None) -> DeviceProperties:
         err, v = d.cuDeviceGetAttribute(a, dev)
         return int(v) if int(err) == 0 else default
 
-    raw_name = check(d.cuDeviceGetName(256, dev), "cuDeviceGetName")
-    if isinstance(raw_name, (bytes, bytearray)):
-        raw_name = bytes(raw_name).split(b"\0", 1)[0].decode(errors="replace")
+    raw_name = _device_name(dev)
     try:
         u = check(d.cuDeviceGetUuid(dev), "cuDeviceGetUuid")
         b = bytes(u.bytes) if not isinstance(u.bytes, str) else u.bytes.encode("latin-1")
