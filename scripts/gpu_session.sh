@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -68,6 +68,10 @@ if has throughput && [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then   # throughput a
   step farm-allgpu python3 -m farm run configs/throughput.yaml --force --format none
   python3 -m farm report latest -s $ST --format json > "$OUT/throughput-allgpu.json" 2>/dev/null
   step farm-phases python3 scripts/farm_phases.py "$OUT/throughput-1gpu.json" "$OUT/throughput-allgpu.json"
+fi
+if has startup; then  # what a farm run's start-up is made of (Ray, CPU tasks, GPU actors), all CPUs and 8
+  step farm-startup python3 scripts/farm_startup.py --json "$OUT/farm-startup.json"
+  step farm-startup-8cpu python3 scripts/farm_startup.py --num-cpus 8 --json "$OUT/farm-startup-8cpu.json"
 fi
 if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
