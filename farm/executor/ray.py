@@ -29,7 +29,12 @@ _REPO = str(pathlib.Path(__file__).resolve().parents[2])
 
 
 @ray.remote(num_cpus=1, max_retries=0)
-def _compile_task(job: dict) -> dict:
+def _compile_task(job: dict, arch: str | None = None) -> dict:
+    # The target arch comes from the executor (a GPU worker's device, or the driver's): a compile process never
+    # initializes CUDA itself. On a GPU node dozens of fresh compile processes each calling cuInit at once took
+    # ~7 s apiece, which was most of a sweep's start-up.
+    if arch:
+        os.environ["TILEFARM_ARCH"] = arch
     from farm import worker
     job = Job.from_dict(job)
     try:
@@ -48,6 +53,9 @@ class _Worker:
         from farm import worker
         self._worker = worker
         self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind()}
+        if self._info["gpu"]:
+            from compiler.compile import default_arch
+            self._info["arch"] = default_arch()
 
     def info(self) -> dict:
         return self._info
@@ -99,6 +107,9 @@ class RayExecutor:
         # keep_pool: actors survive between run() calls (farm tune runs one call per search round), closed by close()
         self.keep_pool = False
         self._pools: dict = {}
+        # the arch compile tasks build for: TILEFARM_ARCH, else the first GPU worker's device (GPU runs) or
+        # this process's default (compile-only runs); found once, then passed to every compile task
+        self._arch: str | None = os.environ.get("TILEFARM_ARCH") or None
 
     def resources(self) -> dict:
         res = ray.cluster_resources()
@@ -116,8 +127,8 @@ class RayExecutor:
         need = 4 * job.data_bytes  # inputs, outputs and float64 temporaries of make_inputs, roughly
         if need > 256 * 2**20:
             cap = 0.5 * ray.cluster_resources().get("memory", need * 2)
-            return _compile_task.options(memory=int(min(need, cap))).remote(job.to_dict())
-        return _compile_task.remote(job.to_dict())
+            return _compile_task.options(memory=int(min(need, cap))).remote(job.to_dict(), self._arch)
+        return _compile_task.remote(job.to_dict(), self._arch)
 
     # ------------------------------------------------------------ actors
 
@@ -135,6 +146,9 @@ class RayExecutor:
         self._run_pool(jobs, opts, on_event, use_gpu)
 
     def _run_compile_only(self, jobs, opts, on_event):
+        if self._arch is None:
+            from compiler.compile import default_arch
+            self._arch = default_arch()
         queue = collections.deque(jobs)
         inflight: dict = {}  # ref -> (job, deadline)
         while queue or inflight:
@@ -177,6 +191,8 @@ class RayExecutor:
             # The actors warm up while the first compile tasks run: a slot takes jobs once its process is ready.
             actors = [self._new_actor(use_gpu) for _ in range(n)]
             warming = {a.info.remote(): i for i, a in enumerate(actors)}
+        elif use_gpu and self._arch is None:
+            self._arch = ray.get(actors[0].info.remote()).get("arch")
         n = len(actors)
         label = "gpu" if use_gpu else "cpu"
         idle = collections.deque(i for i in range(n) if i not in warming.values())
@@ -188,8 +204,8 @@ class RayExecutor:
         opts_d = vars(opts).copy()
         try:
             while queue or compiling or ready or running:
-                if use_gpu:  # compile ahead on CPUs while the GPUs work
-                    while queue and len(compiling) < self.max_in_flight:
+                if use_gpu:  # compile ahead on CPUs while the GPUs work (once the arch is known)
+                    while queue and len(compiling) < self.max_in_flight and (self._arch or not warming):
                         job = queue.popleft()
                         compiling[self._compile(job)] = (job, time.monotonic() + opts.timeout_s)
                 else:
@@ -216,8 +232,10 @@ class RayExecutor:
                     done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
                 for ref in done:
                     if ref in warming:
-                        ray.get(ref)  # an actor that cannot start fails the run, as a pool start always did
+                        got = ray.get(ref)  # an actor that cannot start fails the run, as a pool start always did
                         idle.append(warming.pop(ref))
+                        if use_gpu and self._arch is None:
+                            self._arch = got.get("arch")
                         continue
                     if ref in compiling:
                         job, _ = compiling.pop(ref)

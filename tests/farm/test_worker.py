@@ -96,3 +96,40 @@ def test_poison_values():
 def test_compiler_version_is_stable_and_hashes_sources():
     v = worker.compiler_version()
     assert v == worker.compiler_version() and "+" in v
+
+
+def test_compile_job_with_an_arch_never_initializes_cuda(monkeypatch):
+    """Compile tasks get their arch from the executor: a fresh compile process must not call into the CUDA
+    driver (dozens of them doing cuInit at once made a GPU node's sweep start-up ~7 s)."""
+    import compiler.compile as cc
+    from compiler.runtime import cuda
+    from farm.jobs import Job
+
+    calls = []
+    monkeypatch.setattr(cuda, "gpu_available", lambda *a, **k: calls.append(1) or (False, "probe"))
+    monkeypatch.setenv("TILEFARM_ARCH", "sm_90")
+    cc._device_arch.cache_clear()
+    job = Job(key="cd" * 32, idx=0, workload="vector_add", name="vector_add",
+              params={"N": 5000, "dtype": "float32"}, meta={"BLOCK": 256, "num_warps": 4})
+    res = worker.compile_job(job)
+    assert res.status == "compiled", res.error
+    assert res.artifacts["ptx_bytes"] > 0
+    assert not calls, "compile_job queried the GPU although TILEFARM_ARCH names the arch"
+
+
+def test_ray_compile_tasks_receive_the_arch():
+    """The executor hands its arch to every compile task, which builds for it."""
+    import ray
+    from farm.executor import ray as rx
+    from farm.jobs import Job
+
+    job = Job(key="ef" * 32, idx=0, workload="vector_add", name="vector_add",
+              params={"N": 5000, "dtype": "float32"}, meta={"BLOCK": 256, "num_warps": 4})
+    ex = rx.RayExecutor(num_cpus=1, num_gpus=0)
+    try:
+        ex._arch = "sm_80"
+        res = ray.get(ex._compile(job))
+        assert res["status"] == "compiled", res.get("error")
+        assert res["artifacts"]["arch"] == "sm_80"
+    finally:
+        ex.close()
