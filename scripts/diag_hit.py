@@ -37,8 +37,17 @@ T["compile_kernel (cache lookup)"] = time.perf_counter() - t; t = time.perf_coun
 from compiler.runtime import fastlaunch
 fastlaunch.get()
 T["fastlaunch import"] = time.perf_counter() - t; t = time.perf_counter()
-L = k.launcher
-T["module load + launcher"] = time.perf_counter() - t; t = time.perf_counter()
+if os.environ.get("DIAG_SPLIT") == "1":  # the same steps as k.launcher, timed one by one
+    from compiler.runtime.launch import Launcher, Module
+    m = Module(k.asm.cached("cubin"))
+    T["cuModuleLoadData"] = time.perf_counter() - t; t = time.perf_counter()
+    fn = m.get_function(k.metadata["name"])
+    T["cuModuleGetFunction"] = time.perf_counter() - t; t = time.perf_counter()
+    L = Launcher(fn, [p["type"] for p in k.metadata["params"]], num_warps=k.num_warps, shared_bytes=k.shared)
+    T["Launcher"] = time.perf_counter() - t; t = time.perf_counter()
+else:
+    L = k.launcher
+    T["module load + launcher"] = time.perf_counter() - t; t = time.perf_counter()
 L((N // 1024,), 0, lv)
 T["launch"] = time.perf_counter() - t; t = time.perf_counter()
 synchronize()
@@ -52,8 +61,10 @@ def main():
     profile = "--profile" in sys.argv[1:]
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, TILEFARM_CACHE_DIR=d)
-        for label in ("cold", "disk hit", "disk hit again"):
-            env["DIAG_PROFILE"] = "1" if profile and label == "disk hit again" else "0"
+        runs = ["cold"] + ["disk hit"] * 5 + ["disk hit, split"] * 5 + ["disk hit, profiled"] * profile
+        for label in runs:
+            env["DIAG_PROFILE"] = "1" if label == "disk hit, profiled" else "0"
+            env["DIAG_SPLIT"] = "1" if label == "disk hit, split" else "0"
             p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env)
             line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-800:]
             print(f"{label:>15}: {line}")

@@ -93,10 +93,11 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-if has exp; then  # code-generation experiments (compiler/options.py): their gpu tests, then attention timed with them
-  step exp-tests env TILEFARM_EXPERIMENTS=wgmma_defer python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
+EXP=${TILEFARM_EXP:-no_wgmma_defer}  # the switches the exp part runs with (compiler/options.py)
+if has exp; then  # code-generation switches: their gpu tests, then attention timed with them
+  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
   mkdir -p "$OUT/exp"
-  step exp-attention env TILEFARM_EXPERIMENTS=wgmma_defer python3 scripts/bench_matmul.py --no-matmul --out "$OUT/exp"
+  step exp-attention env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --no-matmul --out "$OUT/exp"
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"

@@ -314,10 +314,10 @@ def test_attention_on_sm90a_copies_kv_async_and_reads_p_from_registers(D, BN, nw
 
 
 @pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (128, 64, 8)])
-def test_experiment_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
-    """Experiment "wgmma_defer" (not yet measured on a GPU, off by default): p is packed before one fence, the
-    P.V wgmma group stays in flight into the next iteration (waited by the QK dot's wait, and at the loop's
-    exit); without the experiment every iteration ends with a wait. Both assemble without spills."""
+def test_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
+    """"wgmma_defer" (on by default; "no_wgmma_defer" turns it off): p is packed before one fence, the P.V wgmma
+    group stays in flight into the next iteration (waited by the QK dot's wait, and at the loop's exit); without
+    it every iteration ends with a wait. Both assemble without spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
@@ -333,16 +333,16 @@ def test_experiment_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_
             assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
         return ptx, ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
 
-    _, plain = loop_body("")
-    ptx, deferred = loop_body("wgmma_defer")
+    _, plain = loop_body("no_wgmma_defer")
+    ptx, deferred = loop_body("")
     assert plain.rstrip().count("wgmma.commit_group") == 2 == deferred.count("wgmma.commit_group")
     tail = lambda body: body[body.rindex("wgmma.commit_group"):]  # noqa: E731
     assert "wgmma.wait_group" in tail(plain) and "wgmma.wait_group" not in tail(deferred)
     assert "wgmma.wait_group.sync.aligned 0" in ptx.split("$L__BB0_3:")[1]  # the exit waits for the last group
 
 
-def test_experiment_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "wgmma_defer")
+def test_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
+    monkeypatch.delenv("TILEFARM_EXPERIMENTS", raising=False)
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90")
     body = ptx.split("$L__BB0_2:")[1]
