@@ -18,7 +18,9 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
   fma has a single rounding (round-to-odd in float64, then one rounding; float64 fma is accurate to ~1 ulp).
   Transcendentals (exp exp2 log log2 sin cos erf rsqrt) are evaluated in float64 and rounded once to the
   result dtype: nearly always correctly rounded, so within the GPU's libdevice/approx error bound but not
-  bit-identical to it (compare those with a tolerance).
+  bit-identical to it (compare those with a tolerance). exp2 and rsqrt below float64 flush float32 denormals
+  as the GPU's ex2/rsqrt.approx.ftz do (Triton's choice too): exp2 results under 2**-126 are +0, rsqrt of a
+  denormal is that of a signed zero (+-inf).
 - max/min on floats ignore NaN (fmax/fmin: NaN only when both are NaN) unless attr propagate_nan, where any
   NaN operand gives NaN; max(-0, +0) = +0 and min(-0, +0) = -0 like PTX.
 - cmp on floats is ordered (False with a NaN) except `ne`, which is unordered (True with a NaN).
@@ -322,7 +324,27 @@ def unary_fn(kind: str, elem):
     u = _TRANSCENDENTAL[kind]
     if nd == F64:
         return u
+    if kind in _FTZ:
+        f = _FTZ[kind]
+        return lambda x: round_f64(f(np.asarray(x).astype(F64)), elem)
     return lambda x: round_f64(u(np.asarray(x).astype(F64)), elem)
+
+
+_F32_TINY = 2.0 ** -126  # the smallest normal float32
+
+
+def _exp2_ftz(x):
+    y = np.exp2(x)
+    return np.where(np.abs(y) < _F32_TINY, 0.0, y)
+
+
+def _rsqrt_ftz(x):
+    x = np.where(np.abs(x) < _F32_TINY, np.copysign(0.0, x), x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 / np.sqrt(x)
+
+
+_FTZ = {"exp2": _exp2_ftz, "rsqrt": _rsqrt_ftz}
 
 
 def fma_fn(elem):

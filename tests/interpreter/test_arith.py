@@ -254,6 +254,32 @@ def test_float_unary(kind, elem):
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
 
 
+@pytest.mark.parametrize("elem", [T.float32, T.bfloat16, T.float64], ids=str)
+def test_exp2_rsqrt_flush_denormals_below_float64(elem):
+    """exp2 and rsqrt follow the GPU's .ftz forms (and Triton's): float32-denormal results of exp2 are +0 and a
+    denormal operand of rsqrt reads as a signed zero; float64 keeps its denormals; exp keeps them too."""
+    a = np.resize(np.array([-130.0, -126.0, -88.0, 3.0], elem.np), N)
+    outs = {}
+    for kind in ("exp2", "exp"):
+        f = elementwise([elem], elem, lambda bd, x, kind=kind: bd.unary(kind, x), block=BLOCK)
+        outs[kind] = np.zeros(N, elem.np)
+        run(f, (1, 1, 1), [a, outs[kind], N])
+    tiny = np.float64(2.0 ** -130)
+    want = 0.0 if elem is not T.float64 else tiny
+    assert outs["exp2"][0].astype(np.float64) == pytest.approx(want, rel=1e-2, abs=0)
+    assert outs["exp2"][1].astype(np.float64) == 2.0 ** -126 and outs["exp2"][3] == 8
+    assert 0 < outs["exp"][2] < 2.0 ** -126  # exp(-88) ~ 6e-39: a denormal, kept
+    r = np.resize(np.array([1e-40, -1e-40, 4.0, 0.25], np.float64).astype(elem.np), N)
+    out = np.zeros(N, elem.np)
+    f = elementwise([elem], elem, lambda bd, x: bd.unary("rsqrt", x), block=BLOCK)
+    run(f, (1, 1, 1), [r, out, N])
+    if elem is T.float64:
+        assert np.isfinite(out[0]) and out[0] == pytest.approx(1e20)
+    else:
+        assert out[0] == np.inf and out[1] == -np.inf
+    assert out[2] == 0.5 and out[3] == 2.0
+
+
 @pytest.mark.parametrize("elem", INTS, ids=str)
 def test_int_unary(elem):
     rng = np.random.default_rng(elem.bits + 100)
