@@ -218,6 +218,11 @@ class JITFunction:
     def __getitem__(self, grid):
         fast = self._fast
         if fast is None:
+            if not self._kernels:
+                # The first launch in this process compiles (or loads from the disk cache) and usually loads the C
+                # launch extension, after which the generated launcher would be made again: go straight to `run`
+                # and generate it from the second launch on, once, knowing what is loaded.
+                return functools.partial(_first_launch(), self.run, grid)
             fast = self._fast = _make_fast_launch(self)
         if fast is self._fast_c:
             return self._fast_bind(grid)  # C: binds the arguments and launches without a Python frame
@@ -465,6 +470,25 @@ def next_power_of_2(n: int) -> int:
 
 
 _FAST = object()  # first element of keys made by the generated launcher's inline type checks
+_FIRST = None
+
+
+def _first_launch():
+    """`first(run, grid, *args, **kwargs)`: a kernel's first launch, straight through `JITFunction.run`; a user
+    error is raised from generated code (like the generated launcher's), so no compiler frame shows."""
+    global _FIRST
+    if _FIRST is None:
+        from .errors import KernelRuntimeError
+
+        src = ("def first(run, grid, *args, **kwargs):\n"
+               "    try:\n"
+               "        return run(*args, grid=grid, **kwargs)\n"
+               "    except _USER_ERRORS as _e:\n"
+               "        raise _e.with_traceback(None) from None\n")
+        env = {"_USER_ERRORS": (CompilationError, KernelRuntimeError)}
+        exec(compile(src, "<tilefarm launcher>", "exec"), env)
+        _FIRST = env["first"]
+    return _FIRST
 
 
 def _make_fast_launch(jf: JITFunction):

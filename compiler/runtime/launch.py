@@ -310,6 +310,9 @@ def _convert_bf16(v: Any) -> int:
     return ((f32 + 0x7FFF + ((f32 >> 16) & 1)) >> 16) & 0xFFFF
 
 
+_FACTORY_CODE: dict = {}  # generated launcher source -> its code object (Launcher._exec_factory)
+
+
 class Launcher:
     """Launches one compiled kernel specialization; arguments are packed into prebuilt storage.
 
@@ -433,8 +436,11 @@ class Launcher:
         fname = lines[0].split()[1].split("(")[0]
         factory = "def _factory(" + ", ".join(env) + "):\n" + "\n".join("    " + ln for ln in lines) + \
             f"\n    return {fname}\n"
+        code = _FACTORY_CODE.get(factory)  # the text depends on the arity and kinds only: compile it once
+        if code is None:
+            code = _FACTORY_CODE[factory] = compile(factory, "<tilefarm launcher>", "exec")
         scope: dict = {}
-        exec(compile(factory, f"<launcher {self.name}>", "exec"), scope)
+        exec(code, scope)
         return scope["_factory"](**env)
 
     def _make_plan(self, select, n_in):
@@ -528,12 +534,23 @@ class Launcher:
             return None
 
     def _install_fast_path(self) -> None:
-        py = self._build_fast_path()
-        object.__setattr__(self, "_py_launch", py)
+        # With the C plan, the generated Python launch is only the plan's fallback (odd arguments, errors):
+        # generate it on first need, not for every kernel a process loads (it was half a Launcher's making).
+        built: list = []
+
+        def py_on_demand(grid, stream, args):
+            if not built:
+                built.append(self._build_fast_path())
+                object.__setattr__(self, "_py_launch", built[0])
+            return built[0](grid, stream, args)
+
+        object.__setattr__(self, "_py_launch", py_on_demand)
         object.__setattr__(self, "_entries", {})
         plan = self._make_plan(None, self._nparams)
         object.__setattr__(self, "_plan", plan)
-        fast = py if plan is None else self._build_plan_path(plan)
+        if plan is None:
+            object.__setattr__(self, "_py_launch", self._build_fast_path())
+        fast = self._py_launch if plan is None else self._build_plan_path(plan)
         object.__setattr__(self, "launch", fast)
         # A delegating __call__ costs one extra Python frame (~0.1 us); a per-instance subclass whose
         # __call__ is the generated function (a staticmethod: no self) removes it.
