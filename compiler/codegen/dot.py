@@ -395,15 +395,23 @@ def _desc(e, st, row, col, kmajor):
     K-major (inner dim K): SBO = 8 rows; LBO unused (1). MN-major (inner dim M/N): LBO = the next block of
     block_cols MN elements, SBO = the next 8 K rows. Start addresses are the tile's own shared-window address
     plus the offset; the tile is 1024-byte aligned, so the base-offset field stays 0."""
-    off = e.i32(st.const_offset(row, col))
+    # The address field in 32-bit arithmetic: (window address of the tile's start + dynamic slot offset) >> 4,
+    # plus the constant offset >> 4 (16-byte aligned). One base per slot and an add per k-step; computed from a
+    # 64-bit pointer instead, every descriptor cost a 64-bit add, a 64-bit shift and a mask.
+    # The shared window is under 256 KiB, so the 14-bit field needs no mask.
+    c = st.const_offset(row, col)
+    assert c % 16 == 0, c
+    start = e.smem.ptrtoint(C.I32)  # a constant: tf_smem's window address
+    if not st.absolute and e.smem_base:
+        start = e.b.add(start, e.i32(e.smem_base))
     if st.dyn is not None:
-        off = e.b.add(off, st.dyn)
-    addr = e.b.ptrtoint(e.smem_ptr(off, absolute=st.absolute), C.I32)
-    addr = e.b.zext(e.b.lshr(e.b.and_(addr, e.i32(0x3FFFF)), e.i32(4)), C.I64)
+        start = e.b.add(start, st.dyn)
     sbo = 8 * st.row_bytes
     lbo = 16 if kmajor else st.block_bytes
-    hi = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
-    return e.b.or_(addr, ir.Constant(C.I64, hi))
+    # the address (14 bits) and LBO (bits 16-29) do not overlap: one add sets both
+    lo = e.b.add(e.b.lshr(start, e.i32(4)), e.i32((c >> 4) | ((lbo >> 4) << 16)))
+    hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
+    return e.b.or_(e.b.zext(lo, C.I64), ir.Constant(C.I64, hi))
 
 
 def _asm_void(e, text):
