@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup,ncu] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -72,6 +72,17 @@ fi
 if has startup; then  # what a farm run's start-up is made of (Ray, CPU tasks, GPU actors), all CPUs and 8
   step farm-startup python3 scripts/farm_startup.py --json "$OUT/farm-startup.json"
   step farm-startup-8cpu python3 scripts/farm_startup.py --num-cpus 8 --json "$OUT/farm-startup-8cpu.json"
+fi
+if has ncu; then  # Nsight Compute on one attention launch, ours and Triton's (scheduler and warp-stall sections)
+  NCU="ncu --clock-control none -k regex:attention_fwd --launch-skip 1 --launch-count 1 --section SchedulerStats \
+       --section WarpStateStats --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis \
+       --section SpeedOfLight"
+  for cfg in "64 4" "128 8"; do
+    set -- $cfg
+    for impl in ours triton; do
+      step ncu-attn-D$1-$impl $NCU python3 scripts/attn_once.py --impl $impl --D $1 --warps $2
+    done
+  done
 fi
 if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
