@@ -76,7 +76,7 @@ fi
 if has ncu; then  # Nsight Compute on one attention launch, ours and Triton's (scheduler and warp-stall sections)
   NCU="ncu --clock-control none -k regex:attention_fwd --launch-skip 1 --launch-count 1 --section SchedulerStats \
        --section WarpStateStats --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis \
-       --section SpeedOfLight"
+       --section SpeedOfLight --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
   for cfg in "64 4" "128 8"; do
     set -- $cfg
     for impl in ours triton; do
