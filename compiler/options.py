@@ -23,7 +23,9 @@ class Options:
     enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
     # Code-generation switches by name (comma-separated; TILEFARM_EXPERIMENTS sets them for compile_kernel), part
     # of the cache key like every option. A change not yet measured on a GPU ships off and is turned on by its
-    # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>".
+    # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>". Off now: "paired_cvt"
+    # (codegen/llvm.py: float32 -> float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization
+    # of 128x128x64 and 64x256x64 w8 matmul).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -104,11 +104,13 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-EXP=${TILEFARM_EXP:-no_wgmma_defer}  # the switches the exp part runs with (compiler/options.py)
-if has exp; then  # code-generation switches: their gpu tests, then attention timed with them
+EXP=${TILEFARM_EXP:-paired_cvt}  # the switches the exp part runs with (compiler/options.py)
+if has exp; then  # code-generation switches: their gpu tests (dot, casts), then matmul and attention timed with them
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
+  step exp-cast-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider \
+    tests/ops/test_ops.py -k cast
   mkdir -p "$OUT/exp"
-  step exp-attention env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --no-matmul --out "$OUT/exp"
+  step exp-matmul env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --out "$OUT/exp"
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"

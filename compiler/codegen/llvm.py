@@ -599,7 +599,35 @@ def _e_cast(e, op):
         raise error(f"cast between {src} and {dst} (use bitcast / ptr_to_int)", op.loc)
     f = CASTS[(_ccls(src), _ccls(dst))]
     t = lty(dst)
+    if src.name == "float32" and dst.name in ("float16", "bfloat16") and e.opts.experiment("paired_cvt") \
+            and _paired_cvt_applies(e, op):
+        _cast_pairs(e, op, "f16" if dst.name == "float16" else "bf16", t)
+        return
     e.map(op, lambda x: f(e, x, t, op))
+
+
+def _paired_cvt_applies(e, op) -> bool:
+    """float32 -> float16/bfloat16 of a tile with registers in pairs, on sm_80+ (cvt.rn.{f16,bf16}x2.f32)."""
+    try:
+        sm = int("".join(ch for ch in str(e.opts.arch) if ch.isdigit()))
+    except ValueError:
+        return False
+    return sm >= 80 and bool(op.result.type.shape) and len(e.regs(op.operands[0])) % 2 == 0
+
+
+def _cast_pairs(e, op, kind, t):
+    """Round register pairs (2i, 2i+1) with one cvt.rn.{f16,bf16}x2.f32 each, as an opaque instruction: left to
+    LLVM, a pair is sometimes split into two scalar cvt.rn.f16.f32, and when those read wgmma accumulators ptxas
+    serializes every wgmma of the kernel (C7514, seen on 128x128x64 w8 matmul)."""
+    xs = e.regs(op.operands[0])
+    fty = ir.FunctionType(C.I32, [C.F32, C.F32])
+    asm = ir.InlineAsm(fty, f"cvt.rn.{kind}x2.f32 $0, $1, $2;", "=r,f,f")
+    vt = ir.VectorType(t, 2)
+    out = []
+    for i in range(0, len(xs), 2):
+        w = e.b.bitcast(e.b.call(asm, [xs[i + 1], xs[i]]), vt)  # $1 -> the upper half, $2 -> the lower
+        out += [e.b.extract_element(w, e.i32(0)), e.b.extract_element(w, e.i32(1))]
+    e.put(op.result, out)
 
 
 @emits("bitcast")

@@ -347,3 +347,28 @@ def test_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
     ptx = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90")
     body = ptx.split("$L__BB0_2:")[1]
     assert "wgmma.wait_group.sync.aligned 1" in body  # the K loop keeps its own one-group-in-flight pipeline
+
+
+@pytest.mark.parametrize("BM,BN", [(128, 128), (64, 256)])
+def test_paired_cvt_keeps_wgmma_pipelined(BM, BN, monkeypatch, tmp_path):
+    """Experiment "paired_cvt": the epilogue's float32 -> float16 rounding is one cvt.rn.f16x2.f32 per register
+    pair, never a scalar cvt.rn.f16.f32 of an accumulator; ptxas then keeps the wgmma chain pipelined in the
+    configs where it used to serialize it (C7514)."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "paired_cvt")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    ptx = _matmul_ptx("float16", "ieee", "float16", BM, BN, 64, 8, target="sm_90a")
+    assert "cvt.rn.f16x2.f32" in ptx and "cvt.rn.f16.f32" not in ptx
+    if find_ptxas() is not None:
+        log = ptx_resources(ptx, "sm_90a")["log"]
+        assert "C7514" not in log and "serialized" not in log, log
+
+
+def test_paired_cvt_bf16_and_older_targets(monkeypatch, tmp_path):
+    """bf16 pairs too (cvt.rn.bf16x2.f32); sm_80 pairs as well; the element order is checked on a GPU (the cast
+    and dot gpu tests with TILEFARM_EXPERIMENTS=paired_cvt: gpu_session part exp)."""
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "paired_cvt")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    assert "cvt.rn.bf16x2.f32" in _matmul_ptx("bfloat16", "ieee", "bfloat16", 128, 128, 64, 8, target="sm_90a")
+    assert "cvt.rn.f16x2.f32" in _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_80")
