@@ -25,7 +25,8 @@ class Options:
     # of the cache key like every option. A change not yet measured on a GPU ships off and is turned on by its
     # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>". Off now: "paired_cvt"
     # (codegen/llvm.py: float32 -> float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization
-    # of 128x128x64 and 64x256x64 w8 matmul).
+    # of 128x128x64 and 64x256x64 w8 matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring
+    # slot addressed from one register plus compile-time distances, in 32-bit arithmetic).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -104,7 +104,7 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-EXP=${TILEFARM_EXP:-paired_cvt}  # the switches the exp part runs with (compiler/options.py)
+EXP=${TILEFARM_EXP:-paired_cvt,ring_dst}  # the switches the exp part runs with (compiler/options.py)
 if has exp; then  # code-generation switches: their gpu tests (dot, casts), then matmul and attention timed with them
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
   step exp-cast-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider \

@@ -254,6 +254,15 @@ class SwizzledTile:
             off = e.b.add(off, self.dyn)
         return e.b.add(off, e.i32(self.base)) if self.base else off
 
+    def py_offset(self, row, col, bat=0):
+        """`offset` for compile-time ints, without the runtime part (dyn) and the base."""
+        epc = 16 // self.eb
+        blk, incol = divmod(col, self.block_cols)
+        chunk, within = divmod(incol, epc)
+        phase = (row // self.per_phase) & (self.max_phase - 1)
+        off = row * self.row_bytes + ((chunk ^ phase) << 4) + within * self.eb + blk * self.block_bytes
+        return off + bat * self.rows * self.cols * self.eb
+
     def const_offset(self, row, col):
         """Byte offset of (row, col) for a row that is a multiple of 8 and a col at a chunk-0 position of its
         block, where the swizzle is the identity (wgmma descriptor start addresses)."""
@@ -843,25 +852,60 @@ def _e_async_copy(e, op):
     mregs = e.regs(op.operands[1])
     tc = e.thread_coords(ll)
     nbytes = vec * eb
-    for r0 in range(0, ll.num_regs, vec):
+    starts = list(range(0, ll.num_regs, vec))
+    deltas = _constant_deltas(st, ll, d, starts, e.nw) if nbytes >= 4 and e.opts.experiment("ring_dst") else None
+    first = None
+    for r0 in starts:
         rc = ll.reg_coord(r0)
 
         def co(dim):
             t = tc[dim]
             return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
-        off = st.offset(e, None, co(st.outer), co(d))
-        dst = e.smem_ptr(off, absolute=True)
         pred = mregs[r0]
+        if deltas is not None:
+            # every chunk of this thread sits at a fixed distance from its first: one address, then immediates;
+            # in 32-bit arithmetic from tf_smem's window address
+            if first is None:
+                first = e.b.add(e.smem.ptrtoint(C.I32), st.offset(e, None, co(st.outer), co(d)))
+            addr = e.b.add(first, e.i32(deltas[r0])) if deltas[r0] else first
+        else:
+            dst = e.smem_ptr(st.offset(e, None, co(st.outer), co(d)), absolute=True)
         if nbytes >= 4:
             # src-size 0 for masked-off chunks: the copy writes zeros (the loads' `other` is zero or absent)
             size = e.b.select(pred, e.i32(nbytes), e.i32(0))
             cache = "cg" if nbytes == 16 else "ca"
             _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
-                      [e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
+                      [addr if deltas is not None else e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
+
+
+def _constant_deltas(st, ll, inner, starts, num_warps):
+    """{r0: byte distance of register r0's chunk from register starts[0]'s} when that distance is the same for
+    every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
+    Checked by enumerating the threads (experiment "ring_dst")."""
+    outer = st.outer
+    threads = []
+    for w in range(num_warps):
+        for lane in range(32):
+            c = [0] * len(ll.shape)
+            for bases, idx in ((ll.lane, lane), (ll.warp, w)):
+                for i, b in enumerate(bases):
+                    if idx >> i & 1:
+                        c = [x ^ y for x, y in zip(c, b)]
+            threads.append(c)
+    ref = ll.reg_coord(starts[0])
+    out = {}
+    for r0 in starts:
+        rc = ll.reg_coord(r0)
+        ds = {st.py_offset(t[outer] + rc[outer], t[inner] + rc[inner]) -
+              st.py_offset(t[outer] + ref[outer], t[inner] + ref[inner]) for t in threads}
+        if len(ds) != 1:
+            return None
+        out[r0] = ds.pop()
+    return out
 
 
 def _asm_args(e, text, cons, args):

@@ -372,3 +372,41 @@ def test_paired_cvt_bf16_and_older_targets(monkeypatch, tmp_path):
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     assert "cvt.rn.bf16x2.f32" in _matmul_ptx("bfloat16", "ieee", "bfloat16", 128, 128, 64, 8, target="sm_90a")
     assert "cvt.rn.f16x2.f32" in _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_80")
+
+
+@pytest.mark.parametrize("rows,cols", [(64, 64), (64, 128), (128, 32), (32, 16)])
+def test_swizzled_py_offset_is_a_bijection_matching_descriptor_starts(rows, cols):
+    """SwizzledTile.py_offset (what ring_dst's compile-time proof uses) places every 16-bit element of the tile at
+    its own aligned byte, keeps 16-byte chunks whole, and agrees with const_offset where the swizzle is the
+    identity (rows a multiple of 8, chunk 0)."""
+    from compiler.codegen.dot import SwizzledTile
+
+    st = SwizzledTile((rows, cols), 1)
+    offs = {st.py_offset(r, c) for r in range(rows) for c in range(cols)}
+    assert len(offs) == rows * cols and min(offs) == 0 and max(offs) == 2 * rows * cols - 2
+    for r in range(rows):
+        for c in range(0, cols, 8):
+            base = st.py_offset(r, c)
+            assert base % 16 == 0 and [st.py_offset(r, c + i) for i in range(8)] == [base + 2 * i for i in range(8)]
+    for r in range(0, rows, 8):
+        for c in range(0, cols, st.block_cols):
+            assert st.py_offset(r, c) == st.const_offset(r, c)
+
+
+def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
+    """Experiment "ring_dst": a thread's cp.async chunks into a ring slot sit at distances fixed at compile time
+    (rows a swizzle period apart), so one address per thread and slot, then constants."""
+    import re
+
+    from workloads.attention import kernel as A
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "ring_dst")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    q = np.zeros((4 * 1024, 64), np.float16)
+    ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
+                                        num_warps=4, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
+    body = ptx.split("$L__BB0_2:")[1].split("wgmma.fence")[0]
+    dsts = re.findall(r"cp\.async\.cg\.shared\.global \[(%r\d+)\]", body)
+    assert len(dsts) == 8  # K and V: 4 chunks each per thread
+    adds = dict(re.findall(r"add\.s32 \t(%r\d+), (%r\d+), \d+;", body))
+    assert len({adds.get(r, r) for r in dsts}) == 1  # all from one address
