@@ -2,6 +2,7 @@
 """Matmul and flash-attention forward on the GPU: our compiler vs Triton (same source) vs torch, in one process.
 
     python3 scripts/bench_matmul.py [--out DIR] [--quick] [--sizes 1024,4096] [--dtypes float16] [--no-attention]
+                                    [--ab SWITCHES]
 
 Matmul (workloads/matmul/kernel.py, epilogue none): fp16 and bf16, square sizes 1024^3 .. 8192^3, a few block
 configs each; every implementation's output is checked against a float64 reference (max |err| / max |ref|)
@@ -10,7 +11,9 @@ each other and with torch.matmul (cuBLAS). Attention (workloads/attention/kernel
 128, fp16, ours vs Triton on the same source, checked against torch's scaled_dot_product_attention in fp32.
 Timing: compiler.runtime.do_bench (L2 flushed before each repetition, median); the best config of each side (and
 torch) is then re-timed in 5 interleaved rounds and the table shows those medians. Writes DIR/matmul-<date>.json
-and .md (GPU, driver, versions, every number) and prints a table with ratios.
+and .md (GPU, driver, versions, every number) and prints a table with ratios. `--ab paired_cvt,ring_dst` adds a
+third implementation, ours compiled with those code-generation switches, timed in the same process and rounds: an
+A/B that decides whether a switch becomes default.
 """
 from __future__ import annotations
 
@@ -57,6 +60,38 @@ def rel_err(torch, got, ref):
     return float((g - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
+AB = None  # --ab: code-generation switches (TILEFARM_EXPERIMENTS) timed as a third implementation, "ours+ab"
+IMPLS = ("ours", "triton", "ours+ab")
+
+
+def _impls(ours_k, trit_k):
+    out = [("ours", ours_k), ("triton", trit_k)]
+    if AB:
+        import compiler
+        # a JITFunction of its own: its compiled kernels (built with the switches) never mix with "ours"
+        out.append(("ours+ab", compiler.jit(ours_k.fn)))
+    return out
+
+
+class _switches:
+    """TILEFARM_EXPERIMENTS=AB while "ours+ab" compiles (its first call); the previous value after."""
+
+    def __init__(self, impl):
+        self.on = impl == "ours+ab"
+
+    def __enter__(self):
+        if self.on:
+            self.old = os.environ.get("TILEFARM_EXPERIMENTS")
+            os.environ["TILEFARM_EXPERIMENTS"] = AB
+
+    def __exit__(self, *exc):
+        if self.on:
+            if self.old is None:
+                os.environ.pop("TILEFARM_EXPERIMENTS", None)
+            else:
+                os.environ["TILEFARM_EXPERIMENTS"] = self.old
+
+
 ROUNDS = 5  # interleaved re-measurements of the best configs (clocks drift over a sweep; one sample each misleads)
 
 
@@ -65,7 +100,7 @@ def confirm(row, fns, flops, rep_ms, rounds=ROUNDS):
     rounds, rotating the order each round, and report each one's median: the ratios then compare numbers taken
     side by side, not minutes apart under different clocks. The sweep's single numbers stay in row[impl]."""
     picked = {}
-    for impl in ("ours", "triton"):
+    for impl in (i for i in IMPLS if i in row):
         good = {k: v for k, v in row[impl].items() if v.get("ok")}
         if good:
             k = max(good, key=lambda c: good[c]["tflops"])
@@ -93,6 +128,7 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
 
     ours_k = MK.matmul_kernel
     trit_k = triton_module(MK).matmul_kernel
+    impls = _impls(ours_k, trit_k)
     rows = []
     for dt in dtypes:
         tdt = getattr(torch, dt)
@@ -104,9 +140,9 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
             ref = a.double() @ b.double()
             bias = torch.zeros(N, device="cuda", dtype=torch.float32)
             flops = 2.0 * M * N * K
-            row = {"op": "matmul", "dtype": dt, "M": M, "N": N, "K": K, "ours": {}, "triton": {}}
-            fns = {"ours": {}, "triton": {}}
-            for impl, kern in (("ours", ours_k), ("triton", trit_k)):
+            row = {"op": "matmul", "dtype": dt, "M": M, "N": N, "K": K, **{i: {} for i, _ in impls}}
+            fns = {i: {} for i, _ in impls}
+            for impl, kern in impls:
                 for (BM, BN, BK, GM, nw, ns) in configs:
                     cfg = f"{BM}x{BN}x{BK} w{nw} s{ns}"
                     c = torch.full((M, N), float("nan"), device="cuda", dtype=tdt)
@@ -118,7 +154,8 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
                                    c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=GM,
                                    EPILOGUE="none", PRECISION="tf32", num_warps=nw, num_stages=ns)
                     try:
-                        fn()
+                        with _switches(impl):
+                            fn()  # compiles: with the A/B switches for "ours+ab"
                         torch.cuda.synchronize()
                         err = rel_err(torch, c, ref)
                         ok = err < MATMUL_TOL
@@ -141,7 +178,8 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
             rows.append(summarize(confirm(row, fns, flops, rep_ms)))
             log(f"matmul {dt} {S}^3 interleaved medians: " + ", ".join(
                 f"{n} {row[k]['tflops']:.1f}" for n, k in (("ours", "best_ours"), ("triton", "best_triton"),
-                                                           ("torch", "torch")) if k in row and "tflops" in row[k]))
+                                                           ("ours+ab", "best_ours+ab"), ("torch", "torch"))
+                if k in row and "tflops" in row[k]))
     return rows
 
 
@@ -151,6 +189,7 @@ def run_attention(torch, dims, rep_ms, BH=32, L=4096):
 
     ours_k = AK.attention_fwd_kernel
     trit_k = triton_module(AK).attention_fwd_kernel
+    impls = _impls(ours_k, trit_k)
     rows = []
     for D in dims:
         g = torch.Generator(device="cuda").manual_seed(D)
@@ -159,9 +198,9 @@ def run_attention(torch, dims, rep_ms, BH=32, L=4096):
         ref = torch.nn.functional.scaled_dot_product_attention(q.float()[None], k.float()[None], v.float()[None],
                                                                scale=scale)[0].double()
         flops = 4.0 * BH * L * L * D
-        row = {"op": "attention", "dtype": "float16", "BH": BH, "L": L, "D": D, "ours": {}, "triton": {}}
-        fns = {"ours": {}, "triton": {}}
-        for impl, kern in (("ours", ours_k), ("triton", trit_k)):
+        row = {"op": "attention", "dtype": "float16", "BH": BH, "L": L, "D": D, **{i: {} for i, _ in impls}}
+        fns = {i: {} for i, _ in impls}
+        for impl, kern in impls:
             for (BM, BN, nw, ns) in ATTN_CONFIGS[D]:
                 cfg = f"{BM}x{BN} w{nw} s{ns}"
                 o = torch.full((BH, L, D), float("nan"), device="cuda", dtype=torch.float16)
@@ -170,7 +209,8 @@ def run_attention(torch, dims, rep_ms, BH=32, L=4096):
                     kern[(L // BM, BH)](q, k, v, o, scale, L, L * D, D, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
                                         num_warps=nw, num_stages=ns)
                 try:
-                    fn()
+                    with _switches(impl):
+                        fn()  # compiles: with the A/B switches for "ours+ab"
                     torch.cuda.synchronize()
                     err = rel_err(torch, o, ref)
                     ms = bench(fn, rep_ms)
@@ -237,7 +277,7 @@ def fmt_ent(ent):
 
 def summarize(row):
     """Best correct config of ours and of Triton (as `confirm` re-timed it, when it did), and the ratios."""
-    for impl in ("ours", "triton"):
+    for impl in (i for i in IMPLS if i in row):
         good = {k: v for k, v in row[impl].items() if v.get("ok")}
         if good and f"best_{impl}" not in row:
             k = max(good, key=lambda c: good[c]["tflops"])
@@ -247,10 +287,15 @@ def summarize(row):
     c = row.get("torch", {}).get("tflops") if row.get("torch", {}).get("ok") else None
     row["ours_vs_triton"] = o / t if o and t else None
     row["ours_vs_torch"] = o / c if o and c else None
+    if "ours+ab" in row:
+        x = row.get("best_ours+ab", {}).get("tflops")
+        row["ab_vs_ours"] = x / o if x and o else None
+        row["ab_vs_triton"] = x / t if x and t else None
     return row
 
 
 def table(rows):
+    f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
     lines = ["| work | ours TFLOP/s (config) | Triton 3.6 TFLOP/s (config) | torch/cuBLAS TFLOP/s | ours/Triton | "
              "ours/cuBLAS |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -258,11 +303,19 @@ def table(rows):
                 f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
         bo, bt = r.get("best_ours"), r.get("best_triton")
         tc = r.get("torch")
-        f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
         lines.append(f"| {name} | {bo['tflops']:.1f} ({bo['config']}) | " if bo else f"| {name} | - | ")
         lines[-1] += f"{bt['tflops']:.1f} ({bt['config']}) | " if bt else "- | "
         lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
         lines[-1] += f"{f(r.get('ours_vs_triton'))} | {f(r.get('ours_vs_torch'))} |"
+    if any("ours+ab" in r for r in rows):
+        lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)", "",
+                  "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / Triton |", "|---|---|---|---|"]
+        for r in rows:
+            name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
+                    f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
+            b = r.get("best_ours+ab")
+            lines.append(f"| {name} | " + (f"{b['tflops']:.1f} ({b['config']})" if b else "-") +
+                         f" | {f(r.get('ab_vs_ours'))} | {f(r.get('ab_vs_triton'))} |")
     return "\n".join(lines)
 
 
@@ -301,7 +354,11 @@ def main(argv=None):
     ap.add_argument("--no-matmul", action="store_true")
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
+    ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
+                    "paired_cvt,ring_dst) timed as a third implementation beside ours and Triton")
     args = ap.parse_args(argv)
+    global AB
+    AB = args.ab
     import torch
 
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([4096] if args.quick else

@@ -110,7 +110,7 @@ if has exp; then  # code-generation switches: their gpu tests (dot, casts), then
   step exp-cast-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/ops/test_ops.py -k cast
   mkdir -p "$OUT/exp"
-  step exp-matmul env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --out "$OUT/exp"
+  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --out "$OUT/exp"  # A/B in one process
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"
