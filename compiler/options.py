@@ -26,7 +26,9 @@ class Options:
     # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>". Off now: "paired_cvt"
     # (codegen/llvm.py: float32 -> float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization
     # of 128x128x64 and 64x256x64 w8 matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring
-    # slot addressed from one register plus compile-time distances, in 32-bit arithmetic).
+    # slot addressed from one register plus compile-time distances, in 32-bit arithmetic); "smem_convert"
+    # (codegen/reduce.py: layout conversions through shared memory with 16-byte row padding against bank
+    # conflicts and vector accesses for register runs).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

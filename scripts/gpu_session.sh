@@ -104,11 +104,9 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-EXP=${TILEFARM_EXP:-paired_cvt,ring_dst}  # the switches the exp part runs with (compiler/options.py)
-if has exp; then  # code-generation switches: their gpu tests (dot, casts), then matmul and attention timed with them
-  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot
-  step exp-cast-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider \
-    tests/ops/test_ops.py -k cast
+EXP=${TILEFARM_EXP:-paired_cvt,ring_dst,smem_convert}  # the switches the exp part runs with (compiler/options.py)
+if has exp; then  # code-generation switches: every gpu test with them on, then matmul and attention A/B-timed
+  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --out "$OUT/exp"  # A/B in one process
 fi

@@ -394,8 +394,9 @@ class Emitter:
             return self.i32(c)
         return self.b.add(tc, self.i32(c)) if c else tc
 
-    def linear_index(self, ll, r, shape=None, perm=None):
-        """Row-major index of register r's element (in `shape`, after permuting coords by `perm`)."""
+    def linear_index(self, ll, r, shape=None, perm=None, row_pad=0):
+        """Row-major index of register r's element (in `shape`, after permuting coords by `perm`); `row_pad`
+        elements of padding after each row of the last dim."""
         coords = [self.coord(ll, r, d) for d in range(len(ll.shape))]
         if perm is not None:
             coords = [coords[p] for p in perm]
@@ -404,7 +405,7 @@ class Emitter:
         for d in range(len(shape) - 1, -1, -1):
             t = coords[d] if stride == 1 else self.b.mul(coords[d], self.i32(stride))
             idx = t if idx is None else self.b.add(idx, t)
-            stride *= shape[d]
+            stride *= shape[d] + (row_pad if d == len(shape) - 1 else 0)
         return idx if idx is not None else self.i32(0)
 
     def unique_pred(self, ll):

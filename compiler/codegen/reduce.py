@@ -308,20 +308,56 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
         index = {x.ll.reg_coord(r): r for r in range(x.ll.num_regs)}
         return Tile(dst_ll, [x.regs[index[dst_ll.reg_coord(r)]] for r in range(dst_ll.num_regs)])
     t = x.regs[0].type
+    eb = 1 if t == C.I1 else _bytes(x.regs[0])
+    # Experiment "smem_convert" (off until run on a GPU): (1) 16 bytes of padding after each row of 128 bytes or more -- unpadded, rows a
+    # multiple of 128 bytes apart share banks, and an MMA accumulator fragment (8 rows x 4 lanes per warp) stored
+    # row-major is an 8-way bank conflict; (2) runs of registers that are consecutive along the last dim move as
+    # one vector access (up to 16 bytes) on each side, instead of scalars LLVM may or may not merge. Both sides
+    # index in the destination's shape (so not for reshape, whose sides differ).
+    fast = dst_shape is None and t != C.I1 and e.opts.experiment("smem_convert")
+    last = dst_ll.shape[-1] if dst_ll.shape else 1
+    pad = 16 // eb if fast and last * eb >= 128 else 0
     numel = 1
-    for s in dst_ll.shape:
+    for s in dst_ll.shape[:-1]:
         numel *= s
-    e.smem_begin(numel * (1 if t == C.I1 else _bytes(x.regs[0])))
+    numel *= last + pad
+    e.smem_begin(numel * eb)
+    # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
+    src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
+    vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
-    for r in range(x.ll.num_regs):
+    for r in range(0, x.ll.num_regs, vs):
         if src_shape_perm is not None:
-            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm)
+            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm, row_pad=pad)
         else:
-            idx = e.linear_index(x.ll, r)
-        _st_smem(e, idx, 0, x.regs[r])
+            idx = e.linear_index(x.ll, r, shape=dst_ll.shape if fast else None, row_pad=pad)
+        if vs == 1:
+            _st_smem(e, idx, 0, x.regs[r])
+        else:
+            from .dot import _store_vector
+            _store_vector(e, x.regs[r:r + vs], e.b.gep(e.smem_ptr(0), [idx], source_etype=t), vs * eb)
     e.barrier()
-    regs = [_ld_smem(e, e.linear_index(dst_ll, r), 0, t) for r in range(dst_ll.num_regs)]
+    vd = _run_length(dst_ll, len(dst_ll.shape) - 1, 16 // eb) if fast and dst_ll.shape else 1
+    regs = []
+    for r in range(0, dst_ll.num_regs, vd):
+        idx = e.linear_index(dst_ll, r, row_pad=pad)
+        if vd == 1:
+            regs.append(_ld_smem(e, idx, 0, t))
+        else:
+            v = e.b.load(e.b.gep(e.smem_ptr(0), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
+            regs += [e.b.extract_element(v, e.i32(i)) for i in range(vd)]
     return Tile(dst_ll, regs)
+
+
+def _run_length(ll, dim, cap):
+    """How many consecutive registers (from any multiple of it) hold consecutive elements along `dim`: 2**k for
+    the longest prefix of register bases that are 1, 2, 4, ... along `dim` alone; at most `cap`."""
+    n = 1
+    for i, b in enumerate(ll.reg):
+        if n * 2 > cap or any(v for d, v in enumerate(b) if d != dim) or b[dim] != 1 << i:
+            break
+        n *= 2
+    return n
 
 
 @emits("convert_layout")

@@ -410,3 +410,29 @@ def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
     assert len(dsts) == 8  # K and V: 4 chunks each per thread
     adds = dict(re.findall(r"add\.s32 \t(%r\d+), (%r\d+), \d+;", body))
     assert len({adds.get(r, r) for r in dsts}) == 1  # all from one address
+
+
+def test_smem_convert_epilogue_moves_vectors(monkeypatch, tmp_path):
+    """Experiment "smem_convert": the matmul epilogue's layout conversion reads 16-byte vectors back from shared
+    memory (the accumulator side writes its 2-element runs as 32-bit stores), with rows padded by 16 bytes so the
+    fragment's 8 rows per warp land in different banks (row stride 528 bytes for a 256-wide fp16 tile)."""
+    import collections
+    import re
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "smem_convert")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    ptx = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
+    epi = collections.Counter(re.findall(r"\b((?:st|ld)\.shared[\w.]*)", ptx.split("$L__BB0_3:")[1]))
+    assert epi == {"st.shared.b32": 64, "ld.shared.v4.b32": 16}, epi
+    assert re.search(r"mul\.lo\.s32\s+%r\d+, %r\d+, 264;", ptx)  # 256 + 8 padding elements per row
+
+
+def test_run_length_of_layouts():
+    from compiler.codegen.reduce import _run_length
+    from compiler.passes.layouts import LinearLayout
+
+    ll = LinearLayout(shape=(16, 64), reg=((0, 1), (0, 2), (0, 4), (1, 0)), lane=((0, 8), (0, 16),
+                      (0, 32), (2, 0), (4, 0)), warp=((8, 0),))
+    assert _run_length(ll, 1, 8) == 8 and _run_length(ll, 1, 4) == 4 and _run_length(ll, 0, 8) == 1
+    mma = LinearLayout(shape=(16, 8), reg=((0, 1), (8, 0)), lane=((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), warp=())
+    assert _run_length(mma, 1, 8) == 2
