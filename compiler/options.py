@@ -28,7 +28,8 @@ class Options:
     # of 128x128x64 and 64x256x64 w8 matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring
     # slot addressed from one register plus compile-time distances, in 32-bit arithmetic); "smem_convert"
     # (codegen/reduce.py: layout conversions through shared memory with 16-byte row padding against bank
-    # conflicts and vector accesses for register runs).
+    # conflicts and vector accesses for register runs); "cp_no_fence" (codegen/dot.py: no proxy fence after a
+    # copy ring's cp.async wait, as Triton).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -916,9 +916,12 @@ def _asm_args(e, text, cons, args):
 @emits("async_wait")
 def _e_async_wait(e, op):
     # this thread's copies of the slot have landed; make them visible to the async proxy (wgmma) and wait for
-    # every other thread's
+    # every other thread's. Experiment "cp_no_fence": no proxy fence here (Triton emits none after cp.async; the
+    # fence costs a MEMBAR.ALL.CTA per iteration). Off until A/B-measured and run through the gpu tests: a missing
+    # fence would be a race, not a crash.
     _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
-    _asm_void(e, "fence.proxy.async.shared::cta;")
+    if not e.opts.experiment("cp_no_fence"):
+        _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
 
 

@@ -436,3 +436,15 @@ def test_run_length_of_layouts():
     assert _run_length(ll, 1, 8) == 8 and _run_length(ll, 1, 4) == 4 and _run_length(ll, 0, 8) == 1
     mma = LinearLayout(shape=(16, 8), reg=((0, 1), (8, 0)), lane=((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)), warp=())
     assert _run_length(mma, 1, 8) == 2
+
+
+def test_cp_no_fence_drops_only_the_loop_fence(monkeypatch, tmp_path):
+    """Experiment "cp_no_fence": the K loop waits for its copies and synchronizes without a proxy fence; the fence
+    after generic stores of operands (outside the loop) stays."""
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")
+    body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
+    assert "fence.proxy.async" in body.split("wgmma.fence")[0]
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "cp_no_fence")
+    body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
+    assert "fence.proxy.async" not in body.split("wgmma.fence")[0] and "cp.async.wait_group" in body
