@@ -887,15 +887,7 @@ def _constant_deltas(st, ll, inner, starts, num_warps):
     every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
     Checked by enumerating the threads (experiment "ring_dst")."""
     outer = st.outer
-    threads = []
-    for w in range(num_warps):
-        for lane in range(32):
-            c = [0] * len(ll.shape)
-            for bases, idx in ((ll.lane, lane), (ll.warp, w)):
-                for i, b in enumerate(bases):
-                    if idx >> i & 1:
-                        c = [x ^ y for x, y in zip(c, b)]
-            threads.append(c)
+    threads = [ll.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
     ref = ll.reg_coord(starts[0])
     out = {}
     for r0 in starts:

@@ -123,10 +123,19 @@ class LinearLayout:
 
     def reg_coord(self, r: int) -> tuple:
         """Compile-time part of the coordinate of register r."""
+        return self._xor_bases(((self.reg, r),))
+
+    def thread_coord(self, lane: int, warp: int) -> tuple:
+        """Thread-dependent part of every element's coordinate, for one (lane, warp), as Python ints (the
+        emitter's thread_coords builds the same as LLVM values)."""
+        return self._xor_bases(((self.lane, lane), (self.warp, warp)))
+
+    def _xor_bases(self, pairs) -> tuple:
         c = [0] * len(self.shape)
-        for i, b in enumerate(self.reg):
-            if r >> i & 1:
-                c = [x ^ y for x, y in zip(c, b)]
+        for bases, idx in pairs:
+            for i, b in enumerate(bases):
+                if idx >> i & 1:
+                    c = [x ^ y for x, y in zip(c, b)]
         return tuple(c)
 
     def lane_repl_mask(self) -> int:
