@@ -122,6 +122,28 @@ def confirm(row, fns, flops, rep_ms, rounds=ROUNDS):
     return row
 
 
+def measure(torch, impl, fn, error_of, tol, flops, rep_ms) -> dict:
+    """Run fn once (it compiles: with the A/B switches for "ours+ab"), check its output (error_of() against tol),
+    then time it; an exception becomes the entry's error."""
+    try:
+        with _switches(impl):
+            fn()
+        torch.cuda.synchronize()
+        err = error_of()
+        ms = bench(fn, rep_ms)
+        return {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": err < tol}
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        return {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
+
+
+def log_medians(label, row):
+    log(f"{label} interleaved medians: " + ", ".join(
+        f"{n} {row[k]['tflops']:.1f}" for n, k in (("ours", "best_ours"), ("triton", "best_triton"),
+                                                   ("ours+ab", "best_ours+ab"), ("torch", "torch"))
+        if k in row and "tflops" in row[k]))
+
+
 def run_matmul(torch, sizes, dtypes, configs, rep_ms):
     from workloads._common import triton_module
     from workloads.matmul import kernel as MK
@@ -153,18 +175,8 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
                         kern[grid](a, b, c, bias, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                    c.stride(0), c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=GM,
                                    EPILOGUE="none", PRECISION="tf32", num_warps=nw, num_stages=ns)
-                    try:
-                        with _switches(impl):
-                            fn()  # compiles: with the A/B switches for "ours+ab"
-                        torch.cuda.synchronize()
-                        err = rel_err(torch, c, ref)
-                        ok = err < MATMUL_TOL
-                        ms = bench(fn, rep_ms)
-                        ent = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": ok}
-                    except Exception as e:  # noqa: BLE001
-                        ent = {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
-                        traceback.print_exc()
-                    row[impl][cfg] = ent
+                    ent = row[impl][cfg] = measure(torch, impl, fn, lambda c=c, ref=ref: rel_err(torch, c, ref),
+                                                   MATMUL_TOL, flops, rep_ms)
                     fns[impl][cfg] = fn
                     log(f"matmul {dt} {S}^3 {impl:6s} {cfg}: {fmt_ent(ent)}")
             c = torch.empty((M, N), device="cuda", dtype=tdt)
@@ -176,10 +188,7 @@ def run_matmul(torch, sizes, dtypes, configs, rep_ms):
             fns["torch"] = lambda: torch.matmul(a, b, out=c)
             del ref
             rows.append(summarize(confirm(row, fns, flops, rep_ms)))
-            log(f"matmul {dt} {S}^3 interleaved medians: " + ", ".join(
-                f"{n} {row[k]['tflops']:.1f}" for n, k in (("ours", "best_ours"), ("triton", "best_triton"),
-                                                           ("ours+ab", "best_ours+ab"), ("torch", "torch"))
-                if k in row and "tflops" in row[k]))
+            log_medians(f"matmul {dt} {S}^3", row)
     return rows
 
 
@@ -208,22 +217,12 @@ def run_attention(torch, dims, rep_ms, BH=32, L=4096):
                 def fn(kern=kern, o=o, BM=BM, BN=BN, nw=nw, ns=ns):  # bound now: confirm() re-runs it later
                     kern[(L // BM, BH)](q, k, v, o, scale, L, L * D, D, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
                                         num_warps=nw, num_stages=ns)
-                try:
-                    with _switches(impl):
-                        fn()  # compiles: with the A/B switches for "ours+ab"
-                    torch.cuda.synchronize()
-                    err = rel_err(torch, o, ref)
-                    ms = bench(fn, rep_ms)
-                    ent = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": err, "ok": err < 1e-2}
-                except Exception as e:  # noqa: BLE001
-                    ent = {"error": f"{type(e).__name__}: {str(e)[:300]}", "ok": False}
-                    traceback.print_exc()
-                row[impl][cfg] = ent
+                ent = row[impl][cfg] = measure(torch, impl, fn, lambda o=o: rel_err(torch, o, ref), 1e-2, flops,
+                                               rep_ms)
                 fns[impl][cfg] = fn
                 log(f"attention D={D} {impl:6s} {cfg}: {fmt_ent(ent)}")
         rows.append(summarize(confirm(row, fns, flops, rep_ms)))
-        log(f"attention D={D} interleaved medians: ours {row['best_ours']['tflops']:.1f}, "
-            f"triton {row['best_triton']['tflops']:.1f}" if "best_ours" in row and "best_triton" in row else "")
+        log_medians(f"attention D={D}", row)
     return rows
 
 
@@ -308,7 +307,8 @@ def table(rows):
         lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
         lines[-1] += f"{f(r.get('ours_vs_triton'))} | {f(r.get('ours_vs_torch'))} |"
     if any("ours+ab" in r for r in rows):
-        lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)", "",
+        lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)",
+                  "",
                   "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / Triton |", "|---|---|---|---|"]
         for r in rows:
             name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
