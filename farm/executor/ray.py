@@ -170,13 +170,7 @@ class RayExecutor:
             except ray.exceptions.RayError as e:
                 res = _died(job, e, "cpu task")
             on_event("done", job, res)
-        now = time.monotonic()
-        for ref, (job, deadline) in list(inflight.items()):
-            if now > deadline:
-                ray.cancel(ref, force=True)
-                del inflight[ref]
-                on_event("done", job, Result(key=job.key, status=TIMEOUT, worker="cpu task",
-                                             error=f"compile ran past timeout_s={limit:g}"))
+        _expire_compiles(inflight, limit, "cpu task", on_event)
 
     def _run_pool(self, jobs, opts, on_event, use_gpu: bool):
         n = self.gpus if use_gpu else self.cpus
@@ -269,12 +263,7 @@ class RayExecutor:
                         on_event("done", job, Result(
                             key=job.key, status=TIMEOUT, worker=f"{label}{slot}",
                             error=f"ran past timeout_s={opts.timeout_s:g}; its worker was killed and replaced"))
-                for ref, (job, deadline) in list(compiling.items()):
-                    if now > deadline:
-                        ray.cancel(ref, force=True)
-                        del compiling[ref]
-                        on_event("done", job, Result(key=job.key, status=TIMEOUT, worker="compile task",
-                                                     error=f"compile ran past timeout_s={opts.timeout_s:g}"))
+                _expire_compiles(compiling, opts.timeout_s, "compile task", on_event)
         finally:
             if self.keep_pool and not running:
                 self._pools[use_gpu] = actors
@@ -295,6 +284,17 @@ class RayExecutor:
         self._pools = {}
         if self.started_ray:
             ray.shutdown()
+
+
+def _expire_compiles(inflight: dict, limit: float, worker: str, on_event) -> None:
+    """Cancel the compile tasks past their deadline (ref -> (job, deadline)); each becomes a TIMEOUT result."""
+    now = time.monotonic()
+    for ref, (job, deadline) in list(inflight.items()):
+        if now > deadline:
+            ray.cancel(ref, force=True)
+            del inflight[ref]
+            on_event("done", job, Result(key=job.key, status=TIMEOUT, worker=worker,
+                                         error=f"compile ran past timeout_s={limit:g}"))
 
 
 def _next_deadline(inflight: dict) -> float:
