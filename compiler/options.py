@@ -4,9 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-# On by default since measured on the H200 (2026-11-29): "wgmma_defer" (codegen/dot.py) -- attention D=128
-# 419.5 -> 440.2 TFLOP/s, D=64 unchanged, matmul untouched.
-DEFAULT_ON = frozenset({"wgmma_defer"})
+# On by default since measured on the H200 (every gpu test passes with them; A/B-timed in one process):
+# "wgmma_defer" (codegen/dot.py; 2026-11-29) -- attention D=128 419.5 -> 440.2 TFLOP/s, D=64 unchanged, matmul
+# untouched. "paired_cvt" (codegen/llvm.py), "ring_dst" (codegen/dot.py) and "smem_convert" (codegen/reduce.py)
+# together with the copy ring's wait without a proxy fence (2026-11-30) -- matmul 1.00-1.11x at 1024^3..8192^3
+# (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x.
+DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert"})
 
 
 @dataclass(frozen=True)
@@ -23,13 +26,14 @@ class Options:
     enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
     # Code-generation switches by name (comma-separated; TILEFARM_EXPERIMENTS sets them for compile_kernel), part
     # of the cache key like every option. A change not yet measured on a GPU ships off and is turned on by its
-    # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>". Off now: "paired_cvt"
-    # (codegen/llvm.py: float32 -> float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization
-    # of 128x128x64 and 64x256x64 w8 matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring
-    # slot addressed from one register plus compile-time distances, in 32-bit arithmetic); "smem_convert"
-    # (codegen/reduce.py: layout conversions through shared memory with 16-byte row padding against bank
-    # conflicts and vector accesses for register runs); "cp_no_fence" (codegen/dot.py: no proxy fence after a
-    # copy ring's cp.async wait, as Triton).
+    # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>": "wgmma_defer" (attention's
+    # P.V wgmma stays in flight into the next iteration); "paired_cvt" (codegen/llvm.py: float32 ->
+    # float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization of 128x128x64 and 64x256x64 w8
+    # matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring slot addressed from one register
+    # plus compile-time distances, in 32-bit arithmetic); "smem_convert" (codegen/reduce.py: layout conversions
+    # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
+    # runs). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the conservative reading of
+    # the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

