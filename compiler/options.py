@@ -33,7 +33,8 @@ class Options:
     # plus compile-time distances, in 32-bit arithmetic); "smem_convert" (codegen/reduce.py: layout conversions
     # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
     # runs). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the conservative reading of
-    # the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit).
+    # the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit); "copy_late"
+    # (passes/pipeline.py: a loop's ring copies after its last dot, not before its first).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

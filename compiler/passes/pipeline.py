@@ -401,7 +401,13 @@ def _pipeline_async(module, loop, options) -> bool:
     copies_at(state, at, nxt_ops, ahead=ahead)
     drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
-    body.ops = head + indep_ops + nxt_ops + rest
+    cut = 0
+    if getattr(options, "experiment", lambda name: False)("copy_late"):
+        # Switch "copy_late": the copies go after the body's last dot instead of before its first, so nothing
+        # stands between the barrier and the first wgmma (attention's QK, on the softmax's critical path); the
+        # slot they write was still last read two iterations back.
+        cut = max((k + 1 for k, o in enumerate(rest) if o.kind == "dot"), default=0)
+    body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
     _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})

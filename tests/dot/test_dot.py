@@ -452,3 +452,28 @@ def test_ring_wait_has_no_proxy_fence_unless_cp_fence(monkeypatch, tmp_path):
     monkeypatch.setenv("TILEFARM_EXPERIMENTS", "cp_fence")
     body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert "fence.proxy.async" in body.split("wgmma.fence")[0]
+
+
+@pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
+def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, tmp_path):
+    """Switch "copy_late": in the attention loop nothing but the wait and the barrier precede the QK wgmma; the
+    copies of a later iteration follow the P.V wgmma. Without it they come first. Both assemble without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from workloads.attention import kernel as A
+
+    q = np.zeros((4 * 1024, D), np.float16)
+
+    def loop_body(experiments):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+        ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
+                                            num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
+        if find_ptxas() is not None:
+            assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
+        return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+
+    plain, late = loop_body(""), loop_body("copy_late")
+    assert plain.index("cp.async.cg") < plain.index("wgmma.mma_async")
+    last_wgmma = late.rindex("wgmma.mma_async")
+    assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") == plain.count("cp.async.cg")
+    assert late.count("cp.async.commit_group") == 1
