@@ -8,8 +8,9 @@ from dataclasses import dataclass
 # "wgmma_defer" (codegen/dot.py; 2026-11-29) -- attention D=128 419.5 -> 440.2 TFLOP/s, D=64 unchanged, matmul
 # untouched. "paired_cvt" (codegen/llvm.py), "ring_dst" (codegen/dot.py) and "smem_convert" (codegen/reduce.py)
 # together with the copy ring's wait without a proxy fence (2026-11-30) -- matmul 1.00-1.11x at 1024^3..8192^3
-# (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x.
-DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert"})
+# (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x. "copy_late" (passes/pipeline.py; 2026-11-30) -- attention
+# D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it).
+DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late"})
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,9 @@ class Options:
     # matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring slot addressed from one register
     # plus compile-time distances, in 32-bit arithmetic); "smem_convert" (codegen/reduce.py: layout conversions
     # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
-    # runs). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the conservative reading of
-    # the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit); "copy_late"
-    # (passes/pipeline.py: a loop's ring copies after its last dot, not before its first).
+    # runs); "copy_late" (passes/pipeline.py: in a loop of several dots the ring copies follow the last dot instead
+    # of preceding the first). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

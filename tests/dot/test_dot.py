@@ -408,7 +408,7 @@ def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
     q = np.zeros((4 * 1024, 64), np.float16)
     ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
                                         num_warps=4, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
-    body = ptx.split("$L__BB0_2:")[1].split("wgmma.fence")[0]
+    body = ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
     dsts = re.findall(r"cp\.async\.cg\.shared\.global \[(%r\d+)\]", body)
     assert len(dsts) == 8  # K and V: 4 chunks each per thread
     adds = dict(re.findall(r"add\.s32 \t(%r\d+), (%r\d+), \d+;", body))
@@ -456,8 +456,9 @@ def test_ring_wait_has_no_proxy_fence_unless_cp_fence(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
 def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, tmp_path):
-    """Switch "copy_late": in the attention loop nothing but the wait and the barrier precede the QK wgmma; the
-    copies of a later iteration follow the P.V wgmma. Without it they come first. Both assemble without spills."""
+    """Switch "copy_late" (default; "no_copy_late" turns it off): in the attention loop nothing but the wait and
+    the barrier precede the QK wgmma; the copies of a later iteration follow the P.V wgmma. Without it they come
+    first. The one-dot matmul loop keeps its copies first either way. All assemble without spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
@@ -472,8 +473,10 @@ def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, t
             assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
         return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
 
-    plain, late = loop_body(""), loop_body("copy_late")
+    plain, late = loop_body("no_copy_late"), loop_body("")
     assert plain.index("cp.async.cg") < plain.index("wgmma.mma_async")
     last_wgmma = late.rindex("wgmma.mma_async")
     assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") == plain.count("cp.async.cg")
     assert late.count("cp.async.commit_group") == 1
+    mm = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
+    assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
