@@ -73,15 +73,20 @@ if has startup; then  # what a farm run's start-up is made of (Ray, CPU tasks, G
   step farm-startup python3 scripts/farm_startup.py --json "$OUT/farm-startup.json"
   step farm-startup-8cpu python3 scripts/farm_startup.py --num-cpus 8 --json "$OUT/farm-startup-8cpu.json"
 fi
-if has ncu; then  # Nsight Compute on one attention launch, ours and Triton's (scheduler and warp-stall sections)
-  NCU="ncu --clock-control none -k regex:attention_fwd --launch-skip 1 --launch-count 1 --section SchedulerStats \
+if has ncu; then  # Nsight Compute on one launch, ours and Triton's: attention, matmul 2048^3 (scheduler, warp stalls)
+  NCU="ncu --clock-control none --launch-skip 1 --launch-count 1 --section SchedulerStats \
        --section WarpStateStats --section LaunchStats --section Occupancy --section ComputeWorkloadAnalysis \
-       --section SpeedOfLight --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
+       --section SpeedOfLight --section MemoryWorkloadAnalysis \
+       --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
   for cfg in "64 4" "128 8"; do
     set -- $cfg
     for impl in ours triton; do
-      step ncu-attn-D$1-$impl $NCU python3 scripts/attn_once.py --impl $impl --D $1 --warps $2
+      step ncu-attn-D$1-$impl $NCU -k regex:attention_fwd python3 scripts/ncu_once.py attention --impl $impl \
+        --D $1 --warps $2
     done
+  done
+  for impl in ours triton; do
+    step ncu-matmul-2048-$impl $NCU -k regex:matmul python3 scripts/ncu_once.py matmul --impl $impl --warps 8
   done
 fi
 if has flat; then
