@@ -187,7 +187,8 @@ class CompiledKernel:
                 except Exception:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
-            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
+            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared,
+                                      carveout=self.metadata.get("smem_carveout"))
             self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 

@@ -35,7 +35,9 @@ class Options:
     # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
     # runs); "copy_late" (passes/pipeline.py: in a loop of several dots the ring copies follow the last dot instead
     # of preceding the first). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
-    # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit).
+    # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
+    # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the
+    # largest carveout, as Triton's launcher does).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -494,6 +494,11 @@ class Emitter:
         # llvmlite cannot spell string function attributes; maxntid tells ptxas the block size (.maxntid).
         text = _add_fn_attrs(text, f.name, f'"nvvm.maxntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
+        if self.smem_bytes > 48 * 1024 and self.opts.experiment("smem_carveout"):
+            # Switch "smem_carveout": such a kernel asks for the largest shared-memory carveout (percent of the
+            # unified L1/shared array) whatever its own size, as Triton's launcher does; a kernel that fits in a
+            # smaller carveout otherwise makes the SM switch configuration between it and other kernels.
+            meta["smem_carveout"] = 100
         return text, meta
 
     def block(self, block):

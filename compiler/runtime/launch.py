@@ -215,6 +215,15 @@ class Kernel:
         a = getattr(d.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr_name}")
         return int(check(d.cuFuncGetAttribute(a, self.handle), f"cuFuncGetAttribute({attr_name}, {self.name})"))
 
+    def set_carveout(self, percent: int) -> None:
+        """Preferred shared-memory carveout, in percent of the SM's unified L1/shared array (100: the most)."""
+        if not 0 <= percent <= 100:
+            raise ValueError(f"shared-memory carveout is a percentage 0..100, got {percent}")
+        d = driver()
+        attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        check(d.cuFuncSetAttribute(self.handle, attr, int(percent)),
+              f"cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT, {percent}) for {self.name}")
+
     def set_max_dynamic_shared(self, nbytes: int) -> None:
         """Allow ``nbytes`` of dynamic shared memory per block (needed above the default 48 KiB).
 
@@ -332,7 +341,7 @@ class Launcher:
                  "_py_launch", "_plan", "_entries")
 
     def __init__(self, kernel: Any, *args: Any, num_warps: int | None = None, shared_bytes: int | None = None,
-                 param_kinds: Sequence[str] | None = None, name: str | None = None):
+                 param_kinds: Sequence[str] | None = None, name: str | None = None, carveout: int | None = None):
         rest = list(args)
         if isinstance(kernel, (bytes, bytearray, str)):
             # Contract form: (image, name, param_kinds, num_warps, shared_bytes).
@@ -360,6 +369,8 @@ class Launcher:
             self.name = name or kernel.name
             if shared_bytes > 48 * 1024:
                 kernel.set_max_dynamic_shared(shared_bytes)
+            if carveout is not None:
+                kernel.set_carveout(carveout)
         else:  # a raw CUfunction (or an int handle): the caller set any attributes itself
             self.kernel = None
             self.function = kernel if not isinstance(kernel, int) else driver().CUfunction(kernel)

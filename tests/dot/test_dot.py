@@ -480,3 +480,23 @@ def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, t
     assert late.count("cp.async.commit_group") == 1
     mm = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
+
+
+def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
+    """Switch "smem_carveout": a kernel over 48 KiB of shared memory carries a carveout of 100 (percent) in its
+    metadata, which the launcher sets on the function; a small kernel, or the switch off, carries none."""
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    a = np.zeros((256, 256), np.float16)
+    bias = np.zeros(1, np.float32)
+
+    def meta(experiments, BM, BN, BK):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+        return K.matmul_kernel.warmup(a, a, a, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,),
+                                      target="sm_90a", BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8,
+                                      EPILOGUE="none", PRECISION="ieee", num_warps=4, num_stages=3).metadata
+
+    big = meta("smem_carveout", 128, 256, 64)
+    assert big["shared_bytes"] > 48 * 1024 and big["smem_carveout"] == 100
+    assert "smem_carveout" not in meta("", 128, 256, 64)
+    small = meta("smem_carveout", 64, 32, 32)
+    assert small["shared_bytes"] <= 48 * 1024 and "smem_carveout" not in small
