@@ -217,8 +217,9 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
                       enable_fp_fusion=enable_fp_fusion,
                       experiments=",".join(sorted(x for x in os.environ.get("TILEFARM_EXPERIMENTS", "").split(",")
                                                   if x)))
+    # TILEFARM_PTXAS names the assembler explicitly: a cubin from another ptxas is not the same artifact
     key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
-                          source_fingerprint()])
+                          source_fingerprint(), os.environ.get("TILEFARM_PTXAS", "")])
     key = hashlib.sha256(key_src.encode()).hexdigest()
     k = _mem_cache.get(key)
     if k is not None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup,ncu] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -114,6 +114,17 @@ if has exp; then  # code-generation switches: every gpu test with them on, then 
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --out "$OUT/exp"  # A/B in one process
+fi
+if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
+  python3 -c "from compiler.codegen.ptx import find_ptxas; print('ours:', find_ptxas())" | tee "$OUT/asm.txt"
+  TPTXAS=$(python3 -c "import os, triton; print(os.path.join(os.path.dirname(triton.__file__), 'backends/nvidia/bin/ptxas'))")
+  for p in "$(python3 -c 'from compiler.codegen.ptx import find_ptxas; print(find_ptxas())')" "$TPTXAS"; do
+    echo "$p: $("$p" --version | tail -1)" | tee -a "$OUT/asm.txt"
+  done
+  mkdir -p "$OUT/asm-default" "$OUT/asm-triton-ptxas"
+  step asm-default python3 scripts/bench_matmul.py --sizes 2048,4096 --dtypes float16 --out "$OUT/asm-default"
+  step asm-triton-ptxas env TILEFARM_PTXAS="$TPTXAS" python3 scripts/bench_matmul.py --sizes 2048,4096 \
+    --dtypes float16 --out "$OUT/asm-triton-ptxas"
 fi
 if has autotune; then
   step autotune timeout 200 python3 scripts/bench_autotune.py --workload vector_add --out "$OUT"

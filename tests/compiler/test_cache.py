@@ -45,3 +45,18 @@ def test_disk_hit_and_late_cubin(tmp_path):
     if find_ptxas() is None:
         pytest.skip("no ptxas: the late-cubin half needs it")
     assert hit["had_cubin"], "the cubin made after the first compile was not added to the cache entry"
+
+
+def test_named_assembler_is_part_of_the_key(tmp_path, monkeypatch):
+    """TILEFARM_PTXAS names the assembler: a cubin that another ptxas made is not served for it."""
+    import numpy as np
+
+    from tests.frontend.kernels import add_kernel
+
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    x = np.zeros(64, np.float32)
+    keys = []
+    for ptxas in ("", "/opt/other/ptxas"):
+        monkeypatch.setenv("TILEFARM_PTXAS", ptxas)
+        keys.append(add_kernel.warmup(x, x, x, 4096, BLOCK=1024, grid=(4,), target="sm_90").key)
+    assert keys[0] != keys[1]
