@@ -37,7 +37,9 @@ class Options:
     # of preceding the first). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the
-    # largest carveout, as Triton's launcher does).
+    # largest carveout, as Triton's launcher does; measured: no difference); "remat_blocked"
+    # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
+    # converted through shared memory).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -71,6 +71,13 @@ def _in_loop(op) -> bool:
     return False
 
 
+def _blocked_family(layout) -> bool:
+    """A BlockedLayout or a slice (of a slice...) of one."""
+    while isinstance(layout, SliceLayout):
+        layout = layout.parent
+    return isinstance(layout, BlockedLayout)
+
+
 def _ebytes(elem) -> int:
     if isinstance(elem, T.pointer_type):
         return 8
@@ -129,7 +136,11 @@ class _Assigner:
         # wanted layout (free: it is computed from thread ids) rather than converted every iteration. Outside,
         # only constants and splats are (a one-time conversion elsewhere keeps the code ptxas schedules best:
         # epilogues that store straight from wgmma accumulators make it serialize the wgmma pipeline).
-        got = self._remat(v, layout, new_ops, 3 if _in_loop(op) else 0)
+        # Switch "remat_blocked": outside loops too when the wanted layout is a blocked one (address arithmetic for
+        # loads: the prologue's aranges otherwise went through shared memory, a barrier each).
+        depth = 3 if _in_loop(op) or (_blocked_family(layout) and getattr(
+            getattr(self, "options", None), "experiment", lambda name: False)("remat_blocked")) else 0
+        got = self._remat(v, layout, new_ops, depth)
         if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
             new_ops = [cv]

@@ -500,3 +500,22 @@ def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
     assert "smem_carveout" not in meta("", 128, 256, 64)
     small = meta("smem_carveout", 64, 32, 32)
     assert small["shared_bytes"] <= 48 * 1024 and "smem_carveout" not in small
+
+
+def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):
+    """Switch "remat_blocked": index vectors wanted in a blocked layout outside loops (the aranges of the load
+    addresses before the K loop) are recomputed in that layout, not converted through shared memory: the matmul
+    prologue has no barrier left (4 without), attention's keeps only those around storing q (2; 6 without)."""
+    from workloads.attention import kernel as A
+
+    def prologues(experiments):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+        mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
+        q = np.zeros((4 * 1024, 64), np.float16)
+        at = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
+                                           num_warps=4, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
+        return [p.split("$L__BB0_2:")[0].count("bar.sync") for p in (mm, at)]
+
+    assert prologues("remat_blocked") == [0, 2]
+    assert prologues("") == [4, 6]
