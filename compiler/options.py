@@ -9,8 +9,9 @@ from dataclasses import dataclass
 # untouched. "paired_cvt" (codegen/llvm.py), "ring_dst" (codegen/dot.py) and "smem_convert" (codegen/reduce.py)
 # together with the copy ring's wait without a proxy fence (2026-11-30) -- matmul 1.00-1.11x at 1024^3..8192^3
 # (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x. "copy_late" (passes/pipeline.py; 2026-11-30) -- attention
-# D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it).
-DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late"})
+# D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it). "remat_blocked"
+# (passes/assign_layouts.py; 2026-11-30) -- attention D=64 1.03x, D=128 1.01x, matmul 0.98-1.03x (noise).
+DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked"})
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,11 @@ class Options:
     # plus compile-time distances, in 32-bit arithmetic); "smem_convert" (codegen/reduce.py: layout conversions
     # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
     # runs); "copy_late" (passes/pipeline.py: in a loop of several dots the ring copies follow the last dot instead
-    # of preceding the first). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # of preceding the first); "remat_blocked" (passes/assign_layouts.py: index vectors wanted in a blocked layout
+    # outside loops are recomputed there, not converted through shared memory). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the
-    # largest carveout, as Triton's launcher does; measured: no difference); "remat_blocked"
-    # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
-    # converted through shared memory).
+    # largest carveout, as Triton's launcher does; measured: no difference).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -503,7 +503,7 @@ def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
 
 
 def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):
-    """Switch "remat_blocked": index vectors wanted in a blocked layout outside loops (the aranges of the load
+    """Switch "remat_blocked" (default; "no_remat_blocked" turns it off): index vectors wanted in a blocked layout outside loops (the aranges of the load
     addresses before the K loop) are recomputed in that layout, not converted through shared memory: the matmul
     prologue has no barrier left (4 without), attention's keeps only those around storing q (2; 6 without)."""
     from workloads.attention import kernel as A
@@ -517,5 +517,5 @@ def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatc
                                            num_warps=4, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
         return [p.split("$L__BB0_2:")[0].count("bar.sync") for p in (mm, at)]
 
-    assert prologues("remat_blocked") == [0, 2]
-    assert prologues("") == [4, 6]
+    assert prologues("") == [0, 2]
+    assert prologues("no_remat_blocked") == [4, 6]
