@@ -2,7 +2,8 @@
 """Matmul and flash-attention forward on the GPU: our compiler vs Triton (same source) vs torch, in one process.
 
     python3 scripts/bench_matmul.py [--out DIR] [--quick] [--sizes 1024,4096] [--dtypes float16] [--no-attention]
-                                    [--ab SWITCHES]
+                                    [--ab SWITCHES] [--rounds N]
+    python3 scripts/bench_matmul.py --table DIR/matmul-<date>.json      # re-render a stored run, no GPU
 
 Matmul (workloads/matmul/kernel.py, epilogue none): fp16 and bf16, square sizes 1024^3 .. 8192^3, a few block
 configs each; every implementation's output is checked against a float64 reference (max |err| / max |ref|)
@@ -10,8 +11,10 @@ before it is timed, and a wrong output's time never counts. Best config of ours 
 each other and with torch.matmul (cuBLAS). Attention (workloads/attention/kernel.py): BH 32, L 4096, D 64 and
 128, fp16, ours vs Triton on the same source, checked against torch's scaled_dot_product_attention in fp32.
 Timing: compiler.runtime.do_bench (L2 flushed before each repetition, median); the best config of each side (and
-torch) is then re-timed in 5 interleaved rounds and the table shows those medians. Writes DIR/matmul-<date>.json
-and .md (GPU, driver, versions, every number) and prints a table with ratios. `--ab cp_fence,no_ring_dst` adds a
+torch) is then re-timed in N (5) interleaved rounds and the table shows those medians, and the ratio ours/Triton
+taken round by round (median, min, max): the two were timed side by side in each round, so that ratio is free of
+the drift between rounds that a ratio of medians keeps. Writes DIR/matmul-<date>.json and .md (GPU, driver,
+versions, every number) and prints a table with ratios. `--ab cp_fence,no_ring_dst` adds a
 third implementation, ours compiled with those code-generation switches, timed in the same process and rounds: an
 A/B that decides whether a switch becomes default.
 """
@@ -95,7 +98,7 @@ class _switches:
 ROUNDS = 5  # interleaved re-measurements of the best configs (clocks drift over a sweep; one sample each misleads)
 
 
-def confirm(row, fns, flops, rep_ms, rounds=ROUNDS):
+def confirm(row, fns, flops, rep_ms, rounds=None):
     """Re-time the best correct config of ours and of Triton (and torch, when given) in `rounds` interleaved
     rounds, rotating the order each round, and report each one's median: the ratios then compare numbers taken
     side by side, not minutes apart under different clocks. The sweep's single numbers stay in row[impl]."""
@@ -108,6 +111,7 @@ def confirm(row, fns, flops, rep_ms, rounds=ROUNDS):
     if row.get("torch", {}).get("ok") and "torch" in fns:
         picked["torch"] = (None, fns["torch"])
     names = list(picked)
+    rounds = rounds or ROUNDS
     samples = {n: [] for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
@@ -286,17 +290,29 @@ def summarize(row):
     c = row.get("torch", {}).get("tflops") if row.get("torch", {}).get("ok") else None
     row["ours_vs_triton"] = o / t if o and t else None
     row["ours_vs_torch"] = o / c if o and c else None
+    row["ours_vs_triton_rounds"] = paired_spread(row.get("best_ours"), row.get("best_triton"))
     if "ours+ab" in row:
         x = row.get("best_ours+ab", {}).get("tflops")
         row["ab_vs_ours"] = x / o if x and o else None
         row["ab_vs_triton"] = x / t if x and t else None
+        row["ab_vs_ours_rounds"] = paired_spread(row.get("best_ours+ab"), row.get("best_ours"))
     return row
+
+
+def paired_spread(a, b):
+    """(min, median, max) of a/b taken round by round (the two were timed side by side in each round), or None;
+    the spread says how far a ratio of medians can be trusted: one round's clocks and neighbours move both."""
+    ra, rb = (a or {}).get("rounds"), (b or {}).get("rounds")
+    if not ra or not rb or len(ra) != len(rb):
+        return None
+    q = sorted(x / y for x, y in zip(ra, rb))
+    return (q[0], q[len(q) // 2], q[-1])
 
 
 def table(rows):
     f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
     lines = ["| work | ours TFLOP/s (config) | Triton 3.6 TFLOP/s (config) | torch/cuBLAS TFLOP/s | ours/Triton | "
-             "ours/cuBLAS |", "|---|---|---|---|---|---|"]
+             "ours/Triton per round: median [min, max] | ours/cuBLAS |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
                 f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
@@ -305,17 +321,22 @@ def table(rows):
         lines.append(f"| {name} | {bo['tflops']:.1f} ({bo['config']}) | " if bo else f"| {name} | - | ")
         lines[-1] += f"{bt['tflops']:.1f} ({bt['config']}) | " if bt else "- | "
         lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
-        lines[-1] += f"{f(r.get('ours_vs_triton'))} | {f(r.get('ours_vs_torch'))} |"
+        sp = r.get("ours_vs_triton_rounds")
+        lines[-1] += f"{f(r.get('ours_vs_triton'))} | " + (f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-")
+        lines[-1] += f" | {f(r.get('ours_vs_torch'))} |"
     if any("ours+ab" in r for r in rows):
         lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)",
                   "",
-                  "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / Triton |", "|---|---|---|---|"]
+                  "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / ours per round: median [min, max] | "
+                  "ours+ab / Triton |", "|---|---|---|---|---|"]
         for r in rows:
             name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
                     f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
             b = r.get("best_ours+ab")
+            sp = r.get("ab_vs_ours_rounds")
             lines.append(f"| {name} | " + (f"{b['tflops']:.1f} ({b['config']})" if b else "-") +
-                         f" | {f(r.get('ab_vs_ours'))} | {f(r.get('ab_vs_triton'))} |")
+                         f" | {f(r.get('ab_vs_ours'))} | " + (f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-") +
+                         f" | {f(r.get('ab_vs_triton'))} |")
     return "\n".join(lines)
 
 
@@ -353,12 +374,20 @@ def main(argv=None):
     ap.add_argument("--no-attention", action="store_true")
     ap.add_argument("--no-matmul", action="store_true")
     ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds re-timing the best configs")
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
     ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
                     "cp_fence,no_ring_dst) timed as a third implementation beside ours and Triton")
+    ap.add_argument("--table", metavar="JSON", default=None,
+                    help="print the table of an earlier run's JSON (with the per-round spread) and stop; no GPU")
     args = ap.parse_args(argv)
-    global AB
-    AB = args.ab
+    global AB, ROUNDS
+    AB, ROUNDS = args.ab, max(1, args.rounds)
+    if args.table:
+        with open(args.table) as f:
+            rows = [summarize(r) for r in json.load(f)["rows"]]
+        print(table(rows))
+        return rows
     import torch
 
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([4096] if args.quick else

@@ -98,7 +98,7 @@ if has launch; then
   step bench-launch python3 scripts/bench_launch.py --out "$OUT"
 fi
 if has matmul; then
-  step bench-matmul python3 scripts/bench_matmul.py --out "$OUT"
+  step bench-matmul python3 scripts/bench_matmul.py --rounds 11 --out "$OUT"
 fi
 if has tunematmul; then
   # the farm tunes matmul (36 candidates x 3 shapes) by halving, then exhaustively to check the picks; the
