@@ -309,6 +309,10 @@ def paired_spread(a, b):
     return (q[0], q[len(q) // 2], q[-1])
 
 
+def spread(sp) -> str:
+    return f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-"
+
+
 def table(rows):
     f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
     lines = ["| work | ours TFLOP/s (config) | Triton 3.6 TFLOP/s (config) | torch/cuBLAS TFLOP/s | ours/Triton | "
@@ -321,9 +325,8 @@ def table(rows):
         lines.append(f"| {name} | {bo['tflops']:.1f} ({bo['config']}) | " if bo else f"| {name} | - | ")
         lines[-1] += f"{bt['tflops']:.1f} ({bt['config']}) | " if bt else "- | "
         lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
-        sp = r.get("ours_vs_triton_rounds")
-        lines[-1] += f"{f(r.get('ours_vs_triton'))} | " + (f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-")
-        lines[-1] += f" | {f(r.get('ours_vs_torch'))} |"
+        lines[-1] += f"{f(r.get('ours_vs_triton'))} | {spread(r.get('ours_vs_triton_rounds'))} | "
+        lines[-1] += f"{f(r.get('ours_vs_torch'))} |"
     if any("ours+ab" in r for r in rows):
         lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)",
                   "",
@@ -333,10 +336,9 @@ def table(rows):
             name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
                     f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
             b = r.get("best_ours+ab")
-            sp = r.get("ab_vs_ours_rounds")
             lines.append(f"| {name} | " + (f"{b['tflops']:.1f} ({b['config']})" if b else "-") +
-                         f" | {f(r.get('ab_vs_ours'))} | " + (f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-") +
-                         f" | {f(r.get('ab_vs_triton'))} |")
+                         f" | {f(r.get('ab_vs_ours'))} | {spread(r.get('ab_vs_ours_rounds'))} |"
+                         f" {f(r.get('ab_vs_triton'))} |")
     return "\n".join(lines)
 
 
