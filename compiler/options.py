@@ -26,20 +26,20 @@ class Options:
     arch: str = "sm_90"
     debug: bool = False
     enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
-    # Code-generation switches by name (comma-separated; TILEFARM_EXPERIMENTS sets them for compile_kernel), part
-    # of the cache key like every option. A change not yet measured on a GPU ships off and is turned on by its
-    # name; one measured and made default (DEFAULT_ON) is turned off by "no_<name>": "wgmma_defer" (attention's
-    # P.V wgmma stays in flight into the next iteration); "paired_cvt" (codegen/llvm.py: float32 ->
-    # float16/bfloat16 casts as cvt.rn.*x2 pairs; ends ptxas's C7514 serialization of 128x128x64 and 64x256x64 w8
-    # matmul); "ring_dst" (codegen/dot.py: a thread's cp.async chunks of one ring slot addressed from one register
-    # plus compile-time distances, in 32-bit arithmetic); "smem_convert" (codegen/reduce.py: layout conversions
-    # through shared memory with 16-byte row padding against bank conflicts and vector accesses for register
-    # runs); "copy_late" (passes/pipeline.py: in a loop of several dots the ring copies follow the last dot instead
-    # of preceding the first); "remat_blocked" (passes/assign_layouts.py: index vectors wanted in a blocked layout
-    # outside loops are recomputed there, not converted through shared memory). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # Code-generation switches by name (comma-separated; TILEFARM_EXPERIMENTS sets them for compile_kernel), part of the
+    # cache key like every option. A change not yet measured on a GPU ships off and is turned on by its name; one
+    # measured and made default (DEFAULT_ON) is turned off by "no_<name>": "wgmma_defer" (attention's P.V wgmma stays in
+    # flight into the next iteration); "paired_cvt" (codegen/llvm.py: float32 -> float16/bfloat16 casts as cvt.rn.*x2
+    # pairs; ends ptxas's C7514 serialization of 128x128x64 and 64x256x64 w8 matmul); "ring_dst" (codegen/dot.py: a
+    # thread's cp.async chunks of one ring slot addressed from one register plus compile-time distances, in 32-bit
+    # arithmetic); "smem_convert" (codegen/reduce.py: layout conversions through shared memory with 16-byte row padding
+    # against bank conflicts and vector accesses for register runs); "copy_late" (passes/pipeline.py: in a loop of
+    # several dots the ring copies follow the last dot instead of preceding the first); "remat_blocked"
+    # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
+    # converted through shared memory). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
-    # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the
-    # largest carveout, as Triton's launcher does; measured: no difference).
+    # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
+    # carveout, as Triton's launcher does; measured: no difference).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

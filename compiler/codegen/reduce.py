@@ -309,11 +309,11 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
         return Tile(dst_ll, [x.regs[index[dst_ll.reg_coord(r)]] for r in range(dst_ll.num_regs)])
     t = x.regs[0].type
     eb = 1 if t == C.I1 else _bytes(x.regs[0])
-    # Switch "smem_convert" (default; "no_smem_convert" turns it off): (1) 16 bytes of padding after each row of 128 bytes or
-    # more -- unpadded, rows a multiple of 128 bytes apart share banks, and an MMA accumulator fragment (8 rows x
-    # 4 lanes per warp) stored row-major is an 8-way bank conflict; (2) runs of registers that are consecutive
-    # along the last dim move as one vector access (up to 16 bytes) on each side, instead of scalars LLVM may or
-    # may not merge. Both sides index in the destination's shape (so not for reshape, whose sides differ).
+    # Switch "smem_convert" (default; "no_smem_convert" turns it off): (1) 16 bytes of padding after each row of 128
+    # bytes or more -- unpadded, rows a multiple of 128 bytes apart share banks, and an MMA accumulator fragment (8 rows
+    # x 4 lanes per warp) stored row-major is an 8-way bank conflict; (2) runs of registers that are consecutive along
+    # the last dim move as one vector access (up to 16 bytes) on each side, instead of scalars LLVM may or may not
+    # merge. Both sides index in the destination's shape (so not for reshape, whose sides differ).
     fast = dst_shape is None and t != C.I1 and e.opts.experiment("smem_convert")
     last = dst_ll.shape[-1] if dst_ll.shape else 1
     pad = 16 // eb if fast and last * eb >= 128 else 0

@@ -132,12 +132,12 @@ class _Assigner:
         if cur == layout or not final:
             return
         new_ops = []
-        # Inside loops, a value computed only from constants, scalar splats and aranges is rematerialized in the
-        # wanted layout (free: it is computed from thread ids) rather than converted every iteration. Outside,
-        # only constants and splats are (a one-time conversion elsewhere keeps the code ptxas schedules best:
-        # epilogues that store straight from wgmma accumulators make it serialize the wgmma pipeline).
-        # Switch "remat_blocked" (default): outside loops too when the wanted layout is a blocked one (address arithmetic for
-        # loads: the prologue's aranges otherwise went through shared memory, a barrier each).
+        # Inside loops, a value computed only from constants, scalar splats and aranges is rematerialized in the wanted
+        # layout (free: it is computed from thread ids) rather than converted every iteration. Outside, only constants
+        # and splats are (a one-time conversion elsewhere keeps the code ptxas schedules best: epilogues that store
+        # straight from wgmma accumulators make it serialize the wgmma pipeline). Switch "remat_blocked" (default):
+        # outside loops too when the wanted layout is a blocked one (address arithmetic for loads: the prologue's
+        # aranges otherwise went through shared memory, a barrier each).
         depth = 3 if _in_loop(op) or (_blocked_family(layout) and getattr(
             getattr(self, "options", None), "experiment", lambda name: False)("remat_blocked")) else 0
         got = self._remat(v, layout, new_ops, depth)
