@@ -39,7 +39,9 @@ class Options:
     # converted through shared memory). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
-    # carveout, as Triton's launcher does; measured: no difference).
+    # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
+    # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four
+    # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; not yet run on a GPU).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

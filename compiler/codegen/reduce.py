@@ -325,8 +325,12 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
     src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
     vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
+    rows = _stmatrix_rows(x.ll) if fast and eb == 2 and src_shape_perm is None and last % 8 == 0 and \
+        _sm(e) >= 90 and e.opts.experiment("stmatrix") else None
+    if rows is not None:
+        _stmatrix_store(e, x, rows, dst_ll.shape, pad)
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
-    for r in range(0, x.ll.num_regs, vs):
+    for r in range(0, x.ll.num_regs if rows is None else 0, vs):
         if src_shape_perm is not None:
             idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm, row_pad=pad)
         else:
@@ -347,6 +351,43 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
             v = e.b.load(e.b.gep(e.smem_ptr(0), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
             regs += [e.b.extract_element(v, e.i32(i)) for i in range(vd)]
     return Tile(dst_ll, regs)
+
+
+def _sm(e) -> int:
+    return int("".join(ch for ch in str(e.opts.arch) if ch.isdigit()) or 0)
+
+
+def _stmatrix_rows(ll):
+    """Switch "stmatrix": for a 2-D layout of 16-bit elements held as MMA accumulator fragments (register bit 0 the
+    next column; lane bits 0-1 columns 2 and 4, lane bits 2-4 rows 1, 2 and 4: an 8x8 block per register pair) in at
+    least four such blocks per warp, the layout of the row addresses `stmatrix.x4` takes: lane bits 0-2 the row
+    within a block, lane bits 3-4 which of an instruction's four blocks (register bits 1-2 of the source), and
+    "register" bits the instruction (source register bits 3 up). None for any other layout."""
+    from ..passes.layouts import LinearLayout
+
+    if len(ll.shape) != 2 or len(ll.reg) < 3 or ll.reg[0] != (0, 1):
+        return None
+    if tuple(ll.lane) != ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)):
+        return None
+    if any(b[0] % 8 or b[1] % 8 for b in ll.reg[1:]):
+        return None
+    return LinearLayout(ll.shape, tuple(ll.reg[3:]), ((1, 0), (2, 0), (4, 0), ll.reg[1], ll.reg[2]), ll.warp)
+
+
+def _stmatrix_store(e, x, rows, shape, pad):
+    """Store Tile x's 16-bit fragments into the row-major (row-padded) conversion buffer with one
+    stmatrix.m8n8.x4 per four 8x8 blocks: each lane passes the address of one block row, each register pair
+    (packed into 32 bits) is that lane's part of one block."""
+    from .dot import _pack
+
+    text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
+    fty = ir.FunctionType(C.VOID, [C.I32] * 5)
+    asm = ir.InlineAsm(fty, text, "r,r,r,r,r,~{memory}", side_effect=True)
+    for g in range(rows.num_regs):
+        idx = e.linear_index(rows, g, shape=shape, row_pad=pad)
+        addr = e.b.ptrtoint(e.smem_ptr(e.b.mul(idx, e.i32(2))), C.I32)
+        words = [_pack(e, x.regs[8 * g + 2 * m:8 * g + 2 * m + 2]) for m in range(4)]
+        e.b.call(asm, [addr] + words)
 
 
 def _run_length(ll, dim, cap):

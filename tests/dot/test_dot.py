@@ -503,9 +503,10 @@ def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
 
 
 def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):
-    """Switch "remat_blocked" (default; "no_remat_blocked" turns it off): index vectors wanted in a blocked layout outside loops (the aranges of the load
-    addresses before the K loop) are recomputed in that layout, not converted through shared memory: the matmul
-    prologue has no barrier left (4 without), attention's keeps only those around storing q (2; 6 without)."""
+    """Switch "remat_blocked" (default; "no_remat_blocked" turns it off): index vectors wanted in a blocked layout
+    outside loops (the aranges of the load addresses before the K loop) are recomputed in that layout, not
+    converted through shared memory: the matmul prologue has no barrier left (4 without), attention's keeps only
+    those around storing q (2; 6 without)."""
     from workloads.attention import kernel as A
 
     def prologues(experiments):
@@ -519,3 +520,51 @@ def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatc
 
     assert prologues("") == [0, 2]
     assert prologues("no_remat_blocked") == [4, 6]
+
+
+@pytest.mark.parametrize("version,shape,nw,instr_n", [(3, (128, 256), 8, 256), (3, (128, 64), 4, 64),
+                                                     (2, (64, 128), 4, 8), (2, (128, 128), 8, 8)])
+def test_stmatrix_addresses_place_every_fragment_element(version, shape, nw, instr_n):
+    """Switch "stmatrix": modelling stmatrix.m8n8.x4 (lanes 8m..8m+7 give the row addresses of block m; lane l's
+    32-bit register m holds row l/4, columns 2(l%4) and +1 of block m) with the address layout the code generator
+    uses puts every register of every thread where its coordinate says, for wgmma and mma.sync accumulators."""
+    from compiler.codegen.reduce import _stmatrix_rows
+    from compiler.passes.layouts import MmaLayout, linear, mma_warps
+
+    ll = linear(MmaLayout(version, mma_warps(shape, nw, version, instr_n), instr_n), shape, nw)
+    rows = _stmatrix_rows(ll)
+    assert rows is not None and rows.num_regs * 8 == ll.num_regs
+    xor = lambda a, b: tuple(p ^ q for p, q in zip(a, b))  # noqa: E731
+    seen = set()
+    for warp in range(nw):
+        for g in range(rows.num_regs):
+            starts = [xor(rows.reg_coord(g), rows.thread_coord(lane, warp)) for lane in range(32)]
+            for lane in range(32):
+                for m in range(4):
+                    r0, c0 = starts[8 * m + lane // 4]
+                    for c in range(2):
+                        reg = 8 * g + 2 * m + c
+                        want = xor(ll.reg_coord(reg), ll.thread_coord(lane, warp))
+                        assert (r0, c0 + 2 * (lane % 4) + c) == want
+                        seen.add(want)
+    assert len(seen) == shape[0] * shape[1]
+
+
+def test_stmatrix_epilogue_and_other_layouts(monkeypatch, tmp_path):
+    """With "stmatrix" the matmul epilogue's conversion stores one stmatrix.x4 per four 8x8 blocks (16 for a
+    128x256 tile in 8 warps, instead of 64 st.shared.b32) and reads 16-byte vectors; it assembles. A blocked
+    layout is not a fragment layout: no stmatrix for it."""
+    import collections
+    import re
+
+    from compiler.codegen.reduce import _stmatrix_rows
+    from compiler.passes.layouts import default_blocked, linear
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "stmatrix")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    ptx = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
+    epi = collections.Counter(re.findall(r"\b((?:st|ld)\.shared[\w.]*|stmatrix[\w.]*)", ptx.split("$L__BB0_3:")[1]))
+    assert epi == {"stmatrix.sync.aligned.m8n8.x4.shared.b16": 16, "ld.shared.v4.b32": 16}, epi
+    assert _stmatrix_rows(linear(default_blocked((64, 64), 2, 4), (64, 64), 4)) is None
+    old = _matmul_ptx("float16", "ieee", "float16", 64, 64, 32, 4, target="sm_80")
+    assert "stmatrix" not in old  # sm_80 has no stmatrix
