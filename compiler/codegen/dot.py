@@ -908,9 +908,10 @@ def _asm_args(e, text, cons, args):
 @emits("async_wait")
 def _e_async_wait(e, op):
     # this thread's copies of the slot have landed; wait for every other thread's. No proxy fence between the
-    # cp.async writes and the wgmma reads by default: CUTLASS's cp.async + wgmma mainloop and Triton emit none
-    # there, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test passes without it; attention D=64
-    # 1.03x). Switch "cp_fence" puts it back.
+    # cp.async writes and the wgmma reads by default. The PTX ISA's wgmma section asks for an async-proxy fence
+    # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
+    # Triton emit none after a cp.async wait, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test
+    # passes without it; attention D=64 about 3%). Switch "cp_fence" puts it back.
     _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
     if e.opts.experiment("cp_fence"):
         _asm_void(e, "fence.proxy.async.shared::cta;")
