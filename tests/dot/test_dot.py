@@ -187,6 +187,43 @@ def test_matmul_odd_shapes_gpu(M, N, Kd, dtype):
     assert_close(c, ref, "float32", rtol=1e-4, atol=1e-4 * math.sqrt(Kd))
 
 
+@pytest.mark.gpu
+def test_copy_ring_reads_no_stale_shared_memory_gpu():
+    """The copy ring waits for its cp.async copies and synchronizes without a proxy fence (codegen/dot.py says why):
+    a race there would let a wgmma read a slot's previous contents. The 128x128x64 w8 wgmma matmul (8 K iterations
+    through a 4-slot ring) and attention D=64 run 120 times each, alternating two input sets, every output
+    poisoned first: each result must be bit-identical to its input set's first one (the kernels are
+    deterministic), and the first ones correct."""
+    from compiler.runtime import DeviceArray, synchronize
+
+    rng = np.random.default_rng(11)
+    n, runs = 512, 120
+    mats = [[DeviceArray.from_numpy(_inputs("float16", (n, n), rng)) for _ in range(2)] for _ in range(2)]
+    bias = DeviceArray.from_numpy(np.zeros(1, np.float32))
+    outs = [DeviceArray.from_numpy(poison((n, n), "float16")) for _ in range(runs)]
+    for i, c in enumerate(outs):
+        a, b = mats[i % 2]
+        K.matmul_kernel[((n // 128) ** 2,)](a, b, c, bias, n, n, n, n, 1, n, 1, n, 1, BLOCK_M=128, BLOCK_N=128,
+                                            BLOCK_K=64, GROUP_M=8, EPILOGUE="none", PRECISION="ieee", num_warps=8)
+    H, L, D = 4, 1024, 64
+    qkv = [[DeviceArray.from_numpy(rng.uniform(-1, 1, (H, L, D)).astype(np.float16)) for _ in range(3)]
+           for _ in range(2)]
+    aouts = [DeviceArray.from_numpy(poison((H, L, D), "float16")) for _ in range(runs)]
+    for i, o in enumerate(aouts):
+        q, k, v = qkv[i % 2]
+        K.attention_fwd_kernel[(L // 128, H)](q, k, v, o, 1 / math.sqrt(D), L, L * D, D, HEAD_DIM=D, BLOCK_M=128,
+                                              BLOCK_N=64, num_warps=4)
+    synchronize()
+    for s in range(2):
+        a, b = (m.numpy().reshape(n, n) for m in mats[s])
+        assert_close(outs[s].numpy().reshape(n, n), a.astype(np.float64) @ b.astype(np.float64), "float16",
+                     rtol=4e-3, atol=4e-3 * math.sqrt(n))
+    for i in range(2, runs):
+        assert np.array_equal(outs[i].numpy().view(np.uint16), outs[i % 2].numpy().view(np.uint16)), f"matmul run {i}"
+        assert np.array_equal(aouts[i].numpy().view(np.uint16), aouts[i % 2].numpy().view(np.uint16)), \
+            f"attention run {i}"
+
+
 def test_k_loop_loads_are_pipelined():
     """num_stages >= 2: the K loop carries the next A/B tiles (loaded before this iteration's dot); the
     interpreter-visible IR is unchanged and num_stages=1 leaves the loop alone."""
