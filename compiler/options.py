@@ -48,6 +48,12 @@ class Options:
         named = self.experiments.split(",")
         return name in named or (name in DEFAULT_ON and f"no_{name}" not in named)
 
+    @property
+    def sm(self) -> int:
+        """The target's compute capability as a number ("sm_90a" -> 90; 0 when the arch names none)."""
+        digits = "".join(ch for ch in str(self.arch) if ch.isdigit())
+        return int(digits) if digits else 0
+
     def __post_init__(self):
         if self.num_warps <= 0 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
             raise ValueError(f"num_warps must be a power of two in 1..32, got {self.num_warps}")

@@ -116,9 +116,10 @@ if has exp; then  # code-generation switches: every gpu test with them on, then 
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --out "$OUT/exp"  # A/B in one process
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
-  python3 -c "from compiler.codegen.ptx import find_ptxas; print('ours:', find_ptxas())" | tee "$OUT/asm.txt"
+  OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")
   TPTXAS=$(python3 -c "import os, triton; print(os.path.join(os.path.dirname(triton.__file__), 'backends/nvidia/bin/ptxas'))")
-  for p in "$(python3 -c 'from compiler.codegen.ptx import find_ptxas; print(find_ptxas())')" "$TPTXAS"; do
+  echo "ours: $OPTXAS" | tee "$OUT/asm.txt"
+  for p in "$OPTXAS" "$TPTXAS"; do
     echo "$p: $("$p" --version | tail -1)" | tee -a "$OUT/asm.txt"
   done
   mkdir -p "$OUT/asm-default" "$OUT/asm-triton-ptxas"

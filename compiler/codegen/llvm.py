@@ -614,11 +614,7 @@ def _e_cast(e, op):
 
 def _paired_cvt_applies(e, op) -> bool:
     """float32 -> float16/bfloat16 of a tile with registers in pairs, on sm_80+ (cvt.rn.{f16,bf16}x2.f32)."""
-    try:
-        sm = int("".join(ch for ch in str(e.opts.arch) if ch.isdigit()))
-    except ValueError:
-        return False
-    return sm >= 80 and bool(op.result.type.shape) and len(e.regs(op.operands[0])) % 2 == 0
+    return e.opts.sm >= 80 and bool(op.result.type.shape) and len(e.regs(op.operands[0])) % 2 == 0
 
 
 def _cast_pairs(e, op, kind, t):

@@ -326,7 +326,7 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
     vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
     rows = _stmatrix_rows(x.ll) if fast and eb == 2 and src_shape_perm is None and last % 8 == 0 and \
-        _sm(e) >= 90 and e.opts.experiment("stmatrix") else None
+        e.opts.sm >= 90 and e.opts.experiment("stmatrix") else None
     if rows is not None:
         _stmatrix_store(e, x, rows, dst_ll.shape, pad)
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
@@ -351,10 +351,6 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
             v = e.b.load(e.b.gep(e.smem_ptr(0), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
             regs += [e.b.extract_element(v, e.i32(i)) for i in range(vd)]
     return Tile(dst_ll, regs)
-
-
-def _sm(e) -> int:
-    return int("".join(ch for ch in str(e.opts.arch) if ch.isdigit()) or 0)
 
 
 def _stmatrix_rows(ll):

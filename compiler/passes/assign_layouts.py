@@ -138,8 +138,7 @@ class _Assigner:
         # straight from wgmma accumulators make it serialize the wgmma pipeline). Switch "remat_blocked" (default):
         # outside loops too when the wanted layout is a blocked one (address arithmetic for loads: the prologue's
         # aranges otherwise went through shared memory, a barrier each).
-        depth = 3 if _in_loop(op) or (_blocked_family(layout) and getattr(
-            getattr(self, "options", None), "experiment", lambda name: False)("remat_blocked")) else 0
+        depth = 3 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
         got = self._remat(v, layout, new_ops, depth)
         if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)

@@ -402,7 +402,7 @@ def _pipeline_async(module, loop, options) -> bool:
     drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
-    if len(dots) > 1 and getattr(options, "experiment", lambda name: False)("copy_late"):
+    if len(dots) > 1 and options.experiment("copy_late"):
         # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of
         # before the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the
         # softmax's critical path); the slot they write was still last read two iterations back. Measured on the
