@@ -41,7 +41,10 @@ class Options:
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
     # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four
-    # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; not yet run on a GPU).
+    # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; every gpu test passes with it, and
+    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight" (passes/pipeline.py: a
+    # one-dot loop's copy ring keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after
+    # the dot's wgmma wait and a second barrier: 128x128x64 w8 s3 needs 96 KiB instead of 128, two blocks per SM).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -113,7 +113,7 @@ EXP=${TILEFARM_EXP:-stmatrix}  # the switches the exp part runs with (compiler/o
 if has exp; then  # code-generation switches: every gpu test with them on, then matmul and attention A/B-timed
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"
-  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --out "$OUT/exp"  # A/B in one process
+  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"  # A/B in one process
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")

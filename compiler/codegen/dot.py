@@ -835,6 +835,8 @@ def _e_async_copy(e, op):
         ring.start = e.smem_base
         e.smem_base += ring.spec["stages"] * ring.spec["stage_bytes"]
         ring.started = True
+    if op.attrs.get("barrier"):
+        e.barrier()
     p = e.get(op.operands[0])
     ll = p.ll
     elem = op.operands[0].type.element.element_ty

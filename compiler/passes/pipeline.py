@@ -331,12 +331,19 @@ def _pipeline_async(module, loop, options) -> bool:
         bases.append(stage)
         stage += -(-o.result.type.numel * eb // 1024) * 1024
     budget = SMEM_MAX - other_bytes
-    slots = max(3, getattr(options, "num_stages", 3) + 1)
-    while slots > 3 and slots * stage > budget:
+    # Switch "ring_tight": a one-dot loop keeps num_stages slots (not num_stages + 1) and loads num_stages - 1
+    # iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warpgroup then finished
+    # reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a slot less
+    # of shared memory (128x128x64 w8 s3: 96 KiB, two blocks per SM instead of one), and the wgmmas issue right
+    # after the iteration's first barrier.
+    tight = len(dots) == 1 and options.experiment("ring_tight")
+    least = 2 if tight else 3
+    slots = max(least, getattr(options, "num_stages", 3) + (0 if tight else 1))
+    while slots > least and slots * stage > budget:
         slots -= 1
     if slots * stage > budget:
         return False
-    ahead = slots - 2
+    ahead = slots - 1 if tight else slots - 2
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
@@ -347,11 +354,13 @@ def _pipeline_async(module, loop, options) -> bool:
     lb, ub, step = loop.operands[:3]
     cmp_t = T.TensorType(T.int1)
 
-    def copies(clone, cond, out_ops, **where):
+    def copies(clone, cond, out_ops, barrier=False, **where):
         for j, o in enumerate(loads):
             mask = _guard(o, clone, cond, out_ops)
             attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == len(loads) - 1,
                      **where}
+            if barrier and j == 0:
+                attrs["barrier"] = True  # every warp is past its reads of the slot first (ring_tight)
             out_ops.append(Op("async_copy", [clone(o.operands[0]), mask], [], attrs, loc=o.loc))
 
     def advance(state, at_iv, out_ops):
@@ -370,11 +379,11 @@ def _pipeline_async(module, loop, options) -> bool:
             at = nxt.result
         return state, at
 
-    def copies_at(state, at, out_ops, **where):
+    def copies_at(state, at, out_ops, barrier=False, **where):
         c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
         out_ops.append(c)
         clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops)
-        copies(clone, c.result, out_ops, **where)
+        copies(clone, c.result, out_ops, barrier=barrier, **where)
 
     # prologue: iterations 0 .. ahead-1 into slots 0 .. ahead-1
     pro = []
@@ -398,11 +407,13 @@ def _pipeline_async(module, loop, options) -> bool:
         views.append(v.result)
     nxt_ops = []
     state, at = later(list(carried), iv, ahead, nxt_ops, first=list(y.operands))
-    copies_at(state, at, nxt_ops, ahead=ahead)
+    copies_at(state, at, nxt_ops, barrier=tight, ahead=ahead)
     drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
-    if len(dots) > 1 and options.experiment("copy_late"):
+    if tight:  # after the dot, whose wgmma wait leaves only this iteration's group in flight
+        cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
+    elif len(dots) > 1 and options.experiment("copy_late"):
         # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of
         # before the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the
         # softmax's critical path); the slot they write was still last read two iterations back. Measured on the
