@@ -269,6 +269,29 @@ def sass_report(configs, dtype="float16", S=4096):
     return out
 
 
+def occupancy_report(torch, configs, dtype="float16", S=4096):
+    """Blocks of our matmul kernel resident per SM (the driver's occupancy calculator, with the kernel's shared
+    memory and carveout attributes set as a launch sets them), with registers and shared bytes per config."""
+    from compiler.runtime.cuda import check, driver
+    from workloads.matmul import kernel as MK
+
+    d = driver()
+    a = torch.empty((S, S), device="cuda", dtype=getattr(torch, dtype))
+    bias = torch.empty(1, device="cuda", dtype=torch.float32)
+    out = {}
+    for (BM, BN, BK, GM, nw, ns) in configs:
+        cfg = f"{BM}x{BN}x{BK} w{nw} s{ns}"
+        ck = MK.matmul_kernel.warmup(a, a, a, bias, S, S, S, S, 1, S, 1, S, 1, grid=(1,), BLOCK_M=BM, BLOCK_N=BN,
+                                     BLOCK_K=BK, GROUP_M=GM, EPILOGUE="none", PRECISION="tf32", num_warps=nw,
+                                     num_stages=ns)
+        kern = ck.launcher.kernel
+        blocks = check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(kern.handle, 32 * nw, ck.shared),
+                       "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        out[cfg] = {"blocks_per_sm": int(blocks), "registers": kern.attribute("NUM_REGS"), "shared": ck.shared}
+        log(f"occupancy {cfg}: {out[cfg]}")
+    return out
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -379,6 +402,7 @@ def main(argv=None):
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds re-timing the best configs")
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
+    ap.add_argument("--occupancy", action="store_true", help="blocks per SM of our matmul per config, then stop")
     ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
                     "cp_fence,no_ring_dst) timed as a third implementation beside ours and Triton")
     ap.add_argument("--table", metavar="JSON", default=None,
@@ -393,6 +417,8 @@ def main(argv=None):
         return rows
     import torch
 
+    if args.occupancy:
+        return occupancy_report(torch, MATMUL_CONFIGS)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([4096] if args.quick else
                                                                         [1024, 2048, 4096, 8192])
     configs = QUICK_CONFIGS if args.quick else MATMUL_CONFIGS

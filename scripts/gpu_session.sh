@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,exptime,occ,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -114,6 +114,14 @@ if has exp; then  # code-generation switches: every gpu test with them on, then 
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"  # A/B in one process
+fi
+if has occ; then  # blocks per SM of our matmul per config, default and with the switches in $EXP
+  step occupancy python3 scripts/bench_matmul.py --occupancy
+  step occupancy-exp env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --occupancy
+fi
+if has exptime; then  # only the A/B timing of the switches in $EXP (their gpu tests ran before)
+  mkdir -p "$OUT/exp"
+  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")
