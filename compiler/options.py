@@ -44,7 +44,8 @@ class Options:
     # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; every gpu test passes with it, and
     # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight" (passes/pipeline.py: a
     # one-dot loop's copy ring keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after
-    # the dot's wgmma wait and a second barrier: 128x128x64 w8 s3 needs 96 KiB instead of 128, two blocks per SM).
+    # the dot's wgmma wait and a second barrier; blocks of one warpgroup only); "copy_mid" (passes/pipeline.py +
+    # codegen/dot.py: a one-dot loop's ring copies go between the dot's wgmma issue and its wait).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -335,8 +335,9 @@ def _pipeline_async(module, loop, options) -> bool:
     # iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warpgroup then finished
     # reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a slot less
     # of shared memory (128x128x64 w8 s3: 96 KiB, two blocks per SM instead of one), and the wgmmas issue right
-    # after the iteration's first barrier.
-    tight = len(dots) == 1 and options.experiment("ring_tight")
+    # after the iteration's first barrier. One warpgroup only: measured on the H200, it cost blocks of two
+    # warpgroups 1-8% (128x256x64 w8, 64x256x64 w8) and gained 4-28% for 128x128x32 and 64x128x32 w4.
+    tight = len(dots) == 1 and options.num_warps == 4 and options.experiment("ring_tight")
     least = 2 if tight else 3
     slots = max(least, getattr(options, "num_stages", 3) + (0 if tight else 1))
     while slots > least and slots * stage > budget:
@@ -413,6 +414,15 @@ def _pipeline_async(module, loop, options) -> bool:
     cut = 0
     if tight:  # after the dot, whose wgmma wait leaves only this iteration's group in flight
         cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
+    elif len(dots) == 1 and options.experiment("copy_mid"):
+        # Switch "copy_mid": the copies go between the dot's wgmma issue and its wait (the code generator waits
+        # after the group's last copy), so the wgmmas issue right after the barrier and the copies need not
+        # wait for the previous iteration's wgmmas; the slot they write is the one read two iterations back.
+        cut = next(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
+        dot = rest[cut - 1]
+        dot.attrs["_wait_late"] = True
+        last = [o for o in nxt_ops if o.kind == "async_copy"][-1]
+        last.attrs["_retire"] = dot.result
     elif len(dots) > 1 and options.experiment("copy_late"):
         # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of
         # before the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the
