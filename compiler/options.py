@@ -11,7 +11,8 @@ from dataclasses import dataclass
 # (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x. "copy_late" (passes/pipeline.py; 2026-11-30) -- attention
 # D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it). "remat_blocked"
 # (passes/assign_layouts.py; 2026-11-30) -- attention D=64 1.03x, D=128 1.01x, matmul 0.98-1.03x (noise).
-DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked"})
+DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
+                        "ring_tight"})
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,17 @@ class Options:
     # against bank conflicts and vector accesses for register runs); "copy_late" (passes/pipeline.py: in a loop of
     # several dots the ring copies follow the last dot instead of preceding the first); "remat_blocked"
     # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
-    # converted through shared memory). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # converted through shared memory); "ring_tight" (passes/pipeline.py: a one-warpgroup, one-dot loop's copy ring
+    # keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after the dot's wgmma wait and a
+    # second barrier: more blocks per SM). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
     # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four
     # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; every gpu test passes with it, and
-    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight" (passes/pipeline.py: a
-    # one-dot loop's copy ring keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after
-    # the dot's wgmma wait and a second barrier; blocks of one warpgroup only); "copy_mid" (passes/pipeline.py +
-    # codegen/dot.py: a one-dot loop's ring copies go between the dot's wgmma issue and its wait).
+    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight_all" (ring_tight for
+    # blocks of two warpgroups too: 128x128x64 w8 s3 in 96 KiB, two blocks per SM; measured 1-8% slower at
+    # 4096^3, +10% at 2048^3).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

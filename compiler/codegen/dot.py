@@ -621,8 +621,6 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
-    if loop is not None and op.attrs.get("_wait_late"):
-        return regs  # copy_mid: waited after the ring's copies that follow (_e_async_copy)
     regs = _wait_tied(e, regs, 1 if loop is not None else 0)
     return _retire_deferred(e, op, regs)
 
@@ -884,10 +882,6 @@ def _e_async_copy(e, op):
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
-    done = op.attrs.get("_retire")
-    if done is not None:  # copy_mid: the dot before these copies leaves its wgmma group in flight until here
-        x = e.env[done.id]
-        e.env[done.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 1))
 
 
 def _constant_deltas(st, ll, inner, starts, num_warps):

@@ -20,7 +20,8 @@ shared-memory slots instead (no registers hold the tiles; cp.async in the code g
 matmul K loop) needs both operands served so; in loops with several dots (attention: K and V) any served load
 joins the ring, and the other operands are stored once before the loop (loop-invariant), read from registers
 (wgmma's register A) or written to scratch per iteration. With S slots (num_stages + 1 where shared memory
-allows, at least 3), D = S - 2 iterations load ahead:
+allows, at least 3), D = S - 2 iterations load ahead (a one-warpgroup, one-dot loop takes a tighter ring, see
+"ring_tight" below: S = num_stages, D = S - 1, the copies after the dot behind a second barrier):
   prologue:  async_copy(operands at iteration d, slot d) for d < D (masked by iteration < ub), one group each
   body:      async_wait(pending D - 1)      this iteration's slot has landed, for every warp (a barrier)
              a, b = smem_view(...)          the slot (iteration % S), read by the dot
@@ -331,13 +332,15 @@ def _pipeline_async(module, loop, options) -> bool:
         bases.append(stage)
         stage += -(-o.result.type.numel * eb // 1024) * 1024
     budget = SMEM_MAX - other_bytes
-    # Switch "ring_tight": a one-dot loop keeps num_stages slots (not num_stages + 1) and loads num_stages - 1
-    # iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warpgroup then finished
-    # reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a slot less
-    # of shared memory (128x128x64 w8 s3: 96 KiB, two blocks per SM instead of one), and the wgmmas issue right
-    # after the iteration's first barrier. One warpgroup only: measured on the H200, it cost blocks of two
-    # warpgroups 1-8% (128x256x64 w8, 64x256x64 w8) and gained 4-28% for 128x128x32 and 64x128x32 w4.
-    tight = len(dots) == 1 and options.num_warps == 4 and options.experiment("ring_tight")
+    # Switch "ring_tight" (default): a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1)
+    # and loads num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp
+    # then finished reading the slot they overwrite, the previous iteration's). One more barrier per iteration
+    # for a slot less of shared memory (64x128x32 w4 s4: 48 KiB, four blocks per SM instead of three), and the
+    # wgmmas issue right after the iteration's first barrier. Measured on the H200 (2048^3-8192^3): 64x128x32 w4
+    # s4 +3-30%, 128x128x32 w4 s4 +2-5%; 1024^3 (fewer blocks than SMs) -3-5%. Blocks of two warpgroups lost 1-8%
+    # with it (128x256x64, 64x256x64, 128x128x64 w8 at 4096^3), so they take it only with "ring_tight_all".
+    tight = len(dots) == 1 and options.experiment("ring_tight") and (
+        options.num_warps == 4 or options.experiment("ring_tight_all"))
     least = 2 if tight else 3
     slots = max(least, getattr(options, "num_stages", 3) + (0 if tight else 1))
     while slots > least and slots * stage > budget:
@@ -414,15 +417,6 @@ def _pipeline_async(module, loop, options) -> bool:
     cut = 0
     if tight:  # after the dot, whose wgmma wait leaves only this iteration's group in flight
         cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
-    elif len(dots) == 1 and options.experiment("copy_mid"):
-        # Switch "copy_mid": the copies go between the dot's wgmma issue and its wait (the code generator waits
-        # after the group's last copy), so the wgmmas issue right after the barrier and the copies need not
-        # wait for the previous iteration's wgmmas; the slot they write is the one read two iterations back.
-        cut = next(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
-        dot = rest[cut - 1]
-        dot.attrs["_wait_late"] = True
-        last = [o for o in nxt_ops if o.kind == "async_copy"][-1]
-        last.attrs["_retire"] = dot.result
     elif len(dots) > 1 and options.experiment("copy_late"):
         # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of
         # before the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the

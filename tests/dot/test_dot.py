@@ -246,14 +246,14 @@ def test_k_loop_loads_are_pipelined():
         i < dot_at for i, o in enumerate(body) if o.kind == "load")
 
 
-def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a"):
+def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a", experiments=""):
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
     a = np.zeros((256, Kd), dtype)
     b = np.zeros((Kd, 256), dtype)
     mod = K_lower(a, b, Kd, BM, BN, BK)
-    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch))
+    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch, experiments=experiments))
 
 
 def K_lower(a, b, Kd, BM, BN, BK):
@@ -268,10 +268,11 @@ def K_lower(a, b, Kd, BM, BN, BK):
 def test_wgmma_operands_copied_async_into_a_ring(BM, BN, BK, nw, stages, slots):
     """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots: the
     prologue fills slots-2 slots, each iteration waits for its slot, views it for the dot and copies the
-    iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory."""
+    iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory. (Blocks of two
+    warpgroups; one warpgroup takes the tight ring below unless "no_ring_tight".)"""
     from compiler.passes.pipeline import SMEM_MAX
 
-    mod = _piped(BM, BN, BK, nw, stages)
+    mod = _piped(BM, BN, BK, nw, stages, experiments="no_ring_tight" if nw == 4 else "")
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     ring = loop.attrs["_ring"]
     assert ring["stages"] == slots and slots * ring["stage_bytes"] <= SMEM_MAX
@@ -304,6 +305,49 @@ def test_wgmma_ring_ptx_assembles(BM, BN, BK, nw, stages, dtype):
     if find_ptxas() is not None:
         r = ptx_resources(ptx, "sm_90a")
         assert r["spill_stores"] == 0 and r["registers"] <= 255
+
+
+@pytest.mark.parametrize("BM,BN,BK,stages,slots", [(128, 128, 32, 4, 4), (64, 128, 32, 4, 4), (64, 128, 32, 2, 2),
+                                                    (128, 128, 64, 3, 3)])
+def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
+    """Switch "ring_tight" (default): a one-warpgroup K loop keeps num_stages slots and copies num_stages - 1
+    iterations ahead; the copies follow the dot (its wgmma wait) behind a barrier, since the slot they write is
+    the one the previous iteration's wgmmas read. 128x128x32 w4 s4: 64 KiB of ring instead of 80."""
+    mod = _piped(BM, BN, BK, 4, stages)
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    ring = loop.attrs["_ring"]
+    assert ring["stages"] == slots
+    pro = [op for op in mod.function.body.ops if op.kind == "async_copy"]
+    assert sorted(op.attrs["slot"] for op in pro) == sorted(list(range(slots - 1)) * 2)
+    body = loop.blocks[0].ops
+    kinds = [op.kind for op in body]
+    assert kinds[0] == "async_wait" and body[0].attrs["pending"] == slots - 2
+    copies = [op for op in body if op.kind == "async_copy"]
+    assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 1 for op in copies)
+    assert kinds.index("dot") < kinds.index("async_copy")
+    assert copies[0].attrs.get("barrier") and not copies[1].attrs.get("barrier")
+    loose = _piped(BM, BN, BK, 4, stages, experiments="no_ring_tight")
+    loop = next(op for op in loose.function.body.ops if op.kind == "for")
+    assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
+    wide = _piped(BM, BN, BK, 8, stages)  # two warpgroups keep the loose ring
+    loop = next(op for op in wide.function.body.ops if op.kind == "for")
+    assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
+
+
+def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
+    """The tight ring's loop in PTX: wait for the slot, barrier, wgmmas, wgmma wait 1, barrier, then the copies
+    (zero-filled when masked off) and their commit; the wait lets num_stages - 2 groups stay in flight."""
+    import re
+
+    ptx = _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_90a", num_stages=4)
+    body = ptx[ptx.index("cp.async.wait_group 2;"):]
+    body = body[:body.index("cp.async.commit_group")]
+    marks = [m.group(0) for m in re.finditer(r"bar\.sync|barrier\.sync|wgmma\.mma_async|wgmma\.wait_group\.sync"
+                                             r"\.aligned 1|cp\.async\.cg", body)]
+    first = lambda k: next(i for i, m in enumerate(marks) if m.startswith(k))  # noqa: E731
+    wait = first("wgmma.wait")
+    assert first("bar") < first("wgmma.mma") < wait < first("cp.async")
+    assert any(m.startswith("bar") for m in marks[wait:first("cp.async")])
 
 
 def test_ring_falls_back_to_registers():
