@@ -292,6 +292,35 @@ def occupancy_report(torch, configs, dtype="float16", S=4096):
     return out
 
 
+def pooled(paths, seed=0, resamples=2000):
+    """Ours/Triton round by round, pooled over several runs' JSON (each round times the two side by side): per
+    work the number of rounds, their median, the share of rounds at or above 1, and a bootstrap 95% interval of
+    the median (resampling rounds). Runs of different code should not be pooled for the works they changed."""
+    import random
+
+    works = {}
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f)["rows"]:
+                ra = (r.get("best_ours") or {}).get("rounds")
+                rb = (r.get("best_triton") or {}).get("rounds")
+                if ra and rb and len(ra) == len(rb):
+                    works.setdefault(work_name(r), []).extend(x / y for x, y in zip(ra, rb))
+    rng = random.Random(seed)
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    out = {}
+    for w, q in works.items():
+        boot = sorted(med([rng.choice(q) for _ in q]) for _ in range(resamples))
+        out[w] = {"rounds": len(q), "median": med(q), "share_at_least_1": sum(x >= 1 for x in q) / len(q),
+                  "ci95": (boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1])}
+    lines = ["| work | rounds | ours/Triton per round: median | 95% interval of the median | rounds >= 1 |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {w} | {v['rounds']} | {v['median']:.3f} | [{v['ci95'][0]:.3f}, {v['ci95'][1]:.3f}] | "
+              f"{v['share_at_least_1']:.0%} |" for w, v in out.items()]
+    print("\n".join(lines))
+    return out
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -337,13 +366,17 @@ def spread(sp) -> str:
     return f"{sp[1]:.3f} [{sp[0]:.3f}, {sp[2]:.3f}]" if sp else "-"
 
 
+def work_name(r):
+    return (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
+            f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
+
+
 def table(rows):
     f = lambda x: f"{x:.3f}" if x else "-"  # noqa: E731
     lines = ["| work | ours TFLOP/s (config) | Triton 3.6 TFLOP/s (config) | torch/cuBLAS TFLOP/s | ours/Triton | "
              "ours/Triton per round: median [min, max] | ours/cuBLAS |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
-                f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
+        name = work_name(r)
         bo, bt = r.get("best_ours"), r.get("best_triton")
         tc = r.get("torch")
         lines.append(f"| {name} | {bo['tflops']:.1f} ({bo['config']}) | " if bo else f"| {name} | - | ")
@@ -357,8 +390,7 @@ def table(rows):
                   "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / ours per round: median [min, max] | "
                   "ours+ab / Triton |", "|---|---|---|---|---|"]
         for r in rows:
-            name = (f"matmul {r['dtype']} {r['M']}^3" if r["op"] == "matmul" else
-                    f"attention fwd fp16 BH{r['BH']} L{r['L']} D{r['D']}")
+            name = work_name(r)
             b = r.get("best_ours+ab")
             lines.append(f"| {name} | " + (f"{b['tflops']:.1f} ({b['config']})" if b else "-") +
                          f" | {f(r.get('ab_vs_ours'))} | {spread(r.get('ab_vs_ours_rounds'))} |"
@@ -405,11 +437,15 @@ def main(argv=None):
     ap.add_argument("--occupancy", action="store_true", help="blocks per SM of our matmul per config, then stop")
     ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
                     "cp_fence,no_ring_dst) timed as a third implementation beside ours and Triton")
+    ap.add_argument("--pool", metavar="JSON", nargs="+", default=None,
+                    help="ours/Triton round by round pooled over several runs' JSON, with a bootstrap interval; no GPU")
     ap.add_argument("--table", metavar="JSON", default=None,
                     help="print the table of an earlier run's JSON (with the per-round spread) and stop; no GPU")
     args = ap.parse_args(argv)
     global AB, ROUNDS
     AB, ROUNDS = args.ab, max(1, args.rounds)
+    if args.pool:
+        return pooled(args.pool)
     if args.table:
         with open(args.table) as f:
             rows = [summarize(r) for r in json.load(f)["rows"]]
