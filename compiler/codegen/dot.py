@@ -469,6 +469,8 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     written to swizzled scratch tiles first."""
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
+    if _qk_ahead_loop(op) is not None:
+        return _qk_ahead_dot(e, op, c, ll, lay)
     loop = _pipelined_loop(op)
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
@@ -509,6 +511,124 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
+
+
+def _qk_ahead_loop(op):
+    """The loop when op is the first dot of a loop marked by the pipeline pass's "qk_ahead", else None."""
+    blk = op.block
+    loop = getattr(blk, "parent", None)
+    if loop is None or not loop.attrs.get("_qk_ahead") or blk is not loop.blocks[0]:
+        return None
+    return loop if next(o for o in blk.ops if o.kind == "dot") is op else None
+
+
+def _qk_issue(e, op, slot_offset, c, ll, lay, fresh=False, fenced=False):
+    """Issue op's wgmmas with `a` hoisted to shared memory (loop-invariant) and `b` the ring slot at slot_offset;
+    the group stays in flight (the caller waits)."""
+    view = op.operands[1].owner
+    ring = _ring(e, view)
+    j = view.attrs["operand"]
+    if ring.inner[j] is None:
+        raise error("a ring slot is read before any copy into it (compiler bug)", op.loc)
+    stb = _tile_of(ring, j, ring.inner[j])
+    stb.dyn = slot_offset
+    a = e.hoisted.get(op.operands[0].id)
+    if not isinstance(a, SmemOperand):
+        raise error("qk_ahead: the dot's `a` is not in shared memory before the loop (compiler bug)", op.loc)
+    if not isinstance(c, Tile):
+        c = Tile(ll, [c] * ll.num_regs)
+    return _wgmma_issue(e, op, a.st, stb, a.st.inner == 1, stb.inner == 0, c, ll, lay, None, wait=False,
+                        fresh=fresh, fenced=fenced)
+
+
+def qk_ahead_prologue(e, loop, init):
+    """Before a qk_ahead loop (after its operands are hoisted): wait for ring slot 0, then issue the first
+    iteration's QK, left in flight. Returns the loop's initial values -- the carried wgmma accumulators among
+    them tied through that QK's fence, so none is written while it is in flight (ptxas would serialize) -- and
+    the QK's registers (the initial values of the loop's hidden carried QK)."""
+    op = next(o for o in loop.blocks[0].ops if o.kind == "dot")
+    init = list(init)
+    accs, at = [], 0
+    for v, lay in zip(loop.operands[3:], loop.attrs["_layouts"]):
+        x = e.get(v)
+        n = len(x.regs) if isinstance(x, Tile) else 1
+        if isinstance(x, Tile) and isinstance(lay, MmaLayout) and lay.version == 3:
+            accs.append((at, n))
+        at += n
+    spec = loop.attrs["_ring"]
+    _asm_void(e, f"cp.async.wait_group {spec['stages'] - 3};")  # groups 1 .. ahead-1 may still be in flight
+    e.barrier()
+    lay = op.attrs["_layouts"][0]
+    ll = e.result_ll(op)
+    acc = op.operands[2]
+    c = e.env.get(acc.id)
+    if c is None:  # a constant defined inside the loop (not emitted yet)
+        c = ir.Constant(C.F32, float(acc.owner.attrs["value"]))
+    if not isinstance(c, Tile):
+        c = Tile(ll, [c] * ll.num_regs)
+    extra = [r for a, n in accs for r in init[a:a + n]]
+    tied = _fence_tied(e, list(c.regs) + extra)
+    k = ll.num_regs
+    for a, n in accs:
+        init[a:a + n] = tied[k:k + n]
+        k += n
+    qk = _qk_issue(e, op, e.i32(0), Tile(ll, tied[:ll.num_regs]), ll, lay, fresh=True, fenced=True)
+    return init, list(qk)
+
+
+def _qk_ahead_dot(e, op, c, ll, lay):
+    """In a qk_ahead loop, iteration i: issue QK(i+1) from slot i+1 (the loop carries its registers to the next
+    iteration), then wait for all but that group -- QK(i), issued one iteration earlier, and a P.V group the
+    last iteration left in flight -- tied to their registers; QK(i)'s are this dot's result."""
+    loop = _qk_ahead_loop(op)
+    view = op.operands[1].owner
+    # QK(i), issued one iteration earlier, and the P.V group the last iteration left in flight: wait for both
+    # (ptxas proves a wgmma's registers free only after a wait for every group; with QK(i+1) left pending it
+    # serializes the wgmmas)
+    blk = op.block
+    y = blk.terminator
+    cur = list(e.qk_carried[id(loop)])
+    tie, deferred = list(cur), []
+    for o in blk.ops:
+        if o.kind == "dot" and o is not op and defer_to_loop(e, o) is not None:
+            arg = blk.args[1 + y.operands.index(o.result)]
+            x = e.env.get(arg.id)
+            if isinstance(x, Tile):
+                deferred.append((arg, x, len(tie)))
+                tie += list(x.regs)
+    tied = _wait_tied(e, tie, 0)
+    for arg, x, at in deferred:
+        e.env[arg.id] = Tile(x.ll, tied[at:at + len(x.regs)])
+    cur = tied[:len(cur)]
+    # QK(i) is copied out, and QK(i+1) accumulates into its registers (values ignored): the loop carries one
+    # register set, the same across the back edge, so no copy touches a wgmma in flight
+    mov = ir.InlineAsm(ir.FunctionType(C.F32, [C.F32]), "mov.b32 $0, $1;", "=f,f")
+    vals = [e.b.call(mov, [r]) for r in cur]
+    issue = (op, Tile(ll, cur), ll, lay, _slot_offset(e, view, _ring(e, view), 1))
+    if not any(o.kind == "qk_issue" for o in blk.ops):
+        _qk_issue_next(e, loop, issue, [])
+    else:
+        e.qk_issue[id(loop)] = issue  # issued at the marker (pipeline pass: after the accumulator's rescale)
+    return vals
+
+
+def _qk_issue_next(e, loop, issue, extra):
+    """Issue QK(i+1) into the loop's carried QK registers; `extra` registers (the rescaled accumulator the next
+    wgmma reads) are tied through the same fence, so nothing writes them while QK(i+1) is in flight."""
+    op, cur, ll, lay, slot = issue
+    tied = _fence_tied(e, list(cur.regs) + list(extra))
+    n = len(cur.regs)
+    nxt = _qk_issue(e, op, slot, Tile(ll, tied[:n]), ll, lay, fresh=True, fenced=True)
+    e.qk_next[id(loop)] = list(nxt)
+    return tied[n:]
+
+
+@emits("qk_issue")
+def _e_qk_issue(e, op):
+    loop = op.block.parent
+    x = e.get(op.operands[0])
+    tied = _qk_issue_next(e, loop, e.qk_issue.pop(id(loop)), list(x.regs))
+    e.env[op.operands[0].id] = Tile(x.ll, tied)
 
 
 def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
@@ -558,7 +678,8 @@ def hoist_operands(e, loop):
     e.smem_base = base + off
 
 
-def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
+def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=True, fresh=False,
+                 fenced=False):
     """The wgmma instructions of one dot from swizzled tiles sta (or registers a_regs), stb; one commit group,
     left in flight (wait 1) when the dot is a loop's pipelined accumulator update."""
     M, N = ll.shape
@@ -573,6 +694,12 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         # instead of one ARRIVE per instruction between the packing
         words = [_pack(e, a_regs.regs[r0:r0 + 2]) for r0 in range(0, len(a_regs.regs), 2)]
         words = _fence_tied(e, words)
+    elif fenced:
+        pass  # the caller emitted the fence, its operands tied through it
+    elif fresh:
+        # qk_ahead: the accumulator registers are tied through the fence (any copy of them the register allocator
+        # needs comes before it) and the first k step ignores their values (scale-d 0)
+        c = Tile(c.ll, _fence_tied(e, list(c.regs)))
     else:
         _asm_void(e, "wgmma.fence.sync.aligned;")
     wg = e.b.lshr(e.warp, e.i32(2))
@@ -597,6 +724,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
+    asm0 = ir.InlineAsm(fty, text.replace(", 1, 1, 1,", ", 0, 1, 1,", 1), cons, side_effect=True) if fresh else asm
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
@@ -615,10 +743,12 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                         da = words[r0 // 2:r0 // 2 + 4]
                     else:
                         da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
-                r = e.b.call(asm, da + [db] + acc)
+                r = e.b.call(asm0 if k0 == 0 else asm, da + [db] + acc)
                 acc = [e.b.extract_value(r, i) for i in range(n_acc)]
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
+    if not wait:
+        return regs  # qk_ahead: the caller ties the results through a later wait
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
     regs = _wait_tied(e, regs, 1 if loop is not None else 0)
@@ -626,10 +756,13 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
 
 
 def _fence_tied(e, words):
-    """wgmma.fence with the i32 words tied through it: what feeds the wgmmas after it is computed before it."""
+    """wgmma.fence with the words (i32 or f32, one type) tied through it: what feeds the wgmmas after it is
+    computed before it."""
     n = len(words)
-    cons = ",".join(["=r"] * n + [str(i) for i in range(n)])
-    fty = ir.FunctionType(ir.LiteralStructType([C.I32] * n), [C.I32] * n)
+    t = words[0].type
+    k = "f" if t == C.F32 else "r"
+    cons = ",".join([f"={k}"] * n + [str(i) for i in range(n)])
+    fty = ir.FunctionType(ir.LiteralStructType([t] * n), [t] * n)
     r = e.b.call(ir.InlineAsm(fty, "wgmma.fence.sync.aligned;", cons, side_effect=True), words)
     return [e.b.extract_value(r, i) for i in range(n)]
 
@@ -733,6 +866,8 @@ def _pipelined_loop(op):
 def finish_loop(e, loop):
     """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results; then
     release the loop's copy ring, if it had one."""
+    if loop.attrs.get("_qk_ahead"):  # the QK issued by the last iteration (a slot past the end) is discarded
+        _asm_void(e, "wgmma.wait_group.sync.aligned 0;")
     if loop.attrs.get("_wgmma_pending"):
         _finish_wgmma(e, loop)
     if "_hoisted" in loop.attrs:  # the hoisted operands' shared memory is free again once every warp is done

@@ -275,6 +275,9 @@ class Emitter:
         self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
         self.rings: dict = {}
         self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
+        self.qk_carried: dict = {}  # id(loop) -> registers of the QK a qk_ahead loop's last iteration issued
+        self.qk_next: dict = {}  # id(loop) -> registers of the QK this iteration issued (carried to the next)
+        self.qk_issue: dict = {}  # id(loop) -> what the loop's qk_issue marker issues
         self.cf_depth = 0
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
@@ -792,9 +795,13 @@ def _e_for(e, op):
     header = e.kfn.append_basic_block("for.header")
     loop = e.kfn.append_basic_block("for.body")
     exit_ = e.kfn.append_basic_block("for.exit")
-    from .dot import finish_loop, hoist_operands
+    from .dot import finish_loop, hoist_operands, qk_ahead_prologue
 
     hoist_operands(e, op)
+    n = len(init)
+    if op.attrs.get("_qk_ahead"):  # hidden carried values: the QK registers issued one iteration early
+        init, qk = qk_ahead_prologue(e, op, init)
+        init = init + qk
     pre = e.b.block
     e.b.branch(header)
     e.b.position_at_end(header)
@@ -807,11 +814,12 @@ def _e_for(e, op):
     e.b.cbranch(cond, loop, exit_)
     e.b.position_at_end(loop)
     e.env[body.args[0].id] = iv
-    _unflat(e, body.args[1:], phis)
+    _unflat(e, body.args[1:], phis[:n])
+    e.qk_carried[id(op)] = phis[n:]
     e.cf_depth += 1
     e.block_ops(body)
     e.cf_depth -= 1
-    ys = _flat(e, [e.get(v) for v in body.terminator.operands])
+    ys = _flat(e, [e.get(v) for v in body.terminator.operands]) + e.qk_next.pop(id(op), [])
     nxt = e.b.add(iv, step)
     end = e.b.block
     iv.add_incoming(nxt, end)
@@ -819,7 +827,8 @@ def _e_for(e, op):
         p.add_incoming(v, end)
     e.b.branch(header)
     e.b.position_at_end(exit_)
-    _unflat(e, op.results, phis)
+    _unflat(e, op.results, phis[:n])
+    e.qk_carried.pop(id(op), None)
     finish_loop(e, op)
 
 

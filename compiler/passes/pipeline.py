@@ -347,6 +347,18 @@ def _pipeline_async(module, loop, options) -> bool:
         slots -= 1
     if slots * stage > budget:
         return False
+    # Switch "qk_ahead": in a loop of two dots whose first reads a loop-invariant `a`, a ring operand `b` and a
+    # constant accumulator (attention's QK), the code generator issues that dot one iteration early -- the
+    # wgmmas of QK(i+1) run while the softmax of iteration i does -- and the first iteration's before the loop.
+    # Iteration i then needs slot i+1 at its top: one more slot keeps the copies as far ahead as before.
+    first = dots[0] if len(dots) == 2 else None
+    qk_ahead = (first is not None and options.experiment("qk_ahead") and first.operands[1].owner in loads
+                and first.operands[0].id not in inside and first.result not in y_operands(loop)
+                and (first.operands[2].id not in inside or getattr(first.operands[2].owner, "kind", "") == "const"))
+    if qk_ahead and (slots + 1) * stage <= budget:
+        slots += 1
+    if qk_ahead and slots < 4:
+        qk_ahead = False
     ahead = slots - 1 if tight else slots - 2
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
@@ -403,7 +415,8 @@ def _pipeline_async(module, loop, options) -> bool:
     parent.ops[i:i] = pro
 
     # body: wait + views, the address ops, the copies `ahead` iterations on, then the rest
-    head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
+    pending = ahead - 2 if qk_ahead else ahead - 1  # qk_ahead: slot i+1 has landed too
+    head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": pending}, loc=loop.loc)]
     views = []
     for j, o in enumerate(loads):
         v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
@@ -428,4 +441,46 @@ def _pipeline_async(module, loop, options) -> bool:
         o.block = body
     _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
     loop.attrs["_ring"] = ring
+    if qk_ahead:
+        loop.attrs["_qk_ahead"] = True
+        _schedule_qk_issue(body, dots)
     return True
+
+
+def _schedule_qk_issue(body, dots):
+    """qk_ahead: where the next iteration's QK issues. The first op that reads the carried accumulator of the
+    second dot (attention's rescale acc * alpha) must run before it -- ptxas serializes wgmmas when a register
+    a later wgmma accumulates into is written while an earlier one is in flight -- so that op and what it
+    needs move up to just after the first dot, a `qk_issue` marker follows them, and the rest of the body
+    (the bulk of the softmax) runs while QK(i+1) computes."""
+    qk, pv = dots
+    y = body.terminator
+    if pv.result not in list(y.operands):
+        return
+    acc = body.args[1 + list(y.operands).index(pv.result)]
+    ops = body.ops
+    start = ops.index(qk) + 1
+    user = next((o for o in ops[start:] if any(v is acc for v in o.operands)), None)
+    if user is None or user is pv or user.blocks:
+        return
+    need, stack = set(), [user]
+    while stack:  # backward slice of `user` among the ops after the first dot
+        o = stack.pop()
+        if id(o) in need:
+            continue
+        need.add(id(o))
+        for v in o.operands:
+            w = v.owner
+            if getattr(w, "block", None) is body and ops.index(w) >= start:
+                stack.append(w)
+    moved = [o for o in ops[start:] if id(o) in need]
+    if any(o.kind in EFFECTS or o.kind == "dot" for o in moved):
+        return
+    rest = [o for o in ops[start:] if id(o) not in need]
+    marker = Op("qk_issue", [user.result], [], {}, loc=qk.loc)
+    marker.block = body
+    body.ops = ops[:start] + moved + [marker] + rest
+
+
+def y_operands(loop):
+    return list(loop.blocks[0].terminator.operands)

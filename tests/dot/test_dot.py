@@ -394,6 +394,36 @@ def test_attention_on_sm90a_copies_kv_async_and_reads_p_from_registers(D, BN, nw
         assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
 
 
+@pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (64, 64, 8), (128, 64, 8), (128, 32, 8)])
+def test_qk_ahead_issues_the_next_qk_during_the_softmax(D, BN, nw, monkeypatch, tmp_path):
+    """Switch "qk_ahead": the first QK issues before the loop; each iteration waits for every wgmma group, copies
+    QK(i) out, rescales the accumulator, then issues QK(i+1) from the next ring slot (scale-d 0 on its first k
+    step) before the softmax's exponentials, which run while it computes. ptxas assembles it without spills and
+    without serializing the wgmmas (its C7514/C7515 notes)."""
+    import re
+
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from workloads.attention import kernel as A
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "qk_ahead")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    q = np.zeros((4 * 1024, D), np.float16)
+    ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
+                                        num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=BN).asm["ptx"]
+    pre, rest = ptx.split("$L__BB0_2:")
+    body = rest.split("$L__BB0_3:")[0]
+    assert re.search(r"wgmma\.mma_async[^\n]*, 0, 1, 1,", pre)  # QK(0), before the loop
+    wait = body.index("wgmma.wait_group.sync.aligned 0;")
+    qk = re.search(r"wgmma\.mma_async[^\n]*, 0, 1, 1,", body).start()
+    assert wait < body.index("mul.f32") < qk
+    assert body[qk:].count("ex2.approx") > 4 * body[:qk].count("ex2.approx")  # only the rescale's before it
+    assert body.count("wgmma.wait_group") == 1 and body.count("wgmma.commit_group") == 2
+    if find_ptxas() is not None:
+        r = ptx_resources(ptx, "sm_90a")
+        assert r["spill_stores"] == 0
+        assert "C7514" not in r["log"] and "C7515" not in r["log"], r["log"]
+
+
 @pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (128, 64, 8)])
 def test_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
     """"wgmma_defer" (on by default; "no_wgmma_defer" turns it off): p is packed before one fence, the P.V wgmma
