@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptime,occ,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,exptime,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -87,6 +87,22 @@ if has ncu; then  # Nsight Compute on one launch, ours and Triton's: attention, 
   done
   for impl in ours triton; do
     step ncu-matmul-2048-$impl $NCU -k regex:matmul python3 scripts/ncu_once.py matmul --impl $impl --warps 8
+  done
+fi
+if has ncu128; then  # Nsight Compute: matmul 2048^3 128x128x64 w8 s3 (ours, ours with ring_tight_all, Triton) and
+  # attention D=64 w4 (ours, Triton): where the 128x128 matmul config and attention D=64 lose to Triton
+  NCU="ncu --clock-control none --launch-skip 1 --launch-count 1 --section SchedulerStats \
+       --section WarpStateStats --section LaunchStats --section Occupancy --section SpeedOfLight \
+       --section MemoryWorkloadAnalysis --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
+  for impl in ours triton; do
+    step ncu-mm128-$impl $NCU -k regex:matmul python3 scripts/ncu_once.py matmul --impl $impl --warps 8 \
+      --block 128,128,64
+  done
+  step ncu-mm128-ours-tightall env TILEFARM_EXPERIMENTS=ring_tight_all $NCU -k regex:matmul \
+    python3 scripts/ncu_once.py matmul --impl ours --warps 8 --block 128,128,64
+  for impl in ours triton; do
+    step ncu-attn64-$impl $NCU -k regex:attention_fwd python3 scripts/ncu_once.py attention --impl $impl --D 64 \
+      --warps 4
   done
 fi
 if has flat; then
