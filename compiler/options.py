@@ -51,7 +51,8 @@ class Options:
     # iteration issues right after the accumulator's rescale and computes during the softmax's exponentials; every
     # gpu test passes with it; measured on the H200: attention D=64 w4 0.92 of the default (the QK copy-out costs
     # 64 moves per thread and 254 registers), D=128 1.00; the step after it would issue the previous P.V beside
-    # the QK and rescale after the P.V wait, as FlashAttention-3 does).
+    # the QK and rescale after the P.V wait, as FlashAttention-3 does); "desc64" (codegen/dot.py: wgmma
+    # descriptors as one 64-bit base per tile and slot plus a 64-bit constant add per k-step).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

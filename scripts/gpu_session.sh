@@ -125,7 +125,7 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-EXP=${TILEFARM_EXP:-qk_ahead}  # the switches the exp part runs with (compiler/options.py; e.g. no_smem_convert)
+EXP=${TILEFARM_EXP:-desc64}  # the switches the exp part runs with (compiler/options.py; e.g. no_smem_convert)
 if has exp; then  # code-generation switches: every gpu test with them on, then matmul and attention A/B-timed
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"

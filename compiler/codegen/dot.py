@@ -417,9 +417,16 @@ def _desc(e, st, row, col, kmajor):
         start = e.b.add(start, st.dyn)
     sbo = 8 * st.row_bytes
     lbo = 16 if kmajor else st.block_bytes
+    hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
+    if e.opts.experiment("desc64"):
+        # Switch "desc64": one 64-bit descriptor per tile and slot, and a 64-bit add of the constant offset per
+        # k-step (the address field cannot carry: it stays under 2^14), so the wgmmas of a chain take descriptors
+        # one uniform add apart instead of each rebuilding its high word
+        base = e.b.or_(e.b.zext(e.b.add(e.b.lshr(start, e.i32(4)), e.i32((lbo >> 4) << 16)), C.I64),
+                       ir.Constant(C.I64, hi))
+        return e.b.add(base, ir.Constant(C.I64, c >> 4)) if c else base
     # the address (14 bits) and LBO (bits 16-29) do not overlap: one add sets both
     lo = e.b.add(e.b.lshr(start, e.i32(4)), e.i32((c >> 4) | ((lbo >> 4) << 16)))
-    hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
     return e.b.or_(e.b.zext(lo, C.I64), ir.Constant(C.I64, hi))
 
 
