@@ -584,25 +584,18 @@ def qk_ahead_prologue(e, loop, init):
 
 
 def _qk_ahead_dot(e, op, c, ll, lay):
-    """In a qk_ahead loop, iteration i: issue QK(i+1) from slot i+1 (the loop carries its registers to the next
-    iteration), then wait for all but that group -- QK(i), issued one iteration earlier, and a P.V group the
-    last iteration left in flight -- tied to their registers; QK(i)'s are this dot's result."""
+    """In a qk_ahead loop, iteration i: wait for QK(i), issued one iteration earlier, and for the P.V group the
+    last iteration left in flight (ptxas proves a wgmma's registers free only after a wait for every group; with
+    QK(i+1) left pending it serializes the wgmmas), copy QK(i) out as this dot's result, and issue QK(i+1) from
+    slot i+1 -- here, or at the loop's qk_issue marker (after the accumulator's rescale) when it has one."""
     loop = _qk_ahead_loop(op)
     view = op.operands[1].owner
-    # QK(i), issued one iteration earlier, and the P.V group the last iteration left in flight: wait for both
-    # (ptxas proves a wgmma's registers free only after a wait for every group; with QK(i+1) left pending it
-    # serializes the wgmmas)
     blk = op.block
-    y = blk.terminator
     cur = list(e.qk_carried[id(loop)])
     tie, deferred = list(cur), []
-    for o in blk.ops:
-        if o.kind == "dot" and o is not op and defer_to_loop(e, o) is not None:
-            arg = blk.args[1 + y.operands.index(o.result)]
-            x = e.env.get(arg.id)
-            if isinstance(x, Tile):
-                deferred.append((arg, x, len(tie)))
-                tie += list(x.regs)
+    for arg, x in _deferred_accumulators(e, op):
+        deferred.append((arg, x, len(tie)))
+        tie += list(x.regs)
     tied = _wait_tied(e, tie, 0)
     for arg, x, at in deferred:
         e.env[arg.id] = Tile(x.ll, tied[at:at + len(x.regs)])
@@ -834,14 +827,24 @@ def _retire_deferred(e, op, regs):
     first = next((o for o in blk.ops if o.kind == "dot"), None)
     if first is not op:
         return regs
+    for arg, x in _deferred_accumulators(e, op):
+        e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
+    return regs
+
+
+def _deferred_accumulators(e, op):
+    """(carried argument, its registers) for each later dot of op's loop body that left its wgmma group in flight
+    into the next iteration (wgmma_defer)."""
+    blk = op.block
     y = blk.terminator
+    out = []
     for o in blk.ops:
         if o.kind == "dot" and o is not op and defer_to_loop(e, o) is not None:
             arg = blk.args[1 + y.operands.index(o.result)]
             x = e.env.get(arg.id)
             if isinstance(x, Tile):
-                e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
-    return regs
+                out.append((arg, x))
+    return out
 
 
 def _uses(block, v):
