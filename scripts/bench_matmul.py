@@ -42,7 +42,14 @@ MATMUL_CONFIGS = [
     (64, 128, 32, 8, 4, 4),
 ]
 QUICK_CONFIGS = MATMUL_CONFIGS[:2]
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) per head dimension
 ATTN_CONFIGS = {64: [(128, 64, 4, 3), (128, 64, 8, 3)], 128: [(128, 64, 8, 3), (128, 32, 8, 3)]}
+# --attn-configs wide: a larger part of the Triton tutorial's autotuning space (BLOCK_M 64/128, BLOCK_N 32-128,
+# 4/8 warps, 2-4 stages), the same list for every implementation
+ATTN_WIDE = {64: [(128, 64, 4, 3), (128, 64, 8, 3), (128, 64, 4, 2), (128, 64, 4, 4), (128, 64, 8, 4),
+                  (128, 128, 8, 3), (128, 128, 8, 2), (128, 128, 4, 2), (64, 64, 4, 3), (128, 32, 4, 3)],
+             128: [(128, 64, 8, 3), (128, 32, 8, 3), (128, 64, 8, 2), (128, 64, 8, 4), (128, 128, 8, 2),
+                   (64, 64, 4, 3), (128, 64, 4, 3)]}
 MATMUL_TOL = 1e-2  # max |err| / max |ref| for fp16/bf16 outputs of K-long fp32 sums
 
 
@@ -431,6 +438,8 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="float16,bfloat16")
     ap.add_argument("--no-attention", action="store_true")
     ap.add_argument("--no-matmul", action="store_true")
+    ap.add_argument("--attn-configs", choices=("default", "wide"), default="default",
+                    help="attention configs: the default two per head dimension, or a wider autotuning space")
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds re-timing the best configs")
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
@@ -442,8 +451,10 @@ def main(argv=None):
     ap.add_argument("--table", metavar="JSON", default=None,
                     help="print the table of an earlier run's JSON (with the per-round spread) and stop; no GPU")
     args = ap.parse_args(argv)
-    global AB, ROUNDS
+    global AB, ROUNDS, ATTN_CONFIGS
     AB, ROUNDS = args.ab, max(1, args.rounds)
+    if args.attn_configs == "wide":
+        ATTN_CONFIGS = ATTN_WIDE
     if args.pool:
         return pooled(args.pool)
     if args.table:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptime,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,exptime,attnwide,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -138,6 +138,11 @@ fi
 if has exptime; then  # only the A/B timing of the switches in $EXP (their gpu tests ran before)
   mkdir -p "$OUT/exp"
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"
+fi
+if has attnwide; then  # attention over a wider config space (same list for every implementation), A/B with $EXP
+  mkdir -p "$OUT/attnwide"
+  step attn-wide python3 scripts/bench_matmul.py --no-matmul --attn-configs wide --ab "$EXP" --rounds 7 \
+    --rep-ms 50 --out "$OUT/attnwide"
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")
