@@ -11,8 +11,9 @@ from dataclasses import dataclass
 # (2048^3 1.07x), attention D=64 1.05x, D=128 1.01x. "copy_late" (passes/pipeline.py; 2026-11-30) -- attention
 # D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it). "remat_blocked"
 # (passes/assign_layouts.py; 2026-11-30) -- attention D=64 1.03x, D=128 1.01x, matmul 0.98-1.03x (noise).
+# "desc64_multi" (codegen/dot.py; 2026-11-30) -- attention D=128 1.02x in three A/B runs, D=64 1.00x.
 DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
-                        "ring_tight"})
+                        "ring_tight", "desc64_multi"})
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class Options:
     # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
     # converted through shared memory); "ring_tight" (passes/pipeline.py: a one-warpgroup, one-dot loop's copy ring
     # keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after the dot's wgmma wait and a
-    # second barrier: more blocks per SM). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # second barrier: more blocks per SM); "desc64_multi" (codegen/dot.py: "desc64" below for the dots of loops with
+    # several dots, attention's). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
@@ -53,8 +55,8 @@ class Options:
     # 64 moves per thread and 254 registers), D=128 1.00; the step after it would issue the previous P.V beside
     # the QK and rescale after the P.V wait, as FlashAttention-3 does); "desc64" (codegen/dot.py: wgmma
     # descriptors as one 64-bit base per tile and slot plus a 64-bit constant add per k-step; every gpu test
-    # passes with it; one A/B run on the H200: attention D=128 1.02-1.03, 1024^3 matmul 1.02, the 4096^3 and
-    # 8192^3 targets 0.99-1.01, 128x128x64 w8 possibly slower; to be confirmed before it is made default).
+    # passes with it; two A/B runs on the H200: attention D=128 1.020-1.021, D=64 1.00, matmul 0.98-1.03 with
+    # bf16 4096^3 0.986-0.989 in both runs, so only loops of several dots take it by default, desc64_multi).
     experiments: str = ""
 
     def experiment(self, name: str) -> bool:

@@ -398,7 +398,21 @@ def to_dot_operand(e, x, dst_ll, lay):
 
 # ---- Hopper warpgroup MMA (wgmma, sm_90a): operands in swizzled shared memory ----------------------------------
 
-def _desc(e, st, row, col, kmajor):
+def _desc64(e, op) -> bool:
+    """The wgmmas of `op` take 64-bit descriptors (switch "desc64" everywhere; "desc64_multi", default, for the
+    dots of a loop with several dots: attention's short QK and P.V chains, where the rebuilt descriptors stand
+    between the wgmmas; measured on the H200 in three A/B runs, attention D=128 1.020-1.024, D=64 1.00, while
+    the matmul loop's long n256 chains gained nothing, 0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs)."""
+    if e.opts.experiment("desc64"):
+        return True
+    if not e.opts.experiment("desc64_multi"):
+        return False
+    blk = op.block
+    loop = getattr(blk, "parent", None)
+    return getattr(loop, "kind", None) == "for" and sum(o.kind == "dot" for o in blk.ops) > 1
+
+
+def _desc(e, st, row, col, kmajor, wide=False):
     """64-bit wgmma matrix descriptor of SwizzledTile st starting at (row, col) (compile-time ints).
 
     K-major (inner dim K): SBO = 8 rows; LBO unused (1). MN-major (inner dim M/N): LBO = the next block of
@@ -418,8 +432,8 @@ def _desc(e, st, row, col, kmajor):
     sbo = 8 * st.row_bytes
     lbo = 16 if kmajor else st.block_bytes
     hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
-    if e.opts.experiment("desc64"):
-        # Switch "desc64": one 64-bit descriptor per tile and slot, and a 64-bit add of the constant offset per
+    if wide:
+        # Switch "desc64" (_desc64): one 64-bit descriptor per tile and slot, and a 64-bit add of the constant offset per
         # k-step (the address field cannot carry: it stays under 2^14), so the wgmmas of a chain take descriptors
         # one uniform add apart instead of each rebuilding its high word
         base = e.b.or_(e.b.zext(e.b.add(e.b.lshr(start, e.i32(4)), e.i32((lbo >> 4) << 16)), C.I64),
@@ -702,6 +716,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
         c = Tile(c.ll, _fence_tied(e, list(c.regs)))
     else:
         _asm_void(e, "wgmma.fence.sync.aligned;")
+    wide = _desc64(e, op)
     wg = e.b.lshr(e.warp, e.i32(2))
     nwg_m = wm // 4
     wg_m = e.b.and_(wg, e.i32(nwg_m - 1)) if nwg_m > 1 else e.i32(0)
@@ -733,10 +748,10 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
                 # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
                 # are selected below (few warpgroups, so a select chain is cheap)
                 db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
-                                  a_is_a=False)
+                                  a_is_a=False, wide=wide)
                 if a_regs is None:
                     da = [_select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
-                                       a_is_a=True)]
+                                       a_is_a=True, wide=wide)]
                 else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
                     r0 = mi * a_per + (k0 // 16) * 8
                     if words is not None:
@@ -897,7 +912,7 @@ def _finish_wgmma(e, loop):
             e.env[r.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
 
 
-def _select_desc(e, st, kmajor, positions, idx, a_is_a):
+def _select_desc(e, st, kmajor, positions, idx, a_is_a, wide=False):
     """Descriptor for the warpgroup's position (positions[idx]); positions are (m|k, k|n) pairs in the
     operand's own (dim0, dim1) coordinates."""
     descs = []
@@ -906,7 +921,7 @@ def _select_desc(e, st, kmajor, positions, idx, a_is_a):
             row, col = (p0, p1) if kmajor else (p1, p0)
         else:  # b [K, N]: rows are n when K-major, k otherwise
             row, col = (p1, p0) if kmajor else (p0, p1)
-        descs.append(_desc(e, st, row, col, kmajor))
+        descs.append(_desc(e, st, row, col, kmajor, wide))
     out = descs[0]
     for g in range(1, len(descs)):
         out = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), descs[g], out)

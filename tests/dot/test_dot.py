@@ -593,6 +593,35 @@ def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, t
     assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
 
 
+@pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
+def test_desc64_multi_builds_attention_descriptors_once_per_slot(D, nw, monkeypatch, tmp_path):
+    """Switch "desc64_multi" (default; "no_desc64_multi" turns it off): in a loop of several dots (attention) the
+    wgmma descriptors of a ring slot are one 64-bit value built once per operand (a cvt.u64.u32 each for K and V),
+    the k-steps 64-bit adds of constants; without it every descriptor is rebuilt from its 32-bit address. The
+    one-dot matmul loop is the same either way. Both assemble without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from workloads.attention import kernel as A
+
+    q = np.zeros((4 * 1024, D), np.float16)
+
+    def ptx_of(experiments):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+        ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
+                                            num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
+        if find_ptxas() is not None:
+            assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
+        mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
+        return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0], mm
+
+    (wide, mm), (narrow, mm_narrow) = ptx_of(""), ptx_of("no_desc64_multi")
+    n = wide.count("wgmma.mma_async")
+    assert n == narrow.count("wgmma.mma_async") >= 12
+    assert wide.count("cvt.u64.u32") == 2 and wide.count("add.s64") >= n - 4
+    assert narrow.count("cvt.u64.u32") >= 8
+    assert mm == mm_narrow
+
+
 def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
     """Switch "smem_carveout": a kernel over 48 KiB of shared memory carries a carveout of 100 (percent) in its
     metadata, which the launcher sets on the function; a small kernel, or the switch off, carries none."""
