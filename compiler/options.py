@@ -47,7 +47,9 @@ class Options:
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
     # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four
     # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; every gpu test passes with it, and
-    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight_all" (ring_tight for
+    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight_multi"
+    # (passes/pipeline.py: ring_tight for one-warpgroup loops of several dots, attention's: 64x64 D=64 s3 in 56 KiB
+    # instead of 72); "ring_tight_all" (ring_tight for
     # blocks of two warpgroups too: 128x128x64 w8 s3 in 96 KiB, two blocks per SM; measured 1-8% slower at
     # 4096^3, +10% at 2048^3); "qk_ahead" (passes/pipeline.py + codegen/dot.py: attention's QK of the next
     # iteration issues right after the accumulator's rescale and computes during the softmax's exponentials; every

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptime,attnwide,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -130,6 +130,9 @@ if has exp; then  # code-generation switches: every gpu test with them on, then 
   step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
   mkdir -p "$OUT/exp"
   step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"  # A/B in one process
+fi
+if has exptests; then  # only the gpu tests with the switches in $EXP on
+  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests "$@"
 fi
 if has occ; then  # blocks per SM of our matmul per config, default and with the switches in $EXP
   step occupancy python3 scripts/bench_matmul.py --occupancy

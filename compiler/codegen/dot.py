@@ -433,9 +433,9 @@ def _desc(e, st, row, col, kmajor, wide=False):
     lbo = 16 if kmajor else st.block_bytes
     hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
     if wide:
-        # Switch "desc64" (_desc64): one 64-bit descriptor per tile and slot, and a 64-bit add of the constant offset per
-        # k-step (the address field cannot carry: it stays under 2^14), so the wgmmas of a chain take descriptors
-        # one uniform add apart instead of each rebuilding its high word
+        # Switches "desc64" / "desc64_multi" (_desc64): one 64-bit descriptor per tile and slot, and a 64-bit add
+        # of the constant offset per k-step (the address field cannot carry: it stays under 2^14), so the wgmmas
+        # of a chain take descriptors one uniform add apart instead of each rebuilding its high word
         base = e.b.or_(e.b.zext(e.b.add(e.b.lshr(start, e.i32(4)), e.i32((lbo >> 4) << 16)), C.I64),
                        ir.Constant(C.I64, hi))
         return e.b.add(base, ir.Constant(C.I64, c >> 4)) if c else base

@@ -339,7 +339,10 @@ def _pipeline_async(module, loop, options) -> bool:
     # wgmmas issue right after the iteration's first barrier. Measured on the H200 (2048^3-8192^3): 64x128x32 w4
     # s4 +3-30%, 128x128x32 w4 s4 +2-5%; 1024^3 (fewer blocks than SMs) -3-5%. Blocks of two warpgroups lost 1-8%
     # with it (128x256x64, 64x256x64, 128x128x64 w8 at 4096^3), so they take it only with "ring_tight_all".
-    tight = len(dots) == 1 and options.experiment("ring_tight") and (
+    # Switch "ring_tight_multi": the same for a loop of several dots (attention): the copies follow the last dot
+    # (as "copy_late" places them) behind the barrier; the slot they overwrite was read by the previous
+    # iteration's dots, whose wgmmas the first dot's wait retired (a dot leaves at most one group in flight).
+    tight = (len(dots) == 1 or options.experiment("ring_tight_multi")) and options.experiment("ring_tight") and (
         options.num_warps == 4 or options.experiment("ring_tight_all"))
     least = 2 if tight else 3
     slots = max(least, getattr(options, "num_stages", 3) + (0 if tight else 1))

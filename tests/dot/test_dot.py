@@ -334,6 +334,39 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
 
 
+@pytest.mark.parametrize("D,BM,nw,stages,slots", [(64, 128, 4, 3, 3), (64, 64, 4, 3, 3), (128, 64, 4, 3, 3),
+                                                  (64, 128, 4, 2, 2), (128, 128, 8, 3, 4)])
+def test_ring_tight_multi_gives_attention_num_stages_slots(D, BM, nw, stages, slots, monkeypatch, tmp_path):
+    """Switch "ring_tight_multi": attention's loop (two dots) of one warpgroup keeps num_stages slots and copies
+    num_stages - 1 iterations ahead, after the P.V wgmma and a second barrier (the slot they overwrite is the one
+    the previous iteration's QK and P.V read); two warpgroups keep the loose ring. 64x64 D=64 s3: 56 KiB of
+    shared memory instead of 72 (four blocks per SM). Assembles without spills or serialized wgmmas."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from workloads.attention import kernel as A
+
+    q = np.zeros((4 * 1024, D), np.float16)
+
+    def compiled(experiments):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+        return A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
+                                             num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=64)
+
+    tight, loose = compiled("ring_tight_multi"), compiled("")
+    tile = (2 * 64 * D) * 2  # a K and a V tile of 64 rows, fp16
+    assert tight.shared - loose.shared == (slots - max(3, stages + 1)) * tile
+    body = tight.asm["ptx"].split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+    if nw == 4:
+        assert body.count("bar.sync") == 2 and f"cp.async.wait_group {slots - 2};" in body
+        last = body.rindex("wgmma.mma_async")
+        assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
+    else:
+        assert tight.asm["ptx"] == loose.asm["ptx"]
+    if find_ptxas() is not None:
+        r = ptx_resources(tight.asm["ptx"], "sm_90a")
+        assert r["spill_stores"] == 0 and "C751" not in r["log"], r["log"]
+
+
 def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
     """The tight ring's loop in PTX: wait for the slot, barrier, wgmmas, wgmma wait 1, barrier, then the copies
     (zero-filled when masked off) and their commit; the wait lets num_stages - 2 groups stay in flight."""
