@@ -12,8 +12,9 @@ from dataclasses import dataclass
 # D=64 1.02x, D=128 1.03x (loops of several dots only; the matmul loop lost up to 4% with it). "remat_blocked"
 # (passes/assign_layouts.py; 2026-11-30) -- attention D=64 1.03x, D=128 1.01x, matmul 0.98-1.03x (noise).
 # "desc64_multi" (codegen/dot.py; 2026-11-30) -- attention D=128 1.02x in three A/B runs, D=64 1.00x.
+# "ring_tight_multi" (passes/pipeline.py; 2026-11-30) -- attention D=128 64x64 w4 s3 1.31x (one block per SM -> two).
 DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
-                        "ring_tight", "desc64_multi"})
+                        "ring_tight", "desc64_multi", "ring_tight_multi"})
 
 
 @dataclass(frozen=True)
@@ -40,16 +41,16 @@ class Options:
     # (passes/assign_layouts.py: index vectors wanted in a blocked layout outside loops are recomputed there, not
     # converted through shared memory); "ring_tight" (passes/pipeline.py: a one-warpgroup, one-dot loop's copy ring
     # keeps num_stages slots, loads num_stages - 1 iterations ahead, and copies after the dot's wgmma wait and a
-    # second barrier: more blocks per SM); "desc64_multi" (codegen/dot.py: "desc64" below for the dots of loops with
+    # second barrier: more blocks per SM); "ring_tight_multi" (passes/pipeline.py: ring_tight for a one-warpgroup loop
+    # of several dots, attention's, where it turns one block per SM into two: D=128 64x64 s3 in 112 KiB instead of
+    # 144); "desc64_multi" (codegen/dot.py: "desc64" below for the dots of loops with
     # several dots, attention's). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
     # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four
     # 8x8 blocks: the matmul epilogue's 64 st.shared.b32 per thread become 16; every gpu test passes with it, and
-    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight_multi"
-    # (passes/pipeline.py: ring_tight for one-warpgroup loops of several dots, attention's: 64x64 D=64 s3 in 56 KiB
-    # instead of 72); "ring_tight_all" (ring_tight for
+    # A/B-timed on the H200 it changes nothing beyond the noise, 0.99-1.01); "ring_tight_all" (ring_tight for
     # blocks of two warpgroups too: 128x128x64 w8 s3 in 96 KiB, two blocks per SM; measured 1-8% slower at
     # 4096^3, +10% at 2048^3); "qk_ahead" (passes/pipeline.py + codegen/dot.py: attention's QK of the next
     # iteration issues right after the accumulator's rescale and computes during the softmax's exponentials; every

@@ -65,6 +65,12 @@ def pipeline_loads(module, options):
 
 
 SMEM_MAX = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
+SMEM_SM = 233472  # bytes of shared memory of one SM on sm_90 (228 KiB), 1 KiB of it reserved per block
+
+
+def _blocks_per_sm(nbytes) -> int:
+    """Blocks one SM holds by shared memory alone."""
+    return SMEM_SM // (nbytes + 1024)
 
 
 # Estimated 32-bit registers per thread (live data only) above which the extra stage would spill: ptxas has
@@ -309,7 +315,7 @@ def _pipeline_async(module, loop, options) -> bool:
         return False
     inside, indep_ops, movable, addr_args = got
     info = None
-    loads, other_bytes = [], 0
+    loads, other_bytes, fixed_bytes = [], 0, 0
     for d in dots:
         for v in d.operands[:2]:
             o = v.owner
@@ -322,8 +328,10 @@ def _pipeline_async(module, loop, options) -> bool:
                 if _copyable(o, info):
                     loads.append(o)
                     continue
-            # stored once before the loop (defined outside it), or per iteration into scratch (2 stages)
+            # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
+            # from registers: attention's P, which the code generator decides)
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
+            fixed_bytes += nbytes if v.id not in inside else 0
     if not loads or (len(dots) == 1 and len(loads) < 2):
         return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
     eb = 2
@@ -339,15 +347,29 @@ def _pipeline_async(module, loop, options) -> bool:
     # wgmmas issue right after the iteration's first barrier. Measured on the H200 (2048^3-8192^3): 64x128x32 w4
     # s4 +3-30%, 128x128x32 w4 s4 +2-5%; 1024^3 (fewer blocks than SMs) -3-5%. Blocks of two warpgroups lost 1-8%
     # with it (128x256x64, 64x256x64, 128x128x64 w8 at 4096^3), so they take it only with "ring_tight_all".
-    # Switch "ring_tight_multi": the same for a loop of several dots (attention): the copies follow the last dot
-    # (as "copy_late" places them) behind the barrier; the slot they overwrite was read by the previous
-    # iteration's dots, whose wgmmas the first dot's wait retired (a dot leaves at most one group in flight).
-    tight = (len(dots) == 1 or options.experiment("ring_tight_multi")) and options.experiment("ring_tight") and (
-        options.num_warps == 4 or options.experiment("ring_tight_all"))
-    least = 2 if tight else 3
-    slots = max(least, getattr(options, "num_stages", 3) + (0 if tight else 1))
-    while slots > least and slots * stage > budget:
-        slots -= 1
+    # Switch "ring_tight_multi" (default): the same for a loop of several dots (attention) when the loose ring
+    # leaves room for one block per SM and the tight one for two (counting the ring and the operands stored
+    # before the loop); its copies follow the last dot (as "copy_late"
+    # places them) behind the barrier; the slot they overwrite was read by the previous iteration's dots, whose
+    # wgmmas the first dot's wait retired (a dot leaves at most one group in flight). Measured on the H200 (BH32
+    # L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays (D=64
+    # 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
+    stages = getattr(options, "num_stages", 3)
+
+    def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
+        least = 2 if tight else 3
+        n = max(least, stages + (0 if tight else 1))
+        while n > least and n * stage > budget:
+            n -= 1
+        return n
+
+    if len(dots) == 1:
+        tight = options.experiment("ring_tight") and (options.num_warps == 4 or options.experiment("ring_tight_all"))
+    else:
+        tight = (options.experiment("ring_tight") and options.experiment("ring_tight_multi")
+                 and options.num_warps == 4 and _blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
+                 and _blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
+    slots = fit(tight)
     if slots * stage > budget:
         return False
     # Switch "qk_ahead": in a loop of two dots whose first reads a loop-invariant `a`, a ring operand `b` and a

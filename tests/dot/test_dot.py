@@ -193,7 +193,8 @@ def test_copy_ring_reads_no_stale_shared_memory_gpu():
     a race there would let a wgmma read a slot's previous contents. The 128x128x64 w8 wgmma matmul (8 K iterations
     through a 4-slot ring) and attention D=64 run 120 times each, alternating two input sets, every output
     poisoned first: each result must be bit-identical to its input set's first one (the kernels are
-    deterministic), and the first ones correct."""
+    deterministic), and the first ones correct. Attention D=128 in 64-row blocks runs the tight ring
+    (ring_tight_multi) the same way."""
     from compiler.runtime import DeviceArray, synchronize
 
     rng = np.random.default_rng(11)
@@ -213,7 +214,25 @@ def test_copy_ring_reads_no_stale_shared_memory_gpu():
         q, k, v = qkv[i % 2]
         K.attention_fwd_kernel[(L // 128, H)](q, k, v, o, 1 / math.sqrt(D), L, L * D, D, HEAD_DIM=D, BLOCK_M=128,
                                               BLOCK_N=64, num_warps=4)
+    # D=128 in 64-row blocks of one warpgroup: the tight ring (ring_tight_multi), copies behind a second barrier
+    D2 = 128
+    qkv2 = [[DeviceArray.from_numpy(rng.uniform(-1, 1, (H, L, D2)).astype(np.float16)) for _ in range(3)]
+            for _ in range(2)]
+    touts = [DeviceArray.from_numpy(poison((H, L, D2), "float16")) for _ in range(runs)]
+    for i, o in enumerate(touts):
+        q, k, v = qkv2[i % 2]
+        K.attention_fwd_kernel[(L // 64, H)](q, k, v, o, 1 / math.sqrt(D2), L, L * D2, D2, HEAD_DIM=D2, BLOCK_M=64,
+                                             BLOCK_N=64, num_warps=4, num_stages=3)
     synchronize()
+    for s in range(2):
+        q, k, v = (x.numpy().astype(np.float64) for x in qkv2[s])
+        sc = np.einsum("hld,hmd->hlm", q, k) / math.sqrt(D2)
+        p = np.exp(sc - sc.max(-1, keepdims=True))
+        ref = np.einsum("hlm,hmd->hld", p / p.sum(-1, keepdims=True), v)
+        assert_close(touts[s].numpy().reshape(H, L, D2), ref, "float16", rtol=1e-2, atol=1e-2)
+    for i in range(2, runs):
+        assert np.array_equal(touts[i].numpy().view(np.uint16), touts[i % 2].numpy().view(np.uint16)), \
+            f"attention (tight ring) run {i}"
     for s in range(2):
         a, b = (m.numpy().reshape(n, n) for m in mats[s])
         assert_close(outs[s].numpy().reshape(n, n), a.astype(np.float64) @ b.astype(np.float64), "float16",
@@ -334,13 +353,16 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
 
 
-@pytest.mark.parametrize("D,BM,nw,stages,slots", [(64, 128, 4, 3, 3), (64, 64, 4, 3, 3), (128, 64, 4, 3, 3),
-                                                  (64, 128, 4, 2, 2), (128, 128, 8, 3, 4)])
-def test_ring_tight_multi_gives_attention_num_stages_slots(D, BM, nw, stages, slots, monkeypatch, tmp_path):
-    """Switch "ring_tight_multi": attention's loop (two dots) of one warpgroup keeps num_stages slots and copies
-    num_stages - 1 iterations ahead, after the P.V wgmma and a second barrier (the slot they overwrite is the one
-    the previous iteration's QK and P.V read); two warpgroups keep the loose ring. 64x64 D=64 s3: 56 KiB of
-    shared memory instead of 72 (four blocks per SM). Assembles without spills or serialized wgmmas."""
+@pytest.mark.parametrize("D,BM,nw,stages,tight", [(128, 64, 4, 3, True), (128, 64, 4, 2, False),
+                                                  (64, 128, 4, 3, False), (64, 64, 4, 3, False),
+                                                  (128, 128, 8, 3, False)])
+def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, tight, monkeypatch, tmp_path):
+    """Switch "ring_tight_multi" (default; "no_ring_tight_multi" turns it off): attention's loop (two dots) of one
+    warpgroup whose loose ring leaves room for one block per SM and the tight ring for two (D=128, 64-row
+    blocks: 144 KiB -> 112 at s3) keeps num_stages slots and copies num_stages - 1 iterations ahead, after the
+    P.V wgmma and a second barrier (the slot they overwrite is the one the previous iteration's QK and P.V
+    read). Other blocks (D=64: two or three blocks either way; two warpgroups) are unchanged. Assembles without
+    spills or serialized wgmmas."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
@@ -352,18 +374,20 @@ def test_ring_tight_multi_gives_attention_num_stages_slots(D, BM, nw, stages, sl
         return A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
                                              num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=64)
 
-    tight, loose = compiled("ring_tight_multi"), compiled("")
+    got, loose = compiled(""), compiled("no_ring_tight_multi")
+    if not tight:
+        assert got.asm["ptx"] == loose.asm["ptx"]
+        return
     tile = (2 * 64 * D) * 2  # a K and a V tile of 64 rows, fp16
-    assert tight.shared - loose.shared == (slots - max(3, stages + 1)) * tile
-    body = tight.asm["ptx"].split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
-    if nw == 4:
-        assert body.count("bar.sync") == 2 and f"cp.async.wait_group {slots - 2};" in body
-        last = body.rindex("wgmma.mma_async")
-        assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
-    else:
-        assert tight.asm["ptx"] == loose.asm["ptx"]
+    slots = max(2, stages)
+    assert loose.shared - got.shared == (max(3, stages + 1) - slots) * tile
+    assert 233472 // (got.shared + 1024) == 2 and 233472 // (loose.shared + 1024) == 1
+    body = got.asm["ptx"].split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+    assert body.count("bar.sync") == 2 and f"cp.async.wait_group {slots - 2};" in body
+    last = body.rindex("wgmma.mma_async")
+    assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
     if find_ptxas() is not None:
-        r = ptx_resources(tight.asm["ptx"], "sm_90a")
+        r = ptx_resources(got.asm["ptx"], "sm_90a")
         assert r["spill_stores"] == 0 and "C751" not in r["log"], r["log"]
 
 
