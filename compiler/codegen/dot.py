@@ -766,8 +766,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
         return regs  # qk_ahead: the caller ties the results through a later wait
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
-    regs = _wait_tied(e, regs, 1 if loop is not None else 0)
-    return _retire_deferred(e, op, regs)
+    return _wait_retiring(e, op, regs, 1 if loop is not None else 0)
 
 
 def _fence_tied(e, words):
@@ -832,19 +831,28 @@ def _inside(blk, v) -> bool:
     return False
 
 
-def _retire_deferred(e, op, regs):
-    """After the wait of a loop body's first dot: the accumulators a later dot left in flight last iteration are
-    complete now; tie them through a wait so nothing reads them earlier, and use the tied values from here."""
+def _wait_retiring(e, op, regs, pending):
+    """The wait of a dot's wgmma group. After the first dot of a loop body the accumulators a later dot left in
+    flight last iteration (wgmma_defer) are complete too: they are tied through the same wait (one wait_group
+    0 for all; a second wait when this one leaves a group pending), so nothing reads them earlier, and the tied
+    values are used from here."""
     blk = op.block
     loop = getattr(blk, "parent", None)
-    if loop is None or loop.kind != "for" or blk is not loop.blocks[0] or not e.opts.experiment("wgmma_defer"):
+    deferred = []
+    if (loop is not None and loop.kind == "for" and blk is loop.blocks[0] and e.opts.experiment("wgmma_defer")
+            and next((o for o in blk.ops if o.kind == "dot"), None) is op):
+        deferred = _deferred_accumulators(e, op)
+    if pending or not deferred:
+        regs = _wait_tied(e, regs, pending)
+        for arg, x in deferred:
+            e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
         return regs
-    first = next((o for o in blk.ops if o.kind == "dot"), None)
-    if first is not op:
-        return regs
-    for arg, x in _deferred_accumulators(e, op):
-        e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
-    return regs
+    tied = _wait_tied(e, list(regs) + [r for _, x in deferred for r in x.regs], 0)
+    at = len(regs)
+    for arg, x in deferred:
+        e.env[arg.id] = Tile(x.ll, tied[at:at + len(x.regs)])
+        at += len(x.regs)
+    return tied[:len(regs)]
 
 
 def _deferred_accumulators(e, op):
