@@ -97,10 +97,7 @@ def test_attention_fwd(target, head_dim):
     scale = 1 / math.sqrt(head_dim)
     run(target, K.attention_fwd_kernel, (L // 64, H), [q, k, v, o], [scale, L, L * head_dim, head_dim],
         HEAD_DIM=head_dim, BLOCK_M=64, BLOCK_N=32)
-    s = np.einsum("hld,hmd->hlm", q.astype(np.float64), k.astype(np.float64)) * scale
-    p = np.exp(s - s.max(-1, keepdims=True))
-    ref = np.einsum("hlm,hmd->hld", p / p.sum(-1, keepdims=True), v.astype(np.float64))
-    assert_close(o, ref, "float16", rtol=1e-2, atol=1e-2)
+    assert_close(o, _attention_ref(q, k, v), "float16", rtol=1e-2, atol=1e-2)
 
 
 def test_dot_errors():
@@ -206,41 +203,47 @@ def test_copy_ring_reads_no_stale_shared_memory_gpu():
         a, b = mats[i % 2]
         K.matmul_kernel[((n // 128) ** 2,)](a, b, c, bias, n, n, n, n, 1, n, 1, n, 1, BLOCK_M=128, BLOCK_N=128,
                                             BLOCK_K=64, GROUP_M=8, EPILOGUE="none", PRECISION="ieee", num_warps=8)
-    H, L, D = 4, 1024, 64
-    qkv = [[DeviceArray.from_numpy(rng.uniform(-1, 1, (H, L, D)).astype(np.float16)) for _ in range(3)]
-           for _ in range(2)]
-    aouts = [DeviceArray.from_numpy(poison((H, L, D), "float16")) for _ in range(runs)]
-    for i, o in enumerate(aouts):
-        q, k, v = qkv[i % 2]
-        K.attention_fwd_kernel[(L // 128, H)](q, k, v, o, 1 / math.sqrt(D), L, L * D, D, HEAD_DIM=D, BLOCK_M=128,
-                                              BLOCK_N=64, num_warps=4)
-    # D=128 in 64-row blocks of one warpgroup: the tight ring (ring_tight_multi), copies behind a second barrier
-    D2 = 128
-    qkv2 = [[DeviceArray.from_numpy(rng.uniform(-1, 1, (H, L, D2)).astype(np.float16)) for _ in range(3)]
-            for _ in range(2)]
-    touts = [DeviceArray.from_numpy(poison((H, L, D2), "float16")) for _ in range(runs)]
-    for i, o in enumerate(touts):
-        q, k, v = qkv2[i % 2]
-        K.attention_fwd_kernel[(L // 64, H)](q, k, v, o, 1 / math.sqrt(D2), L, L * D2, D2, HEAD_DIM=D2, BLOCK_M=64,
-                                             BLOCK_N=64, num_warps=4, num_stages=3)
+    H, L = 4, 1024
+    attn = {"D=64": (64, _attention_runs(rng, H, L, 64, 128, runs, num_warps=4)),
+            # D=128 in 64-row blocks of one warpgroup: the tight ring (ring_tight_multi), copies behind a barrier
+            "D=128 tight ring": (128, _attention_runs(rng, H, L, 128, 64, runs, num_warps=4, num_stages=3))}
     synchronize()
-    for s in range(2):
-        q, k, v = (x.numpy().astype(np.float64) for x in qkv2[s])
-        sc = np.einsum("hld,hmd->hlm", q, k) / math.sqrt(D2)
-        p = np.exp(sc - sc.max(-1, keepdims=True))
-        ref = np.einsum("hlm,hmd->hld", p / p.sum(-1, keepdims=True), v)
-        assert_close(touts[s].numpy().reshape(H, L, D2), ref, "float16", rtol=1e-2, atol=1e-2)
-    for i in range(2, runs):
-        assert np.array_equal(touts[i].numpy().view(np.uint16), touts[i % 2].numpy().view(np.uint16)), \
-            f"attention (tight ring) run {i}"
+    for name, (D, (qkv, aouts)) in attn.items():
+        for s in range(2):
+            ref = _attention_ref(*(x.numpy().reshape(H, L, D) for x in qkv[s]))
+            assert_close(aouts[s].numpy().reshape(H, L, D), ref, "float16", rtol=1e-2, atol=1e-2)
+        for i in range(2, runs):
+            assert np.array_equal(aouts[i].numpy().view(np.uint16), aouts[i % 2].numpy().view(np.uint16)), \
+                f"attention {name} run {i}"
     for s in range(2):
         a, b = (m.numpy().reshape(n, n) for m in mats[s])
         assert_close(outs[s].numpy().reshape(n, n), a.astype(np.float64) @ b.astype(np.float64), "float16",
                      rtol=4e-3, atol=4e-3 * math.sqrt(n))
     for i in range(2, runs):
         assert np.array_equal(outs[i].numpy().view(np.uint16), outs[i % 2].numpy().view(np.uint16)), f"matmul run {i}"
-        assert np.array_equal(aouts[i].numpy().view(np.uint16), aouts[i % 2].numpy().view(np.uint16)), \
-            f"attention run {i}"
+
+
+def _attention_runs(rng, H, L, D, BM, runs, **cfg):
+    """`runs` launches of attention (BLOCK_N 64) alternating two input sets, each output poisoned first:
+    (the two input sets, the outputs)."""
+    from compiler.runtime import DeviceArray
+
+    qkv = [[DeviceArray.from_numpy(rng.uniform(-1, 1, (H, L, D)).astype(np.float16)) for _ in range(3)]
+           for _ in range(2)]
+    outs = [DeviceArray.from_numpy(poison((H, L, D), "float16")) for _ in range(runs)]
+    for i, o in enumerate(outs):
+        q, k, v = qkv[i % 2]
+        K.attention_fwd_kernel[(L // BM, H)](q, k, v, o, 1 / math.sqrt(D), L, L * D, D, HEAD_DIM=D, BLOCK_M=BM,
+                                             BLOCK_N=64, **cfg)
+    return qkv, outs
+
+
+def _attention_ref(q, k, v):
+    """softmax(q k^T / sqrt(D)) v per head, in float64."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    s = np.einsum("hld,hmd->hlm", q, k) / math.sqrt(q.shape[-1])
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("hlm,hmd->hld", p / p.sum(-1, keepdims=True), v)
 
 
 def test_k_loop_loads_are_pipelined():
@@ -353,6 +356,26 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
 
 
+def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=3):
+    """Attention (BLOCK_N 64, L 1024) compiled for sm_90a with the code-generation switches `experiments`, in a
+    cache of its own; ptxas (when present) assembles it without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+    from workloads.attention import kernel as A
+
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+    q = np.zeros((4 * 1024, D), np.float16)
+    ck = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
+                                       num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=64)
+    if find_ptxas() is not None:
+        assert ptx_resources(ck.asm["ptx"], "sm_90a")["spill_stores"] == 0
+    return ck
+
+
+def _loop_body(ptx):
+    return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+
+
 @pytest.mark.parametrize("D,BM,nw,stages,tight", [(128, 64, 4, 3, True), (128, 64, 4, 2, False),
                                                   (64, 128, 4, 3, False), (64, 64, 4, 3, False),
                                                   (128, 128, 8, 3, False)])
@@ -364,17 +387,8 @@ def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, 
     read). Other blocks (D=64: two or three blocks either way; two warpgroups) are unchanged. Assembles without
     spills or serialized wgmmas."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
-    from workloads.attention import kernel as A
 
-    q = np.zeros((4 * 1024, D), np.float16)
-
-    def compiled(experiments):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
-        return A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
-                                             num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=64)
-
-    got, loose = compiled(""), compiled("no_ring_tight_multi")
+    got, loose = (_attention_kernel(monkeypatch, tmp_path, x, D, nw, BM, stages) for x in ("", "no_ring_tight_multi"))
     if not tight:
         assert got.asm["ptx"] == loose.asm["ptx"]
         return
@@ -382,13 +396,12 @@ def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, 
     slots = max(2, stages)
     assert loose.shared - got.shared == (max(3, stages + 1) - slots) * tile
     assert 233472 // (got.shared + 1024) == 2 and 233472 // (loose.shared + 1024) == 1
-    body = got.asm["ptx"].split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+    body = _loop_body(got.asm["ptx"])
     assert body.count("bar.sync") == 2 and f"cp.async.wait_group {slots - 2};" in body
     last = body.rindex("wgmma.mma_async")
     assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
     if find_ptxas() is not None:
-        r = ptx_resources(got.asm["ptx"], "sm_90a")
-        assert r["spill_stores"] == 0 and "C751" not in r["log"], r["log"]
+        assert "C751" not in ptx_resources(got.asm["ptx"], "sm_90a")["log"]
 
 
 def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
@@ -627,21 +640,8 @@ def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, t
     """Switch "copy_late" (default; "no_copy_late" turns it off): in the attention loop nothing but the wait and
     the barrier precede the QK wgmma; the copies of a later iteration follow the P.V wgmma. Without it they come
     first. The one-dot matmul loop keeps its copies first either way. All assemble without spills."""
-    from compiler.codegen.ptx import find_ptxas, ptx_resources
-    from workloads.attention import kernel as A
-
-    q = np.zeros((4 * 1024, D), np.float16)
-
-    def loop_body(experiments):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
-        ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
-                                            num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
-        if find_ptxas() is not None:
-            assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
-        return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
-
-    plain, late = loop_body("no_copy_late"), loop_body("")
+    plain, late = (_loop_body(_attention_kernel(monkeypatch, tmp_path, x, D, nw).asm["ptx"])
+                   for x in ("no_copy_late", ""))
     assert plain.index("cp.async.cg") < plain.index("wgmma.mma_async")
     last_wgmma = late.rindex("wgmma.mma_async")
     assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") == plain.count("cp.async.cg")
@@ -656,20 +656,9 @@ def test_desc64_multi_builds_attention_descriptors_once_per_slot(D, nw, monkeypa
     wgmma descriptors of a ring slot are one 64-bit value built once per operand (a cvt.u64.u32 each for K and V),
     the k-steps 64-bit adds of constants; without it every descriptor is rebuilt from its 32-bit address. The
     one-dot matmul loop is the same either way. Both assemble without spills."""
-    from compiler.codegen.ptx import find_ptxas, ptx_resources
-    from workloads.attention import kernel as A
-
-    q = np.zeros((4 * 1024, D), np.float16)
-
     def ptx_of(experiments):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
-        ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
-                                            num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
-        if find_ptxas() is not None:
-            assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
-        mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
-        return ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0], mm
+        ck = _attention_kernel(monkeypatch, tmp_path, experiments, D, nw)
+        return _loop_body(ck.asm["ptx"]), _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
 
     (wide, mm), (narrow, mm_narrow) = ptx_of(""), ptx_of("no_desc64_multi")
     n = wide.count("wgmma.mma_async")
