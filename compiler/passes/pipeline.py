@@ -20,8 +20,9 @@ shared-memory slots instead (no registers hold the tiles; cp.async in the code g
 matmul K loop) needs both operands served so; in loops with several dots (attention: K and V) any served load
 joins the ring, and the other operands are stored once before the loop (loop-invariant), read from registers
 (wgmma's register A) or written to scratch per iteration. With S slots (num_stages + 1 where shared memory
-allows, at least 3), D = S - 2 iterations load ahead (a one-warpgroup, one-dot loop takes a tighter ring, see
-"ring_tight" below: S = num_stages, D = S - 1, the copies after the dot behind a second barrier):
+allows, at least 3), D = S - 2 iterations load ahead (a one-warpgroup, one-dot loop takes a tighter ring, and so
+does a one-warpgroup loop of several dots where that fits two blocks per SM instead of one, see "ring_tight" and
+"ring_tight_multi" below: S = num_stages, D = S - 1, the copies after the last dot behind a second barrier):
   prologue:  async_copy(operands at iteration d, slot d) for d < D (masked by iteration < ub), one group each
   body:      async_wait(pending D - 1)      this iteration's slot has landed, for every warp (a barrier)
              a, b = smem_view(...)          the slot (iteration % S), read by the dot
