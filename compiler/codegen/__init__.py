@@ -25,7 +25,20 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
     ptx = llvm_to_ptx(llir, options.arch)
+    if options.maxnreg:
+        ptx = _with_maxnreg(ptx, options.maxnreg)
+        meta["maxnreg"] = options.maxnreg
     return {"llir": llir, "ptx": ptx, "cubin": ptx_to_cubin(ptx, options.arch) if cubin else None, "meta": meta}
+
+
+def _with_maxnreg(ptx: str, n: int) -> str:
+    """The kernel's PTX with `.maxnreg n` beside its `.maxntid` (LLVM's NVPTX back end writes no .maxnreg)."""
+    import re
+
+    out, k = re.subn(r"^(\.maxntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {n}", ptx, count=1, flags=re.M)
+    if not k:
+        raise ValueError("the kernel's PTX has no .maxntid to put .maxnreg beside")
+    return out
 
 
 def _has_dot(block) -> bool:

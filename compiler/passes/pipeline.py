@@ -367,9 +367,11 @@ def _pipeline_async(module, loop, options) -> bool:
     if len(dots) == 1:
         tight = options.experiment("ring_tight") and (options.num_warps == 4 or options.experiment("ring_tight_all"))
     else:
-        tight = (options.experiment("ring_tight") and options.experiment("ring_tight_multi")
-                 and options.num_warps == 4 and _blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
-                 and _blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
+        # ("ring_tight_multi_all": for every one-warpgroup loop of several dots; the "occupancy" switch's variant)
+        tight = (options.experiment("ring_tight") and options.num_warps == 4 and (
+            options.experiment("ring_tight_multi_all")
+            or (options.experiment("ring_tight_multi") and _blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
+                and _blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)))
     slots = fit(tight)
     if slots * stage > budget:
         return False
