@@ -278,14 +278,16 @@ def _blocks_per_sm(regs: int, threads: int, smem: int) -> tuple[int, int]:
 
 
 def _one_more_block(jitfn, params, module, options, out):
-    """Switch "occupancy" (default): a one-warpgroup kernel with a loop of several wgmma dots (attention) that fits
+    """Switch "occupancy" (off): a one-warpgroup kernel with a loop of several wgmma dots (attention) that fits
     B blocks per SM is built a second time for B + 1: with the tight copy ring (less shared memory) and, when its
     registers are more than B + 1 blocks allow, registers capped for that count (.maxnreg) with no wgmma group left
     in flight across iterations (a P.V in flight keeps its P registers busy through the next QK, which the cap
     cannot afford: ptxas would serialize the wgmmas). The variant is kept when ptxas assembles it without
     serializing, with at most MAX_SPILL bytes of spills, and B + 1 blocks fit both its registers and its shared
     memory. Measured on the H200 (attention D=64 128x64 w4 s3, BH32 L4096): two blocks per SM -> three, 408 -> 422
-    TFLOP/s, while Triton's same kernel with maxnreg=168 went from 416 to 388 (its wgmmas serialized)."""
+    TFLOP/s in one run of 11 rounds (Triton's same kernel with maxnreg=168: 416 -> 388, its wgmmas serialized), but
+    in three A/B runs of the benchmark (15 rounds each, every config of the wide list) ours with it / without it
+    0.997-0.999 per round: no gain to show, so it stays off. Every gpu test passes with it on."""
     import dataclasses
 
     from .codegen import compile_function

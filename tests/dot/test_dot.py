@@ -357,13 +357,13 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
 
 
 def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=3, occupancy=False):
-    """Attention (BLOCK_N 64, L 1024) compiled for sm_90a with the code-generation switches `experiments` (and
-    without the "occupancy" switch's variant unless `occupancy`), in a cache of its own; ptxas (when present)
-    assembles it without spills."""
+    """Attention (BLOCK_N 64, L 1024) compiled for sm_90a with the code-generation switches `experiments` (and the
+    "occupancy" switch when `occupancy`), in a cache of its own; ptxas (when present) assembles it without spills
+    (the occupancy variant: with at most 64 bytes)."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
-    experiments = ",".join(x for x in (experiments, "" if occupancy else "no_occupancy") if x)
+    experiments = ",".join(x for x in (experiments, "occupancy" if occupancy else "") if x)
     monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
     q = np.zeros((4 * 1024, D), np.float16)
@@ -410,7 +410,7 @@ def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, 
                                                           (128, 128, 8, 3, None, None)])
 def test_occupancy_builds_attention_for_one_more_block_per_sm(D, BM, nw, stages, blocks, maxnreg, monkeypatch,
                                                                 tmp_path):
-    """Switch "occupancy" (default; "no_occupancy" turns it off): one-warpgroup attention is built a second time for
+    """Switch "occupancy" (off): one-warpgroup attention is built a second time for
     one more block per SM and that build kept when ptxas takes it without serializing and with little spilling.
     D=64 128x64 s3 (198 registers and 80 KiB: two blocks) -> .maxnreg 168, the tight ring (64 KiB), no P.V
     left in flight across iterations: three blocks. D=64 64x64 s3 (three blocks by its 72 KiB ring) -> the tight
@@ -439,7 +439,7 @@ def test_occupancy_leaves_matmul_alone(monkeypatch, tmp_path):
     """The one-dot matmul loop is not the occupancy switch's business: its PTX is the same either way."""
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / "a"))
     a = _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_90a", num_stages=4)
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "no_occupancy")
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "occupancy")
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / "b"))
     assert _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_90a", num_stages=4) == a
 
@@ -480,10 +480,9 @@ def test_ring_falls_back_to_registers():
 def test_attention_on_sm90a_copies_kv_async_and_reads_p_from_registers(D, BN, nw, monkeypatch, tmp_path):
     """Flash attention on sm_90a: K and V tiles arrive by cp.async in a ring (no loads in the loop), q is written
     to shared memory once before the loop, p feeds the second wgmma from registers, and one barrier per
-    iteration remains; the PTX assembles without spills (the build before the "occupancy" switch's variant)."""
+    iteration remains; the PTX assembles without spills."""
     import re
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "no_occupancy")
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
 
     from compiler.codegen.ptx import find_ptxas, ptx_resources
@@ -550,9 +549,8 @@ def test_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
     meta = dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=BN)
 
     def loop_body(experiments):
-        experiments = ",".join(x for x in (experiments, "no_occupancy") if x)  # the build before its variant
         monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / experiments))
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
         ptx = A.attention_fwd_kernel.warmup(*args, grid=(1,), target="sm_90a", num_warps=nw, **meta).asm["ptx"]
         if find_ptxas() is not None:
             assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
@@ -628,7 +626,7 @@ def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
 
     from workloads.attention import kernel as A
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "no_occupancy")  # default, before the occupancy variant
+    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     q = np.zeros((4 * 1024, 64), np.float16)
     ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
