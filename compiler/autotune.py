@@ -81,7 +81,7 @@ class Config:
         out = dict(self.kwargs)
         out["num_warps"] = self.num_warps
         out["num_stages"] = self.num_stages
-        # num_ctas/maxnreg only when set: the jit's launch path does not take them yet
+        # num_ctas/maxnreg only when set (num_ctas is taken and ignored: one block per program)
         if self.num_ctas != 1:
             out["num_ctas"] = self.num_ctas
         if self.maxnreg is not None:

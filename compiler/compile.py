@@ -208,13 +208,13 @@ class CompiledKernel:
 
 
 def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None,
-                   enable_fp_fusion=True) -> CompiledKernel:
+                   enable_fp_fusion=True, maxnreg=None) -> CompiledKernel:
     """Compile one specialization through every stage, using the memory and disk caches."""
     from .options import Options
 
     arch = arch or default_arch()
     options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
-                      enable_fp_fusion=enable_fp_fusion,
+                      enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg,
                       experiments=",".join(sorted(x for x in os.environ.get("TILEFARM_EXPERIMENTS", "").split(",")
                                                   if x)))
     # TILEFARM_PTXAS names the assembler explicitly: a cubin from another ptxas is not the same artifact

@@ -22,6 +22,12 @@ from .ir.types import TensorType
 INTERPRET_ENV = "TILEFARM_INTERPRET"
 
 
+def _maxnreg(opts):
+    """The `maxnreg` launch option (Triton's: registers per thread ptxas may use); None when not given. Options
+    checks its range."""
+    return opts.get("maxnreg")
+
+
 def _interpret_forced() -> bool:
     return os.environ.get(INTERPRET_ENV, "0") not in ("", "0", "false", "False")
 
@@ -299,12 +305,13 @@ class JITFunction:
         num_warps = opts.get("num_warps", 4)
         num_stages = opts.get("num_stages", 3)
         debug = opts.get("debug", self.debug)
+        maxnreg = _maxnreg(opts)
         if host or _interpret_forced():
             return self._interpret(vals, keys, kinds, grid, debug)
-        kkey = keys + (num_warps, num_stages, debug)
+        kkey = keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ())
         kernel = self._kernels.get(kkey)
         if kernel is None:
-            kernel = self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=None)
+            kernel = self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=None, maxnreg=maxnreg)
             # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
             rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
             kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
@@ -329,16 +336,16 @@ class JITFunction:
         kinds = ["ptr" if k == "host" else k for k in kinds]
         try:
             return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
-                                 opts.get("debug", self.debug), target=target)
+                                 opts.get("debug", self.debug), target=target, maxnreg=_maxnreg(opts))
         except CompilationError as e:
             raise e.with_traceback(None) from None  # the user's mistake, shown from this call, not our internals
 
-    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target):
+    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg=None):
         from .compile import compile_kernel
 
         params = self._params(vals, keys, kinds)
         return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
-                              arch=target)
+                              arch=target, maxnreg=maxnreg)
 
     def lower(self, *args, **kwargs):
         """The frontend's IR Module for these arguments (for inspection and tests)."""

@@ -65,8 +65,8 @@ class Options:
     # cleanly; every gpu test passes with it; D=64 128x64 w4 s3 three blocks per SM instead of two, but ours with
     # it / without it 0.997-0.999 per round in three A/B runs of the benchmark).
     experiments: str = ""
-    # Registers per thread ptxas may use (.maxnreg); None leaves the choice to ptxas. Set by the "occupancy" switch
-    # (compile.py) for the variant it builds with one more block per SM.
+    # Registers per thread ptxas may use (.maxnreg): the `maxnreg` launch option (Triton's), or the "occupancy"
+    # switch's variant (compile.py); None leaves the choice to ptxas.
     maxnreg: int | None = None
 
     def experiment(self, name: str) -> bool:
@@ -82,3 +82,6 @@ class Options:
     def __post_init__(self):
         if self.num_warps <= 0 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
             raise ValueError(f"num_warps must be a power of two in 1..32, got {self.num_warps}")
+        n = self.maxnreg
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 16 <= n <= 255):
+            raise ValueError(f"maxnreg must be an int from 16 to 255 (registers per thread), got {n!r}")

@@ -59,6 +59,42 @@ def test_matmul(target, dtype, prec, out, case):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+def test_matmul_with_maxnreg(target):
+    """The `maxnreg` launch option (Triton's) caps the registers per thread: the 128x128x32 one-warpgroup matmul
+    (over 128 registers on its own) built with maxnreg=128 gives the reference result."""
+    M = N = Kd = 256
+    rng = np.random.default_rng(12)
+    a, b = _inputs("float16", (M, Kd), rng), _inputs("float16", (Kd, N), rng)
+    c = poison((M, N), "float32")
+    run(target, K.matmul_kernel, ((M // 128) * (N // 128),), [a, b, c, np.zeros(1, np.float32)],
+        [M, N, Kd, Kd, 1, N, 1, N, 1], BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EPILOGUE="none",
+        PRECISION="ieee", num_warps=4, num_stages=3, maxnreg=128)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float32", rtol=1e-5, atol=1e-5 * math.sqrt(Kd))
+
+
+def test_maxnreg_puts_maxnreg_in_the_ptx(monkeypatch, tmp_path):
+    """maxnreg=N writes `.maxnreg N` beside `.maxntid` and ptxas keeps to it; without it there is none; a value
+    outside 16..255 is refused with a message that names it."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    a = np.zeros((256, 256), np.float16)
+    c = np.zeros((256, 256), np.float32)
+
+    def build(**opt):
+        return K.matmul_kernel.warmup(a, a, c, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
+                                      grid=(1,), target="sm_90a", BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
+                                      EPILOGUE="none", PRECISION="ieee", num_warps=4, num_stages=3, **opt)
+
+    capped, free = build(maxnreg=128).asm["ptx"], build().asm["ptx"]
+    assert ".maxntid 128\n.maxnreg 128\n" in capped and ".maxnreg" not in free
+    if find_ptxas() is not None:
+        assert ptx_resources(free, "sm_90a")["registers"] > 128 >= ptx_resources(capped, "sm_90a")["registers"]
+    with pytest.raises(ValueError, match="maxnreg must be an int from 16 to 255.*300"):
+        build(maxnreg=300)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("epilogue", ["bias_relu", "gelu"])
 def test_matmul_epilogues(target, epilogue):
     M, N, Kd = 96, 80, 64
