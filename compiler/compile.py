@@ -268,13 +268,14 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
 
 
 SM_REGS = 65536  # 32-bit registers of one SM (sm_80/sm_90), allocated per thread in steps of 8
-SM_SMEM = 233472  # bytes of shared memory of one SM (sm_90), 1 KiB of it reserved per block
 MAX_SPILL = 64  # bytes of spill stores per thread the one-more-block variant may take
 
 
 def _blocks_per_sm(regs: int, threads: int, smem: int) -> tuple[int, int]:
     """(blocks by registers, blocks by shared memory) on one SM."""
-    return SM_REGS // (-(-regs // 8) * 8 * threads), SM_SMEM // (smem + 1024)
+    from .passes.pipeline import blocks_per_sm
+
+    return SM_REGS // (-(-regs // 8) * 8 * threads), blocks_per_sm(smem)
 
 
 def _one_more_block(jitfn, params, module, options, out):

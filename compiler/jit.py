@@ -22,12 +22,6 @@ from .ir.types import TensorType
 INTERPRET_ENV = "TILEFARM_INTERPRET"
 
 
-def _maxnreg(opts):
-    """The `maxnreg` launch option (Triton's: registers per thread ptxas may use); None when not given. Options
-    checks its range."""
-    return opts.get("maxnreg")
-
-
 def _interpret_forced() -> bool:
     return os.environ.get(INTERPRET_ENV, "0") not in ("", "0", "false", "False")
 
@@ -305,7 +299,7 @@ class JITFunction:
         num_warps = opts.get("num_warps", 4)
         num_stages = opts.get("num_stages", 3)
         debug = opts.get("debug", self.debug)
-        maxnreg = _maxnreg(opts)
+        maxnreg = opts.get("maxnreg")  # Triton's: registers per thread ptxas may use (Options checks it)
         if host or _interpret_forced():
             return self._interpret(vals, keys, kinds, grid, debug)
         kkey = keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ())
@@ -336,7 +330,7 @@ class JITFunction:
         kinds = ["ptr" if k == "host" else k for k in kinds]
         try:
             return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
-                                 opts.get("debug", self.debug), target=target, maxnreg=_maxnreg(opts))
+                                 opts.get("debug", self.debug), target=target, maxnreg=opts.get("maxnreg"))
         except CompilationError as e:
             raise e.with_traceback(None) from None  # the user's mistake, shown from this call, not our internals
 

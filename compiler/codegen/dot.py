@@ -605,15 +605,7 @@ def _qk_ahead_dot(e, op, c, ll, lay):
     loop = _qk_ahead_loop(op)
     view = op.operands[1].owner
     blk = op.block
-    cur = list(e.qk_carried[id(loop)])
-    tie, deferred = list(cur), []
-    for arg, x in _deferred_accumulators(e, op):
-        deferred.append((arg, x, len(tie)))
-        tie += list(x.regs)
-    tied = _wait_tied(e, tie, 0)
-    for arg, x, at in deferred:
-        e.env[arg.id] = Tile(x.ll, tied[at:at + len(x.regs)])
-    cur = tied[:len(cur)]
+    cur = _wait_all(e, list(e.qk_carried[id(loop)]), _deferred_accumulators(e, op))
     # QK(i) is copied out, and QK(i+1) accumulates into its registers (values ignored): the loop carries one
     # register set, the same across the back edge, so no copy touches a wgmma in flight
     mov = ir.InlineAsm(ir.FunctionType(C.F32, [C.F32]), "mov.b32 $0, $1;", "=f,f")
@@ -847,6 +839,12 @@ def _wait_retiring(e, op, regs, pending):
         for arg, x in deferred:
             e.env[arg.id] = Tile(x.ll, _wait_tied(e, list(x.regs), 0))
         return regs
+    return _wait_all(e, regs, deferred)
+
+
+def _wait_all(e, regs, deferred):
+    """wait_group 0 with `regs` and the registers of the (carried argument, Tile) pairs in `deferred` tied through
+    it; the arguments take their tied registers; returns the tied `regs`."""
     tied = _wait_tied(e, list(regs) + [r for _, x in deferred for r in x.regs], 0)
     at = len(regs)
     for arg, x in deferred:

@@ -69,8 +69,8 @@ SMEM_MAX = 232448  # bytes of shared memory one block may use on sm_90 (227 KiB)
 SMEM_SM = 233472  # bytes of shared memory of one SM on sm_90 (228 KiB), 1 KiB of it reserved per block
 
 
-def _blocks_per_sm(nbytes) -> int:
-    """Blocks one SM holds by shared memory alone."""
+def blocks_per_sm(nbytes) -> int:
+    """Blocks one SM holds by shared memory alone (nbytes per block)."""
     return SMEM_SM // (nbytes + 1024)
 
 
@@ -370,8 +370,8 @@ def _pipeline_async(module, loop, options) -> bool:
         # ("ring_tight_multi_all": for every one-warpgroup loop of several dots; the "occupancy" switch's variant)
         tight = (options.experiment("ring_tight") and options.num_warps == 4 and (
             options.experiment("ring_tight_multi_all")
-            or (options.experiment("ring_tight_multi") and _blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
-                and _blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)))
+            or (options.experiment("ring_tight_multi") and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
+                and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)))
     slots = fit(tight)
     if slots * stage > budget:
         return False
@@ -456,14 +456,13 @@ def _pipeline_async(module, loop, options) -> bool:
     drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
-    if tight:  # after the dot, whose wgmma wait leaves only this iteration's group in flight
+    # The tight ring's copies follow the (last) dot, whose wgmma wait leaves only this iteration's group in flight.
+    # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of before
+    # the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the softmax's
+    # critical path); the slot they write was still last read two iterations back. Measured on the H200:
+    # attention D=64 1.02x, D=128 1.03x; the one-dot matmul loop lost up to 4% with it, so not there.
+    if tight or (len(dots) > 1 and options.experiment("copy_late")):
         cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
-    elif len(dots) > 1 and options.experiment("copy_late"):
-        # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of
-        # before the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the
-        # softmax's critical path); the slot they write was still last read two iterations back. Measured on the
-        # H200: attention D=64 1.02x, D=128 1.03x; the one-dot matmul loop lost up to 4% with it, so not there.
-        cut = max((k + 1 for k, o in enumerate(rest) if o.kind == "dot"), default=0)
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
