@@ -996,12 +996,18 @@ def _e_async_copy(e, op):
 
     ring = _ring(e, op)
     j = op.attrs["operand"]
+    mbar = ring.spec.get("mbar")
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
-        e.smem_begin(ring.spec["stages"] * ring.spec["stage_bytes"])
+        nbytes = ring.spec["stages"] * (ring.spec["stage_bytes"] + (16 if mbar else 0))
+        e.smem_begin(nbytes)
         ring.start = e.smem_base
-        e.smem_base += ring.spec["stages"] * ring.spec["stage_bytes"]
+        e.smem_base += nbytes
         ring.started = True
-    if op.attrs.get("barrier"):
+        if mbar:
+            _mbar_init(e, ring)
+    if mbar:
+        target = _mbar_copy_head(e, op, ring, j)
+    elif op.attrs.get("barrier"):
         e.barrier()
     p = e.get(op.operands[0])
     ll = p.ll
@@ -1046,7 +1052,11 @@ def _e_async_copy(e, op):
                       [addr if deltas is not None else e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
-    if op.attrs.get("commit"):
+            ring.plain_stores = True
+    if mbar:
+        if op.attrs.get("commit"):
+            _mbar_copy_tail(e, ring, target)
+    elif op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
 
 
@@ -1073,8 +1083,86 @@ def _asm_args(e, text, cons, args):
     e.b.call(ir.InlineAsm(fty, text, cons, side_effect=True), args)
 
 
+# ---- mbar_ring (passes/pipeline.py): slots handed over through mbarriers -------------------------------------------
+# Per slot s, two 8-byte mbarriers after the ring's slots: full[s] (count: the block's threads; each thread's
+# cp.async.mbarrier.arrive.noinc arrives once its copies into the slot landed) and empty[s] (count: the block's
+# warps; lane 0 of each warp arrives once the warp's wgmmas that read the slot retired). Use u of slot s (iteration
+# t = u * slots + s) completes phase u of both; a wait names the phase by its parity.
+
+def _mbar_addr(e, ring, which, slot):
+    """Shared-window address (i32) of full[slot] (which=0) or empty[slot] (which=1); slot an i32 value."""
+    n = ring.spec["stages"]
+    base = ring.start + n * ring.spec["stage_bytes"] + which * 8 * n
+    return e.b.add(e.smem.ptrtoint(C.I32), e.b.add(e.b.mul(slot, e.i32(8)), e.i32(base)))
+
+
+def _mbar_wait(e, addr, parity):
+    """Spin until the phase of the mbarrier at addr with this parity has completed (acquire)."""
+    fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
+    text = ("{ .reg .pred p; tf_wait: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
+            "@!p bra.uni tf_wait; }")
+    e.b.call(ir.InlineAsm(fty, text, "r,r,~{memory}", side_effect=True), [addr, parity])
+
+
+def _mbar_slot_phase(e, t, n):
+    """(slot, parity of its use) of iteration t (an i32 value) in a ring of n slots."""
+    return e.b.urem(t, e.i32(n)), e.b.and_(e.b.udiv(t, e.i32(n)), e.i32(1))
+
+
+def _mbar_init(e, ring):
+    n = ring.spec["stages"]
+    fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
+    for which, count in ((0, e.nw * 32), (1, e.nw)):
+        for s in range(n):
+            e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; "
+                                  f"@p mbarrier.init.shared::cta.b64 [$0], {count}; }}", "r,r,~{memory}",
+                                  side_effect=True), [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
+    e.barrier()  # every thread sees them initialized before it arrives
+
+
+def _mbar_copy_head(e, op, ring, j):
+    """Before the copies of one slot (operand j of them): in the loop, release the slot the previous iteration
+    read (its wgmmas retired at this iteration's first dot's wait) and wait until every warp released the slot
+    these copies overwrite. Returns the iteration the copies are for (an i32 value)."""
+    n = ring.spec["stages"]
+    if "slot" in op.attrs:  # the prologue: first use of the slot
+        return e.i32(op.attrs["slot"])
+    it = _loop_iteration(e, op.block.parent)
+    target = e.b.add(it, e.i32(op.attrs["ahead"]))
+    if j == 0:
+        prev, _ = _mbar_slot_phase(e, e.b.add(it, e.i32(n - 1)), n)  # (it - 1) mod n, it >= 0
+        go = e.b.and_(e.b.icmp_signed(">", it, e.i32(0)), e.b.icmp_unsigned("==", e.lane, e.i32(0)))
+        fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
+        e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.ne.u32 p, $1, 0; "
+                              "@p mbarrier.arrive.shared::cta.b64 _, [$0]; }", "r,r,~{memory}", side_effect=True),
+                 [_mbar_addr(e, ring, 1, prev), e.b.zext(go, C.I32)])
+        slot, parity = _mbar_slot_phase(e, target, n)
+        _mbar_wait(e, _mbar_addr(e, ring, 1, slot), e.b.xor(parity, e.i32(1)))  # use u waits for phase u - 1
+    return target
+
+
+def _mbar_copy_tail(e, ring, target):
+    """After the last copy of a slot: this thread's arrival on its full barrier, when the copies land."""
+    slot, _ = _mbar_slot_phase(e, target, ring.spec["stages"])
+    addr = _mbar_addr(e, ring, 0, slot)
+    fty = ir.FunctionType(C.VOID, [C.I32])
+    if getattr(ring, "plain_stores", False):  # shared stores too: land every copy, then a release arrival
+        _asm_void(e, "cp.async.wait_all;")
+        e.b.call(ir.InlineAsm(fty, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", side_effect=True),
+                 [addr])
+    else:
+        e.b.call(ir.InlineAsm(fty, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}",
+                              side_effect=True), [addr])
+    ring.plain_stores = False
+
+
 @emits("async_wait")
 def _e_async_wait(e, op):
+    ring = _ring(e, op)
+    if ring.spec.get("mbar"):  # this iteration's slot has landed: every thread's copies arrived on it
+        slot, parity = _mbar_slot_phase(e, _loop_iteration(e, op.block.parent), ring.spec["stages"])
+        _mbar_wait(e, _mbar_addr(e, ring, 0, slot), parity)
+        return
     # this thread's copies of the slot have landed; wait for every other thread's. No proxy fence between the
     # cp.async writes and the wgmma reads by default. The PTX ISA's wgmma section asks for an async-proxy fence
     # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
@@ -1101,6 +1189,27 @@ def finish_ring(e, loop):
     """After a loop with a copy ring: copies issued for iterations past the end (masked off: zero fills) must
     land before shared memory is used for anything else."""
     if "_ring" not in loop.attrs:
+        return
+    ring = _ring(e, loop)
+    if ring.spec.get("mbar"):
+        # the copies issued past the last iteration (zero fills) land: wait for iterations n .. n + ahead - 1
+        lb, ub, step = (e.get(v) for v in loop.operands[:3])
+        span = e.b.sub(ub, lb)
+        trips = e.b.sdiv(e.b.add(span, e.b.sub(step, ir.Constant(step.type, 1))), step)
+        trips = e.b.select(e.b.icmp_signed(">", trips, ir.Constant(trips.type, 0)), trips,
+                           ir.Constant(trips.type, 0))
+        trips = e.b.trunc(trips, C.I32) if trips.type != C.I32 else trips
+        for k in range(ring.spec["ahead"]):
+            slot, parity = _mbar_slot_phase(e, e.b.add(trips, e.i32(k)), ring.spec["stages"])
+            _mbar_wait(e, _mbar_addr(e, ring, 0, slot), parity)
+        e.barrier()
+        fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
+        for which in (0, 1):
+            for s in range(ring.spec["stages"]):
+                e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; "
+                                      "@p mbarrier.inval.shared::cta.b64 [$0]; }", "r,r,~{memory}",
+                                      side_effect=True), [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
+        e.smem_base = ring.start
         return
     _asm_void(e, "cp.async.wait_group 0;")
     e.barrier()

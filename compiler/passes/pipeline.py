@@ -388,10 +388,18 @@ def _pipeline_async(module, loop, options) -> bool:
     if qk_ahead and slots < 4:
         qk_ahead = False
     ahead = slots - 1 if tight else slots - 2
+    # Switch "mbar_ring": in a loop of several dots whose copies follow the last dot, the ring's slots are handed
+    # over through mbarriers instead of a barrier of the whole block per iteration: a slot's copies arrive (as
+    # they land) on its "full" barrier, which its readers wait on; every warp arrives on the slot's "empty"
+    # barrier once its wgmmas that read it have retired (the next iteration's first dot waited for them), and
+    # the copies into a slot wait for that. Warpgroups of one block are no longer held in step every iteration
+    # (they may drift apart by up to the slots between the copies and the reads).
+    mbar = (options.experiment("mbar_ring") and len(dots) > 1 and not qk_ahead
+            and (tight or options.experiment("copy_late")) and slots * stage + 16 * slots <= budget)
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
-            "stage_bytes": stage, "bases": tuple(bases)}
+            "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "mbar": mbar}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
