@@ -998,7 +998,8 @@ def _e_async_copy(e, op):
     j = op.attrs["operand"]
     mbar = ring.spec.get("mbar")
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
-        nbytes = ring.spec["stages"] * (ring.spec["stage_bytes"] + (16 if mbar else 0))
+        # (mbar_ring: its barriers after the slots, in 1 KiB so what follows stays 1024-aligned for wgmma)
+        nbytes = ring.spec["stages"] * ring.spec["stage_bytes"] + (1024 if mbar else 0)
         e.smem_begin(nbytes)
         ring.start = e.smem_base
         e.smem_base += nbytes

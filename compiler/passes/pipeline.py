@@ -395,7 +395,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # the copies into a slot wait for that. Warpgroups of one block are no longer held in step every iteration
     # (they may drift apart by up to the slots between the copies and the reads).
     mbar = (options.experiment("mbar_ring") and len(dots) > 1 and not qk_ahead
-            and (tight or options.experiment("copy_late")) and slots * stage + 16 * slots <= budget)
+            and (tight or options.experiment("copy_late")) and slots * stage + 1024 <= budget)
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
