@@ -14,7 +14,7 @@ from dataclasses import dataclass
 # "desc64_multi" (codegen/dot.py; 2026-11-30) -- attention D=128 1.02x in three A/B runs, D=64 1.00x.
 # "ring_tight_multi" (passes/pipeline.py; 2026-11-30) -- attention D=128 64x64 w4 s3 1.31x (one block per SM -> two).
 DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
-                        "ring_tight", "desc64_multi", "ring_tight_multi"})
+                        "ring_tight", "desc64_multi", "ring_tight_multi", "ring_fit"})
 
 
 @dataclass(frozen=True)

@@ -331,6 +331,17 @@ def pooled(paths, seed=0, resamples=2000):
     return out
 
 
+def parse_config(text):
+    """'128x256x128-w8-s3' -> (128, 256, 128, 8, 8, 3): BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages."""
+    try:
+        blocks, w, st = text.strip().split("-")
+        bm, bn, bk = (int(x) for x in blocks.split("x"))
+        assert w[0] == "w" and st[0] == "s"
+        return (bm, bn, bk, 8, int(w[1:]), int(st[1:]))
+    except (ValueError, AssertionError, IndexError):
+        raise SystemExit(f"--matmul-configs: {text!r} is not BMxBNxBK-wW-sS (e.g. 128x256x128-w8-s3)") from None
+
+
 def triton_cdiv(a, b):
     return (a + b - 1) // b
 
@@ -444,6 +455,9 @@ def main(argv=None):
     ap.add_argument("--attn-configs", choices=("small", "wide"), default="wide",
                     help="attention configs: a part of the Triton tutorial's autotuning space (wide, 7-10 per head "
                          "dimension, the default since 2026-11-30) or two per head dimension (small)")
+    ap.add_argument("--matmul-configs", default=None, metavar="LIST",
+                    help="matmul configs instead of the default list, comma-separated BMxBNxBK-wW-sS "
+                         "(e.g. 128x256x128-w8-s3; GROUP_M 8)")
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds re-timing the best configs")
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
@@ -472,6 +486,8 @@ def main(argv=None):
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([4096] if args.quick else
                                                                         [1024, 2048, 4096, 8192])
     configs = QUICK_CONFIGS if args.quick else MATMUL_CONFIGS
+    if args.matmul_configs:
+        configs = [parse_config(c) for c in args.matmul_configs.split(",")]
     rows = []
     if not args.no_matmul:
         rows += run_matmul(torch, sizes, args.dtypes.split(","), configs, args.rep_ms)

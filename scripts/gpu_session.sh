@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,
+#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -146,6 +147,15 @@ if has attnwide; then  # attention over a wider config space (same list for ever
   mkdir -p "$OUT/attnwide"
   step attn-wide python3 scripts/bench_matmul.py --no-matmul --attn-configs wide --ab "$EXP" --rounds 7 \
     --rep-ms 50 --out "$OUT/attnwide"
+fi
+if has mmab; then  # matmul A/B of the switches in $EXP on the configs in $MM_CONFIGS (bench_matmul --matmul-configs)
+  mkdir -p "$OUT/mmab"
+  step mm-ab python3 scripts/bench_matmul.py --no-attention --sizes 4096,8192 --dtypes float16 \
+    --matmul-configs "${MM_CONFIGS:-128x256x128-w8-s3,256x128x128-w8-s3}" --ab "$EXP" --rounds 5 --out "$OUT/mmab"
+fi
+if has attn15; then  # attention only (wide config list), 15 interleaved rounds
+  mkdir -p "$OUT/attn15"
+  step attn-15 python3 scripts/bench_matmul.py --no-matmul --rounds 15 --out "$OUT/attn15"
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")

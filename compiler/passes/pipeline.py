@@ -372,6 +372,12 @@ def _pipeline_async(module, loop, options) -> bool:
             options.experiment("ring_tight_multi_all")
             or (options.experiment("ring_tight_multi") and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
                 and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)))
+    # Switch "ring_fit" (default): where even the loose ring's fewest slots (3) do not fit in shared memory, the
+    # tight ring (num_stages slots, at least 2) for any number of warps, instead of no ring at all (the register
+    # pipeline: loads into registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2:
+    # 2 x 64 KiB slots + Q's 32 KiB.
+    if not tight and fit(False) * stage > budget and options.experiment("ring_fit") and options.experiment("ring_tight"):
+        tight = True
     slots = fit(tight)
     if slots * stage > budget:
         return False

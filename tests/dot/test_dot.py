@@ -221,13 +221,28 @@ def test_matmul_odd_shapes_gpu(M, N, Kd, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("BM,BN", [(128, 256), (256, 128)])
+def test_matmul_large_k_tiles_tight_ring_gpu(BM, BN):
+    """BLOCK_K 128 with two warpgroups: a slot takes 96 KiB, so the loose ring's three do not fit and the K loop
+    runs through the tight ring of two (ring_fit); 1000x1000x1000 (masked edges, a partial last K tile)."""
+    M = N = Kd = 1000
+    rng = np.random.default_rng(BM + 3 * BN)
+    a, b = _inputs("float16", (M, Kd), rng), _inputs("float16", (Kd, N), rng)
+    c = poison((M, N), "float16")
+    run("gpu", K.matmul_kernel, (compiler.cdiv(M, BM) * compiler.cdiv(N, BN),), [a, b, c, np.zeros(1, np.float32)],
+        [M, N, Kd, Kd, 1, N, 1, N, 1], BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=128, GROUP_M=8, EPILOGUE="none",
+        PRECISION="ieee", num_warps=8, num_stages=3)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float16", rtol=4e-3, atol=4e-3 * math.sqrt(Kd))
+
+
+@pytest.mark.gpu
 def test_copy_ring_reads_no_stale_shared_memory_gpu():
     """The copy ring waits for its cp.async copies and synchronizes without a proxy fence (codegen/dot.py says why):
     a race there would let a wgmma read a slot's previous contents. The 128x128x64 w8 wgmma matmul (8 K iterations
     through a 4-slot ring) and attention D=64 run 120 times each, alternating two input sets, every output
     poisoned first: each result must be bit-identical to its input set's first one (the kernels are
     deterministic), and the first ones correct. Attention D=128 in 64-row blocks runs the tight ring
-    (ring_tight_multi) the same way."""
+    (ring_tight_multi) the same way, and D=128 128x128 w8 s2 the tight ring of two warpgroups (ring_fit) 60 times."""
     from compiler.runtime import DeviceArray, synchronize
 
     rng = np.random.default_rng(11)
@@ -242,13 +257,16 @@ def test_copy_ring_reads_no_stale_shared_memory_gpu():
     H, L = 4, 1024
     attn = {"D=64": (64, _attention_runs(rng, H, L, 64, 128, runs, num_warps=4)),
             # D=128 in 64-row blocks of one warpgroup: the tight ring (ring_tight_multi), copies behind a barrier
-            "D=128 tight ring": (128, _attention_runs(rng, H, L, 128, 64, runs, num_warps=4, num_stages=3))}
+            "D=128 tight ring": (128, _attention_runs(rng, H, L, 128, 64, runs, num_warps=4, num_stages=3)),
+            # two warpgroups, two 64 KiB slots (ring_fit): the tight ring's barrier guards slots both warpgroups read
+            "D=128 128x128 w8 s2": (128, _attention_runs(rng, H, L, 128, 128, runs // 2, num_warps=8,
+                                                         num_stages=2, BN=128))}
     synchronize()
     for name, (D, (qkv, aouts)) in attn.items():
         for s in range(2):
             ref = _attention_ref(*(x.numpy().reshape(H, L, D) for x in qkv[s]))
             assert_close(aouts[s].numpy().reshape(H, L, D), ref, "float16", rtol=1e-2, atol=1e-2)
-        for i in range(2, runs):
+        for i in range(2, len(aouts)):
             assert np.array_equal(aouts[i].numpy().view(np.uint16), aouts[i % 2].numpy().view(np.uint16)), \
                 f"attention {name} run {i}"
     for s in range(2):
@@ -259,7 +277,7 @@ def test_copy_ring_reads_no_stale_shared_memory_gpu():
         assert np.array_equal(outs[i].numpy().view(np.uint16), outs[i % 2].numpy().view(np.uint16)), f"matmul run {i}"
 
 
-def _attention_runs(rng, H, L, D, BM, runs, **cfg):
+def _attention_runs(rng, H, L, D, BM, runs, BN=64, **cfg):
     """`runs` launches of attention (BLOCK_N 64) alternating two input sets, each output poisoned first:
     (the two input sets, the outputs)."""
     from compiler.runtime import DeviceArray
@@ -270,7 +288,7 @@ def _attention_runs(rng, H, L, D, BM, runs, **cfg):
     for i, o in enumerate(outs):
         q, k, v = qkv[i % 2]
         K.attention_fwd_kernel[(L // BM, H)](q, k, v, o, 1 / math.sqrt(D), L, L * D, D, HEAD_DIM=D, BLOCK_M=BM,
-                                             BLOCK_N=64, **cfg)
+                                             BLOCK_N=BN, **cfg)
     return qkv, outs
 
 
@@ -392,7 +410,7 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
 
 
-def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=3, occupancy=False):
+def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=3, occupancy=False, BN=64):
     """Attention (BLOCK_N 64, L 1024) compiled for sm_90a with the code-generation switches `experiments` (and the
     "occupancy" switch when `occupancy`), in a cache of its own; ptxas (when present) assembles it without spills
     (the occupancy variant: with at most 64 bytes)."""
@@ -404,7 +422,7 @@ def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
     q = np.zeros((4 * 1024, D), np.float16)
     ck = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
-                                       num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=64)
+                                       num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN)
     if find_ptxas() is not None:  # the occupancy variant may spill a little (MAX_SPILL)
         assert ptx_resources(ck.asm["ptx"], "sm_90a")["spill_stores"] <= (64 if occupancy else 0)
     return ck
@@ -440,6 +458,19 @@ def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, 
     assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
     if find_ptxas() is not None:
         assert "C751" not in ptx_resources(got.asm["ptx"], "sm_90a")["log"]
+
+
+def test_ring_fit_takes_the_tight_ring_where_the_loose_one_does_not_fit(monkeypatch, tmp_path):
+    """Switch "ring_fit" (default): attention D=128 128x128 w8 s2 -- a K and a V tile of 128 rows take 64 KiB a
+    slot, Q 32 KiB -- has no room for the loose ring's three slots; it gets the tight ring (two slots, copies one
+    iteration ahead after the P.V and a second barrier) instead of loads through registers. Two warpgroups."""
+    got, old = (_attention_kernel(monkeypatch, tmp_path, x, 128, 8, 128, 2, BN=128) for x in ("", "no_ring_fit"))
+    body = _loop_body(got.asm["ptx"])
+    assert got.shared == 2 * 64 * 1024 + 32 * 1024
+    assert body.count("bar.sync") == 2 and "cp.async.wait_group 0;" in body and "cp.async.cg" in body
+    last = body.rindex("wgmma.mma_async")
+    assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
+    assert "cp.async" not in _loop_body(old.asm["ptx"])  # before: the register pipeline
 
 
 @pytest.mark.parametrize("D,BM,nw,stages,blocks,maxnreg", [(64, 128, 4, 3, 3, 168), (64, 64, 4, 3, 4, None),
