@@ -796,8 +796,15 @@ def _e_for(e, op):
     loop = e.kfn.append_basic_block("for.body")
     exit_ = e.kfn.append_basic_block("for.exit")
     from .dot import finish_loop, hoist_operands, qk_ahead_prologue
+    from .reduce import partial_init, partial_sums, partial_total
 
     hoist_operands(e, op)
+    partial = partial_sums(e, op)
+    if partial:  # carried sums kept per lane: start them on one lane of each group
+        vals = [e.get(v) for v in op.operands[3:]]
+        for j, lanes in partial.items():
+            vals[j] = partial_init(e, vals[j], lanes)
+        init = _flat(e, vals)
     n = len(init)
     if op.attrs.get("_qk_ahead"):  # hidden carried values: the QK registers issued one iteration early
         init, qk = qk_ahead_prologue(e, op, init)
@@ -828,6 +835,9 @@ def _e_for(e, op):
     e.b.branch(header)
     e.b.position_at_end(exit_)
     _unflat(e, op.results, phis[:n])
+    for j, lanes in partial.items():
+        res = op.results[j]
+        e.env[res.id] = partial_total(e, e.env[res.id], lanes)
     e.qk_carried.pop(id(op), None)
     finish_loop(e, op)
 
