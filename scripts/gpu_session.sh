@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,
+#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
 #                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
@@ -156,6 +156,11 @@ fi
 if has attn15; then  # attention only (wide config list), 15 interleaved rounds
   mkdir -p "$OUT/attn15"
   step attn-15 python3 scripts/bench_matmul.py --no-matmul --rounds 15 --out "$OUT/attn15"
+fi
+if has variants; then  # attention under several switch sets ($VARIANTS, '+' within a set) on $ATTN_CFGS, vs Triton
+  mkdir -p "$OUT/variants"
+  step attn-variants python3 scripts/bench_attn_variants.py --variants "${VARIANTS:-,mbar_ring}" \
+    ${ATTN_CFGS:+--configs "$ATTN_CFGS"} --rounds "${ROUNDS:-10}" --out "$OUT/variants"
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")
