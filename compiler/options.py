@@ -13,8 +13,11 @@ from dataclasses import dataclass
 # (passes/assign_layouts.py; 2026-11-30) -- attention D=64 1.03x, D=128 1.01x, matmul 0.98-1.03x (noise).
 # "desc64_multi" (codegen/dot.py; 2026-11-30) -- attention D=128 1.02x in three A/B runs, D=64 1.00x.
 # "ring_tight_multi" (passes/pipeline.py; 2026-11-30) -- attention D=128 64x64 w4 s3 1.31x (one block per SM -> two).
+# "ring_fit" (passes/pipeline.py; 2026-11-30) -- attention D=128 128x128 w8 s2 327 -> 432 TFLOP/s, matmul 128x256x128
+# w8 s3 1.22x (the loose ring did not fit: no ring before). "lane_partial_sum" (codegen/reduce.py; 2026-11-30) --
+# attention D=64 1.032-1.033x in two A/B runs (128x64 w8 s3), D=128 1.003-1.009x.
 DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
-                        "ring_tight", "desc64_multi", "ring_tight_multi", "ring_fit"})
+                        "ring_tight", "desc64_multi", "ring_tight_multi", "ring_fit", "lane_partial_sum"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,10 @@ class Options:
     # second barrier: more blocks per SM); "ring_tight_multi" (passes/pipeline.py: ring_tight for a one-warpgroup loop
     # of several dots, attention's, where it turns one block per SM into two: D=128 64x64 s3 in 112 KiB instead of
     # 144); "desc64_multi" (codegen/dot.py: "desc64" below for the dots of loops with
-    # several dots, attention's). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
+    # several dots, attention's); "ring_fit" (passes/pipeline.py: the tight ring, for any number of warps, where the
+    # loose ring's three slots do not fit in shared memory, instead of no ring); "lane_partial_sum" (codegen/reduce.py:
+    # a loop-carried l = l * a + sum(x, axis) kept as per-lane partial sums, the sum's lane shuffles once after the
+    # loop instead of every iteration -- attention's row sum). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
     # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
@@ -63,7 +69,12 @@ class Options:
     # "occupancy" (compile.py: one-warpgroup attention built again for one more block per SM -- tight ring, and
     # where registers are in the way .maxnreg with no P.V in flight across iterations -- kept when ptxas takes it
     # cleanly; every gpu test passes with it; D=64 128x64 w4 s3 three blocks per SM instead of two, but ours with
-    # it / without it 0.997-0.999 per round in three A/B runs of the benchmark).
+    # it / without it 0.997-0.999 per round in three A/B runs of the benchmark); "reduce_tree" (codegen/reduce.py:
+    # the in-thread part of a reduction as a tree, log2(n) dependent steps instead of a chain; every gpu test passes
+    # with it; attention D=64 1.00, D=128 0.97-0.98, w4 0.975); "mbar_ring" (passes/pipeline.py + codegen/dot.py:
+    # attention's copy ring hands slots over through full/empty mbarriers instead of a block barrier per
+    # iteration, so warpgroups of a block may drift apart; every gpu test passes with it; attention D=64 w8 0.98,
+    # w4 0.93, D=128 1.00, a few two-warpgroup configs up to 1.09).
     experiments: str = ""
     # Registers per thread ptxas may use (.maxnreg): the `maxnreg` launch option (Triton's), or the "occupancy"
     # switch's variant (compile.py); None leaves the choice to ptxas.

@@ -15,3 +15,21 @@ def batched_dot_kernel(A, B, C, BB: tl.constexpr, BM: tl.constexpr, BN: tl.const
     b = tl.load(B + rb * BK * BN + tl.arange(0, BK)[None, :, None] * BN + tl.arange(0, BN)[None, None, :])
     c = tl.dot(a, b)
     tl.store(C + rb * BM * BN + tl.arange(0, BM)[None, :, None] * BN + tl.arange(0, BN)[None, None, :], c)
+
+
+@compiler.jit
+def scaled_row_sums_kernel(X, A, Out, n_iter, BM: tl.constexpr, BN: tl.constexpr, READ_L: tl.constexpr):
+    """l = l * max(a_i, 1) + sum(x_i, 1) over n_iter tiles (attention's row-sum recurrence), then x_0 / l[:, None]
+    stored (l used the way attention uses it); READ_L also reads l inside the loop (then it cannot stay per-lane
+    partial)."""
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    tile = rows[:, None] * BN + cols[None, :]
+    l = tl.zeros([BM], dtype=tl.float32) + 1.5
+    for i in range(0, n_iter):
+        x = tl.load(X + i * BM * BN + tile)
+        a = tl.max(tl.load(A + i * BM * BN + tile), 1)
+        if READ_L:
+            a = a + l * 0.0
+        l = l * a + tl.sum(x, 1)
+    tl.store(Out + tile, tl.load(X + tile) / l[:, None])

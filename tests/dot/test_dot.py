@@ -863,3 +863,64 @@ def test_stmatrix_epilogue_and_other_layouts(monkeypatch, tmp_path):
     assert _stmatrix_rows(linear(default_blocked((64, 64), 2, 4), (64, 64), 4)) is None
     old = _matmul_ptx("float16", "ieee", "float16", 64, 64, 32, 4, target="sm_80")
     assert "stmatrix" not in old  # sm_80 has no stmatrix
+
+
+def _back_edge_body(ptx):
+    """The PTX between a loop's header label and its backward branch (the first loop)."""
+    import re
+
+    for m in re.finditer(r"bra(?:\.uni)?\s+(\$L__BB0_\d+);", ptx):
+        at = ptx.find(m.group(1) + ":")
+        if 0 <= at < m.start():
+            return ptx[at:m.start()]
+    raise AssertionError("no loop in the PTX")
+
+
+@pytest.mark.parametrize("read_l", [False, True])
+def test_lane_partial_sum_takes_the_row_sum_shuffles_out_of_the_loop(read_l, monkeypatch, tmp_path):
+    """Switch "lane_partial_sum" (default): l = l * a + sum(x, 1) carried through a loop keeps per-lane partial
+    sums; the sum's butterfly shuffles (3 lane bits x 4 rows here) move after the loop, the max's stay. A loop
+    that reads l otherwise (READ_L) keeps them inside. The PTX assembles."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    x = np.zeros((4, 64, 32), np.float32)
+    out = np.zeros((64, 32), np.float32)
+    got = {}
+    for exp in ("", "no_lane_partial_sum"):
+        monkeypatch.setenv("TILEFARM_EXPERIMENTS", exp)
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (exp or "default")))
+        kern = compiler.jit(K.scaled_row_sums_kernel.fn)
+        got[exp] = kern.warmup(x, x, out, 4, grid=(1,), BM=64, BN=32, READ_L=read_l, num_warps=4,
+                               num_stages=1).asm["ptx"]
+    for ptx in got.values():
+        assert ptx.count("shfl.sync.bfly") == 24
+    inside = {k: _back_edge_body(p).count("shfl.sync.bfly") for k, p in got.items()}
+    assert inside["no_lane_partial_sum"] == 24 and inside[""] == (24 if read_l else 12)
+    if find_ptxas() is not None:
+        assert ptx_resources(got[""], "sm_90")["spill_stores"] == 0
+
+
+@pytest.mark.parametrize("nw,inside", [(8, 4), (4, 8)])
+def test_attention_row_sum_shuffles_leave_the_loop(nw, inside, monkeypatch, tmp_path):
+    """Attention D=64 128x64: with lane_partial_sum the loop's only shuffles are the row max's (2 lane bits per
+    row a thread holds: two rows at w8, four at w4), half of them before."""
+    got, old = (_attention_kernel(monkeypatch, tmp_path, x, 64, nw) for x in ("", "no_lane_partial_sum"))
+    assert _back_edge_body(got.asm["ptx"]).count("shfl.sync.bfly") == inside
+    assert _back_edge_body(old.asm["ptx"]).count("shfl.sync.bfly") == 2 * inside
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("read_l", [False, True])
+@pytest.mark.parametrize("n_iter", [0, 1, 7])
+def test_lane_partial_sum_gpu(n_iter, read_l):
+    """The row-sum recurrence with and without per-lane partial sums against float64 (zero iterations: the start
+    value comes back whole)."""
+    rng = np.random.default_rng(n_iter)
+    x = rng.uniform(-1, 1, (max(n_iter, 1), 64, 32)).astype(np.float32)
+    a = rng.uniform(0.5, 1.0, (max(n_iter, 1), 64, 32)).astype(np.float32)
+    out = poison((64, 32), "float32")
+    run("gpu", K.scaled_row_sums_kernel, (1,), [x, a, out], [n_iter], BM=64, BN=32, READ_L=read_l, num_warps=4)
+    l = np.full(64, 1.5)
+    for i in range(n_iter):
+        l = l * a[i].astype(np.float64).max(1) + x[i].astype(np.float64).sum(1)
+    assert_close(out, x[0].astype(np.float64) / l[:, None], "float32", rtol=1e-5, atol=1e-6)
