@@ -50,8 +50,9 @@ class Options:
     # several dots, attention's); "ring_fit" (passes/pipeline.py: the tight ring, for any number of warps, where the
     # loose ring's three slots do not fit in shared memory, instead of no ring); "lane_partial_sum" (codegen/reduce.py:
     # a loop-carried l = l * a + sum(x, axis) kept as per-lane partial sums, the sum's lane shuffles once after the
-    # loop instead of every iteration -- attention's row sum). Off: "cp_fence" (codegen/dot.py: a proxy fence after each copy-ring wait, the
-    # conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma mainloop and Triton both omit);
+    # loop instead of every iteration -- attention's row sum). Off: "cp_fence" (codegen/dot.py: a proxy fence after
+    # each copy-ring wait, the conservative reading of the PTX proxy rules, which CUTLASS's cp.async + wgmma
+    # mainloop and Triton both omit);
     # "smem_carveout" (codegen/llvm.py + runtime/launch.py: a kernel over 48 KiB of shared memory asks for the largest
     # carveout, as Triton's launcher does; measured: no difference); "stmatrix" (codegen/reduce.py: a layout
     # conversion from MMA accumulator fragments of 16-bit values stores them with stmatrix.m8n8.x4, one per four

@@ -376,7 +376,8 @@ def _pipeline_async(module, loop, options) -> bool:
     # tight ring (num_stages slots, at least 2) for any number of warps, instead of no ring at all (the register
     # pipeline: loads into registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2:
     # 2 x 64 KiB slots + Q's 32 KiB.
-    if not tight and fit(False) * stage > budget and options.experiment("ring_fit") and options.experiment("ring_tight"):
+    if (not tight and fit(False) * stage > budget and options.experiment("ring_fit")
+            and options.experiment("ring_tight")):
         tight = True
     slots = fit(tight)
     if slots * stage > budget:
