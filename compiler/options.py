@@ -15,7 +15,7 @@ from dataclasses import dataclass
 # "ring_tight_multi" (passes/pipeline.py; 2026-11-30) -- attention D=128 64x64 w4 s3 1.31x (one block per SM -> two).
 # "ring_fit" (passes/pipeline.py; 2026-11-30) -- attention D=128 128x128 w8 s2 327 -> 432 TFLOP/s, matmul 128x256x128
 # w8 s3 1.22x (the loose ring did not fit: no ring before). "lane_partial_sum" (codegen/reduce.py; 2026-11-30) --
-# attention D=64 1.032-1.033x in two A/B runs (128x64 w8 s3), D=128 1.003-1.009x.
+# attention D=64 1.032-1.037x in three A/B runs (128x64 w8 s3), D=128 1.002-1.013x.
 DEFAULT_ON = frozenset({"wgmma_defer", "paired_cvt", "ring_dst", "smem_convert", "copy_late", "remat_blocked",
                         "ring_tight", "desc64_multi", "ring_tight_multi", "ring_fit", "lane_partial_sum"})
 
