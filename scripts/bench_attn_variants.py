@@ -36,7 +36,8 @@ def parse_config(text):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--variants", default=",mbar_ring", help="comma-separated switch sets; '+' joins switches "
-                    "within one set (e.g. ',mbar_ring,mbar_ring+reduce_tree'); the empty set is the default code")
+                    "within one set (e.g. ',mbar_ring,mbar_ring+reduce_tree'); the empty set is the default code; "
+                    "the token 'ptxas:triton' assembles that variant with Triton's bundled ptxas")
     ap.add_argument("--configs", default="64:128x64-w8-s3,64:128x64-w4-s3,128:128x64-w8-s3")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--rep-ms", type=float, default=50.0)
@@ -77,18 +78,24 @@ def main(argv=None):
             def fn(kern=kern, o=o):
                 kern[(L // BM, BH)](q, k, v, o, scale, L, L * D, D, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
                                     num_warps=nw, num_stages=ns)
-            old = os.environ.get("TILEFARM_EXPERIMENTS")
+            env = {}
             if switches is not None:
-                os.environ["TILEFARM_EXPERIMENTS"] = switches
+                tokens = [t for t in switches.split(",") if t]
+                env["TILEFARM_EXPERIMENTS"] = ",".join(t for t in tokens if t != "ptxas:triton")
+                if "ptxas:triton" in tokens:
+                    env["TILEFARM_PTXAS"] = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia",
+                                                         "bin", "ptxas")
+            old = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
             try:
-                fn()  # compiles with the variant's switches
+                fn()  # compiles with the variant's switches (and assembler)
                 torch.cuda.synchronize()
             finally:
-                if switches is not None:
-                    if old is None:
-                        os.environ.pop("TILEFARM_EXPERIMENTS", None)
+                for k, v in old.items():
+                    if v is None:
+                        os.environ.pop(k, None)
                     else:
-                        os.environ["TILEFARM_EXPERIMENTS"] = old
+                        os.environ[k] = v
             err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
             errs[name] = err if err == err else float("inf")  # NaN (a poisoned element left) counts as wrong
             fns[name] = fn
