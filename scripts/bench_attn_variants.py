@@ -91,11 +91,11 @@ def main(argv=None):
                 fn()  # compiles with the variant's switches (and assembler)
                 torch.cuda.synchronize()
             finally:
-                for k, v in old.items():
-                    if v is None:
-                        os.environ.pop(k, None)
+                for name_, val in old.items():
+                    if val is None:
+                        os.environ.pop(name_, None)
                     else:
-                        os.environ[k] = v
+                        os.environ[name_] = val
             err = ((o.float() - ref).abs().max() / ref.abs().max()).item()
             errs[name] = err if err == err else float("inf")  # NaN (a poisoned element left) counts as wrong
             fns[name] = fn
