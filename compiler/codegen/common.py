@@ -95,6 +95,16 @@ class Tile:
 EMIT: dict = {}
 
 
+def uses(block, v) -> int:
+    """How many times ops of `block` (and of the blocks nested in them) take `v` as an operand."""
+    n = 0
+    for o in block.ops:
+        n += sum(1 for x in o.operands if x is v)
+        for b in o.blocks:
+            n += uses(b, v)
+    return n
+
+
 def emits(*kinds):
     """Register an emitter for op kinds (a table, not an if-chain)."""
     def deco(fn):

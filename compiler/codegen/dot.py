@@ -16,7 +16,7 @@ import llvmlite.ir as ir
 
 from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
 from . import common as C
-from .common import Tile, emits, error
+from .common import Tile, emits, error, uses
 
 
 def _index(ll):
@@ -785,14 +785,14 @@ def defer_to_loop(e, op):
     if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
         return None
     y = blk.terminator
-    if _uses(blk, op.result) != 1 or op.result not in y.operands:
+    if uses(blk, op.result) != 1 or op.result not in y.operands:
         return None
     dots = [i for i, o in enumerate(blk.ops) if o.kind == "dot"]
     if len(dots) < 2 or blk.ops[dots[0]] is op or _pipelined_loop(blk.ops[dots[0]]) is not None:
         return None
     arg = blk.args[1 + y.operands.index(op.result)]
     for i, o in enumerate(blk.ops[:dots[0] + 1]):  # the carried value is read only after the first dot
-        if any(x is arg for x in o.operands) or any(_uses(b, arg) for b in o.blocks):
+        if any(x is arg for x in o.operands) or any(uses(b, arg) for b in o.blocks):
             return None
     # Its operands must not be in per-iteration scratch shared memory (the next iteration could overwrite it while
     # the wgmma reads): ring slots, operands from outside the loop (stored once), or `a` in registers.
@@ -868,15 +868,6 @@ def _deferred_accumulators(e, op):
     return out
 
 
-def _uses(block, v):
-    n = 0
-    for o in block.ops:
-        n += sum(1 for x in o.operands if x is v)
-        for b in o.blocks:
-            n += _uses(b, v)
-    return n
-
-
 def _pipelined_loop(op):
     """The enclosing `for` when op's accumulator is a loop-carried value used only by this dot and the dot's
     result only goes back through the loop's yield at the same position; else None."""
@@ -889,7 +880,7 @@ def _pipelined_loop(op):
         return None
     j = blk.args.index(acc) - 1
     y = blk.terminator
-    if _uses(blk, acc) != 1 or _uses(blk, op.result) != 1 or j < 0 or y.operands[j] is not op.result:
+    if uses(blk, acc) != 1 or uses(blk, op.result) != 1 or j < 0 or y.operands[j] is not op.result:
         return None
     return loop
 
@@ -953,6 +944,7 @@ class _Ring:
         self.inner = [None] * len(spec["tiles"])
         self.started = False
         self.start = 0  # where the ring begins in shared memory (1024-aligned)
+        self.plain_stores = False  # mbar_ring: a copy of the slot being written went through st.shared
 
 
 def _ring(e, op):
@@ -1110,14 +1102,18 @@ def _mbar_slot_phase(e, t, n):
     return e.b.urem(t, e.i32(n)), e.b.and_(e.b.udiv(t, e.i32(n)), e.i32(1))
 
 
-def _mbar_init(e, ring):
-    n = ring.spec["stages"]
+def _mbar_thread0(e, ring, which, text):
+    """Thread 0 runs `text` ($0: the address) on each slot's full (which=0) or empty (which=1) mbarrier."""
     fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
+    asm = ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; @p " + text + " }", "r,r,~{memory}",
+                       side_effect=True)
+    for s in range(ring.spec["stages"]):
+        e.b.call(asm, [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
+
+
+def _mbar_init(e, ring):
     for which, count in ((0, e.nw * 32), (1, e.nw)):
-        for s in range(n):
-            e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; "
-                                  f"@p mbarrier.init.shared::cta.b64 [$0], {count}; }}", "r,r,~{memory}",
-                                  side_effect=True), [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
+        _mbar_thread0(e, ring, which, f"mbarrier.init.shared::cta.b64 [$0], {count};")
     e.barrier()  # every thread sees them initialized before it arrives
 
 
@@ -1147,7 +1143,7 @@ def _mbar_copy_tail(e, ring, target):
     slot, _ = _mbar_slot_phase(e, target, ring.spec["stages"])
     addr = _mbar_addr(e, ring, 0, slot)
     fty = ir.FunctionType(C.VOID, [C.I32])
-    if getattr(ring, "plain_stores", False):  # shared stores too: land every copy, then a release arrival
+    if ring.plain_stores:  # shared stores too: land every copy, then a release arrival
         _asm_void(e, "cp.async.wait_all;")
         e.b.call(ir.InlineAsm(fty, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", side_effect=True),
                  [addr])
@@ -1204,12 +1200,8 @@ def finish_ring(e, loop):
             slot, parity = _mbar_slot_phase(e, e.b.add(trips, e.i32(k)), ring.spec["stages"])
             _mbar_wait(e, _mbar_addr(e, ring, 0, slot), parity)
         e.barrier()
-        fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
         for which in (0, 1):
-            for s in range(ring.spec["stages"]):
-                e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; "
-                                      "@p mbarrier.inval.shared::cta.b64 [$0]; }", "r,r,~{memory}",
-                                      side_effect=True), [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
+            _mbar_thread0(e, ring, which, "mbarrier.inval.shared::cta.b64 [$0];")
         e.smem_base = ring.start
         return
     _asm_void(e, "cp.async.wait_group 0;")

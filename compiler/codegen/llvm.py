@@ -278,6 +278,7 @@ class Emitter:
         self.qk_carried: dict = {}  # id(loop) -> registers of the QK a qk_ahead loop's last iteration issued
         self.qk_next: dict = {}  # id(loop) -> registers of the QK this iteration issued (carried to the next)
         self.qk_issue: dict = {}  # id(loop) -> what the loop's qk_issue marker issues
+        self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.cf_depth = 0
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}

@@ -7,11 +7,13 @@ every use: `smem_begin` puts a barrier before a use when an earlier use may stil
 """
 from __future__ import annotations
 
+import functools
+
 import llvmlite.ir as ir
 
 from ..passes.layouts import linear
 from . import common as C
-from .common import Tile, emits, error
+from .common import Tile, emits, error, uses
 
 FULL = 0xFFFFFFFF
 
@@ -107,8 +109,9 @@ def _e_reduce(e, op):
     tree = e.opts.experiment("reduce_tree")
     acc = {}
     for key, level in rows.items():
-        while len(level) > 1 and not tree:
-            level = [combine(level[0], level[1])] + level[2:]
+        if not tree:
+            acc[key] = functools.reduce(combine, level)
+            continue
         while len(level) > 1:
             level = [combine(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
                      for i in range(0, len(level), 2)]
@@ -116,7 +119,7 @@ def _e_reduce(e, op):
     # 2. lanes along the axis: butterfly shuffles (a zero basis only replicates: skip it); a sum that stays
     # per-lane partial across its loop ("lane_partial_sum", partial_sums below) skips them
     for i, b in enumerate(ll.lane):
-        if b[axis] and not op.attrs.get("_partial"):
+        if b[axis] and id(op) not in e.partial_reduces:
             for key in acc:
                 other = [shuffle(e, "bfly", v, 1 << i) for v in acc[key]]
                 acc[key] = combine(acc[key], other)
@@ -460,21 +463,13 @@ def _e_permute(e, op):
 
 # ---- lane-partial loop sums (switch "lane_partial_sum") ---------------------------------------------------------
 
-def _all_uses(block, v):
-    n = 0
-    for o in block.ops:
-        n += sum(1 for x in o.operands if x is v)
-        for b in o.blocks:
-            n += _all_uses(b, v)
-    return n
-
-
 def partial_sums(e, loop):
     """Switch "lane_partial_sum": a loop-carried value updated only as l = l * a + sum(x, axis) (attention's row
     sum: l_i = l_i * alpha + tl.sum(p, 1)) is carried as per-lane partial sums over the lanes along the axis: the
     sum's butterfly shuffles leave the loop (one reduction after it instead of one per iteration). Exact in
     real arithmetic (a is the same on those lanes); in floating point the additions are reassociated, as any
-    change of reduction order does. Returns {carried position: lane bits along the axis} and marks the reduces."""
+    change of reduction order does. Returns {carried position: lane bits along the axis}; the reduces are noted in
+    e.partial_reduces (their lane step is skipped)."""
     if not e.opts.experiment("lane_partial_sum"):
         return {}
     body = loop.blocks[0]
@@ -482,25 +477,25 @@ def partial_sums(e, loop):
     out = {}
     for j, arg in enumerate(body.args[1:]):
         t = arg.type
-        if not t.shape or getattr(t.element, "kind", "") != "float" or _all_uses(body, arg) != 1:
+        if not t.shape or getattr(t.element, "kind", "") != "float" or uses(body, arg) != 1:
             continue
         mul = next((o for o in body.ops if o.kind == "mul" and any(x is arg for x in o.operands)), None)
-        if mul is None or _all_uses(body, mul.result) != 1:
+        if mul is None or uses(body, mul.result) != 1:
             continue
         add = next((o for o in body.ops if o.kind == "add" and any(x is mul.result for x in o.operands)), None)
-        if add is None or y.operands[j] is not add.result or _all_uses(body, add.result) != 1:
+        if add is None or y.operands[j] is not add.result or uses(body, add.result) != 1:
             continue
         r = next(x for x in add.operands if x is not mul.result)
         red = getattr(r, "owner", None)
         if (getattr(red, "kind", None) != "reduce" or red.block is not body or len(red.operands) != 1
-                or _all_uses(body, r) != 1 or [o.kind for o in red.blocks[0].ops] != ["add", "yield"]):
+                or uses(body, r) != 1 or [o.kind for o in red.blocks[0].ops] != ["add", "yield"]):
             continue
         ll = e.layout_of(red.operands[0])
         axis = red.attrs["axis"]
         lanes = [i for i, b in enumerate(ll.lane) if b[axis]]
         if not lanes or any(b[axis] for b in ll.warp):
             continue
-        red.attrs["_partial"] = True
+        e.partial_reduces.add(id(red))
         out[j] = lanes
     return out
 
