@@ -78,6 +78,20 @@ def _blocked_family(layout) -> bool:
     return isinstance(layout, BlockedLayout)
 
 
+def _mma_family(layout) -> bool:
+    """An MmaLayout or a slice (of a slice...) of one."""
+    while isinstance(layout, SliceLayout):
+        layout = layout.parent
+    return isinstance(layout, MmaLayout)
+
+
+def _free_source(v) -> bool:
+    """A value that any layout holds for free: a constant, an arange, or a splat of a scalar."""
+    src = v.owner
+    kind = getattr(src, "kind", None)
+    return kind in ("const", "arange") or (kind == "splat" and not src.operands[0].type.shape)
+
+
 def _ebytes(elem) -> int:
     if isinstance(elem, T.pointer_type):
         return 8
@@ -141,6 +155,8 @@ class _Assigner:
         depth = 3 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
         got = self._remat(v, layout, new_ops, depth)
         if got is None:
+            got = self._through_broadcast(v, layout, new_ops, op)
+        if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
             new_ops = [cv]
             got = cv.result
@@ -152,6 +168,35 @@ class _Assigner:
                 op.block.ops.insert(op.block.ops.index(op), cv)
             self.lay[cv.result.id] = layout
         op.operands[i] = got
+
+    def _through_broadcast(self, v, layout, out, user):
+        """v = broadcast(expand_dims(x)) (or either alone) made in `layout` by converting the smaller x and
+        repeating the broadcast there: a bias row converted as 1xN values, not as the MxN tile."""
+        src = v.owner
+        kind = getattr(src, "kind", None)
+        if kind not in ("broadcast", "expand_dims") or not src.operands[0].type.shape:
+            return None
+        x = src.operands[0]
+        if kind == "broadcast":
+            xl = layout
+        else:
+            xl = SliceLayout(src.attrs["axis"], layout)
+        cur = self.lay.get(x.id)
+        if cur == xl:
+            y = x
+        else:
+            y = self._remat(x, xl, out, 0)
+            if y is None:
+                y = self._through_broadcast(x, xl, out, user)
+            if y is None:
+                cv = Op("convert_layout", [x], [x.type], {"_layouts": [xl]}, loc=user.loc)
+                out.append(cv)
+                y = cv.result
+        attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
+        attrs["_layouts"] = [layout]
+        n = Op(kind, [y], [v.type], attrs, loc=src.loc)
+        out.append(n)
+        return n.result
 
     _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min"))
 
@@ -224,6 +269,14 @@ class _Assigner:
         elif k in ELEMENTWISE:
             ls = [self.L(op.operands[i]) for i in blockops]
             known = [l for l in ls if l is not None]
+            # A computed operand in an MMA layout (a dot's result, its row statistics) keeps the op in that layout,
+            # whatever the users after it want: the epilogue's arithmetic runs on the accumulator's registers and
+            # only its final value is converted, once, where it must be (constants, scalar splats and aranges
+            # cost nothing to materialize in any layout, and other operands are converted before a broadcast).
+            mma = [l for i in blockops if not _free_source(op.operands[i])
+                   for l in [self.L(op.operands[i])] if _mma_family(l)]
+            if mma:
+                known = mma
             if not known:
                 tgt = self.open_layout(op.results[0], final) if op.results[0].type.shape else None
             else:
@@ -278,7 +331,15 @@ class _Assigner:
             ls = []
             for j, v in enumerate(init):
                 l = self.L(v)
-                if l is None and v.type.shape:
+                carried = self.desired.get(body.args[j + 1].id)
+                if final and v.type.shape and l is not None and l != carried and _mma_family(carried):
+                    # The body produces this value in an MMA layout (a dot accumulator, its row statistics):
+                    # carry it there and convert the initial value once, before the loop, rather than the
+                    # carried value twice per iteration (an init shared with other users, such as a zero
+                    # constant also used by the epilogue, must not pull the accumulator out of its layout).
+                    l = carried
+                    self.want(op, 3 + j, l, final)
+                elif l is None and v.type.shape:
                     l = self.desired.get(body.args[j + 1].id) or self.desired.get(op.results[j].id)
                     if l is None and final:
                         l = self.default(v)
