@@ -155,7 +155,7 @@ class _Assigner:
         depth = 3 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
         got = self._remat(v, layout, new_ops, depth)
         if got is None:
-            got = self._through_broadcast(v, layout, new_ops, op)
+            got = self._through_broadcast(v, layout, new_ops, op, depth)
         if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
             new_ops = [cv]
@@ -169,7 +169,7 @@ class _Assigner:
             self.lay[cv.result.id] = layout
         op.operands[i] = got
 
-    def _through_broadcast(self, v, layout, out, user):
+    def _through_broadcast(self, v, layout, out, user, depth):
         """v = broadcast(expand_dims(x)) (or either alone) made in `layout` by converting the smaller x and
         repeating the broadcast there: a bias row converted as 1xN values, not as the MxN tile."""
         src = v.owner
@@ -185,9 +185,9 @@ class _Assigner:
         if cur == xl:
             y = x
         else:
-            y = self._remat(x, xl, out, 0)
+            y = self._remat(x, xl, out, depth)
             if y is None:
-                y = self._through_broadcast(x, xl, out, user)
+                y = self._through_broadcast(x, xl, out, user, depth)
             if y is None:
                 cv = Op("convert_layout", [x], [x.type], {"_layouts": [xl]}, loc=user.loc)
                 out.append(cv)

@@ -102,6 +102,40 @@ def _dce(block: Block) -> bool:
     return changed
 
 
+def _is_zero(v) -> bool:
+    src = v.owner
+    return isinstance(src, Op) and src.kind == "const" and src.attrs.get("value") == 0
+
+
+def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) -> None:
+    """add(x, dot(a, b, 0)) -> dot(a, b, x) when the dot's result has no other use: `acc += tl.dot(a, b)` then
+    accumulates in the matrix unit's registers like `acc = tl.dot(a, b, acc)` instead of a separate tile of
+    adds (and a second accumulator live across the dot). For floats only where a*b+c may fuse
+    (enable_fp_fusion): the sum is rounded once fewer, as with FMA contraction."""
+    where = {}
+    for i, op in enumerate(block.ops):
+        for r in op.results:
+            where[r.id] = i
+        for b in op.blocks:
+            _fold_dot_add(b, counts, mapping, fp_fusion)
+        if op.kind != "add" or len(op.operands) != 2:
+            continue
+        for j in (0, 1):
+            d, x = op.operands[j].owner, op.operands[1 - j]
+            if not (isinstance(d, Op) and d.kind == "dot" and d.block is block and counts.get(d.result.id) == 1
+                    and _is_zero(d.operands[2]) and d.result.type == op.result.type == x.type):
+                continue
+            if d.result.type.element.kind == "float" and not fp_fusion:
+                continue
+            if where.get(x.id, -1) >= where.get(d.result.id, -1):  # x must exist where the dot runs
+                continue
+            counts[d.operands[2].id] = counts.get(d.operands[2].id, 0) - 1
+            d.operands[2] = x
+            mapping[op.result.id] = d.result
+            op.attrs["_dead"] = True
+            break
+
+
 def canonicalize(module: Module, options=None) -> Module:
     """Fold, CSE and DCE the kernel body in place; returns the module."""
     body = module.function.body
@@ -111,4 +145,12 @@ def canonicalize(module: Module, options=None) -> Module:
     _replace_uses(body, mapping)
     while _dce(body):
         pass
+    counts: dict = {}
+    _uses(body, counts)
+    mapping = {}
+    _fold_dot_add(body, counts, mapping, getattr(options, "enable_fp_fusion", True))
+    if mapping:
+        _replace_uses(body, mapping)
+        while _dce(body):
+            pass
     return module
