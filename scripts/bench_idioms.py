@@ -69,7 +69,7 @@ def main():
         for impl, mod in (("ours", E), ("triton", T)):
             k = getattr(mod, kname)
 
-            def fn(k=k):
+            def fn(k=k, pre=pre, scal=scal, extra=extra):
                 k[grid](*pre, *scal, **meta, **extra)
             try:
                 c.fill_(float("nan"))
