@@ -152,9 +152,10 @@ class _Assigner:
         # straight from wgmma accumulators make it serialize the wgmma pipeline). Switch "remat_blocked" (default):
         # outside loops too when the wanted layout is a blocked one (address arithmetic for loads: the prologue's
         # aranges otherwise went through shared memory, a barrier each).
-        depth = 3 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
+        depth = 4 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
         got = self._remat(v, layout, new_ops, depth)
         if got is None:
+            new_ops = []
             got = self._through_broadcast(v, layout, new_ops, op, depth)
         if got is None:
             cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
@@ -185,13 +186,16 @@ class _Assigner:
         if cur == xl:
             y = x
         else:
-            y = self._remat(x, xl, out, depth)
+            tmp = []
+            y = self._remat(x, xl, tmp, depth)
             if y is None:
-                y = self._through_broadcast(x, xl, out, user, depth)
+                tmp = []
+                y = self._through_broadcast(x, xl, tmp, user, depth)
             if y is None:
                 cv = Op("convert_layout", [x], [x.type], {"_layouts": [xl]}, loc=user.loc)
-                out.append(cv)
+                tmp = [cv]
                 y = cv.result
+            out.extend(tmp)
         attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
         attrs["_layouts"] = [layout]
         n = Op(kind, [y], [v.type], attrs, loc=src.loc)
@@ -207,6 +211,14 @@ class _Assigner:
         if kind in ("const", "splat", "arange")[:3 if depth else 2] and not (
                 src.operands and src.operands[0].type.shape):
             ops = list(src.operands)
+        elif kind in ("broadcast", "expand_dims") and depth > 0 and src.operands[0].type.shape:
+            # no arithmetic of their own: recomputed from their operand recomputed in the matching layout
+            x = src.operands[0]
+            xl = layout if kind == "broadcast" else SliceLayout(src.attrs["axis"], layout)
+            y = x if self.lay.get(x.id) == xl else self._remat(x, xl, out, depth)
+            if y is None:
+                return None
+            ops = [y]
         elif kind in self._REMAT and depth > 0 and len(src.results) == 1:
             ops = []
             for x in src.operands:
