@@ -329,21 +329,27 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     fast = dst_shape is None and t != C.I1 and e.opts.experiment("smem_convert")
     last = dst_ll.shape[-1] if dst_ll.shape else 1
     pad = 16 // eb if fast and last * eb >= 128 else 0
+    # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
+    src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
+    vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
+    vd = _run_length(dst_ll, len(dst_ll.shape) - 1, 16 // eb) if fast and dst_ll.shape else 1
+    swz = _choose_swizzle(x.ll, dst_ll, src_shape_perm, eb, vs, vd, pad) if fast else None
+    if swz is not None:
+        pad = 0
     numel = 1
     for s in dst_ll.shape[:-1]:
         numel *= s
     numel *= last + pad
     e.smem_begin(numel * eb)
-    # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
-    src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
-    vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
-    rows = _stmatrix_rows(x.ll) if fast and eb == 2 and src_shape_perm is None and last % 8 == 0 and \
-        e.opts.sm >= 90 and e.opts.experiment("stmatrix") else None
+    rows = _stmatrix_rows(x.ll) if fast and swz is None and eb == 2 and src_shape_perm is None and \
+        last % 8 == 0 and e.opts.sm >= 90 and e.opts.experiment("stmatrix") else None
     if rows is not None:
         _stmatrix_store(e, x, rows, dst_ll.shape, pad)
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
     for r in range(0, x.ll.num_regs if rows is None else 0, vs):
-        if src_shape_perm is not None:
+        if swz is not None:
+            idx = _swizzled_index(e, x.ll, r, dst_ll.shape, src_shape_perm, swz)
+        elif src_shape_perm is not None:
             idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm, row_pad=pad)
         else:
             idx = e.linear_index(x.ll, r, shape=dst_ll.shape if fast else None, row_pad=pad)
@@ -353,16 +359,98 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
             from .dot import _store_vector
             _store_vector(e, x.regs[r:r + vs], e.b.gep(e.smem_ptr(0), [idx], source_etype=t), vs * eb)
     e.barrier()
-    vd = _run_length(dst_ll, len(dst_ll.shape) - 1, 16 // eb) if fast and dst_ll.shape else 1
     regs = []
     for r in range(0, dst_ll.num_regs, vd):
-        idx = e.linear_index(dst_ll, r, row_pad=pad)
+        idx = _swizzled_index(e, dst_ll, r, dst_ll.shape, None, swz) if swz is not None else \
+            e.linear_index(dst_ll, r, row_pad=pad)
         if vd == 1:
             regs.append(_ld_smem(e, idx, 0, t))
         else:
             v = e.b.load(e.b.gep(e.smem_ptr(0), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
             regs += [e.b.extract_element(v, e.i32(i)) for i in range(vd)]
     return Tile(dst_ll, regs)
+
+
+def _coords(ll, r, lane, warp, perm):
+    c = [a ^ b for a, b in zip(ll.reg_coord(r), ll.thread_coord(lane, warp))]
+    return [c[p] for p in perm] if perm is not None else c
+
+
+def _buffer_index(coords, shape, pad, swz):
+    """Element index of `coords` in the conversion buffer: row-major with `pad` elements after each last-dim row,
+    or, with swz = (shift, mask, vec), unpadded with the 16-byte chunk of each row XORed by (row >> shift) & mask."""
+    row = 0
+    for c, n in zip(coords[:-1], shape[:-1]):
+        row = row * n + c
+    col = coords[-1]
+    if swz is None:
+        return row * (shape[-1] + pad) + col
+    shift, mask, vec = swz
+    return row * shape[-1] + (col ^ (((row >> shift) & mask) * vec))
+
+
+def _wavefronts(addrs, width):
+    """Shared-memory wavefronts of one warp-wide access of `width` bytes per lane at byte addresses `addrs`
+    (lane order): lanes are served in groups of 128 bytes of requests (32 lanes at 4 bytes, 16 at 8, 8 at 16),
+    and a group takes as many wavefronts as the most distinct 4-byte words falling in one of the 32 banks."""
+    per = max(1, 128 // max(width, 4))
+    total = 0
+    for g in range(0, len(addrs), per):
+        banks: dict = {}
+        for a in addrs[g:g + per]:
+            for w in range(a // 4, (a + max(width, 4)) // 4):
+                banks.setdefault(w % 32, set()).add(w)
+        total += max(len(v) for v in banks.values()) if banks else 0
+    return total
+
+
+def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz):
+    """Wavefronts of warp 0 writing `src` and reading `dst` through the buffer described by (pad, swz)."""
+    shape = dst.shape
+    cost = 0
+    for ll, v, p in ((src, vs, perm), (dst, vd, None)):
+        for r in range(0, ll.num_regs, v):
+            addrs = [_buffer_index(_coords(ll, r, lane, 0, p), shape, pad, swz) * eb for lane in range(32)]
+            cost += _wavefronts(addrs, v * eb)
+    return cost
+
+
+def _choose_swizzle(src, dst, perm, eb, vs, vd, pad):
+    """A swizzled buffer (shift, mask, vec) when it moves the data in fewer shared-memory wavefronts than the padded
+    row-major one, else None. Decided by counting bank conflicts of both sides' accesses (e.g. a transpose, whose
+    writer holds runs along the reader's rows: padding cannot spread those rows over the banks, an XOR of the
+    16-byte chunk with the row bits the writer's lanes step through can)."""
+    shape = dst.shape
+    vec = 16 // eb
+    if len(shape) < 2 or shape[-1] % vec or shape[-1] // vec < 2 or vs > vec or vd > vec:
+        return None
+    rows = 1
+    for n in shape[:-1]:
+        rows *= n
+    mask = min(shape[-1] // vec, 128 // 16) - 1
+    if mask & (mask + 1):
+        return None
+    best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None)
+    for shift in range(max(1, rows.bit_length() - 1)):
+        swz = (shift, mask, vec)
+        cost = _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz)
+        if cost < best_cost:
+            best, best_cost = swz, cost
+    return best
+
+
+def _swizzled_index(e, ll, r, shape, perm, swz):
+    """The calling thread's element index of register r in the swizzled buffer (see _buffer_index), as i32."""
+    coords = [e.coord(ll, r, d) for d in range(len(ll.shape))]
+    if perm is not None:
+        coords = [coords[p] for p in perm]
+    row = None
+    for c, n in zip(coords[:-1], shape[:-1]):
+        row = c if row is None else e.b.add(e.b.mul(row, e.i32(n)), c)
+    shift, mask, vec = swz
+    phase = e.b.and_(e.b.lshr(row, e.i32(shift)) if shift else row, e.i32(mask))
+    col = e.b.xor(coords[-1], e.b.mul(phase, e.i32(vec)))
+    return e.b.add(e.b.mul(row, e.i32(shape[-1])), col)
 
 
 def _stmatrix_rows(ll):
