@@ -138,6 +138,60 @@ def _compile_triton(fn, kernel: str):
     return k, k.asm["cubin"], k.asm["ptx"], k.metadata.shared
 
 
+def stages(kernels, n: int) -> dict:
+    """Our compile of each kernel split by stage, in this process (caches off, every module already imported,
+    one other kernel compiled first), the fastest of n runs per stage: frontend, each pass, LLVM IR emission
+    (of which llvmlite's IR-to-text), LLVM (parse, O3, NVPTX code generation), ptxas; and the tile IR's op
+    count, to see what grows with the kernel."""
+    import collections
+
+    os.environ["TILEFARM_CACHE"] = "0"
+    import compiler.codegen.llvm as L
+    import compiler.codegen.ptx as X
+    import compiler.compile as C
+    import compiler.passes as P
+    import llvmlite.ir as llir
+
+    acc = collections.defaultdict(float)
+
+    def timed(label, f):
+        def w(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                acc[label] += time.perf_counter() - t
+        return w
+
+    saved = (C.lower, L.emit_llvm, X.llvm_to_ptx, X.ptx_to_cubin, llir.Module.__repr__, list(P.PIPELINE))
+    C.lower = timed("frontend", C.lower)
+    L.emit_llvm = timed("emit_llvm", L.emit_llvm)
+    X.llvm_to_ptx = timed("llvm", X.llvm_to_ptx)
+    X.ptx_to_cubin = timed("ptxas", X.ptx_to_cubin)
+    llir.Module.__repr__ = timed("emit_llvm:text", llir.Module.__repr__)
+    P.PIPELINE[:] = [(name, timed("pass:" + name, f)) for name, f in P.PIPELINE]
+    out = {}
+    tmp = tempfile.mkdtemp(prefix="hostbench-src-")
+    try:
+        _compile_ours(_load("softmax", "ours", tmp), "softmax")
+        for k in kernels:
+            fn = _load(k, "ours", tmp)
+            best = {}
+            for _ in range(n):
+                acc.clear()
+                C._mem_cache.clear()
+                t = time.perf_counter()
+                ck = _compile_ours(fn, k)[0]
+                acc["total"] = time.perf_counter() - t
+                best = {key: min(best.get(key, 1e9), v) for key, v in acc.items()}
+            best["tile_ops"] = sum(1 for line in ck.asm["tile"].splitlines() if "=" in line or "store" in line)
+            out[k] = best
+    finally:
+        C.lower, L.emit_llvm, X.llvm_to_ptx, X.ptx_to_cubin, llir.Module.__repr__, P.PIPELINE[:] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def child(args) -> None:
     """One measurement in this (fresh) process; prints one JSON line."""
     t0 = time.perf_counter()
@@ -149,6 +203,9 @@ def child(args) -> None:
     out = {"import_s": t_import}
     if args.mode == "import":
         print(json.dumps(out))
+        return
+    if args.mode == "stages":
+        print(json.dumps(stages(args.kernel.split(","), 5)))
         return
     comp = _compile_ours if args.which == "ours" else _compile_triton
     tmp = tempfile.mkdtemp(prefix="hostbench-src-")
@@ -291,6 +348,10 @@ def main() -> None:
                 info[(k, w)]["warm_after"] = rw["warm_after"]
         print(f"round {rep + 1}/{args.reps} done ({time.time() - t_start:.0f} s)", flush=True)
 
+    st = _run_child("ours", "stages", ",".join(kernels))
+    st.pop("import_s", None)
+    st.pop("process_s", None)
+
     res = {}
     for k in kernels:
         res[k] = {}
@@ -317,7 +378,9 @@ def main() -> None:
     except OSError:
         pass
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "reps": args.reps,
-           "env": env, "medians": med, "targets": targets, "resources": res, "samples": samples,
+           "env": env, "medians": med, "targets": targets, "resources": res, "stages_ours_ms": {
+               k: {s: (round(v * 1000, 2) if s != "tile_ops" else v) for s, v in st[k].items()} for k in kernels},
+           "samples": samples,
            "kernels": {k: {"file": KERNELS[k][0], "fn": KERNELS[k][1], "signature": KERNELS[k][2],
                            "options": KERNELS[k][3]} for k in kernels}}
     with open(os.path.join(args.out, "host.json"), "w") as f:
@@ -355,6 +418,15 @@ def _markdown(doc, kernels) -> str:
         o, t = res[k]["ours"], res[k]["triton"]
         lines.append(f"| {k} | {o['registers']} / {t['registers']} | {o['shared_total']} / {t['shared_total']} | "
                      f"{o['spill_stores']} / {t['spill_stores']} |")
+    cols = ["frontend", "pass:canonicalize", "pass:dce", "pass:pipeline_loads", "pass:assign_layouts", "emit_llvm",
+            "emit_llvm:text", "llvm", "ptxas", "total"]
+    lines += ["", "Our compile by stage, ms (one process, every module loaded, caches off, fastest of 5; "
+              "emit_llvm includes emit_llvm:text, llvmlite writing the IR out; llvm = parse + O3 + NVPTX codegen):", "",
+              "| kernel | tile ops | " + " | ".join(c.replace("pass:", "") for c in cols) + " |",
+              "|---|" + "---:|" * (len(cols) + 1)]
+    for k in kernels:
+        s = doc["stages_ours_ms"][k]
+        lines.append(f"| {k} | {s['tile_ops']} | " + " | ".join(f"{s.get(c, 0):.1f}" for c in cols) + " |")
     return "\n".join(lines) + "\n"
 
 
