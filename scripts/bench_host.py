@@ -256,9 +256,18 @@ def _run_child(which, mode, kernel=None, ptx_out=None) -> dict:
 def _farm_help_s() -> float:
     farm = os.path.join(os.path.dirname(sys.executable), "farm")
     cmd = [farm, "--help"] if os.path.exists(farm) else [sys.executable, "-m", "farm", "--help"]
+    return _process_s(cmd)
+
+
+def _process_s(cmd) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, capture_output=True, check=True, cwd=ROOT)
     return time.perf_counter() - t
+
+
+# Floors for `farm --help` on the same machine and moment: the interpreter alone, and typer with the rich help
+# formatter it loads for any --help (what farm cannot avoid while its help is rendered by typer + rich).
+FLOORS = {"python_start": "pass", "typer_rich_help": "import typer, typer.rich_utils"}
 
 
 def _resources(ptx_path: str) -> dict:
@@ -287,10 +296,6 @@ def _versions() -> dict:
         out["ptxas"] = subprocess.run([_ptxas(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     except Exception:
         out["ptxas"] = None
-    try:
-        out["loadavg_start"] = os.getloadavg()
-    except OSError:
-        pass
     return out
 
 
@@ -315,14 +320,18 @@ def main() -> None:
         return
 
     kernels = [k for k in KERNELS if args.only in k]
+    args.out = os.path.abspath(args.out)
     import compileall
 
     for pkg in ("compiler", "farm", "workloads"):
         compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
     os.makedirs(args.out, exist_ok=True)
-    ptxdir = os.path.join(args.out, "ptx")
-    os.makedirs(ptxdir, exist_ok=True)
-    samples = {"import": {"ours": [], "triton": []}, "farm_help": []}
+    ptxdir = tempfile.mkdtemp(prefix="hostbench-ptx-")  # each compiler's PTX, for ptxas -v (not kept)
+    samples = {"import": {"ours": [], "triton": []}, "farm_help": [], **{f: [] for f in FLOORS}}
+    try:
+        load_start = os.getloadavg()
+    except OSError:
+        load_start = None
     for k in kernels:
         samples[k] = {w: {"fresh": [], "compile": [], "warm": [], "fresh_process": []} for w in ("ours", "triton")}
     info = {}
@@ -332,6 +341,8 @@ def main() -> None:
         for w in order:
             samples["import"][w].append(_run_child(w, "import")["import_s"])
         samples["farm_help"].append(_farm_help_s())
+        for f, code in FLOORS.items():
+            samples[f].append(_process_s([sys.executable, "-c", code]))
         for k in kernels:
             for w in order:
                 ptx_out = os.path.join(ptxdir, f"{k}.{w}.ptx") if rep == 0 else None
@@ -361,7 +372,8 @@ def main() -> None:
                              spill_stores=r.get("spill_stores"), spill_loads=r.get("spill_loads"))
             res[k][w]["shared_total"] = res[k][w]["dyn_shared"] + (r.get("shared") or 0)
 
-    med = {"import": {w: _med(samples["import"][w]) for w in ("ours", "triton")}, "farm_help": _med(samples["farm_help"])}
+    med = {"import": {w: _med(samples["import"][w]) for w in ("ours", "triton")}, "farm_help": _med(samples["farm_help"]),
+           **{f: _med(samples[f]) for f in FLOORS}}
     med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
     for k in kernels:
         med[k] = {}
@@ -373,6 +385,7 @@ def main() -> None:
                "warm <= 0.8x on every kernel": all(med[k]["warm"]["ratio"] <= 0.8 for k in kernels),
                "farm --help < 200 ms": med["farm_help"] < 0.2}
     env = _versions()
+    env["loadavg_start"] = load_start
     try:
         env["loadavg_end"] = os.getloadavg()
     except OSError:
@@ -390,16 +403,23 @@ def main() -> None:
     print(_markdown(doc, kernels))
 
 
+def _la(x) -> str:
+    return "/".join(f"{v:.1f}" for v in x) if x else "?"
+
+
 def _markdown(doc, kernels) -> str:
     med, res, env = doc["medians"], doc["resources"], doc["env"]
     ms = lambda s: f"{s * 1000:.0f}"  # noqa: E731
     lines = [f"# Host-side cost vs Triton {env.get('triton')} ({doc['date']})", "",
-             f"CPU only ({env.get('cpus')} cores, shared with other work: load average {env.get('loadavg_start')} at "
-             f"the start, {env.get('loadavg_end')} at the end), {doc['reps']} interleaved rounds, fresh process and "
+             f"CPU only ({env.get('cpus')} cores, shared with other work: load average {_la(env.get('loadavg_start'))} at "
+             f"the start, {_la(env.get('loadavg_end'))} at the end), {doc['reps']} interleaved rounds, fresh process and "
              "empty caches for every sample, medians. `scripts/bench_host.py`; every sample in `host.json`.", "",
              "| what | tilefarm ms | Triton ms | ratio |", "|---|---:|---:|---:|",
              f"| `import` | {ms(med['import']['ours'])} | {ms(med['import']['triton'])} | {med['import']['ratio']:.2f} |",
-             f"| `farm --help` (whole process) | {ms(med['farm_help'])} | - | - |", "",
+             f"| `farm --help` (whole process) | {ms(med['farm_help'])} | - | - |",
+             f"| floor: `python -c pass` | {ms(med['python_start'])} | | |",
+             f"| floor: `python -c 'import typer, typer.rich_utils'` (typer's --help formatter) | "
+             f"{ms(med['typer_rich_help'])} | | |", "",
              "| kernel | fresh: import + compile to cubin | compile call, first in process | warm: after one other kernel "
              "| fresh, whole process |", "|---|---|---|---|---|"]
     for k in kernels:
