@@ -259,10 +259,11 @@ def _farm_help_s() -> float:
     return _process_s(cmd)
 
 
-def _process_s(cmd) -> float:
+def _process_s(cmd):
+    """Wall time of the whole process, or None when it fails (a machine without typer, say)."""
     t = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=True, cwd=ROOT)
-    return time.perf_counter() - t
+    p = subprocess.run(cmd, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - t if p.returncode == 0 else None
 
 
 # Floors for `farm --help` on the same machine and moment: the interpreter alone, and typer with the rich help
@@ -280,6 +281,7 @@ def _resources(ptx_path: str) -> dict:
 
 
 def _med(xs):
+    xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
 
 
@@ -293,7 +295,8 @@ def _versions() -> dict:
         except Exception:
             out[mod] = None
     try:
-        out["ptxas"] = subprocess.run([_ptxas(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        ver = subprocess.run([_ptxas(), "--version"], capture_output=True, text=True).stdout
+        out["ptxas"] = ver.strip().splitlines()[-1]
     except Exception:
         out["ptxas"] = None
     return out
@@ -372,7 +375,8 @@ def main() -> None:
                              spill_stores=r.get("spill_stores"), spill_loads=r.get("spill_loads"))
             res[k][w]["shared_total"] = res[k][w]["dyn_shared"] + (r.get("shared") or 0)
 
-    med = {"import": {w: _med(samples["import"][w]) for w in ("ours", "triton")}, "farm_help": _med(samples["farm_help"]),
+    med = {"import": {w: _med(samples["import"][w]) for w in ("ours", "triton")},
+           "farm_help": _med(samples["farm_help"]),
            **{f: _med(samples[f]) for f in FLOORS}}
     med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
     for k in kernels:
@@ -383,7 +387,7 @@ def main() -> None:
     targets = {"import <= 1.5x": med["import"]["ratio"] <= 1.5,
                "fresh <= 0.5x on every kernel": all(med[k]["fresh"]["ratio"] <= 0.5 for k in kernels),
                "warm <= 0.8x on every kernel": all(med[k]["warm"]["ratio"] <= 0.8 for k in kernels),
-               "farm --help < 200 ms": med["farm_help"] < 0.2}
+               "farm --help < 200 ms": med["farm_help"] is not None and med["farm_help"] < 0.2}
     env = _versions()
     env["loadavg_start"] = load_start
     try:
@@ -409,18 +413,21 @@ def _la(x) -> str:
 
 def _markdown(doc, kernels) -> str:
     med, res, env = doc["medians"], doc["resources"], doc["env"]
-    ms = lambda s: f"{s * 1000:.0f}"  # noqa: E731
+    ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
     lines = [f"# Host-side cost vs Triton {env.get('triton')} ({doc['date']})", "",
-             f"CPU only ({env.get('cpus')} cores, shared with other work: load average {_la(env.get('loadavg_start'))} at "
-             f"the start, {_la(env.get('loadavg_end'))} at the end), {doc['reps']} interleaved rounds, fresh process and "
+             f"CPU only ({env.get('cpus')} cores, shared with other work: load average "
+             f"{_la(env.get('loadavg_start'))} at the start, {_la(env.get('loadavg_end'))} at the end), "
+             f"{doc['reps']} interleaved rounds, fresh process and "
              "empty caches for every sample, medians. `scripts/bench_host.py`; every sample in `host.json`.", "",
              "| what | tilefarm ms | Triton ms | ratio |", "|---|---:|---:|---:|",
-             f"| `import` | {ms(med['import']['ours'])} | {ms(med['import']['triton'])} | {med['import']['ratio']:.2f} |",
+             f"| `import` | {ms(med['import']['ours'])} | {ms(med['import']['triton'])} | "
+             f"{med['import']['ratio']:.2f} |",
              f"| `farm --help` (whole process) | {ms(med['farm_help'])} | - | - |",
              f"| floor: `python -c pass` | {ms(med['python_start'])} | | |",
              f"| floor: `python -c 'import typer, typer.rich_utils'` (typer's --help formatter) | "
              f"{ms(med['typer_rich_help'])} | | |", "",
-             "| kernel | fresh: import + compile to cubin | compile call, first in process | warm: after one other kernel "
+             "| kernel | fresh: import + compile to cubin | compile call, first in process | "
+             "warm: after one other kernel "
              "| fresh, whole process |", "|---|---|---|---|---|"]
     for k in kernels:
         cells = []
