@@ -17,21 +17,22 @@ from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
 from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
 from .language.core import constexpr  # noqa: E402,F401
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402,F401
-from . import compile as _compile  # noqa: E402,F401  (the frontend and stage driver load with the package,
-from . import language  # noqa: E402,F401            so the first compile pays no import cost)
-from . import runtime as _runtime  # noqa: E402,F401  (no driver is loaded until a GPU is used)
-from .runtime import cache as _cache  # noqa: E402,F401
-try:  # the LLVM back end too; an install without it can still interpret kernels
-    from . import codegen as _codegen  # noqa: E402,F401
-    from .codegen import llvm as _llvm, ptx as _ptx  # noqa: E402,F401
-    from . import passes as _passes  # noqa: E402,F401
-except ImportError:  # pragma: no cover
-    pass
+from . import language  # noqa: E402,F401
+
+# Everything else loads when first used, so a process that only imports the package (a CLI call, a test
+# collecting kernels) pays for none of it: the frontend, passes and LLVM code generation (llvmlite) on the first
+# compile, NumPy and ml_dtypes (bfloat16) on the first NumPy argument or `dtype.np`, the CUDA bindings and the C
+# launch call on the first launch. `compiler.runtime` and the other subpackages are still attributes of the
+# package (module `__getattr__`, PEP 562).
+_SUBMODULES = frozenset({"codegen", "compile", "frontend", "interpreter", "ir", "options", "passes", "runtime"})
 
 __all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "__version__"]
 
-_compile.source_fingerprint()  # hash the compiler's sources once, at import, not on the first compile
-from .runtime import fastlaunch as _fastlaunch  # noqa: E402
 
-_fastlaunch.preload()  # the C launch call, when this machine built it before (loading it needs no GPU)
+def __getattr__(name):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

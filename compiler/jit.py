@@ -13,8 +13,6 @@ import os
 import sys
 from types import MethodType as _MethodType
 
-import numpy as np
-
 from .errors import CompilationError
 from .ir import types as T
 from .ir.types import TensorType
@@ -77,7 +75,7 @@ def _device_array_handler(a):
 def _cai_handler(a):
     cai = a.__cuda_array_interface__
     p = cai["data"][0]
-    dt = T.from_numpy(np.dtype(cai["typestr"]))
+    dt = T.from_numpy(cai["typestr"])
     return (dt, (p & 15) == 0), p, "ptr"
 
 
@@ -110,8 +108,9 @@ def _np_scalar_handler(a):
     return (dt.name,), a.item(), "typed"
 
 
-_HANDLERS: dict = {int: _int_handler, float: _float_handler, bool: _bool_handler, type(None): _none_handler,
-                   np.ndarray: _numpy_handler}
+# NumPy is not imported here (`import compiler` does not load it): a NumPy argument means the caller loaded it,
+# and `_handler_for` files np.ndarray under `_numpy_handler` on first sight.
+_HANDLERS: dict = {int: _int_handler, float: _float_handler, bool: _bool_handler, type(None): _none_handler}
 
 
 def _handler_for(a):
@@ -120,7 +119,10 @@ def _handler_for(a):
     if h is not None:
         return h
     mod = t.__module__
-    if mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
+    np = sys.modules.get("numpy")
+    if np is not None and t is np.ndarray:
+        h = _numpy_handler
+    elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         h = _torch_handler
     elif hasattr(a, "interp_array") and not hasattr(a, "__cuda_array_interface__"):
         h = lambda x: _numpy_handler(x.interp_array())  # noqa: E731
@@ -128,7 +130,7 @@ def _handler_for(a):
         h = _device_array_handler
     elif hasattr(a, "__cuda_array_interface__"):
         h = _cai_handler
-    elif isinstance(a, np.generic):
+    elif np is not None and isinstance(a, np.generic):
         h = _np_scalar_handler
     elif isinstance(a, bool):
         h = _bool_handler

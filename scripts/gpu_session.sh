@@ -2,7 +2,7 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
-#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm] [pytest args]
+#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm,host] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -30,6 +30,10 @@ if has tests; then
   step gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests "$@"
   step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
   step bench-launch python3 scripts/bench_launch.py --out "$OUT"
+fi
+if [[ ",$what," == *",host,"* ]]; then  # named only (not part of all): CPU work, ~3 min on the node
+  # host-side cost against Triton (CPU only: import, fresh-process and warm compile, ptxas -v resources)
+  step bench-host python3 scripts/bench_host.py --reps 9 --out "$OUT/host"
 fi
 if has bench; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"

@@ -1060,11 +1060,12 @@ def _constant_deltas(st, ll, inner, starts, num_warps):
     outer = st.outer
     threads = [ll.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
     ref = ll.reg_coord(starts[0])
+    # each thread's offset of the reference register, once (not again for every r0)
+    base = [st.py_offset(t[outer] + ref[outer], t[inner] + ref[inner]) for t in threads]
     out = {}
     for r0 in starts:
         rc = ll.reg_coord(r0)
-        ds = {st.py_offset(t[outer] + rc[outer], t[inner] + rc[inner]) -
-              st.py_offset(t[outer] + ref[outer], t[inner] + ref[inner]) for t in threads}
+        ds = {st.py_offset(t[outer] + rc[outer], t[inner] + rc[inner]) - b for t, b in zip(threads, base)}
         if len(ds) != 1:
             return None
         out[r0] = ds.pop()

@@ -7,14 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-try:  # ml_dtypes gives NumPy a real bfloat16; without it the interpreter rounds through float32 by hand.
-    import ml_dtypes as _ml_dtypes  # type: ignore
-
-    _BF16_NP = np.dtype(_ml_dtypes.bfloat16)
-except Exception:  # pragma: no cover - optional
-    _BF16_NP = None
+# NumPy and ml_dtypes are loaded on first use (`dtype.np`, `from_numpy`): compiling a kernel needs neither, and
+# `import compiler` should not pay for them (ml_dtypes 0.7.0's extension alone took ~450 ms to import).
+_BF16_NP = None  # ml_dtypes' bfloat16 NumPy dtype, once `_bf16_np` has looked for it (False: not installed)
+_NP: dict = {}
 
 
 class dtype:
@@ -65,9 +61,13 @@ class dtype:
         return max(1, self.bits // 8)
 
     @property
-    def np(self) -> np.dtype:
+    def np(self):
         """The NumPy dtype that stores this type (bfloat16: ml_dtypes' if present, else uint16 bits)."""
-        return _NP[self.name]
+        if self.name == "bfloat16":
+            import numpy as np
+
+            return _bf16_np() or np.dtype(np.uint16)
+        return (_NP or _np_table())[self.name]
 
     def __repr__(self) -> str:
         return self.name
@@ -147,21 +147,33 @@ _BY_NAME.update({"bool": int1, "i1": int1, "fp16": float16, "bf16": bfloat16, "f
 for _d in ALL_DTYPES:
     _BY_NAME[_d.short] = _d
 
-_NP = {
-    "int1": np.dtype(np.bool_),
-    "int8": np.dtype(np.int8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "uint32": np.dtype(np.uint32),
-    "uint64": np.dtype(np.uint64),
-    "float16": np.dtype(np.float16),
-    "bfloat16": _BF16_NP if _BF16_NP is not None else np.dtype(np.uint16),
-    "float32": np.dtype(np.float32),
-    "float64": np.dtype(np.float64),
-}
+_NP_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+             "float64")
+
+
+def _np_table() -> dict:
+    """`_NP` (tile dtype name -> NumPy dtype, bfloat16 left out: see `_bf16_np`), importing NumPy once."""
+    if not _NP:
+        import numpy as np
+
+        table = {"int1": np.dtype(np.bool_)}
+        table.update((name, np.dtype(name)) for name in _NP_NAMES)
+        _NP.update(table)
+    return _NP
+
+
+def _bf16_np():
+    """ml_dtypes' bfloat16 NumPy dtype, imported on first use; False when ml_dtypes is not installed."""
+    global _BF16_NP
+    if _BF16_NP is None:
+        try:  # ml_dtypes gives NumPy a real bfloat16; without it the interpreter rounds through float32 by hand.
+            import ml_dtypes as _ml_dtypes  # type: ignore
+            import numpy as np
+
+            _BF16_NP = np.dtype(_ml_dtypes.bfloat16)
+        except Exception:  # pragma: no cover - optional
+            _BF16_NP = False
+    return _BF16_NP
 
 
 def from_name(name: str) -> dtype:
@@ -190,19 +202,19 @@ def from_numpy(np_dtype) -> dtype:
 
 
 def _from_numpy(np_dtype) -> dtype:
+    import numpy as np
+
     nd = np.dtype(np_dtype)
-    if _BF16_NP is not None and nd == _BF16_NP:
+    if nd.name == "bfloat16":  # ml_dtypes' (a bfloat16 array exists, so ml_dtypes is loaded already)
         return bfloat16
-    if nd.name == "bfloat16":
-        return bfloat16
-    for name, d in _NP.items():
-        if name != "bfloat16" and d == nd:
+    for name, d in (_NP or _np_table()).items():
+        if d == nd:
             return _BY_NAME[name]
     raise ValueError(f"NumPy dtype {nd} has no tile dtype")
 
 
 def has_numpy_bfloat16() -> bool:
-    return _BF16_NP is not None
+    return bool(_bf16_np())
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from farm import FarmError
-from farm.config import ConfigError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -19,13 +19,24 @@ StoreOpt = Annotated[str, typer.Option("--store", "-s", help="SQLite results fil
                                        show_default=True)]
 
 
+class _NotLoaded(Exception):
+    """Stands for farm.config.ConfigError while farm.config (pydantic) is not imported: nothing can raise it."""
+
+
+def _config_error():
+    """farm.config's ConfigError once something imported it, else a class nothing raises (evaluated when an
+    exception reaches `handle_errors`, so `farm --help` and the commands that read no config never load pydantic)."""
+    cfg = sys.modules.get("farm.config")
+    return cfg.ConfigError if cfg is not None else _NotLoaded
+
+
 def handle_errors(fn):
     """Domain errors become one red line and exit 1; config errors list each field and exit 2."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except ConfigError as e:
+        except _config_error() as e:
             where = f" in {e.source}" if e.source else ""
             err_console.print(f"[bold red]config error{where}[/]")
             for line in e.lines:

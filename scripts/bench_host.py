@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Host-side cost against Triton 3.6, CPU only: import, fresh-process compile, warm compile, `farm --help`.
+
+    python3 scripts/bench_host.py [--reps 9] [--out benchmarks/host-2026-12-01] [--only SUBSTR]
+
+Six kernels, each written once (the workloads' kernel.py files; for Triton the same text with its two imports
+rewritten, loaded from a temporary file): vector add, row softmax, layernorm forward, fp16 matmul 128x128x64
+w8 s3, the same matmul with the bias + ReLU epilogue, flash-attention forward D=64 128x64 w4 s3. Both compilers
+compile ahead of time for sm_90 (ours: `compiler.compile.compile_kernel` with the same specialization as a
+launch would make; Triton: `triton.compile(ASTSource(...), target=GPUTarget("cuda", 90, 32))`), to a cubin,
+which is checked non-empty. Every measurement runs in a fresh subprocess with empty caches (a new
+TILEFARM_CACHE_DIR / TRITON_CACHE_DIR each time), and the rounds interleave the compilers (their order alternates
+round by round), so the load of a shared machine falls on both alike. Per round:
+  - import: `import compiler` / `import triton` (in-process time, interpreter start excluded);
+  - fresh: import + load the kernel's module + compile to cubin (in-process), and the compile call alone;
+  - warm: the compile call for the kernel after one other kernel was compiled in the same process.
+Medians over the rounds, and the ratios ours / Triton of the medians. Registers, spills and static shared
+memory come from `ptxas -v` on each compiler's PTX (the same ptxas for both: the one ours uses), dynamic shared
+memory from each compiler's metadata. `farm --help`: the whole process, wall clock.
+Both run from bytecode: site-packages (Triton) was byte-compiled by pip, and this script byte-compiles
+compiler/, farm/ and workloads/ first (`compileall`, what a non-editable install does), since an environment
+with PYTHONDONTWRITEBYTECODE=1 would otherwise make every fresh process of ours compile its sources again.
+Writes OUT/host.json (every sample) and OUT/host.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name -> (kernel file, jit function, [(param, type)], options). type: "*fp16" a 16-byte aligned pointer,
+# "i32:16" an int divisible by 16, "i32" / "fp32" plain scalars, ("c", value) a compile-time constant.
+KERNELS = {
+    "vector_add": ("workloads/vector_add/kernel.py", "add_kernel",
+                   [("X", "*fp32"), ("Y", "*fp32"), ("Z", "*fp32"), ("N", "i32:16"), ("BLOCK", ("c", 1024))],
+                   {"num_warps": 4, "num_stages": 3}),
+    "softmax": ("workloads/softmax/kernel.py", "softmax_kernel",
+                [("output_ptr", "*fp32"), ("input_ptr", "*fp32"), ("input_row_stride", "i32:16"),
+                 ("output_row_stride", "i32:16"), ("n_cols", "i32:16"), ("BLOCK_SIZE", ("c", 1024))],
+                {"num_warps": 4, "num_stages": 3}),
+    "layernorm": ("workloads/layernorm/kernel.py", "layer_norm_fwd_kernel",
+                  [("X", "*fp16"), ("Y", "*fp16"), ("W", "*fp16"), ("B", "*fp16"), ("Mean", "*fp32"),
+                   ("Rstd", "*fp32"), ("stride", "i32:16"), ("N", "i32:16"), ("eps", "fp32"),
+                   ("BLOCK_SIZE", ("c", 1024))],
+                  {"num_warps": 8, "num_stages": 3}),
+}
+_MM = [("a_ptr", "*fp16"), ("b_ptr", "*fp16"), ("c_ptr", "*fp16"), ("bias_ptr", "*fp32"), ("M", "i32:16"),
+       ("N", "i32:16"), ("K", "i32:16"), ("stride_am", "i32:16"), ("stride_ak", ("c", 1)), ("stride_bk", "i32:16"),
+       ("stride_bn", ("c", 1)), ("stride_cm", "i32:16"), ("stride_cn", ("c", 1)), ("BLOCK_M", ("c", 128)),
+       ("BLOCK_N", ("c", 128)), ("BLOCK_K", ("c", 64)), ("GROUP_M", ("c", 8))]
+KERNELS["matmul"] = ("workloads/matmul/kernel.py", "matmul_kernel",
+                     _MM + [("EPILOGUE", ("c", "none")), ("PRECISION", ("c", "tf32"))],
+                     {"num_warps": 8, "num_stages": 3})
+KERNELS["matmul_bias_relu"] = ("workloads/matmul/kernel.py", "matmul_kernel",
+                               _MM + [("EPILOGUE", ("c", "bias_relu")), ("PRECISION", ("c", "tf32"))],
+                               {"num_warps": 8, "num_stages": 3})
+KERNELS["attention"] = ("workloads/attention/kernel.py", "attention_fwd_kernel",
+                        [("Q", "*fp16"), ("K", "*fp16"), ("V", "*fp16"), ("Out", "*fp16"), ("sm_scale", "fp32"),
+                         ("L", "i32:16"), ("stride_h", "i32:16"), ("stride_l", "i32:16"), ("HEAD_DIM", ("c", 64)),
+                         ("BLOCK_M", ("c", 128)), ("BLOCK_N", ("c", 64))],
+                        {"num_warps": 4, "num_stages": 3})
+WARM_AFTER = {"vector_add": "softmax"}  # the kernel compiled first in the warm measurement (default: vector_add)
+
+OURS_IMPORTS = ("import compiler\n", "import compiler.language as tl\n")
+TRITON_IMPORTS = ("import triton as compiler\n", "import triton.language as tl\n")
+
+
+# ----------------------------------------------------------------------------------------------- child side
+def _load(kernel: str, which: str, tmpdir: str):
+    """The kernel's module from its file, for Triton with the two imports rewritten (same text otherwise)."""
+    import importlib.util
+
+    path, fn_name, _, _ = KERNELS[kernel]
+    src = open(os.path.join(ROOT, path)).read()
+    if which == "triton":
+        for a, b in zip(OURS_IMPORTS, TRITON_IMPORTS):
+            if a not in src:
+                raise SystemExit(f"{path}: expected the line {a.strip()!r} to rewrite for Triton")
+            src = src.replace(a, b, 1)
+    mod_name = f"_hostbench_{which}_{os.path.basename(os.path.dirname(path))}"
+    file = os.path.join(tmpdir, mod_name + ".py")
+    with open(file, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(mod_name, file)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = mod
+    spec.loader.exec_module(mod)
+    return getattr(mod, fn_name)
+
+
+def _compile_ours(fn, kernel: str):
+    from compiler.compile import compile_kernel
+    from compiler.ir import types as T
+
+    _, _, sig, opts = KERNELS[kernel]
+    params = []
+    for _, ty in sig:
+        if isinstance(ty, tuple):
+            params.append(("const", ty[1]))
+        elif ty.startswith("*"):
+            params.append(("arg", T.TensorType(T.pointer_type(T.from_name(ty[1:]))), {"divisibility": 16}))
+        else:
+            base, _, div = ty.partition(":")
+            params.append(("arg", T.TensorType(T.from_name(base)), {"divisibility": int(div)} if div else {}))
+    k = compile_kernel(fn, params, num_warps=opts["num_warps"], num_stages=opts["num_stages"], arch="sm_90")
+    cubin = k.asm["cubin"]
+    return k, cubin, k.asm["ptx"], k.metadata.get("shared_bytes", 0)
+
+
+def _compile_triton(fn, kernel: str):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    _, _, sig, opts = KERNELS[kernel]
+    signature, constexprs, attrs = {}, {}, {}
+    for i, (name, ty) in enumerate(sig):
+        if isinstance(ty, tuple):
+            signature[name] = "constexpr"
+            constexprs[name] = ty[1]
+            continue
+        base, _, div = ty.partition(":")
+        signature[name] = base
+        if base.startswith("*") or div:
+            attrs[(i,)] = [["tt.divisibility", 16]]
+    src = ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(opts))
+    return k, k.asm["cubin"], k.asm["ptx"], k.metadata.shared
+
+
+def stages(kernels, n: int) -> dict:
+    """Our compile of each kernel split by stage, in this process (caches off, every module already imported,
+    one other kernel compiled first), the fastest of n runs per stage: frontend, each pass, LLVM IR emission
+    (of which llvmlite's IR-to-text), LLVM (parse, O3, NVPTX code generation), ptxas; and the tile IR's op
+    count, to see what grows with the kernel."""
+    import collections
+
+    os.environ["TILEFARM_CACHE"] = "0"
+    import compiler.codegen.llvm as L
+    import compiler.codegen.ptx as X
+    import compiler.compile as C
+    import compiler.passes as P
+    import llvmlite.ir as llir
+
+    acc = collections.defaultdict(float)
+
+    def timed(label, f):
+        def w(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                acc[label] += time.perf_counter() - t
+        return w
+
+    saved = (C.lower, L.emit_llvm, X.llvm_to_ptx, X.ptx_to_cubin, llir.Module.__repr__, list(P.PIPELINE))
+    C.lower = timed("frontend", C.lower)
+    L.emit_llvm = timed("emit_llvm", L.emit_llvm)
+    X.llvm_to_ptx = timed("llvm", X.llvm_to_ptx)
+    X.ptx_to_cubin = timed("ptxas", X.ptx_to_cubin)
+    llir.Module.__repr__ = timed("emit_llvm:text", llir.Module.__repr__)
+    P.PIPELINE[:] = [(name, timed("pass:" + name, f)) for name, f in P.PIPELINE]
+    out = {}
+    tmp = tempfile.mkdtemp(prefix="hostbench-src-")
+    try:
+        _compile_ours(_load("softmax", "ours", tmp), "softmax")
+        for k in kernels:
+            fn = _load(k, "ours", tmp)
+            best = {}
+            for _ in range(n):
+                acc.clear()
+                C._mem_cache.clear()
+                t = time.perf_counter()
+                ck = _compile_ours(fn, k)[0]
+                acc["total"] = time.perf_counter() - t
+                best = {key: min(best.get(key, 1e9), v) for key, v in acc.items()}
+            best["tile_ops"] = sum(1 for line in ck.asm["tile"].splitlines() if "=" in line or "store" in line)
+            out[k] = best
+    finally:
+        C.lower, L.emit_llvm, X.llvm_to_ptx, X.ptx_to_cubin, llir.Module.__repr__, P.PIPELINE[:] = saved
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def child(args) -> None:
+    """One measurement in this (fresh) process; prints one JSON line."""
+    t0 = time.perf_counter()
+    if args.which == "ours":
+        import compiler  # noqa: F401
+    else:
+        import triton  # noqa: F401
+    t_import = time.perf_counter() - t0
+    out = {"import_s": t_import}
+    if args.mode == "import":
+        print(json.dumps(out))
+        return
+    if args.mode == "stages":
+        print(json.dumps(stages(args.kernel.split(","), 5)))
+        return
+    comp = _compile_ours if args.which == "ours" else _compile_triton
+    tmp = tempfile.mkdtemp(prefix="hostbench-src-")
+    if args.mode == "fresh":
+        fn = _load(args.kernel, args.which, tmp)
+        t1 = time.perf_counter()
+        k, cubin, ptx, shared = comp(fn, args.kernel)
+        t2 = time.perf_counter()
+        out.update(compile_s=t2 - t1, fresh_s=t2 - t0)
+    else:  # warm: one other kernel first, in this process
+        other = WARM_AFTER.get(args.kernel, "vector_add")
+        fo = _load(other, args.which, tmp)
+        fn = _load(args.kernel, args.which, tmp)
+        ko, cubin_o, _, _ = comp(fo, other)
+        assert cubin_o, f"{args.which} {other}: empty cubin"
+        t1 = time.perf_counter()
+        k, cubin, ptx, shared = comp(fn, args.kernel)
+        out.update(warm_s=time.perf_counter() - t1, warm_after=other)
+    if not cubin or not ptx or ".entry" not in (ptx if isinstance(ptx, str) else ptx.decode()):
+        raise SystemExit(f"{args.which} {args.kernel}: empty cubin or PTX")
+    out.update(cubin_bytes=len(cubin), ptx_bytes=len(ptx), dyn_shared=int(shared))
+    if args.ptx_out:
+        with open(args.ptx_out, "w") as f:
+            f.write(ptx if isinstance(ptx, str) else ptx.decode())
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(out))
+
+
+# ---------------------------------------------------------------------------------------------- parent side
+def _run_child(which, mode, kernel=None, ptx_out=None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="hostbench-cache-") as cache:
+        env = dict(os.environ, TILEFARM_CACHE_DIR=os.path.join(cache, "tf"), TRITON_CACHE_DIR=os.path.join(cache, "tr"),
+                   TRITON_HOME=cache)
+        env.pop("TILEFARM_INTERPRET", None)
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", which, mode] + ([kernel] if kernel else [])
+        if ptx_out:
+            cmd += ["--ptx-out", ptx_out]
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cache, timeout=600)
+        wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{which} {mode} {kernel}: exit {p.returncode}\n{p.stderr[-3000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["process_s"] = wall
+    return r
+
+
+def _farm_help_s() -> float:
+    farm = os.path.join(os.path.dirname(sys.executable), "farm")
+    cmd = [farm, "--help"] if os.path.exists(farm) else [sys.executable, "-m", "farm", "--help"]
+    return _process_s(cmd)
+
+
+def _process_s(cmd):
+    """Wall time of the whole process, or None when it fails (a machine without typer, say)."""
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - t if p.returncode == 0 else None
+
+
+# Floors for `farm --help` on the same machine and moment: the interpreter alone, and typer with the rich help
+# formatter it loads for any --help (what farm cannot avoid while its help is rendered by typer + rich).
+FLOORS = {"python_start": "pass", "typer_rich_help": "import typer, typer.rich_utils"}
+
+
+def _resources(ptx_path: str) -> dict:
+    sys.path.insert(0, ROOT)
+    from compiler.codegen.ptx import ptx_resources
+
+    ptx = open(ptx_path).read()
+    res = ptx_resources(ptx, "sm_90")
+    return {k: v for k, v in res.items() if k != "log"}
+
+
+def _med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
+    for mod in ("triton", "llvmlite", "numpy", "ml_dtypes"):
+        try:
+            from importlib.metadata import version
+
+            out[mod] = version(mod if mod != "ml_dtypes" else "ml_dtypes")
+        except Exception:
+            out[mod] = None
+    try:
+        ver = subprocess.run([_ptxas(), "--version"], capture_output=True, text=True).stdout
+        out["ptxas"] = ver.strip().splitlines()[-1]
+    except Exception:
+        out["ptxas"] = None
+    return out
+
+
+def _ptxas():
+    sys.path.insert(0, ROOT)
+    from compiler.codegen.ptx import find_ptxas
+
+    return find_ptxas()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", nargs="+", metavar=("WHICH", "MODE"), help=argparse.SUPPRESS)
+    ap.add_argument("--ptx-out", help=argparse.SUPPRESS)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--only", default="", help="only kernels whose name contains this")
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "host-" + datetime.date.today().isoformat()))
+    args = ap.parse_args()
+    if args.child:
+        which, mode, *rest = args.child
+        child(argparse.Namespace(which=which, mode=mode, kernel=rest[0] if rest else None, ptx_out=args.ptx_out))
+        return
+
+    kernels = [k for k in KERNELS if args.only in k]
+    args.out = os.path.abspath(args.out)
+    import compileall
+
+    for pkg in ("compiler", "farm", "workloads"):
+        compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
+    os.makedirs(args.out, exist_ok=True)
+    ptxdir = tempfile.mkdtemp(prefix="hostbench-ptx-")  # each compiler's PTX, for ptxas -v (not kept)
+    samples = {"import": {"ours": [], "triton": []}, "farm_help": [], **{f: [] for f in FLOORS}}
+    try:
+        load_start = os.getloadavg()
+    except OSError:
+        load_start = None
+    for k in kernels:
+        samples[k] = {w: {"fresh": [], "compile": [], "warm": [], "fresh_process": []} for w in ("ours", "triton")}
+    info = {}
+    t_start = time.time()
+    for rep in range(args.reps):
+        order = ("ours", "triton") if rep % 2 == 0 else ("triton", "ours")
+        for w in order:
+            samples["import"][w].append(_run_child(w, "import")["import_s"])
+        samples["farm_help"].append(_farm_help_s())
+        for f, code in FLOORS.items():
+            samples[f].append(_process_s([sys.executable, "-c", code]))
+        for k in kernels:
+            for w in order:
+                ptx_out = os.path.join(ptxdir, f"{k}.{w}.ptx") if rep == 0 else None
+                r = _run_child(w, "fresh", k, ptx_out)
+                s = samples[k][w]
+                s["fresh"].append(r["fresh_s"])
+                s["compile"].append(r["compile_s"])
+                s["fresh_process"].append(r["process_s"])
+                if rep == 0:
+                    info[(k, w)] = {"cubin_bytes": r["cubin_bytes"], "ptx_bytes": r["ptx_bytes"],
+                                    "dyn_shared": r["dyn_shared"]}
+                rw = _run_child(w, "warm", k)
+                s["warm"].append(rw["warm_s"])
+                info[(k, w)]["warm_after"] = rw["warm_after"]
+        print(f"round {rep + 1}/{args.reps} done ({time.time() - t_start:.0f} s)", flush=True)
+
+    st = _run_child("ours", "stages", ",".join(kernels))
+    st.pop("import_s", None)
+    st.pop("process_s", None)
+
+    res = {}
+    for k in kernels:
+        res[k] = {}
+        for w in ("ours", "triton"):
+            r = _resources(os.path.join(ptxdir, f"{k}.{w}.ptx"))
+            res[k][w] = dict(info[(k, w)], registers=r.get("registers"), static_shared=r.get("shared"),
+                             spill_stores=r.get("spill_stores"), spill_loads=r.get("spill_loads"))
+            res[k][w]["shared_total"] = res[k][w]["dyn_shared"] + (r.get("shared") or 0)
+
+    med = {"import": {w: _med(samples["import"][w]) for w in ("ours", "triton")},
+           "farm_help": _med(samples["farm_help"]),
+           **{f: _med(samples[f]) for f in FLOORS}}
+    med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
+    for k in kernels:
+        med[k] = {}
+        for what in ("fresh", "compile", "warm", "fresh_process"):
+            o, t = _med(samples[k]["ours"][what]), _med(samples[k]["triton"][what])
+            med[k][what] = {"ours": o, "triton": t, "ratio": o / t}
+    targets = {"import <= 1.5x": med["import"]["ratio"] <= 1.5,
+               "fresh <= 0.5x on every kernel": all(med[k]["fresh"]["ratio"] <= 0.5 for k in kernels),
+               "warm <= 0.8x on every kernel": all(med[k]["warm"]["ratio"] <= 0.8 for k in kernels),
+               "farm --help < 200 ms": med["farm_help"] is not None and med["farm_help"] < 0.2}
+    env = _versions()
+    env["loadavg_start"] = load_start
+    try:
+        env["loadavg_end"] = os.getloadavg()
+    except OSError:
+        pass
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "reps": args.reps,
+           "env": env, "medians": med, "targets": targets, "resources": res, "stages_ours_ms": {
+               k: {s: (round(v * 1000, 2) if s != "tile_ops" else v) for s, v in st[k].items()} for k in kernels},
+           "samples": samples,
+           "kernels": {k: {"file": KERNELS[k][0], "fn": KERNELS[k][1], "signature": KERNELS[k][2],
+                           "options": KERNELS[k][3]} for k in kernels}}
+    with open(os.path.join(args.out, "host.json"), "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    with open(os.path.join(args.out, "host.md"), "w") as f:
+        f.write(_markdown(doc, kernels))
+    print(_markdown(doc, kernels))
+
+
+def _la(x) -> str:
+    return "/".join(f"{v:.1f}" for v in x) if x else "?"
+
+
+def _markdown(doc, kernels) -> str:
+    med, res, env = doc["medians"], doc["resources"], doc["env"]
+    ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
+    lines = [f"# Host-side cost vs Triton {env.get('triton')} ({doc['date']})", "",
+             f"CPU only ({env.get('cpus')} cores, shared with other work: load average "
+             f"{_la(env.get('loadavg_start'))} at the start, {_la(env.get('loadavg_end'))} at the end), "
+             f"{doc['reps']} interleaved rounds, fresh process and "
+             "empty caches for every sample, medians. `scripts/bench_host.py`; every sample in `host.json`.", "",
+             "| what | tilefarm ms | Triton ms | ratio |", "|---|---:|---:|---:|",
+             f"| `import` | {ms(med['import']['ours'])} | {ms(med['import']['triton'])} | "
+             f"{med['import']['ratio']:.2f} |",
+             f"| `farm --help` (whole process) | {ms(med['farm_help'])} | - | - |",
+             f"| floor: `python -c pass` | {ms(med['python_start'])} | | |",
+             f"| floor: `python -c 'import typer, typer.rich_utils'` (typer's --help formatter) | "
+             f"{ms(med['typer_rich_help'])} | | |", "",
+             "| kernel | fresh: import + compile to cubin | compile call, first in process | "
+             "warm: after one other kernel "
+             "| fresh, whole process |", "|---|---|---|---|---|"]
+    for k in kernels:
+        cells = []
+        for what in ("fresh", "compile", "warm", "fresh_process"):
+            m = med[k][what]
+            cells.append(f"{ms(m['ours'])} / {ms(m['triton'])} = **{m['ratio']:.2f}**")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    lines += ["", "(ours / Triton ms = ratio)", "", "Targets: " + ", ".join(
+        f"{k}: {'met' if v else 'NOT met'}" for k, v in doc["targets"].items()), "",
+              f"Resources (ptxas -v with {env.get('ptxas')} on each compiler's PTX; shared = dynamic from the "
+              "compiler's metadata + static from ptxas):", "",
+              "| kernel | registers ours / Triton | shared bytes ours / Triton | spill stores ours / Triton |",
+              "|---|---:|---:|---:|"]
+    for k in kernels:
+        o, t = res[k]["ours"], res[k]["triton"]
+        lines.append(f"| {k} | {o['registers']} / {t['registers']} | {o['shared_total']} / {t['shared_total']} | "
+                     f"{o['spill_stores']} / {t['spill_stores']} |")
+    cols = ["frontend", "pass:canonicalize", "pass:dce", "pass:pipeline_loads", "pass:assign_layouts", "emit_llvm",
+            "emit_llvm:text", "llvm", "ptxas", "total"]
+    lines += ["", "Our compile by stage, ms (one process, every module loaded, caches off, fastest of 5; "
+              "emit_llvm includes emit_llvm:text, llvmlite writing the IR out; llvm = parse + O3 + NVPTX codegen):", "",
+              "| kernel | tile ops | " + " | ".join(c.replace("pass:", "") for c in cols) + " |",
+              "|---|" + "---:|" * (len(cols) + 1)]
+    for k in kernels:
+        s = doc["stages_ours_ms"][k]
+        lines.append(f"| {k} | {s['tile_ops']} | " + " | ".join(f"{s.get(c, 0):.1f}" for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
