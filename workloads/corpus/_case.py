@@ -1,0 +1,171 @@
+"""One corpus kernel's description: inputs, float64 reference, tolerance, sizes and launch.
+
+A corpus file is a kernel file as a Triton user writes it (`import triton`, `import triton.language as tl`) that
+also declares `CASES = [Case(...), ...]`. Everything a case holds is plain Python and NumPy, so the file loads
+unchanged under our compiler (compiler.triton_compat.load_kernel_file) and under the real Triton.
+
+    Case(name, kernel,
+         inputs(p, rng) -> {name: NumPy array}        seeded, never zeros; in their storage dtypes
+         outputs(p) -> {name: (shape, dtype)}        poisoned (NaN / a sentinel) before every run
+         reference(p, x) -> {name: float64 array}    x: the inputs as float64 (after rounding to their dtype)
+         launch(p, a, meta) -> (grid, args)          a: inputs + outputs (NumPy or torch); shapes from p only
+         gpu=..., ci=...                             the problem sizes (p) for the H200 and for CI
+         meta=..., ci_meta=...                       constexprs + num_warps / num_stages (ci_meta: default meta)
+         flops(p), bytes(p)                          for reporting
+         tol={dtype: (rtol, atol)}                   |got - ref| <= rtol*|ref| + atol*max|ref|, NaN fails
+         zero=("out",)                               outputs that accumulate (atomics): start at zero instead
+         xfail="..."                                 a missing language feature: a strict expected failure
+    )
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+try:
+    import ml_dtypes
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    BF16 = None
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+#: (rtol, atol relative to max|ref|) per output dtype
+DEFAULT_TOL = {"float16": (5e-3, 2e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-4, 1e-5),
+               "float64": (1e-12, 1e-12)}
+
+
+def dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        if BF16 is None:
+            raise ImportError("bfloat16 arrays need the ml_dtypes package")
+        return BF16
+    return np.dtype(name)
+
+
+def randn(rng, shape, dt="float32", scale=1.0, loc=0.0) -> np.ndarray:
+    """Seeded normal samples in dtype `dt` (drawn in float32)."""
+    a = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale) + np.float32(loc)
+    return a.astype(dtype(dt))
+
+
+def uniform(rng, shape, lo, hi, dt="float32") -> np.ndarray:
+    a = rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo)
+    return a.astype(dtype(dt))
+
+
+def f64(a) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype == BF16:
+        a = a.astype(np.float32)
+    return a.astype(np.float64)
+
+
+def itemsize(dt: str) -> int:
+    return 2 if dt == "bfloat16" else np.dtype(dt).itemsize
+
+
+def pmap(fn, n: int):
+    """[fn(i) for i in range(n)] on a thread pool (NumPy releases the GIL: references of large batched problems
+    run on every core)."""
+    workers = min(n, os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(i) for i in range(n)]
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        return list(ex.map(fn, range(n)))
+
+
+def cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+@dataclass
+class Case:
+    name: str
+    kernel: object
+    inputs: Callable
+    outputs: Callable
+    reference: Callable
+    launch: Callable
+    gpu: dict
+    ci: dict
+    meta: dict
+    flops: Callable = lambda p: 0.0
+    bytes: Callable = lambda p: 0.0
+    ci_meta: dict | None = None
+    tol: dict = field(default_factory=dict)
+    zero: tuple = ()
+    xfail: str | None = None
+    idiom: str = ""
+
+    def meta_for(self, size: str) -> dict:
+        return dict(self.ci_meta if size == "ci" and self.ci_meta is not None else self.meta)
+
+    def params(self, size: str) -> dict:
+        return dict(self.ci if size == "ci" else self.gpu)
+
+    def split_meta(self, meta: dict) -> tuple[dict, dict]:
+        consts = {k: v for k, v in meta.items() if k not in LAUNCH_OPTIONS}
+        opts = {k: v for k, v in meta.items() if k in LAUNCH_OPTIONS}
+        return consts, opts
+
+    def make_inputs(self, p: dict, seed: int = 0) -> dict:
+        rng = np.random.default_rng(seed)
+        return self.inputs(p, rng)
+
+    def make_outputs(self, p: dict) -> dict:
+        """Output arrays, poisoned: NaN for floats, a sentinel for integers; zeros for `zero` outputs."""
+        out = {}
+        for n, (shape, dt) in self.outputs(p).items():
+            d = dtype(dt)
+            if n in self.zero:
+                out[n] = np.zeros(shape, d)
+            elif np.issubdtype(np.dtype(d) if d != BF16 else np.float32, np.floating):
+                out[n] = np.full(shape, np.nan, d)
+            else:
+                out[n] = np.full(shape, -7 if np.issubdtype(d, np.signedinteger) else 7, d)
+        return out
+
+    def run(self, kernel, arrays: dict, p: dict, meta: dict):
+        """Launch `kernel` (this case's kernel as one compiler loaded it) on `arrays` (inputs + outputs)."""
+        grid, args = self.launch(p, arrays, meta)
+        consts, opts = self.split_meta(meta)
+        return kernel[grid](*args, **consts, **opts)
+
+    def expected(self, p: dict, inputs: dict) -> dict:
+        return self.reference(p, {k: f64(v) for k, v in inputs.items()})
+
+    def check(self, p: dict, got: dict, ref: dict) -> dict:
+        """{output: (ok, worst ratio of error to allowance, message)}; NaN fails, integers must be exact."""
+        res = {}
+        specs = self.outputs(p)
+        for n, r in ref.items():
+            dt = specs[n][1]
+            g = np.asarray(got[n])
+            if dt not in DEFAULT_TOL and dt != "bfloat16":  # integers and bool: exact
+                bad = int(np.count_nonzero(g.astype(np.int64) != np.asarray(r).astype(np.int64)))
+                res[n] = (bad == 0, float(bad), f"{bad} of {g.size} differ" if bad else "exact")
+                continue
+            g = f64(g)
+            r = np.asarray(r, np.float64)
+            rtol, atol = self.tol.get(dt, DEFAULT_TOL[dt])
+            if g.shape != r.shape:
+                res[n] = (False, float("inf"), f"shape {g.shape} != reference {r.shape}")
+                continue
+            nan = int(np.count_nonzero(~np.isfinite(g) & np.isfinite(r)))
+            scale = float(np.max(np.abs(r))) if r.size else 0.0
+            allow = rtol * np.abs(r) + atol * max(scale, 1e-30)
+            err = np.abs(g - r)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = np.where(allow > 0, err / np.where(allow > 0, allow, 1.0), np.where(err > 0, np.inf, 0.0))
+            worst = float(np.max(ratio)) if r.size else 0.0
+            if nan:
+                res[n] = (False, float("inf"), f"{nan} non-finite values")
+            else:
+                res[n] = (worst <= 1.0, worst, f"max err {float(err.max()) if err.size else 0.0:.3g} "
+                                             f"(allowance ratio {worst:.3g})")
+        return res
