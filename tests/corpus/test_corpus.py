@@ -118,3 +118,25 @@ def test_check_catches_wrong_outputs():
 def test_corpus_files_are_valid_python_with_cases():
     for path in corpus.files():
         assert "CASES" in pathlib.Path(path).read_text(), path.name
+
+
+def test_check_in_chunks_finds_errors_anywhere():
+    """Outputs larger than one check chunk (2^22 elements): an error, a NaN or an inf past the first chunk fails."""
+    from workloads.corpus._case import Case
+
+    n = (1 << 22) * 2 + 5
+    c = Case("big", None, None, lambda p: {"y": ((n,), "float32")}, None, None, gpu={}, ci={}, meta={})
+    r = np.random.default_rng(0).standard_normal(n)
+    good = r.astype(np.float32)
+    assert c.check({}, {"y": good}, {"y": r})["y"][0]
+    for i, v in ((n - 1, 1.0), ((1 << 22) + 3, np.nan), (n - 2, np.inf)):
+        bad = good.copy()
+        bad[i] = bad[i] + v if np.isfinite(v) else v
+        assert not c.check({}, {"y": bad}, {"y": r})["y"][0], (i, v)
+    exact = Case("exact", None, None, lambda p: {"y": ((n,), "float32")}, None, None, gpu={}, ci={}, meta={},
+                 tol={"float32": (0.0, 0.0)})
+    r32 = good.astype(np.float64)
+    assert exact.check({}, {"y": good}, {"y": r32})["y"][0]
+    off = good.copy()
+    off[n - 3] = np.nextafter(off[n - 3], np.float32(np.inf))
+    assert not exact.check({}, {"y": off}, {"y": r32})["y"][0]

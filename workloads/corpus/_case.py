@@ -165,33 +165,71 @@ class Case:
         return self.reference(p, {k: f64(v) for k, v in inputs.items()})
 
     def check(self, p: dict, got: dict, ref: dict) -> dict:
-        """{output: (ok, worst ratio of error to allowance, message)}; NaN fails, integers must be exact."""
+        """{output: (ok, worst ratio of error to allowance, message)}; NaN fails, integers must be exact.
+
+        Large outputs are checked in chunks on a thread pool (NumPy releases the GIL): GPU-size outputs of 10^8
+        elements would otherwise cost more than the kernels' whole benchmark."""
         res = {}
         specs = self.outputs(p)
         for n, r in ref.items():
             dt = specs[n][1]
             g = got[n]
+            r = np.asarray(r)
+            if np.shape(g) != r.shape:
+                res[n] = (False, float("inf"), f"shape {np.shape(g)} != reference {r.shape}")
+                continue
             if dt not in DEFAULT_TOL:  # integers and bool: exact
                 g = np.asarray(g)
-                bad = int(np.count_nonzero(g.astype(np.int64) != np.asarray(r).astype(np.int64)))
+                bad = int(np.count_nonzero(g.astype(np.int64) != r.astype(np.int64)))
                 res[n] = (bad == 0, float(bad), f"{bad} of {g.size} differ" if bad else "exact")
                 continue
-            g = f64(g)
-            r = np.asarray(r, np.float64)
             rtol, atol = self.tol.get(dt, DEFAULT_TOL[dt])
-            if g.shape != r.shape:
-                res[n] = (False, float("inf"), f"shape {g.shape} != reference {r.shape}")
-                continue
-            nan = int(np.count_nonzero(np.isnan(g) | (np.isinf(g) & (g != r))))  # NaN never passes
-            scale = float(np.max(np.abs(r))) if r.size else 0.0
-            allow = rtol * np.abs(r) + atol * max(scale, 1e-30)
-            err = np.abs(g - r)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratio = np.where(allow > 0, err / np.where(allow > 0, allow, 1.0), np.where(err > 0, np.inf, 0.0))
-            worst = float(np.max(ratio)) if r.size else 0.0
-            if nan:
-                res[n] = (False, float("inf"), f"{nan} non-finite values")
+            gf, rf = _flat(g), np.ravel(r)
+            chunks = _chunks(rf.size)
+            scale = max((float(np.max(np.abs(rf[a:b]))) for a, b in chunks), default=0.0)
+            parts = pmap(lambda i: _check_chunk(gf[chunks[i][0]:chunks[i][1]], rf[chunks[i][0]:chunks[i][1]],
+                                                rtol, atol * max(scale, 1e-30)), len(chunks))
+            nonfinite = sum(q[0] for q in parts)
+            err = max((q[1] for q in parts), default=0.0)
+            worst = max((q[2] for q in parts), default=0.0)
+            if nonfinite:
+                res[n] = (False, float("inf"), f"{nonfinite} non-finite values")
             else:
-                res[n] = (worst <= 1.0, worst, f"max err {float(err.max()) if err.size else 0.0:.3g} "
-                                             f"(allowance ratio {worst:.3g})")
+                res[n] = (worst <= 1.0, worst, f"max err {err:.3g} (allowance ratio {worst:.3g})")
         return res
+
+
+def _flat(a) -> np.ndarray:
+    """A float view/array of `a`, flattened, without a float64 copy of the whole (chunks convert their part)."""
+    if isinstance(a, BF16Bits):
+        return np.ravel(a)
+    return np.ravel(np.asarray(a))
+
+
+def _chunks(n: int, size: int = 1 << 22) -> list:
+    return [(a, min(a + size, n)) for a in range(0, n, size)] or [(0, 0)]
+
+
+def _check_chunk(g, r, rtol: float, atol_abs: float):
+    """(non-finite count, max |err|, max err/allowance) of one chunk; allowance rtol*|r| + atol_abs."""
+    g = f64(g)
+    r = np.asarray(r, np.float64)
+    if not g.size:
+        return 0, 0.0, 0.0
+    nonfinite = int(np.count_nonzero(np.isnan(g) | (np.isinf(g) & (g != r))))  # NaN never passes
+    if nonfinite:
+        return nonfinite, float("inf"), float("inf")
+    same = g == r  # also inf == inf, whose difference would be NaN
+    np.subtract(g, r, out=g)
+    np.abs(g, out=g)
+    g[same] = 0.0
+    err = float(g.max())
+    allow = np.abs(r)
+    allow *= rtol
+    allow += atol_abs
+    zero = allow <= 0
+    if zero.any() and bool((g[zero] > 0).any()):
+        return 0, err, float("inf")
+    np.divide(g, allow, out=g, where=~zero)
+    g[zero] = 0.0
+    return 0, err, float(g.max())

@@ -147,7 +147,7 @@ CASES = [
          lambda p, rng: {"a": randn(rng, (p["M"], p["N"]), "float16"), "b": randn(rng, (p["M"], p["N"]), "float16")},
          lambda p: {"c": ((p["M"], p["N"]), "float16")}, swiglu_ref,
          lambda p, a, m: ((p["M"], cdiv(p["N"], m["BLOCK_N"])), [a["a"], a["b"], a["c"], p["N"], p["N"]]),
-         gpu={"M": 8192, "N": 11008}, ci={"M": 3, "N": 300}, meta={"BLOCK_N": 1024, "num_warps": 4},
+         gpu={"M": 4096, "N": 11008}, ci={"M": 3, "N": 300}, meta={"BLOCK_N": 1024, "num_warps": 4},
          ci_meta={"BLOCK_N": 128, "num_warps": 2}, flops=lambda p: 5.0 * p["M"] * p["N"],
          bytes=lambda p: 6.0 * p["M"] * p["N"], idiom="SwiGLU on a 2-D grid (row, column block), N = 11008"),
     Case("int_divmod_i32", int_divmod_kernel,

@@ -178,9 +178,13 @@ def ln_bwd_ref(p, x):
     c1 = (xhat * wdy).mean(axis=1, keepdims=True)
     c2 = wdy.mean(axis=1, keepdims=True)
     dx = (wdy - (xhat * c1 + c2)) * x["rstd"][:, None]
-    groups = np.arange(p["M"]) % G
-    dw = np.stack([(x["dy"] * xhat)[groups == g].sum(axis=0) for g in range(G)])
-    db = np.stack([x["dy"][groups == g].sum(axis=0) for g in range(G)])
+    M, N = p["M"], p["N"]
+
+    def by_group(v):  # row r belongs to group r % G
+        pad = (-M) % G
+        v = np.concatenate([v, np.zeros((pad, N))]) if pad else v
+        return v.reshape(-1, G, N).sum(axis=0)
+    dw, db = by_group(x["dy"] * xhat), by_group(x["dy"])
     return {"dx": dx, "dw": dw, "db": db}
 
 

@@ -221,7 +221,7 @@ CASES = [
          lambda p: {"y": ((p["M"], p["N"]), "float32"), "rstd": ((p["M"],), "float32")},
          lambda p, x: {"y": x["x"] * rms_rstd(x["x"])[:, None] * x["w"], "rstd": rms_rstd(x["x"])},
          lambda p, a, m: ((p["M"],), [a["x"], a["w"], a["y"], a["rstd"], p["N"], p["N"], EPS]),
-         gpu={"M": 2048, "N": 65536 + 3}, ci={"M": 3, "N": 301}, meta={"BLOCK": 4096, "num_warps": 8},
+         gpu={"M": 1024, "N": 65536 + 3}, ci={"M": 3, "N": 301}, meta={"BLOCK": 4096, "num_warps": 8},
          ci_meta={"BLOCK": 64, "num_warps": 2}, flops=lambda p: 4.0 * p["M"] * p["N"], bytes=row_bytes(4, 3),
          idiom="long rows, N not divisible by 16, two loops"),
     Case("rmsnorm_bwd_dx_bf16", rmsnorm_bwd_dx_kernel, rms_bwd_inputs,
