@@ -25,6 +25,7 @@ as written, and that both compilers agree with the reference.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import math
@@ -183,16 +184,17 @@ def run_gpu(names, cases, args, device=None):
         t0 = time.time()
         try:
             host = c.make_inputs(p, seed=0)
-            ref = c.expected(p, host)
             dev_in = dev.inputs(host)
-            del host
         except Exception as e:  # noqa: BLE001
-            row["error"] = f"inputs/reference: {short(e)}"
+            row["error"] = f"inputs: {short(e)}"
             rows.append(row)
             log(f"{name}: {row['error']}")
             continue
-        row["reference_s"] = round(time.time() - t0, 2)
-        fns = {}
+        # the float64 reference is computed on a thread while both compilers compile and run the kernel once
+        # (NumPy releases the GIL); nothing runs beside the timed rounds
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        ref_future = pool.submit(c.expected, p, host)
+        pending = {}
         for side in SIDES:
             ent = row[side] = {}
             case = pair[side]
@@ -210,17 +212,37 @@ def run_gpu(names, cases, args, device=None):
                 kern[grid](*a, **consts, **opts)
                 dev.sync()
                 ent["first_call_s"] = round(time.time() - t1, 3)  # compile (cold or cached) + one run
-                specs = case.outputs(p)
-                got = {k: dev.back(side, outs[k], specs[k][1]) for k in ref}
-                ok, msg = split_err(case.check(p, got, ref))
-                ent["ok"], ent["check"] = ok, msg
-                if ok:
-                    fns[side] = (lambda kern=kern, grid=grid, a=a, kw={**consts, **opts}: kern[grid](*a, **kw))
+                pending[side] = (case, kern, grid, a, {**consts, **opts}, outs)
             except Exception as e:  # noqa: BLE001
                 ent["ok"] = False
                 ent["error"] = short(e)
                 if args.verbose:
                     traceback.print_exc()
+        try:
+            ref = ref_future.result()
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"reference: {short(e)}"
+            ref = None
+        pool.shutdown()
+        del host
+        row["prepare_s"] = round(time.time() - t0, 2)  # inputs, both first calls, the reference
+        fns = {}
+        for side, (case, kern, grid, a, kw, outs) in pending.items():
+            ent = row[side]
+            if ref is None:
+                ent["ok"], ent["check"] = False, "no reference"
+                continue
+            try:
+                specs = case.outputs(p)
+                got = {k: dev.back(side, outs[k], specs[k][1]) for k in ref}
+                ok, msg = split_err(case.check(p, got, ref))
+                ent["ok"], ent["check"] = ok, msg
+                if ok:
+                    fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw: kern[grid](*a, **kw))
+            except Exception as e:  # noqa: BLE001
+                ent["ok"] = False
+                ent["error"] = short(e)
+        del pending
         del ref
         if fns:
             samples = {s: [] for s in fns}
@@ -363,7 +385,8 @@ def table(rows) -> str:
         for s in SIDES:
             e = r.get(s, {})
             if e.get("error") or e.get("ok") is False:
-                out.append(f"  {r['name']} [{s}]: {e.get('error') or 'wrong: ' + e.get('check', '')}")
+                known = f" [known gap, a strict xfail in CI: {r['xfail']}]" if s == "tilefarm" and r.get("xfail") else ""
+                out.append(f"  {r['name']} [{s}]{known}: {e.get('error') or 'wrong: ' + e.get('check', '')}")
         if r.get("error"):
             out.append(f"  {r['name']}: {r['error']}")
     return "\n".join(out)
