@@ -2,7 +2,8 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
-#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm,host] [pytest args]
+#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm,host,
+#                                       corpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -186,6 +187,10 @@ if has diag; then
 fi
 if has diaghit; then
   step diag-hit python3 scripts/diag_hit.py --profile
+fi
+if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from the same files, $CORPUS selects
+  step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" ${CORPUS:+--select "$CORPUS"} \
+    --out "$OUT"
 fi
 if has farmtests; then
   step farm-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm

@@ -1,0 +1,137 @@
+"""The stand-in modules for `triton`, `triton.language`, `triton.testing` and friends.
+
+Each is a `CompatModule`: a module object whose attributes come from a table of names (or from a module of our
+compiler it stands for) and whose missing attributes raise `TritonCompatError` naming `triton.<path>.<name>`.
+They are created once per process, never placed in `sys.modules` under Triton's names.
+"""
+from __future__ import annotations
+
+import types
+
+
+class TritonCompatError(AttributeError):
+    """A name a Triton kernel file uses that the compatibility layer does not provide.
+
+    An AttributeError, so `getattr(triton, name, default)` and `hasattr` keep their meaning.
+    """
+
+
+_HINT = "tilefarm's Triton compatibility layer does not provide"
+
+
+class CompatModule(types.ModuleType):
+    """`triton.<path>` as seen by a kernel file loaded under our compiler.
+
+    Attributes: the explicit table first, then (when `forward` is set) the module of our compiler it stands for.
+    """
+
+    def __init__(self, name: str, table: dict | None = None, forward=None, doc: str | None = None):
+        super().__init__(name, doc)
+        self.__dict__.update(table or {})
+        object.__setattr__(self, "_compat_forward", forward)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        fwd = self.__dict__.get("_compat_forward")
+        if fwd is not None:
+            try:
+                return getattr(fwd, attr)
+            except AttributeError:
+                pass
+        raise TritonCompatError(f"{_HINT} '{self.__name__}.{attr}'")
+
+    def __repr__(self):
+        fwd = self.__dict__.get("_compat_forward")
+        over = f" over {fwd.__name__}" if fwd is not None else ""
+        return f"<module '{self.__name__}' (tilefarm's Triton compatibility layer{over})>"
+
+    def __dir__(self):
+        names = set(self.__dict__)
+        fwd = self.__dict__.get("_compat_forward")
+        if fwd is not None:
+            names |= set(dir(fwd))
+        return sorted(n for n in names if not n.startswith("_compat"))
+
+
+def _do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean", **_ignored):
+    """`triton.testing.do_bench` with Triton's signature, timed by compiler.runtime.do_bench (L2 flushed before
+    every repetition, CUDA events per repetition). `quantiles` gives a list of those quantiles of the samples;
+    otherwise `return_mode` ("min", "max", "mean", "median", "all") picks the statistic."""
+    import numpy as np
+
+    from ..runtime import do_bench
+
+    r = do_bench(fn, warmup_ms=warmup, rep_ms=rep, return_samples=True)
+    s = np.asarray(r["samples"], dtype=np.float64)
+    if grad_to_none is not None:
+        for t in grad_to_none:
+            t.grad = None
+    if quantiles is not None:
+        q = [float(v) for v in np.quantile(s, quantiles)]
+        return q[0] if len(q) == 1 else q
+    if return_mode == "all":
+        return [float(v) for v in s]
+    if return_mode not in ("min", "max", "mean", "median"):
+        raise ValueError(f"do_bench: return_mode must be min, max, mean, median or all, got {return_mode!r}")
+    return float(getattr(np, return_mode)(s))
+
+
+_MODULES: dict | None = None
+
+
+def _build() -> dict:
+    import compiler
+    from compiler import language as lang
+
+    testing = CompatModule("triton.testing", {"do_bench": _do_bench})
+    # libdevice and the other `triton.language.extra` parts: forwarded to our compiler's `language.extra` where
+    # it has one, else every name is reported missing by name
+    extra_fwd = getattr(lang, "extra", None)
+    cuda_fwd = getattr(extra_fwd, "cuda", None) if extra_fwd is not None else None
+    libdevice_fwd = getattr(extra_fwd, "libdevice", None) if extra_fwd is not None else None
+    libdevice = CompatModule("triton.language.extra.libdevice", forward=libdevice_fwd)
+    cuda = CompatModule("triton.language.extra.cuda", {"libdevice": libdevice}, forward=cuda_fwd)
+    if cuda_fwd is not None and getattr(cuda_fwd, "libdevice", None) is not None:
+        cuda.__dict__["libdevice"] = CompatModule("triton.language.extra.cuda.libdevice", forward=cuda_fwd.libdevice)
+    extra = CompatModule("triton.language.extra", {"libdevice": libdevice, "cuda": cuda}, forward=extra_fwd)
+    math = CompatModule("triton.language.math", forward=lang.math)
+    language = CompatModule("triton.language", {"extra": extra, "math": math}, forward=lang)
+    top = CompatModule("triton", {
+        "jit": compiler.jit,
+        "autotune": compiler.autotune,
+        "heuristics": compiler.heuristics,
+        "Config": compiler.Config,
+        "cdiv": compiler.cdiv,
+        "next_power_of_2": compiler.next_power_of_2,
+        "JITFunction": compiler.JITFunction,
+        "CompilationError": compiler.CompilationError,
+        "constexpr": lang.constexpr,
+        "language": language,
+        "testing": testing,
+        "__version__": compiler.__version__,
+        "__tilefarm__": True,
+    })
+    mods = {"triton": top, "triton.language": language, "triton.language.math": math,
+            "triton.language.extra": extra, "triton.language.extra.cuda": cuda,
+            "triton.language.extra.libdevice": libdevice, "triton.testing": testing}
+    mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
+    return mods
+
+
+def compat_module(name: str):
+    """The stand-in for Triton module `name` ("triton", "triton.language", ...); TritonCompatError when the
+    layer has none."""
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = _build()
+    mod = _MODULES.get(name)
+    if mod is None:
+        raise TritonCompatError(f"{_HINT} module '{name}'")
+    return mod
+
+
+#: the Triton modules the layer stands in for
+MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
+          "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+          "triton.testing")

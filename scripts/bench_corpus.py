@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""The idiom corpus (workloads/corpus) under our compiler and under Triton, from the same source file, in one
+process (issue 16).
+
+    python3 scripts/bench_corpus.py [--out DIR] [--select 'mm_*,attn_*'] [--rounds 5] [--rep-ms 25]
+    python3 scripts/bench_corpus.py --interpret [--select ...]   # no GPU: both interpreters at the CI sizes
+    python3 scripts/bench_corpus.py --table DIR/corpus-<date>.json  # re-render a stored run
+
+Every corpus file is loaded twice through compiler.triton_compat.load_kernel_file: `triton` resolved to our
+compiler, and to the real Triton. Per kernel, at its GPU size and meta-parameters (the same for both): seeded
+inputs, the float64 NumPy reference, then for each compiler a first call on NaN-poisoned outputs (compiles;
+its wall time is recorded as the compile time) checked against the reference. A kernel that fails to compile,
+to run or the check under one compiler is recorded with the error and never timed for that compiler (and never
+counted as a win). Then N interleaved rounds (the order alternating): each side timed with
+compiler.runtime.do_bench (L2 flushed before every repetition, median of CUDA-event times); the ratio ours/Triton
+is taken round by round and its median reported. The table prints time per side, the ratio (min-max over rounds),
+TFLOP/s or GB/s, and the geomean of the ratios of kernels correct under both; DIR/corpus-<date>.json and .md
+keep every number. Outputs that accumulate (atomics: split-K, histogram, scatter-add) are zeroed before the
+checked call only; timed calls keep accumulating (the work per call is the same).
+
+--interpret (TRITON_INTERPRET=1, torch on the CPU for Triton's interpreter): every kernel at its CI size in our
+interpreter and in Triton's, both checked against the float64 reference: proof that the corpus is valid Triton
+as written, and that both compilers agree with the reference.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+SIDES = ("tilefarm", "triton")
+# what Triton's own interpreter cannot run (reported as such by --interpret, not as a corpus error)
+TRITON_INTERPRETER_GAPS = {
+    "bfloat16 tl.dot": "Triton's interpreter multiplies bfloat16 bit patterns in tl.dot (triton-lang/triton#11584)",
+    "libdevice": "libdevice calls evaluate to None in Triton 3.6's interpreter (they run on the GPU)",
+}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------- host <-> torch
+def torch_dtype(torch, name):
+    return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+            "float64": torch.float64, "int32": torch.int32, "int64": torch.int64, "int16": torch.int16,
+            "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}[name]
+
+
+def to_torch(torch, a, device):
+    from workloads.corpus._case import is_bf16
+
+    if is_bf16(a):  # ml_dtypes bfloat16 or BF16Bits: moved as their bits (torch cannot read either directly)
+        return torch.from_numpy(np.ascontiguousarray(np.asarray(a).view(np.int16))).view(torch.bfloat16).to(device)
+    return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+
+
+def to_host(torch, t, dt_name):
+    from workloads.corpus._case import BF16, BF16Bits
+
+    t = t.detach().cpu()
+    if dt_name == "bfloat16":
+        bits = t.view(torch.int16).numpy()
+        return bits.view(BF16) if BF16 is not None else bits.view(np.uint16).view(BF16Bits)
+    return t.numpy()
+
+
+def split_err(res: dict) -> tuple[bool, str]:
+    ok = all(v[0] for v in res.values())
+    msg = "; ".join(f"{k}: {v[2]}" for k, v in res.items())
+    return ok, msg
+
+
+def short(e: BaseException) -> str:
+    s = f"{type(e).__name__}: {e}"
+    return s if len(s) < 600 else s[:600] + " ..."
+
+
+# ----------------------------------------------------------------------------------------------- GPU run
+def bench(fn, rep_ms, warmup_ms):
+    from compiler.runtime import do_bench
+
+    return do_bench(fn, warmup_ms=warmup_ms, rep_ms=rep_ms)["median_ms"]
+
+
+class CudaDevice:
+    """Inputs as torch CUDA tensors shared by both compilers; do_bench timing."""
+    size = "gpu"
+
+    def __init__(self, args):
+        import torch
+
+        self.torch, self.args = torch, args
+
+    def inputs(self, host):
+        return {k: to_torch(self.torch, v, "cuda") for k, v in host.items()}
+
+    def side_inputs(self, side, dev):
+        return dev
+
+    def outputs(self, side, host_outs):
+        return {k: to_torch(self.torch, v, "cuda") for k, v in host_outs.items()}
+
+    def back(self, side, t, dt):
+        return to_host(self.torch, t, dt)
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def time(self, fn):
+        return bench(fn, self.args.rep_ms, self.args.warmup_ms)
+
+    def release(self):
+        self.torch.cuda.empty_cache()
+
+
+class DryDevice:
+    """--dry-run, no GPU: the same flow at the CI sizes, ours in our interpreter (NumPy arrays), Triton in its
+    interpreter (torch CPU tensors); "times" are wall-clock medians of a few calls (they mean nothing)."""
+    size = "ci"
+
+    def __init__(self, args):
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        self.torch, self.args = torch, args
+
+    def inputs(self, host):
+        return host
+
+    def side_inputs(self, side, dev):
+        if side == "tilefarm":
+            return dev
+        if self.torch is None:
+            raise ImportError("--dry-run needs torch for Triton's interpreter")
+        return {k: to_torch(self.torch, v, "cpu") for k, v in dev.items()}
+
+    def outputs(self, side, host_outs):
+        return host_outs if side == "tilefarm" else self.side_inputs(side, host_outs)
+
+    def back(self, side, t, dt):
+        return t if side == "tilefarm" else to_host(self.torch, t, dt)
+
+    def sync(self):
+        pass
+
+    def time(self, fn):
+        ts = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return float(np.median(ts))
+
+    def release(self):
+        pass
+
+
+def run_gpu(names, cases, args, device=None):
+    dev = device or CudaDevice(args)
+    rows = []
+    for name in names:
+        pair = {s: cases[s].get(name) for s in SIDES}
+        c = pair["tilefarm"] or pair["triton"]
+        p, meta = c.params(dev.size), c.meta_for(dev.size)
+        row = {"name": name, "file": getattr(c, "file", ""), "idiom": c.idiom, "params": p,
+               "meta": meta, "flops": float(c.flops(p)), "bytes": float(c.bytes(p))}
+        if c.xfail:
+            row["xfail"] = c.xfail
+        t0 = time.time()
+        try:
+            host = c.make_inputs(p, seed=0)
+            dev_in = dev.inputs(host)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"inputs: {short(e)}"
+            rows.append(row)
+            log(f"{name}: {row['error']}")
+            continue
+        # the float64 reference is computed on a thread while both compilers compile and run the kernel once
+        # (NumPy releases the GIL); nothing runs beside the timed rounds
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        ref_future = pool.submit(c.expected, p, host)
+        pending = {}
+        for side in SIDES:
+            ent = row[side] = {}
+            case = pair[side]
+            if case is None:
+                ent["error"] = cases["errors"][side].get(c.file, f"not loaded under {side}")
+                continue
+            try:
+                outs = dev.outputs(side, case.make_outputs(p))  # poisoned (NaN / sentinel), or zero (atomics)
+                arrays = {**dev.side_inputs(side, dev_in), **outs}
+                grid, a = case.launch(p, arrays, meta)
+                consts, opts = case.split_meta(meta)
+                kern = case.kernel
+                dev.sync()
+                t1 = time.time()
+                kern[grid](*a, **consts, **opts)
+                dev.sync()
+                ent["first_call_s"] = round(time.time() - t1, 3)  # compile (cold or cached) + one run
+                pending[side] = (case, kern, grid, a, {**consts, **opts}, outs)
+            except Exception as e:  # noqa: BLE001
+                ent["ok"] = False
+                ent["error"] = short(e)
+                if args.verbose:
+                    traceback.print_exc()
+        try:
+            ref = ref_future.result()
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"reference: {short(e)}"
+            ref = None
+        pool.shutdown()
+        del host
+        row["prepare_s"] = round(time.time() - t0, 2)  # inputs, both first calls, the reference
+        fns = {}
+        for side, (case, kern, grid, a, kw, outs) in pending.items():
+            ent = row[side]
+            if ref is None:
+                ent["ok"], ent["check"] = False, "no reference"
+                continue
+            try:
+                specs = case.outputs(p)
+                got = {k: dev.back(side, outs[k], specs[k][1]) for k in ref}
+                ok, msg = split_err(case.check(p, got, ref))
+                ent["ok"], ent["check"] = ok, msg
+                if ok:
+                    fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw: kern[grid](*a, **kw))
+            except Exception as e:  # noqa: BLE001
+                ent["ok"] = False
+                ent["error"] = short(e)
+        del pending
+        del ref
+        if fns:
+            samples = {s: [] for s in fns}
+            order = list(fns)
+            for r in range(args.rounds):
+                for s in (order if r % 2 == 0 else order[::-1]):
+                    if row[s].get("ok"):
+                        try:
+                            samples[s].append(dev.time(fns[s]))
+                        except Exception as e:  # noqa: BLE001
+                            row[s]["error"] = f"timing: {short(e)}"
+                            row[s]["ok"] = False
+            for s, v in samples.items():
+                if v and row[s].get("ok"):
+                    row[s]["rounds_ms"] = v
+                    row[s]["ms"] = float(np.median(v))
+            if all(row[s].get("ms") for s in SIDES):
+                ratios = [a / b for a, b in zip(row["tilefarm"]["rounds_ms"], row["triton"]["rounds_ms"])]
+                row["ratio"] = float(np.median(ratios))
+                row["ratio_min"], row["ratio_max"] = float(min(ratios)), float(max(ratios))
+        del fns, dev_in
+        dev.release()
+        row["wall_s"] = round(time.time() - t0, 2)
+        rows.append(row)
+        log(line(row))
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------- interpreters
+def interpreter_gap(case):
+    """Which of TRITON_INTERPRETER_GAPS the kernel runs into, if any: tl.dot on a bfloat16 input, libdevice."""
+    import inspect
+
+    from workloads.corpus._case import is_bf16
+
+    fn = getattr(case.kernel, "fn", case.kernel)
+    try:
+        src = inspect.getsource(fn)
+        module_src = inspect.getsource(inspect.getmodule(fn))  # jit helpers it calls live there too
+    except (OSError, TypeError):
+        return None
+    if "libdevice." in src:
+        return "libdevice"
+    x = case.make_inputs(case.params("ci"), seed=1)
+    if "tl.dot(" in module_src:
+        if any(is_bf16(v) for v in x.values()):
+            return "bfloat16 tl.dot"
+    return None
+
+
+def run_interpret(names, cases, args):
+    import torch
+
+    rows = []
+    for name in names:
+        row = {"name": name}
+        for side in SIDES:
+            case = cases[side].get(name)
+            ent = row[side] = {}
+            if case is None:
+                ent["error"] = cases["errors"][side].get(getattr(cases["tilefarm"].get(name), "file", ""),
+                                                         "not loaded")
+                continue
+            p, meta = case.params("ci"), case.meta_for("ci")
+            try:
+                x = case.make_inputs(p, seed=1)
+                ref = case.expected(p, x)
+                outs = case.make_outputs(p)
+                if side == "tilefarm":
+                    arrays = {**x, **outs}
+                    case.run(case.kernel, arrays, p, meta)
+                    got = outs
+                else:
+                    tin = {k: to_torch(torch, v, "cpu") for k, v in {**x, **outs}.items()}
+                    case.run(case.kernel, tin, p, meta)
+                    specs = case.outputs(p)
+                    got = {k: to_host(torch, tin[k], specs[k][1]) for k in outs}
+                ent["ok"], ent["check"] = split_err(case.check(p, got, ref))
+            except Exception as e:  # noqa: BLE001
+                ent["ok"], ent["error"] = False, short(e)
+            xf = getattr(case, "xfail", None)
+            if xf and side == "tilefarm":
+                row["xfail"] = xf
+            if side == "triton" and not ent.get("ok"):
+                gap = interpreter_gap(case)
+                if gap:
+                    ent["gap"] = TRITON_INTERPRETER_GAPS[gap]
+        rows.append(row)
+        log(f"{name:32s} " + "  ".join(f"{s}: {'ok' if row[s].get('ok') else 'FAIL ' + row[s].get('error', row[s].get('check', ''))[:160]}"
+                                      for s in SIDES))
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------- table
+def rate(row, side):
+    ms = row.get(side, {}).get("ms")
+    if not ms:
+        return ""
+    if row.get("flops", 0) >= 20 * row.get("bytes", 1):  # compute-bound: TFLOP/s
+        return f"{row['flops'] / ms / 1e9:.0f} TF/s"
+    return f"{row['bytes'] / ms / 1e6:.0f} GB/s"
+
+
+def status(row, side):
+    e = row.get(side, {})
+    if "ms" in e:
+        return f"{e['ms'] * 1e3:9.1f}"
+    if e.get("error"):
+        return "    ERROR"
+    if e.get("ok") is False:
+        return "    WRONG"
+    return "        -"
+
+
+def line(row):
+    r = row.get("ratio")
+    rr = f"{r:5.2f} ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})" if r else "    -            "
+    return (f"{row['name']:32s} {status(row, 'tilefarm')} {status(row, 'triton')}  {rr}  "
+            f"{rate(row, 'tilefarm'):>10s} {rate(row, 'triton'):>10s}")
+
+
+def geomean(vals):
+    vals = [v for v in vals if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def table(rows) -> str:
+    out = [f"{'kernel':32s} {'ours us':>9s} {'triton us':>9s}  {'ours/triton (min-max)':17s}  {'ours':>10s} "
+           f"{'triton':>10s}"]
+    out += [line(r) for r in rows]
+    ratios = [r["ratio"] for r in rows if r.get("ratio")]
+    g = geomean(ratios)
+    out.append("")
+    if g:
+        worst = max((r for r in rows if r.get("ratio")), key=lambda r: r["ratio"])
+        out.append(f"geomean ours/triton over {len(ratios)} kernels correct under both: {g:.3f}; "
+                   f"slowest {worst['name']} {worst['ratio']:.2f}; "
+                   f"> 1.10: {sum(1 for v in ratios if v > 1.10)}; < 1.00: {sum(1 for v in ratios if v < 1.0)}")
+    for r in rows:
+        for s in SIDES:
+            e = r.get(s, {})
+            if e.get("error") or e.get("ok") is False:
+                known = f" [known gap, a strict xfail in CI: {r['xfail']}]" if s == "tilefarm" and r.get("xfail") else ""
+                out.append(f"  {r['name']} [{s}]{known}: {e.get('error') or 'wrong: ' + e.get('check', '')}")
+        if r.get("error"):
+            out.append(f"  {r['name']}: {r['error']}")
+    return "\n".join(out)
+
+
+def markdown(doc) -> str:
+    rows = doc["rows"]
+    md = [f"# Idiom corpus: ours vs Triton ({doc['date']})", "",
+          f"GPU: {doc['env'].get('gpu', '?')}; torch {doc['env'].get('torch')}; triton {doc['env'].get('triton')}; "
+          f"{doc['rounds']} interleaved rounds of do_bench (rep {doc['rep_ms']} ms, L2 flushed); ratio = median of "
+          "per-round ours/Triton time ratios.", "",
+          "| kernel | idiom | ours us | Triton us | ours/Triton | min-max | ours | Triton |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rt = r.get("ratio")
+        span = f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}" if rt else "-"
+        md.append(f"| {r['name']} | {r.get('idiom', '')} | {status(r, 'tilefarm').strip()} | "
+                  f"{status(r, 'triton').strip()} | {f'{rt:.2f}' if rt else '-'} | "
+                  f"{span} | {rate(r, 'tilefarm')} | "
+                  f"{rate(r, 'triton')} |")
+    md += ["", "```", table(rows), "```"]
+    return "\n".join(md) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------- main
+def load_both(select):
+    import workloads.corpus as corpus
+
+    errors = {s: {} for s in SIDES}
+    cases = {s: corpus.load(s, select, errors=errors[s]) for s in SIDES}
+    cases["errors"] = errors
+    for s in SIDES:
+        for f, e in errors[s].items():
+            log(f"{f} does not load under {s}: {e}")
+    names = sorted(set(cases["tilefarm"]) | set(cases["triton"]))
+    return names, cases
+
+
+def env_info():
+    info = {"python": platform.python_version(), "host": platform.node()}
+    for mod in ("torch", "triton", "numpy"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # noqa: BLE001
+            info[mod] = None
+    try:
+        import torch
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    except Exception:  # noqa: BLE001
+        pass
+    import compiler
+    info["tilefarm"] = compiler.__version__
+    info["experiments"] = os.environ.get("TILEFARM_EXPERIMENTS", "")
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None, help="directory for corpus-<date>.json and .md")
+    ap.add_argument("--select", default="", help="comma-separated kernel names or globs (default: all)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rep-ms", type=float, default=25.0)
+    ap.add_argument("--warmup-ms", type=float, default=5.0)
+    ap.add_argument("--interpret", action="store_true", help="no GPU: both interpreters at the CI sizes")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU: the benchmark's own flow (checks, rounds, table, JSON) at the CI sizes in both "
+                         "interpreters; its times mean nothing")
+    ap.add_argument("--table", default=None, help="re-render a stored JSON")
+    ap.add_argument("--list", action="store_true", help="list the kernels and exit")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(table(json.load(f)["rows"]))
+        return 0
+    if args.interpret or args.dry_run:
+        os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported: its jit then builds interpreted kernels
+    select = [s.strip() for s in args.select.split(",") if s.strip()] or None
+    t0 = time.time()
+    names, cases = load_both(select)
+    if args.list:
+        for n in names:
+            c = cases["tilefarm"].get(n) or cases["triton"][n]
+            print(f"{n:32s} {c.file:18s} {c.idiom}")
+        return 0
+    if not names:
+        log("no corpus kernel matches --select")
+        return 2
+    log(f"{len(names)} kernels")
+    if args.interpret:
+        rows = run_interpret(names, cases, args)
+    else:
+        rows = run_gpu(names, cases, args, DryDevice(args) if args.dry_run else None)
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "mode": "interpret" if args.interpret else "dry-run" if args.dry_run else "gpu", "rounds": args.rounds, "rep_ms": args.rep_ms,
+           "env": env_info(), "wall_s": round(time.time() - t0, 1), "rows": rows}
+    if args.interpret:
+        bad = [r["name"] for r in rows
+               if not (r["tilefarm"].get("ok") or r.get("xfail")) or not (r["triton"].get("ok") or r["triton"].get("gap"))]
+        print(f"{len(rows)} kernels; failing under either interpreter (not expected): {bad or 'none'}")
+        for r in rows:
+            for s in SIDES:
+                if not r[s].get("ok"):
+                    why = r["triton"].get("gap") if s == "triton" else r.get("xfail")
+                    print(f"  {r['name']} [{s}]{' (expected: ' + why + ')' if why else ''}: "
+                          f"{(r[s].get('error') or r[s].get('check', ''))[:300]}")
+    else:
+        g = geomean([r.get("ratio") for r in rows])
+        doc["geomean"] = g
+        print(table(rows))
+    print(f"wall {doc['wall_s']} s")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        tag = "-interpret" if args.interpret else "-dry-run" if args.dry_run else ""
+        stem = os.path.join(args.out, f"corpus{tag}-"
+                                      f"{datetime.date.today().isoformat()}")
+        with open(stem + ".json", "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+        if not args.interpret:
+            with open(stem + ".md", "w") as f:
+                f.write(markdown(doc))
+        log(f"wrote {stem}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""One corpus kernel's description: inputs, float64 reference, tolerance, sizes and launch.
+
+A corpus file is a kernel file as a Triton user writes it (`import triton`, `import triton.language as tl`) that
+also declares `CASES = [Case(...), ...]`. Everything a case holds is plain Python and NumPy, so the file loads
+unchanged under our compiler (compiler.triton_compat.load_kernel_file) and under the real Triton.
+
+    Case(name, kernel,
+         inputs(p, rng) -> {name: NumPy array}        seeded, never zeros; in their storage dtypes
+         outputs(p) -> {name: (shape, dtype)}        poisoned (NaN / a sentinel) before every run
+         reference(p, x) -> {name: float64 array}    x: the inputs as float64 (after rounding to their dtype)
+         launch(p, a, meta) -> (grid, args)          a: inputs + outputs (NumPy or torch); shapes from p only
+         gpu=..., ci=...                             the problem sizes (p) for the H200 and for CI
+         meta=..., ci_meta=...                       constexprs + num_warps / num_stages (ci_meta: default meta)
+         flops(p), bytes(p)                          for reporting
+         tol={dtype: (rtol, atol)}                   |got - ref| <= rtol*|ref| + atol*max|ref|, NaN fails
+         zero=("out",)                               outputs that accumulate (atomics): start at zero instead
+         xfail="..."                                 a missing language feature: a strict expected failure
+    )
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+try:
+    import ml_dtypes
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover
+    BF16 = None
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages")
+
+#: (rtol, atol relative to max|ref|) per output dtype
+DEFAULT_TOL = {"float16": (5e-3, 2e-3), "bfloat16": (2e-2, 1e-2), "float32": (1e-4, 1e-5),
+               "float64": (1e-12, 1e-12)}
+
+
+class BF16Bits(np.ndarray):
+    """bfloat16 values held as their uint16 bit patterns, where NumPy has no bfloat16 (no ml_dtypes: the GPU node
+    may lack it). Only the benchmark's host side sees these: it moves them to the GPU as torch.bfloat16 bits."""
+
+
+def dtype(name: str) -> np.dtype:
+    if name == "bfloat16":
+        if BF16 is None:
+            raise ImportError("bfloat16 arrays need the ml_dtypes package")
+        return BF16
+    return np.dtype(name)
+
+
+def is_bf16(a) -> bool:
+    return isinstance(a, BF16Bits) or (BF16 is not None and getattr(a, "dtype", None) == BF16)
+
+
+def cast(a: np.ndarray, dt: str) -> np.ndarray:
+    """float32 `a` rounded to dtype `dt` (bfloat16: ml_dtypes when present, else BF16Bits, rounded to nearest even)."""
+    if dt != "bfloat16" or BF16 is not None:
+        return a.astype(dtype(dt))
+    bits = np.ascontiguousarray(a, np.float32).view(np.uint32)
+    r = (bits + (((bits >> 16) & 1) + np.uint32(0x7FFF))) >> 16
+    r = np.where(np.isnan(a), np.uint32(0x7FC0), r)
+    return r.astype(np.uint16).view(BF16Bits)
+
+
+def randn(rng, shape, dt="float32", scale=1.0, loc=0.0) -> np.ndarray:
+    """Seeded normal samples in dtype `dt` (drawn in float32)."""
+    a = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale) + np.float32(loc)
+    return cast(a, dt)
+
+
+def uniform(rng, shape, lo, hi, dt="float32") -> np.ndarray:
+    a = rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo)
+    return cast(a, dt)
+
+
+def f64(a) -> np.ndarray:
+    if isinstance(a, BF16Bits):
+        return (np.asarray(a).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    a = np.asarray(a)
+    if a.dtype == BF16:
+        a = a.astype(np.float32)
+    return a.astype(np.float64)
+
+
+def itemsize(dt: str) -> int:
+    return 2 if dt == "bfloat16" else np.dtype(dt).itemsize
+
+
+def pmap(fn, n: int):
+    """[fn(i) for i in range(n)] on a thread pool (NumPy releases the GIL: references of large batched problems
+    run on every core)."""
+    workers = min(n, os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(i) for i in range(n)]
+    with concurrent.futures.ThreadPoolExecutor(workers) as ex:
+        return list(ex.map(fn, range(n)))
+
+
+def cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+@dataclass
+class Case:
+    name: str
+    kernel: object
+    inputs: Callable
+    outputs: Callable
+    reference: Callable
+    launch: Callable
+    gpu: dict
+    ci: dict
+    meta: dict
+    flops: Callable = lambda p: 0.0
+    bytes: Callable = lambda p: 0.0
+    ci_meta: dict | None = None
+    tol: dict = field(default_factory=dict)
+    zero: tuple = ()
+    xfail: str | None = None
+    idiom: str = ""
+
+    def meta_for(self, size: str) -> dict:
+        return dict(self.ci_meta if size == "ci" and self.ci_meta is not None else self.meta)
+
+    def params(self, size: str) -> dict:
+        return dict(self.ci if size == "ci" else self.gpu)
+
+    def split_meta(self, meta: dict) -> tuple[dict, dict]:
+        consts = {k: v for k, v in meta.items() if k not in LAUNCH_OPTIONS}
+        opts = {k: v for k, v in meta.items() if k in LAUNCH_OPTIONS}
+        return consts, opts
+
+    def make_inputs(self, p: dict, seed: int = 0) -> dict:
+        rng = np.random.default_rng(seed)
+        return self.inputs(p, rng)
+
+    def make_outputs(self, p: dict) -> dict:
+        """Output arrays, poisoned: NaN for floats, a sentinel for integers; zeros for `zero` outputs."""
+        out = {}
+        for n, (shape, dt) in self.outputs(p).items():
+            if dt == "bfloat16" and BF16 is None:
+                out[n] = cast(np.full(shape, 0.0 if n in self.zero else np.nan, np.float32), dt)
+                continue
+            d = dtype(dt)
+            if n in self.zero:
+                out[n] = np.zeros(shape, d)
+            elif np.issubdtype(np.dtype(d) if d != BF16 else np.float32, np.floating):
+                out[n] = np.full(shape, np.nan, d)
+            else:  # an integer no kernel of the corpus writes
+                info = np.iinfo(d)
+                out[n] = np.full(shape, info.min if np.issubdtype(d, np.signedinteger) else info.max, d)
+        return out
+
+    def run(self, kernel, arrays: dict, p: dict, meta: dict):
+        """Launch `kernel` (this case's kernel as one compiler loaded it) on `arrays` (inputs + outputs)."""
+        grid, args = self.launch(p, arrays, meta)
+        consts, opts = self.split_meta(meta)
+        return kernel[grid](*args, **consts, **opts)
+
+    def expected(self, p: dict, inputs: dict) -> dict:
+        return self.reference(p, {k: f64(v) for k, v in inputs.items()})
+
+    def check(self, p: dict, got: dict, ref: dict) -> dict:
+        """{output: (ok, worst ratio of error to allowance, message)}; NaN fails, integers must be exact.
+
+        Large outputs are checked in chunks on a thread pool (NumPy releases the GIL): GPU-size outputs of 10^8
+        elements would otherwise cost more than the kernels' whole benchmark."""
+        res = {}
+        specs = self.outputs(p)
+        for n, r in ref.items():
+            dt = specs[n][1]
+            g = got[n]
+            r = np.asarray(r)
+            if np.shape(g) != r.shape:
+                res[n] = (False, float("inf"), f"shape {np.shape(g)} != reference {r.shape}")
+                continue
+            if dt not in DEFAULT_TOL:  # integers and bool: exact
+                g = np.asarray(g)
+                bad = int(np.count_nonzero(g.astype(np.int64) != r.astype(np.int64)))
+                res[n] = (bad == 0, float(bad), f"{bad} of {g.size} differ" if bad else "exact")
+                continue
+            rtol, atol = self.tol.get(dt, DEFAULT_TOL[dt])
+            gf, rf = _flat(g), np.ravel(r)
+            chunks = _chunks(rf.size)
+            scale = max((float(np.max(np.abs(rf[a:b]))) for a, b in chunks), default=0.0)
+            parts = pmap(lambda i: _check_chunk(gf[chunks[i][0]:chunks[i][1]], rf[chunks[i][0]:chunks[i][1]],
+                                                rtol, atol * max(scale, 1e-30)), len(chunks))
+            nonfinite = sum(q[0] for q in parts)
+            err = max((q[1] for q in parts), default=0.0)
+            worst = max((q[2] for q in parts), default=0.0)
+            if nonfinite:
+                res[n] = (False, float("inf"), f"{nonfinite} non-finite values")
+            else:
+                res[n] = (worst <= 1.0, worst, f"max err {err:.3g} (allowance ratio {worst:.3g})")
+        return res
+
+
+def _flat(a) -> np.ndarray:
+    """A float view/array of `a`, flattened, without a float64 copy of the whole (chunks convert their part)."""
+    if isinstance(a, BF16Bits):
+        return np.ravel(a)
+    return np.ravel(np.asarray(a))
+
+
+def _chunks(n: int, size: int = 1 << 22) -> list:
+    return [(a, min(a + size, n)) for a in range(0, n, size)] or [(0, 0)]
+
+
+def _check_chunk(g, r, rtol: float, atol_abs: float):
+    """(non-finite count, max |err|, max err/allowance) of one chunk; allowance rtol*|r| + atol_abs."""
+    g = f64(g)
+    r = np.asarray(r, np.float64)
+    if not g.size:
+        return 0, 0.0, 0.0
+    nonfinite = int(np.count_nonzero(np.isnan(g) | (np.isinf(g) & (g != r))))  # NaN never passes
+    if nonfinite:
+        return nonfinite, float("inf"), float("inf")
+    same = g == r  # also inf == inf, whose difference would be NaN
+    np.subtract(g, r, out=g)
+    np.abs(g, out=g)
+    g[same] = 0.0
+    err = float(g.max())
+    allow = np.abs(r)
+    allow *= rtol
+    allow += atol_abs
+    zero = allow <= 0
+    if zero.any() and bool((g[zero] > 0).any()):
+        return 0, err, float("inf")
+    np.divide(g, allow, out=g, where=~zero)
+    g[zero] = 0.0
+    return 0, err, float(g.max())
