@@ -118,7 +118,13 @@ class _Assigner:
         rank = len(shape)
         order = sorted(range(rank), key=lambda d: (-info.contiguity[d], -d))
         eb = _ebytes(ptr.type.element.element_ty)
-        return default_blocked(shape, eb, self.nw, order=order, max_vec=info.contiguity[order[0]])
+        # A thread's run along the fastest dim is as long as one vector access can be: contiguous elements AND
+        # an address aligned for it. Where rows start unaligned (a row stride not divisible by 16 bytes), a run
+        # of 8 scalars per thread would put a warp's lanes 16 bytes apart on every access; one element per
+        # thread keeps each warp-wide access contiguous.
+        d = order[0]
+        vec = min(info.contiguity[d], max(1, info.divisibility[d] // eb))
+        return default_blocked(shape, eb, self.nw, order=order, max_vec=vec)
 
     # ---- walk 1 and 3 -------------------------------------------------------------------------------
     def forward(self, block, final: bool):

@@ -94,7 +94,10 @@ def _mul(op, a, b):
         return a
     if _const_value(op.operands[0]) == 1 and not isinstance(_const_value(op.operands[0]), float):
         return b
-    div = tuple(min(MAX_DIV, x * y) for x, y in zip(a.divisibility, b.divisibility))
+    # The product is no longer contiguous, so its divisibility holds per element: a run [k*2^n, k*2^n + 1, ...]
+    # counts as divisible by 1, not 2^n (offs_m * N with N odd has odd elements).
+    div = tuple(min(MAX_DIV, (1 if ca > 1 else x) * (1 if cb > 1 else y)) for x, y, ca, cb in
+                zip(a.divisibility, b.divisibility, a.contiguity, b.contiguity))
     const = tuple(map(gcd, a.constancy, b.constancy))
     return AxisInfo((1,) * len(div), div, const)
 
@@ -178,8 +181,10 @@ def _expand_dims(op, a):
     if not op.operands[0].shape:
         return AxisInfo.constant(op.result.shape, a.divisibility[0])
     ins = lambda t, v: t[:ax] + (v,) + t[ax:]  # noqa: E731
-    return AxisInfo(ins(a.contiguity, 1), ins(a.divisibility, a.divisibility[min(ax, len(a.divisibility) - 1)]),
-                    ins(a.constancy, 1))
+    # Along the new size-1 dim every element is a run of its own: what divides every element (a contiguous
+    # run's elements are not all divisible like its first).
+    per_elem = _gcd_all(*(1 if c > 1 else d for c, d in zip(a.contiguity, a.divisibility)))
+    return AxisInfo(ins(a.contiguity, 1), ins(a.divisibility, per_elem), ins(a.constancy, 1))
 
 
 def _permute(op, a):

@@ -94,3 +94,75 @@ def test_wavefronts_count_bank_conflicts():
     assert _wavefronts([0] * 32, 4) == 1                            # one word: a broadcast
     assert _wavefronts([16 * i for i in range(32)], 16) == 4        # 4 groups of 8 lanes x 16 bytes
     assert _wavefronts([256 * i for i in range(32)], 16) == 4 * 8   # 8 lanes of a group on the same 4 banks
+
+
+@compiler.jit
+def tile_atomic_add_kernel(X, Y, Old, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    old = tl.atomic_add(Y + offs, tl.load(X + offs, mask=mask), mask=mask)
+    tl.store(Old + offs, old, mask=mask)
+
+
+def test_float_atomic_add_of_contiguous_rows_is_vectorized():
+    """sm_90's atom.global.add.v4.f32: four floats per atomic where the analysis that vectorizes loads allows."""
+    x = np.zeros((64, 64), np.float32)
+    k = tile_atomic_add_kernel.warmup(x, x, x, 64, 64, BM=32, BN=64, num_warps=4, grid=(1,), target="sm_90a")
+    ptx = k.asm["ptx"]
+    assert "atom.acq_rel.gpu.global.add.v4.f32" in ptx and ".add.f32" not in ptx
+    assert k.asm["cubin"]
+    k80 = tile_atomic_add_kernel.warmup(x, x, x, 64, 64, BM=32, BN=64, num_warps=4, grid=(1,), target="sm_80")
+    assert ".v4.f32" not in k80.asm["ptx"] and "global.add.f32" in k80.asm["ptx"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("N", [64, 48])  # 48: the mask cuts each row of the 64-wide tile
+def test_tile_atomic_add_returns_old_values(target, N):
+    M = 50
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    y0 = rng.standard_normal((M, N)).astype(np.float32)
+    y = y0.copy()
+    old = poison((M, N), "float32")
+    run(target, tile_atomic_add_kernel, (compiler.cdiv(M, 16),), [x, y, old], [M, N], BM=16, BN=64, num_warps=4)
+    np.testing.assert_array_equal(old, y0)
+    np.testing.assert_allclose(y, y0 + x, rtol=1e-6)
+
+
+@compiler.jit
+def transpose_by_address_kernel(X, Y, M, N, BLOCK: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    x = tl.load(X + offs_m[:, None] * N + offs_n[None, :], mask=mask)
+    tl.store(Y + offs_n[None, :] * M + offs_m[:, None], x, mask=mask)
+
+
+def test_rows_of_odd_length_are_not_taken_for_aligned():
+    """offs_m[:, None] * N with N odd: the product is no longer contiguous, so a run's first element being a
+    multiple of 64 says nothing of the others: row starts are 2-byte aligned, and the loads take one element per
+    thread along the row (a warp reads 64 contiguous bytes) instead of 8-element runs no vector can cover."""
+    from compiler.passes import axisinfo
+
+    x = np.zeros((8190, 6001), np.float16)
+    mod = _lowered(transpose_by_address_kernel, [x, x, 8190, 6001], dict(BLOCK=64), nw=8)
+    load = next(op for op in mod.function.body.ops if op.kind == "load")
+    info = axisinfo.analyze(mod.function)[load.operands[0].id]
+    assert info.divisibility[1] == 2 and info.contiguity[1] == 64
+    assert load.attrs["_layouts"][0].spt == (1, 1)
+    even = _lowered(transpose_by_address_kernel, [x, x, 8192, 6016], dict(BLOCK=64), nw=8)
+    load = next(op for op in even.function.body.ops if op.kind == "load")
+    assert load.attrs["_layouts"][0].spt == (1, 8)  # 16-byte rows: 8 fp16 per thread, one vector
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_transpose_by_address_odd_sizes(target):
+    M, N = 70, 45
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((M, N)).astype(np.float16)
+    y = poison((N, M), "float16")
+    run(target, transpose_by_address_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [x, y], [M, N], BLOCK=32,
+        num_warps=4)
+    np.testing.assert_array_equal(y, x.T)
