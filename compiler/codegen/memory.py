@@ -337,11 +337,42 @@ def _atomic(e, op, one, nvals):
     uniq = e.unique_pred(ll)
     cols = [e.regs(v) for v in vals]
     mregs = e.regs(mask) if mask is not None else None
+    vec = _atom_vector_width(e, op, ll, mask) if one is _rmw_one else 1
     out = []
-    for r in range(ll.num_regs):
+    for r in range(0, ll.num_regs, vec):
         pred = e.and_pred(mregs[r] if mregs is not None else None, uniq) or ir.Constant(C.I1, 1)
-        out.append(one(e, op, p.regs[r], *[c[r] for c in cols], pred))
+        if vec > 1:
+            out += _atom_vec_add_f32(e, op, p.regs[r], cols[0][r:r + vec], pred)
+        else:
+            out.append(one(e, op, p.regs[r], *[c[r] for c in cols], pred))
     e.put(op.result, out, ll)
+
+
+def _atom_vector_width(e, op, ll, mask):
+    """Elements one float32 atomic add may cover (sm_90's atom.global.add.v2/.v4.f32): consecutive registers at
+    contiguous, aligned addresses under a mask constant over them (the same analysis as vector loads)."""
+    if e.opts.sm < 90 or op.attrs.get("op") != "add" or op.result.type.element != T.float32:
+        return 1
+    v, _ = vector_width(e, ll, op.operands[0], mask, 4)
+    return v if v in (2, 4) else (4 if v > 4 else 1)
+
+
+def _atom_vec_add_f32(e, op, addr, vals, pred):
+    """One predicated vector atom.add.f32 over len(vals) consecutive floats at `addr`; the old values (0 where the
+    predicate was off)."""
+    n = len(vals)
+    sem, scope = _SEM[op.attrs.get("sem", "")], _SCOPE[op.attrs.get("scope", "")]
+    outs = ", ".join(f"${i}" for i in range(n))
+    ins = ", ".join(f"${n + 2 + i}" for i in range(n))
+    zero = " ".join(f"mov.b32 ${i}, 0;" for i in range(n))
+    asm = f"{zero} @${n} atom{sem}{scope}.global.add.v{n}.f32 {{{outs}}}, [${n + 1}], {{{ins}}};"
+    ivals = [e.b.bitcast(v, C.I32) for v in vals]
+    args = [pred, addr] + ivals
+    rty = ir.LiteralStructType([C.I32] * n)
+    fty = ir.FunctionType(rty, [a.type for a in args])
+    cons = ",".join(["=r"] * n + ["b", "l"] + ["r"] * n)
+    r = e.b.call(ir.InlineAsm(fty, asm, cons, side_effect=True), args)
+    return [e.b.bitcast(e.b.extract_value(r, i), C.F32) for i in range(n)]
 
 
 @emits("atomic_rmw")
