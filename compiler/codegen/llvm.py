@@ -559,6 +559,19 @@ def _e_fma(e, op):
     e.map(op, lambda a, b, c: e.b.call(fn, [a, b, c]))
 
 
+@emits("extern_elementwise")
+def _e_extern_elementwise(e, op):
+    """A libdevice call per element (ptx.py links the bitcode of the functions a module calls)."""
+    fn = e.intrinsic(op.attrs["symbol"], lty(op.result.type.element), [lty(v.type.element) for v in op.operands])
+    e.map(op, lambda *xs: e.b.call(fn, list(xs)))
+
+
+@emits("barrier")
+def _e_barrier(e, op):
+    """tl.debug_barrier(): bar.sync 0 across the program's threads."""
+    e.barrier()
+
+
 @emits("cmp")
 def _e_cmp(e, op):
     groups = _constant_groups(e, op.result)

@@ -358,6 +358,44 @@ def fma(a, b, c):
     return tensor(_b().fma(*(v.handle for v in vals)), vals[0].type)
 
 
+def extern_elementwise(name, args, table):
+    """Call a libdevice function elementwise: `table` maps argument dtype names to (symbol, result dtype name).
+
+    Dispatch follows Triton's: the arguments' own dtypes when the table has them, else all promoted to their
+    common dtype; fp16/bf16 arguments (which Triton rejects) go through float32 and the float result is
+    rounded back to the argument dtype. Arguments are broadcast to one shape.
+    """
+    ts = [to_tensor(_unwrap(a)) for a in args]
+    for t in ts:
+        if t.dtype.is_ptr():
+            raise SemanticError(f"libdevice.{name} does not take pointers")
+    key = tuple(t.dtype.name for t in ts)
+    back = None
+    if key not in table:
+        common = ts[0].dtype
+        for t in ts[1:]:
+            common = promote_dtypes(common, t.dtype)
+        if (common.name,) * len(ts) not in table and common.is_floating() and common.bits < 32:
+            back, common = common, T.float32
+        ts = [cast(t, common) for t in ts]
+        key = (common.name,) * len(ts)
+    if key not in table:
+        have = "; ".join("(" + ", ".join(k) + ")" for k in table)
+        got = ", ".join(t.dtype.name for t in (to_tensor(_unwrap(a)) for a in args))
+        raise SemanticError(f"libdevice.{name} is not defined for ({got}); it takes {have}")
+    symbol, ret = table[key]
+    shape = ()
+    for t in ts:
+        shape = broadcast_shapes(shape, t.type.shape)
+    ts = [broadcast_to(t, shape) for t in ts]
+    rt = TensorType(T.from_name(ret), shape)
+    h = _b().extern_elementwise(symbol, [t.handle for t in ts], rt)
+    out = tensor(h, rt)
+    if back is not None and out.dtype.is_floating():
+        out = cast(out, back)
+    return out
+
+
 def compare(pred, a, b):
     a, b = _unwrap(a), _unwrap(b)
     if (isinstance(a, tensor) and a.dtype.is_ptr()) or (isinstance(b, tensor) and b.dtype.is_ptr()):

@@ -141,6 +141,19 @@ def _fma(interp, op):
     return N.fma_fn(_elem(op.operands[0]))
 
 
+@impl("extern_elementwise")
+def _extern_elementwise(interp, op):
+    from .libdevice import libdevice_fn
+
+    return libdevice_fn(op.attrs["symbol"], [_nd(v) for v in op.operands], _nd(op.results[0]))
+
+
+@impl("barrier")
+def _barrier(interp, op):
+    # Programs run one at a time and each whole block at once, so every store is visible to every later op.
+    return lambda: None
+
+
 @impl("cmp")
 def _cmp(interp, op):
     return N.cmp_fn(op.attrs["pred"], _elem(op.operands[0]))

@@ -30,6 +30,8 @@ Op kinds (operands -> results; attrs):
   neg not                     (x) -> T            not: bitwise complement (logical for int1)
   exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil abs   (x) -> T   math; all but abs on floats only
   fma            (a, b, c) -> T                   a*b+c with one rounding
+  extern_elementwise (x0..xn-1) -> T              symbol: a libdevice function (`__nv_tanhf`) applied per element;
+                                                  operands of one shape, each of the function's own dtype; pure
   cmp            (a, b) -> int1-shaped            pred: eq ne lt le gt ge (signedness from dtype; floats ordered
                                                   except ne, which is unordered, as in C)
   select         (c, a, b) -> T                   c int1
@@ -173,6 +175,11 @@ class Builder:
 
     def fma(self, a: Value, b: Value, c: Value) -> Value:
         return self._one("fma", [a, b, c], a.type)
+
+    def extern_elementwise(self, symbol: str, operands, rtype: T.TensorType) -> Value:
+        if any(v.type.shape != rtype.shape for v in operands):
+            raise IRError(f"extern_elementwise {symbol}: operand shapes differ from {rtype.shape}")
+        return self._one("extern_elementwise", list(operands), rtype, {"symbol": symbol})
 
     def cmp(self, pred: str, a: Value, b: Value) -> Value:
         if a.type != b.type:

@@ -5,4 +5,4 @@ from .core import (  # noqa: F401
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64, bool_,
     sum, max, min, abs,
 )
-from . import math  # noqa: F401
+from . import extra, math  # noqa: F401
