@@ -64,3 +64,16 @@ def barrier_kernel(X, Y, BLOCK: tl.constexpr):
     tl.debug_barrier()
     y = tl.load(Y + base + (BLOCK - 1 - offs))
     tl.store(Y + base + offs, y + 1)
+
+
+@compiler.jit
+def scale_f64(X, Y, alpha: tl.float64, N, BLOCK: tl.constexpr):
+    """y = x * alpha with alpha a float64 parameter: the product is float64 (alpha is not rounded to float32)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=m) * alpha, mask=m)
+
+
+@compiler.jit
+def annotated_int64(Y, k: "tl.int64"):
+    tl.store(Y, k * 3)

@@ -258,3 +258,32 @@ def test_debug_barrier_ptx():
     x = np.zeros(512, np.int32)
     ck = K.barrier_kernel.warmup(x, x, grid=(4,), BLOCK=128, target="sm_90")
     assert "bar.sync" in ck.asm["ptx"] or "barrier.sync" in ck.asm["ptx"]
+
+
+# ---- a scalar parameter annotated with a dtype -------------------------------------------------------------
+ALPHA = 1.0 + 2.0 ** -40  # not a float32: rounding it to float32 gives exactly 1.0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_float64_annotated_parameter(target):
+    x = np.random.default_rng(8).uniform(-4, 4, N).astype(np.float64)
+    y = poison(N, "float64")
+    run(target, K.scale_f64, GRID, [x, y], [ALPHA, N], BLOCK=BLOCK)
+    np.testing.assert_array_equal(y, x * ALPHA)
+
+
+def test_float64_annotated_parameter_ptx():
+    if P.find_ptxas() is None:
+        pytest.skip("ptxas not found")
+    x = np.zeros(N)
+    ck = K.scale_f64.warmup(x, x, ALPHA, N, grid=GRID, BLOCK=BLOCK, target="sm_90")
+    ptx = ck.asm["ptx"]
+    assert ".param .f64" in ptx and ("mul.rn.f64" in ptx or "mul.f64" in ptx), ptx[:2000]
+    assert [p["type"] for p in ck.metadata["params"]][2] == "float64"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_int64_annotated_parameter(target):
+    y = poison(1, "int64")
+    run(target, K.annotated_int64, (1,), [y], [2**31 - 1])  # k * 3 overflows int32 but not int64
+    assert int(y[0]) == 3 * (2**31 - 1)
