@@ -11,6 +11,7 @@ import ast
 import builtins
 import inspect
 import textwrap
+import types as _pytypes
 
 from ..errors import CompilationError
 from ..ir import types as T
@@ -569,6 +570,10 @@ class CodeGenerator(ast.NodeVisitor):
         try:
             v = getattr(obj, node.attr)
         except AttributeError:
+            mod = getattr(obj, "__name__", "") if isinstance(obj, _pytypes.ModuleType) else ""
+            if mod == "compiler.language" or mod.startswith("compiler.language."):
+                alias = "tl" + mod[len("compiler.language"):]
+                raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
             what = "a tensor" if isinstance(obj, tensor) else repr(obj)
             raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
         return v
@@ -728,7 +733,14 @@ class CodeGenerator(ast.NodeVisitor):
         if is_jit(fn):
             return self.call_jit(fn, args, kwargs)
         if is_builtin(fn):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except TypeError:
+                try:  # a call the builtin's signature rejects (an unknown keyword...): say so, at the call
+                    inspect.signature(fn).bind(*args, **kwargs)
+                except TypeError as e:
+                    raise SemanticError(f"tl.{fn.__name__}: {e} (not supported by this compiler)") from None
+                raise
         if fn is builtins.print:
             return lang.static_print(*args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
