@@ -41,7 +41,7 @@ _TORCH_DTYPES = {
     "torch.float32": T.float32, "torch.float16": T.float16, "torch.bfloat16": T.bfloat16, "torch.float64": T.float64,
     "torch.int8": T.int8, "torch.int16": T.int16, "torch.int32": T.int32, "torch.int64": T.int64,
     "torch.uint8": T.uint8, "torch.uint16": T.uint16, "torch.uint32": T.uint32, "torch.uint64": T.uint64,
-    "torch.bool": T.int1,
+    "torch.bool": T.int1, "torch.float8_e4m3fn": T.float8e4nv, "torch.float8_e5m2": T.float8e5,
 }
 _torch_dtype_cache: dict = {}
 

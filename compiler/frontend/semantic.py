@@ -179,6 +179,9 @@ def binary_operands(a, b, arith_dtype_fn=None, allow_ptr=False):
 
 def _binop(kind, a, b, dtype_fn=None, **attrs):
     a, b = binary_operands(a, b, dtype_fn)
+    if a.dtype.is_fp8():  # computed in float32 and rounded once to the fp8 type (exact for + - * / min max)
+        r = _binop(kind, _fp8_compute(a), _fp8_compute(b), **attrs)
+        return cast(r, a.dtype)
     return tensor(_b().binary(kind, a.handle, b.handle, **attrs), a.type)
 
 
@@ -245,6 +248,8 @@ def truediv(a, b, ieee=False):
 def floordiv(a, b):
     _no_ptr(a, b, "//")
     a2, b2 = binary_operands(a, b)
+    if a2.dtype.is_fp8():
+        return cast(floordiv(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     if a2.dtype.is_floating():
         q = tensor(_b().binary("fdiv", a2.handle, b2.handle), a2.type)
         return unary("floor", q)
@@ -254,6 +259,8 @@ def floordiv(a, b):
 def mod(a, b):
     _no_ptr(a, b, "%")
     a2, b2 = binary_operands(a, b)
+    if a2.dtype.is_fp8():
+        return cast(mod(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     kind = "frem" if a2.dtype.is_floating() else "irem"
     return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
 
@@ -306,6 +313,8 @@ def neg(x):
     x = to_tensor(x)
     if x.dtype.is_ptr():
         raise SemanticError("cannot negate a pointer")
+    if x.dtype.is_fp8():
+        return cast(neg(_fp8_compute(x)), x.dtype)
     if x.dtype.is_bool():
         x = cast(x, T.int32)
     return tensor(_b().unary("neg", x.handle), x.type)
@@ -327,6 +336,8 @@ def logical_not(x):
 
 def unary(kind, x):
     x = to_tensor(x)
+    if not x.dtype.is_ptr() and x.dtype.is_fp8():
+        return cast(unary(kind, _fp8_compute(x)), x.dtype)
     if kind in ("abs",):
         if x.dtype.is_ptr():
             raise SemanticError("abs of a pointer")
@@ -350,6 +361,9 @@ def fma(a, b, c):
         dt = promote_dtypes(dt, v.dtype)
     if not dt.is_floating():
         raise SemanticError(f"fma needs floating-point operands, got {dt!r}")
+    if dt.is_fp8():
+        return cast(fma(*(cast(to_tensor(v, dt if not isinstance(v, tensor) else None), T.float32)
+                          for v in (a, b, c))), dt)
     vals = [cast(to_tensor(v, dt if not isinstance(v, tensor) else None), dt) for v in (a, b, c)]
     shape = ()
     for v in vals:
@@ -406,6 +420,8 @@ def compare(pred, a, b):
         b = tensor(_b().ptr_to_int(b.handle), b.type.with_element(T.int64))
     else:
         a, b = binary_operands(a, b)
+        if a.dtype.is_fp8():
+            a, b = _fp8_compute(a), _fp8_compute(b)
     return tensor(_b().cmp(pred, a.handle, b.handle), a.type.with_element(T.int1))
 
 
@@ -426,9 +442,12 @@ def where(cond, x, y):
     return tensor(_b().select(cond.handle, x.handle, y.handle), x.type)
 
 
-def cast(x, dtype, bitcast=False):
+def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
     x = _unwrap(x)
     dtype = _unwrap(dtype)
+    rounding = _unwrap(fp_downcast_rounding)
+    if rounding not in (None, "rtne", "rtz"):
+        raise SemanticError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
     if not isinstance(x, tensor):
         x = to_tensor(x, dtype if not bitcast else None)
     if not isinstance(dtype, (T.dtype, T.pointer_type)):
@@ -447,7 +466,19 @@ def cast(x, dtype, bitcast=False):
         if x.dtype.is_ptr() and dtype in (T.int64, T.uint64):
             return tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
         raise SemanticError(f"cannot cast {x.dtype!r} to {dtype!r}")
+    if rounding == "rtz":
+        if not (x.dtype.is_floating() and dtype.is_floating() and dtype.bits < x.dtype.bits):
+            raise SemanticError(f"fp_downcast_rounding applies to float downcasts, not {x.dtype!r} to {dtype!r}")
+        if not (x.dtype.is_fp32() and dtype.bits == 16):
+            raise SemanticError(f"fp_downcast_rounding='rtz' from {x.dtype!r} to {dtype!r} is not supported (the "
+                                "GPU converts to fp8 with round-to-nearest only); float32 -> float16/bfloat16 is")
+        return tensor(_b().cast(x.handle, dtype, rounding="rtz"), x.type.with_element(dtype))
     return tensor(_b().cast(x.handle, dtype), x.type.with_element(dtype))
+
+
+def _fp8_compute(x):
+    """fp8 values take part in arithmetic as float32 (exact); the result is rounded back to the fp8 type."""
+    return cast(x, T.float32)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -632,6 +663,8 @@ def atomic(op, pointer, val, mask=None, sem=None, scope=None):
     pointer, val = broadcast_to(pointer, shape), broadcast_to(cast(val, elem), shape)
     if op in ("and", "or", "xor") and not elem.is_int():
         raise SemanticError(f"atomic_{op} needs an integer pointer, got {elem!r}")
+    if elem.is_floating() and elem.is_fp8():
+        raise SemanticError(f"atomic_{op} on {elem!r} is not supported")
     if elem.is_floating() and elem.bits < 32 and op != "add":
         raise SemanticError(f"atomic_{op} is not supported on {elem!r}")
     if elem.bits < 32 and not (elem.is_floating() and op == "add"):
@@ -792,6 +825,9 @@ def reduce_simple(x, axis, kind, keep_dims=False, dtype=None):
         x = cast(x, _unwrap(dtype))
     if x.dtype.is_ptr():
         raise SemanticError("cannot reduce pointers")
+    if x.dtype.is_fp8():  # max/min (sum already widened): compare as float32, results back in fp8 (exact)
+        r = reduce_simple(_fp8_compute(x), axis, kind, keep_dims)
+        return cast(r, x.dtype)
     if kind in ("and", "or", "xor") and not x.dtype.is_int():
         raise SemanticError(f"{kind} reduction needs integers")
     return reduce(x, axis, _combine_binary(kind), keep_dims)
@@ -874,6 +910,9 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     da, db = a.dtype, b.dtype
     if da.is_ptr() or db.is_ptr():
         raise SemanticError("dot of pointers")
+    if da.is_fp8() or db.is_fp8():
+        raise SemanticError(f"tl.dot on {da!r} x {db!r} (fp8) is not supported by this compiler yet; cast the "
+                            "operands to float16 first (exact)")
     if da != db:
         if {da.name, db.name} <= {"float16", "bfloat16", "float32"}:
             # mixed float inputs: compute in the wider/common type, as Triton does

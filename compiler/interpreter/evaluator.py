@@ -167,7 +167,7 @@ def _select(interp, op):
 
 @impl("cast")
 def _cast(interp, op):
-    return N.cast_fn(_elem(op.operands[0]), op.attrs["to"])
+    return N.cast_fn(_elem(op.operands[0]), op.attrs["to"], op.attrs.get("rounding"))
 
 
 @impl("bitcast")

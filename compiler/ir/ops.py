@@ -36,7 +36,8 @@ Op kinds (operands -> results; attrs):
                                                   except ne, which is unordered, as in C)
   select         (c, a, b) -> T                   c int1
   cast           (x) -> T'                        to: dtype; numeric conversion (float->int truncates toward
-                                                  zero, int->int wraps, to int1 means != 0)
+                                                  zero, int->int wraps, to int1 means != 0); rounding "rtz" (f32
+                                                  -> f16/bf16 only) rounds toward zero; to/from fp8 see numerics
   bitcast        (x) -> T'                        to: dtype of equal width (or pointer<->pointer)
   addptr         (p, off) -> pointer              p + off * sizeof(element); off any int type
   ptr_to_int     (p) -> i64
@@ -189,10 +190,11 @@ class Builder:
     def select(self, c: Value, a: Value, b: Value) -> Value:
         return self._one("select", [c, a, b], a.type)
 
-    def cast(self, x: Value, to) -> Value:
+    def cast(self, x: Value, to, rounding=None) -> Value:
         if x.type.element == to:
             return x
-        return self._one("cast", [x], x.type.with_element(to), {"to": to})
+        attrs = {"to": to} if rounding is None else {"to": to, "rounding": rounding}
+        return self._one("cast", [x], x.type.with_element(to), attrs)
 
     def bitcast(self, x: Value, to) -> Value:
         if x.type.element == to:

@@ -9,12 +9,11 @@ import builtins as _py
 
 from ..ir import types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
-    TensorType, bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
-    uint8, uint16, uint32, uint64,
+    TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, int1, int8, int16, int32, int64,
+    pointer_type, uint8, uint16, uint32, uint64,
 )
 
 bool_ = int1
-float8 = None  # placeholder name some Triton code checks; fp8 is not supported yet
 
 
 class constexpr:
@@ -187,7 +186,8 @@ class tensor:
 
     # methods
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
-        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast))
+        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                           fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
     def reshape(self, *shape, can_reorder=False):
         if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
@@ -367,7 +367,10 @@ def clamp(x, min, max, propagate_nan=False):
 
 @builtin
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return _sem().cast(input, _unwrap(dtype), bitcast=_unwrap(bitcast))
+    """Convert `input` to `dtype` (bitcast: reinterpret the bits); fp_downcast_rounding "rtne" (default) or "rtz"
+    (float32 -> float16/bfloat16)."""
+    return _sem().cast(input, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                       fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
 
 @builtin
