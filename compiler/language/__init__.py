@@ -6,4 +6,5 @@ from .core import (  # noqa: F401
     float8e4nv, float8e5, bool_,
     sum, max, min, abs,
 )
-from . import extra, math  # noqa: F401
+from . import extra, math, random  # noqa: F401
+from .random import *  # noqa: F401,F403
