@@ -647,6 +647,101 @@ def store(pointer, value, mask=None, cache_modifier="", eviction_policy=""):
     return None
 
 
+def check_no_boundary_check(boundary_check, padding_option):
+    if boundary_check not in ((), [], None) or padding_option not in ("", None):
+        raise SemanticError("boundary_check and padding_option only apply to block pointers (tl.make_block_ptr); "
+                            "use mask= and other= with a tensor of pointers")
+
+
+def _scalar_int(v, what, dtype):
+    v = _unwrap(v)
+    t = to_tensor(v, dtype if not isinstance(v, tensor) else None)
+    if t.type.shape or not t.dtype.is_int() or t.dtype.is_bool():
+        raise SemanticError(f"make_block_ptr {what} must be integer scalars, got {_describe(v)}")
+    return cast(t, dtype)
+
+
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    from ..language.core import block_ptr
+
+    base = _unwrap(base)
+    if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
+        raise SemanticError(f"make_block_ptr needs a scalar pointer base, got {_describe(base)}")
+    shape, strides, offsets, block_shape, order = (list(_unwrap(x)) for x in (shape, strides, offsets,
+                                                                              block_shape, order))
+    bs = _check_shape(block_shape)
+    r = len(bs)
+    if not (len(shape) == len(strides) == len(offsets) == r):
+        raise SemanticError(f"make_block_ptr: shape, strides, offsets and block_shape need one entry per dim; got "
+                            f"{len(shape)}, {len(strides)}, {len(offsets)} and {r}")
+    order = [_unwrap(o) for o in order]
+    if sorted(order) != list(range(r)):
+        raise SemanticError(f"make_block_ptr order {order} is not a permutation of the {r} dims")
+    return block_ptr(base, [_scalar_int(v, "shape entries", T.int64) for v in shape],
+                     [_scalar_int(v, "strides", T.int64) for v in strides],
+                     [_scalar_int(v, "offsets", T.int32) for v in offsets], bs, order)
+
+
+def advance(p, offsets):
+    from ..language.core import block_ptr
+
+    p = _unwrap(p)
+    if not isinstance(p, block_ptr):
+        raise SemanticError(f"tl.advance needs a block pointer (tl.make_block_ptr), got {_describe(p)}")
+    offsets = list(_unwrap(offsets))
+    if len(offsets) != len(p.block_shape):
+        raise SemanticError(f"tl.advance needs {len(p.block_shape)} offsets, got {len(offsets)}")
+    new = [add(o, _scalar_int(d, "advance offsets", T.int32)) for o, d in zip(p.offsets, offsets)]
+    return block_ptr(p.base, p.shape, p.strides, new, p.block_shape, p.order)
+
+
+def _block_ptr_addresses(p, boundary_check):
+    """(pointer block, mask or None) of a block pointer's window; the mask covers the dims in boundary_check."""
+    r = len(p.block_shape)
+    checks = sorted({_norm_axis(d, r) for d in (boundary_check or ())})
+    ptrs = p.base
+    mask = None
+    for d, n in enumerate(p.block_shape):
+        idx = add(p.offsets[d], arange(0, n))
+        for _ in range(d):
+            idx = expand_dims(idx, 0)
+        for _ in range(r - 1 - d):
+            idx = expand_dims(idx, len(idx.type.shape))
+        ptrs = addptr(ptrs, mul(cast(idx, T.int64), p.strides[d]))
+        if d in checks:
+            inb = and_(compare("ge", idx, 0), compare("lt", cast(idx, T.int64), p.shape[d]))
+            mask = inb if mask is None else and_(mask, inb)
+    ptrs = broadcast_to(ptrs, p.block_shape)
+    if mask is not None:
+        mask = broadcast_to(mask, p.block_shape)
+    return ptrs, mask
+
+
+def load_block_ptr(p, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile):
+    if _unwrap(mask) is not None or _unwrap(other) is not None:
+        raise SemanticError("load through a block pointer takes boundary_check/padding_option, not mask/other")
+    padding_option = padding_option or "zero"
+    if padding_option not in ("zero", "nan"):
+        raise SemanticError(f"padding_option must be 'zero' or 'nan', got {padding_option!r}")
+    elem = p.base.dtype.element_ty
+    if padding_option == "nan" and not elem.is_floating():
+        raise SemanticError(f"padding_option='nan' needs a floating-point block, got {elem!r}")
+    ptrs, m = _block_ptr_addresses(p, boundary_check)
+    other = None if m is None else (float("nan") if padding_option == "nan" else 0)
+    return load(ptrs, m, other, cache_modifier, eviction_policy, volatile)
+
+
+def store_block_ptr(p, value, mask, boundary_check, cache_modifier, eviction_policy):
+    if _unwrap(mask) is not None:
+        raise SemanticError("store through a block pointer takes boundary_check, not mask")
+    value = _unwrap(value)
+    if isinstance(value, tensor) and value.type.shape and tuple(value.type.shape) != p.block_shape:
+        raise SemanticError(f"storing a block of shape {list(value.type.shape)} through a block pointer of block "
+                            f"shape {list(p.block_shape)}")
+    ptrs, m = _block_ptr_addresses(p, boundary_check)
+    return store(ptrs, value, m, cache_modifier, eviction_policy)
+
+
 def atomic(op, pointer, val, mask=None, sem=None, scope=None):
     pointer = _unwrap(pointer)
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():

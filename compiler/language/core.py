@@ -230,6 +230,42 @@ class tensor:
         return argmin(self, axis, keep_dims=keep_dims)
 
 
+class block_ptr:
+    """A block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into a strided `shape` array at
+    `base`. Loads and stores through it address the window; `boundary_check` masks the dims it names to the
+    array. A compile-time object whose runtime parts (base, shape, strides, offsets: scalar tensors) are what
+    loops carry; `order` is accepted (a layout hint: the compiler picks layouts itself)."""
+
+    def __init__(self, base, shape, strides, offsets, block_shape, order):
+        self.base, self.shape, self.strides, self.offsets = base, list(shape), list(strides), list(offsets)
+        self.block_shape, self.order = tuple(block_shape), tuple(order)
+
+    @property
+    def dtype(self):
+        return pointer_type(self.base.dtype.element_ty)
+
+    @property
+    def type(self):
+        return self
+
+    element_ty = property(lambda self: self.base.dtype.element_ty)
+
+    def parts(self):
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_parts(self, parts):
+        r = len(self.block_shape)
+        return block_ptr(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.block_shape,
+                         self.order)
+
+    def same_structure(self, other):
+        return (isinstance(other, block_ptr) and other.block_shape == self.block_shape
+                and other.base.dtype == self.base.dtype)
+
+    def __repr__(self):
+        return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
+
+
 # ----------------------------------------------------------------------------------------------------
 # builtins
 # ----------------------------------------------------------------------------------------------------
@@ -293,14 +329,41 @@ def full_like(input, value):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
-    """Load from `pointer` (scalar or block of pointers); lanes where `mask` is false take `other`."""
+    """Load from `pointer` (scalar or block of pointers); lanes where `mask` is false take `other`.
+
+    Through a block pointer: `boundary_check` names the dims masked to the array, whose out-of-bounds elements
+    read `padding_option` ("zero", the default, or "nan")."""
+    pointer = _unwrap(pointer)
+    if isinstance(pointer, block_ptr):
+        return _sem().load_block_ptr(pointer, mask, other, _unwrap(boundary_check), _unwrap(padding_option),
+                                     _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
+    _sem().check_no_boundary_check(_unwrap(boundary_check), _unwrap(padding_option))
     return _sem().load(pointer, mask, other, _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
 
 
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type."""
+    """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type.
+    Through a block pointer, `boundary_check` names the dims whose out-of-bounds elements are not written."""
+    pointer = _unwrap(pointer)
+    if isinstance(pointer, block_ptr):
+        return _sem().store_block_ptr(pointer, value, mask, _unwrap(boundary_check), _unwrap(cache_modifier),
+                                      _unwrap(eviction_policy))
+    _sem().check_no_boundary_check(_unwrap(boundary_check), "")
     return _sem().store(pointer, value, mask, _unwrap(cache_modifier), _unwrap(eviction_policy))
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A block pointer: the `block_shape` window at `offsets` of the array at `base` with `shape` and `strides`
+    (elements); `order` (the dims from fastest to slowest) is accepted as a hint."""
+    return _sem().make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dim)."""
+    return _sem().advance(base, offsets)
 
 
 @builtin
