@@ -720,6 +720,11 @@ def _e_addptr(e, op):
     e.map(op, f)
 
 
+@emits("int_to_ptr")
+def _e_int_to_ptr(e, op):
+    e.map(op, lambda x: e.b.inttoptr(x, C.GPTR))
+
+
 @emits("ptr_to_int")
 def _e_ptr_to_int(e, op):
     e.map(op, lambda p: e.b.ptrtoint(p, C.I64))

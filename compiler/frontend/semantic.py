@@ -465,6 +465,9 @@ def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
             return tensor(_b().bitcast(x.handle, dtype), x.type.with_element(dtype))
         if x.dtype.is_ptr() and dtype in (T.int64, T.uint64):
             return tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
+        if dtype.is_ptr() and x.dtype.is_int() and not x.dtype.is_bool():
+            # an address held as an integer (pointer arrays, grouped GEMM): widened to 64 bits first
+            return int_to_ptr(cast(x, T.int64) if x.dtype.bits < 64 else x, dtype)
         raise SemanticError(f"cannot cast {x.dtype!r} to {dtype!r}")
     if rounding == "rtz":
         if not (x.dtype.is_floating() and dtype.is_floating() and dtype.bits < x.dtype.bits):
@@ -567,6 +570,116 @@ def trans(x, *dims):
             raise SemanticError("trans needs a tensor of at least 2 dims")
         dims = tuple(range(n - 2)) + (n - 1, n - 2)
     return permute(x, dims)
+
+
+def join(a, b):
+    """Stack a and b (broadcast to one shape and dtype) along a new minor dim of size 2."""
+    a, b = binary_operands(a, b, allow_ptr=True)
+    if a.dtype != b.dtype:
+        raise SemanticError(f"join needs one dtype, got {a.dtype!r} and {b.dtype!r}")
+    shape = tuple(a.type.shape) + (2,)
+    a2, b2 = broadcast_to(expand_dims(a, len(shape) - 1), shape), broadcast_to(expand_dims(b, len(shape) - 1), shape)
+    first = arange(0, 2)
+    for _ in range(len(shape) - 1):
+        first = expand_dims(first, 0)
+    first = compare("eq", first, 0)
+    return where(first, a2, b2)
+
+
+def _bits_dtype(d):
+    return {8: T.uint8, 16: T.uint16, 32: T.uint32, 64: T.uint64}[d.bits]
+
+
+def split(x):
+    """The two halves of x's minor dim (which must be 2), bit-exact (selected as bits, combined with or)."""
+    x = to_tensor(x)
+    shape = x.type.shape
+    if not shape or shape[-1] != 2:
+        raise SemanticError(f"split needs a minor dim of size 2, got shape {list(shape)}")
+    elem = x.dtype
+    if elem.is_ptr():
+        bits = tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
+        bits = cast(bits, T.uint64, bitcast=True)
+    elif elem.is_bool():
+        bits = cast(x, T.uint8)
+    else:
+        bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+    idx = arange(0, 2)
+    for _ in range(len(shape) - 1):
+        idx = expand_dims(idx, 0)
+    outs = []
+    for k in (0, 1):
+        sel = where(compare("eq", idx, k), bits, const(0, bits.dtype))
+        r = reduce_simple(sel, len(shape) - 1, "or")
+        if elem.is_ptr():
+            r = int_to_ptr(cast(r, T.int64, bitcast=True), elem)
+        elif elem.is_bool():
+            r = cast(r, T.int1)
+        elif elem != bits.dtype:
+            r = cast(r, elem, bitcast=True)
+        outs.append(r)
+    return outs[0], outs[1]
+
+
+def interleave(a, b):
+    """Elements of a and b alternating along the last dim: [a0, b0, a1, b1, ...]."""
+    j = join(a, b)
+    shape = j.type.shape[:-2] + (2 * j.type.shape[-2],)
+    return reshape(j, shape)
+
+
+def cat(a, b):
+    """a and b (one shape) concatenated along dim 0, in order."""
+    a, b = to_tensor(a), to_tensor(b)
+    if a.type.shape != b.type.shape or not a.type.shape:
+        raise SemanticError(f"cat needs two blocks of one shape, got {list(a.type.shape)} and {list(b.type.shape)}")
+    j = join(a, b)
+    r = len(j.type.shape)
+    j = permute(j, (r - 1,) + tuple(range(r - 1)))
+    return reshape(j, (2 * a.type.shape[0],) + tuple(a.type.shape[1:]))
+
+
+def flip(x, dim=None):
+    """x reversed along `dim` (the last dim by default), bit-exact: one swap per bit of the dim's index."""
+    x = to_tensor(x)
+    shape = tuple(x.type.shape)
+    if not shape:
+        raise SemanticError("flip needs a block")
+    dim = len(shape) - 1 if _unwrap(dim) is None else _norm_axis(dim, len(shape))
+    n = shape[dim]
+    steps = n.bit_length() - 1
+    if steps == 0:
+        return x
+    # [.., n, ..] -> [.., 2, 2, .., 2, ..]: reversing the index = reversing each of its bits
+    y = reshape(x, shape[:dim] + (2,) * steps + shape[dim + 1:])
+    rank = len(y.type.shape)
+    for ax in range(dim, dim + steps):
+        order = tuple(i for i in range(rank) if i != ax) + (ax,)
+        t = permute(y, order)
+        lo, hi = split(t)
+        t = join(hi, lo)
+        inv = [0] * rank
+        for i, o in enumerate(order):
+            inv[o] = i
+        y = permute(t, inv)
+    return reshape(y, shape)
+
+
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Row-major (i, j) in a size_i x size_j grid -> the (i, j) visiting groups of size_g rows column-major."""
+    ij = add(mul(i, size_j), j)
+    size_gj = mul(size_g, size_j) if isinstance(_unwrap(size_g), tensor) or isinstance(_unwrap(size_j), tensor) \
+        else _unwrap(size_g) * _unwrap(size_j)
+    group = floordiv(ij, size_gj)
+    off_i = mul(group, size_g)
+    g = minimum(sub(size_i, off_i), size_g)
+    ij = mod(ij, size_gj)
+    return add(off_i, mod(ij, g)), floordiv(ij, g)
+
+
+def int_to_ptr(x, ptr_type):
+    x = to_tensor(x)
+    return tensor(_b().int_to_ptr(x.handle, ptr_type), x.type.with_element(ptr_type))
 
 
 def getitem(x, idx):

@@ -186,6 +186,11 @@ def _addptr(interp, op):
     return addptr
 
 
+@impl("int_to_ptr")
+def _int_to_ptr(interp, op):
+    return lambda i: np.asarray(i).view(np.uint64)
+
+
 @impl("ptr_to_int")
 def _ptr_to_int(interp, op):
     return lambda p: np.asarray(p).view(np.int64)

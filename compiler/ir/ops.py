@@ -41,6 +41,7 @@ Op kinds (operands -> results; attrs):
   bitcast        (x) -> T'                        to: dtype of equal width (or pointer<->pointer)
   addptr         (p, off) -> pointer              p + off * sizeof(element); off any int type
   ptr_to_int     (p) -> i64
+  int_to_ptr     (i) -> pointer                   to: the pointer type; i an int64/uint64 address
   load           (p[, mask[, other]]) -> T        attrs: cache, eviction, volatile; masked-off lanes read `other`
                                                   (undefined when absent; the interpreter gives 0); `mask` and
                                                   `other` are present exactly when attrs has_mask / has_other
@@ -206,6 +207,9 @@ class Builder:
 
     def ptr_to_int(self, p: Value) -> Value:
         return self._one("ptr_to_int", [p], p.type.with_element(T.int64))
+
+    def int_to_ptr(self, i: Value, to) -> Value:
+        return self._one("int_to_ptr", [i], i.type.with_element(to), {"to": to})
 
     # --- memory ------------------------------------------------------------------------------------
     def load(self, p: Value, mask=None, other=None, cache="", eviction="", volatile=False) -> Value:

@@ -408,6 +408,58 @@ def permute(input, *dims):
 
 
 @builtin
+def join(a, b):
+    """a and b stacked along a new minor dim of size 2 (shape [..., 2])."""
+    return _sem().join(a, b)
+
+
+@builtin
+def split(a):
+    """The two halves of a's minor dim of size 2: (a[..., 0], a[..., 1])."""
+    return _sem().split(a)
+
+
+@builtin
+def interleave(a, b):
+    """a and b interleaved along the last dim: [a0, b0, a1, b1, ...]."""
+    return _sem().interleave(a, b)
+
+
+@builtin
+def cat(input, other, can_reorder=False, dim=0):
+    """input and other (one shape) concatenated along dim 0, in order (so also correct when can_reorder)."""
+    if _unwrap(dim) != 0:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"tl.cat along dim {_unwrap(dim)} is not supported (dim 0 is)")
+    return _sem().cat(input, other)
+
+
+@builtin
+def flip(x, dim=None):
+    """x reversed along `dim` (the last dim when None)."""
+    return _sem().flip(x, dim)
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Map row-major grid indices (i, j) of a size_i x size_j grid to the grouped order (groups of size_g rows,
+    column-major within a group), for L2-friendly tile orders."""
+    return _sem().swizzle2d(i, j, size_i, size_j, size_g)
+
+
+@builtin
+def assume(cond):
+    """A promise that `cond` holds (accepted as a hint; a compile-time False is an error)."""
+    c = _unwrap(cond)
+    if not isinstance(c, tensor) and not c:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError("tl.assume of a condition that is False at compile time")
+    return None
+
+
+@builtin
 def where(condition, x, y):
     """Elementwise `x` where `condition` else `y` (broadcast together)."""
     return _sem().where(condition, x, y)
