@@ -459,6 +459,51 @@ def assume(cond):
     return None
 
 
+class const:
+    """Parameter annotation marking a pointer to read-only data (accepted; loads are not changed by it)."""
+
+
+TRITON_MAX_TENSOR_NUMEL = 1048576  # the largest block Triton allows (the same limit applies here)
+
+
+class PropagateNan:
+    """`propagate_nan` values of `tl.maximum` / `tl.minimum` / `tl.clamp`: NONE (NaN-ignoring) or ALL."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+@builtin
+def add(x, y, sanitize_overflow=True):
+    """x + y (pointers too)."""
+    return _sem().add(x, y)
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True):
+    """x - y."""
+    return _sem().sub(x, y)
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True):
+    """x * y."""
+    return _sem().mul(x, y)
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """x as a 1-D block (row-major order)."""
+    t = _sem().to_tensor(x)
+    return _sem().reshape(t, (t.type.numel,))
+
+
+@builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or along `axis`."""
+    return _sem().reduce_simple(input, axis, "or", _unwrap(keep_dims))
+
+
 @builtin
 def where(condition, x, y):
     """Elementwise `x` where `condition` else `y` (broadcast together)."""

@@ -287,3 +287,55 @@ def test_int64_annotated_parameter(target):
     y = poison(1, "int64")
     run(target, K.annotated_int64, (1,), [y], [2**31 - 1])  # k * 3 overflows int32 but not int64
     assert int(y[0]) == 3 * (2**31 - 1)
+
+
+# ---- Bessel functions and integer functions -----------------------------------------------------------------
+def _series(x, n, sign):
+    """J_n (sign -1) / I_n (sign +1) by their power series, summed exactly-enough with fsum (|x| <= 10)."""
+    out = []
+    for v in np.asarray(x, np.float64):
+        terms = [sign ** k * (v / 2) ** (2 * k + n) / (math.factorial(k) * math.factorial(k + n)) for k in range(60)]
+        out.append(math.fsum(terms))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,n,sign", [("j0", 0, -1), ("j1", 1, -1), ("cyl_bessel_i0", 0, 1),
+                                         ("cyl_bessel_i1", 1, 1)])
+def test_bessel(target, dtype, name, n, sign):
+    x = _inputs(-8, 8, dtype, np.random.default_rng(12))
+    y = poison(N, dtype)
+    run(target, K.ld_unary, GRID, [x, y], [N], FN=name, BLOCK=BLOCK)
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert_close(y, _series(x, n, sign), dtype, rtol=tol, atol=tol)
+
+
+INT_REFS = {
+    "popc": (1, lambda a: bin(a & 0xFFFFFFFF).count("1")),
+    "clz": (1, lambda a: 32 - (a & 0xFFFFFFFF).bit_length()),
+    "brev": (1, lambda a: int(format(a & 0xFFFFFFFF, "032b")[::-1], 2)),
+    "ffs": (1, lambda a: ((a & 0xFFFFFFFF) & -(a & 0xFFFFFFFF)).bit_length()),
+    "mulhi": (2, lambda a, b: (a * b) >> 32),
+    "hadd": (2, lambda a, b: (a + b) >> 1),
+    "rhadd": (2, lambda a, b: (a + b + 1) >> 1),
+    "mul24": (2, lambda a, b: ((((a & 0xFFFFFF) ^ 0x800000) - 0x800000) * (((b & 0xFFFFFF) ^ 0x800000) - 0x800000))),
+    "min": (2, min), "max": (2, max),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", sorted(INT_REFS))
+def test_integer_functions(target, name):
+    nargs, ref = INT_REFS[name]
+    rng = np.random.default_rng(13)
+    a = rng.integers(-2**31, 2**31 - 1, N, dtype=np.int32)
+    b = rng.integers(-2**31, 2**31 - 1, N, dtype=np.int32)
+    y = poison(N, "int32")
+    if nargs == 1:
+        run(target, K.ld_unary, GRID, [a, y], [N], FN=name, BLOCK=BLOCK)
+        want = [ref(int(v)) for v in a]
+    else:
+        run(target, K.ld_binary, GRID, [a, b, y], [N], FN=name, BLOCK=BLOCK)
+        want = [ref(int(v), int(w)) for v, w in zip(a, b)]
+    np.testing.assert_array_equal(y.view(np.uint32), np.array([w & 0xFFFFFFFF for w in want], np.uint32))

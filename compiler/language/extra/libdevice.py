@@ -128,5 +128,16 @@ _def("brev", {(I32,): ("__nv_brev", I32), (I64,): ("__nv_brevll", I64)})
 _def("mulhi", {(I32, I32): ("__nv_mulhi", I32), (U32, U32): ("__nv_umulhi", U32),
                (I64, I64): ("__nv_mul64hi", I64), (U64, U64): ("__nv_umul64hi", U64)})
 
+_def("byte_perm", {(I32, I32, I32): ("__nv_byte_perm", I32)})
+_def("hadd", {(I32, I32): ("__nv_hadd", I32), (U32, U32): ("__nv_uhadd", U32)})
+_def("rhadd", {(I32, I32): ("__nv_rhadd", I32), (U32, U32): ("__nv_urhadd", U32)})
+_def("mul24", {(I32, I32): ("__nv_mul24", I32), (U32, U32): ("__nv_umul24", U32)})
+_def("sad", {(I32, I32, U32): ("__nv_sad", I32), (U32, U32, U32): ("__nv_usad", U32)})
+_float("cyl_bessel_i0")
+_float("cyl_bessel_i1")
+_float("j0")
+_float("j1")
+_def("jn", {(I32, F32): ("__nv_jnf", F32), (I32, F64): ("__nv_jn", F64)})
+
 __all__ = _py.sorted(TABLE)
 del _n, _m
