@@ -1119,8 +1119,14 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     if da.is_ptr() or db.is_ptr():
         raise SemanticError("dot of pointers")
     if da.is_fp8() or db.is_fp8():
-        raise SemanticError(f"tl.dot on {da!r} x {db!r} (fp8) is not supported by this compiler yet; cast the "
-                            "operands to float16 first (exact)")
+        if not (da.is_fp8() and db.is_fp8()):
+            raise SemanticError(f"dot of {da!r} with {db!r}: fp8 operands go with fp8 operands")
+        if out_dtype != T.float32:
+            raise SemanticError(f"dot of fp8 operands accumulates in float32, got out_dtype {out_dtype!r}")
+        # fp8 values are exact in float16: the product runs on the fp16 tensor cores with a float32 accumulator
+        # (full-precision accumulation; fp8 wgmma instructions are not used yet)
+        a, b = cast(a, T.float16), cast(b, T.float16)
+        da = db = T.float16
     if da != db:
         if {da.name, db.name} <= {"float16", "bfloat16", "float32"}:
             # mixed float inputs: compute in the wider/common type, as Triton does

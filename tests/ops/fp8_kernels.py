@@ -47,3 +47,13 @@ def rtz_to_fp8(X, Y):
 @compiler.jit
 def uses_e4b15(X, Y):
     tl.store(Y, tl.load(X).to(tl.float8e4b15))
+
+
+@compiler.jit
+def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    i = tl.arange(0, M)[:, None]
+    j = tl.arange(0, N)[None, :]
+    k = tl.arange(0, K)
+    a = tl.load(A + i * K + k[None, :])
+    b = tl.load(B + k[:, None] * N + j)
+    tl.store(C + i * N + j, tl.dot(a, b))

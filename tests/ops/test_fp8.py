@@ -172,3 +172,16 @@ def test_unsupported_fp8_forms_are_compilation_errors():
         K.rtz_to_fp8[(1,)](x, np.zeros(1, E4M3))
     with pytest.raises(compiler.CompilationError, match="tl.float8e4b15 is not supported"):
         K.uses_e4b15[(1,)](x, np.zeros(1, E4M3))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e5"), ("float8e4nv", "float8e5")])
+def test_fp8_dot(target, ta, tb):
+    M, N, Kd = 64, 64, 64
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
+    b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
+    c = np.full((M, N), np.nan, np.float32)
+    run(target, K.fp8_dot, (1,), [a, b, c], [], M=M, N=N, K=Kd)
+    ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
