@@ -8,3 +8,10 @@ from .core import (  # noqa: F401
 )
 from . import extra, math, random  # noqa: F401
 from .random import *  # noqa: F401,F403
+
+
+def __getattr__(name):
+    # Names Triton has and this compiler does not (tl.sort, tl.float8e4b15 ...): say so, also outside kernels.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"tl.{name} is not supported by this compiler (module compiler.language has no '{name}')")

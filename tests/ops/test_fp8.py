@@ -185,3 +185,21 @@ def test_fp8_dot(target, ta, tb):
     run(target, K.fp8_dot, (1,), [a, b, c], [], M=M, N=N, K=Kd)
     ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_torch_float8_tensors():
+    """torch float8 tensors as kernel arguments on the GPU (the interpreter takes ml_dtypes arrays)."""
+    torch = pytest.importorskip("torch")
+    from compiler.runtime import synchronize
+
+    x = torch.randn(N, device="cuda", dtype=torch.float32) * 100
+    y = torch.empty(N, device="cuda", dtype=torch.float8_e4m3fn)
+    K.cast_kernel[GRID](x, y, N, DST=tl.float8e4nv, BLOCK=BLOCK)
+    synchronize()
+    got = y.view(torch.uint8).cpu().numpy()
+    np.testing.assert_array_equal(got, encode_ref(x.cpu().numpy(), "float8e4nv"))
+    back = torch.empty(N, device="cuda", dtype=torch.float32)
+    K.cast_kernel[GRID](y, back, N, DST=tl.float32, BLOCK=BLOCK)
+    synchronize()
+    np.testing.assert_array_equal(back.cpu().numpy(), y.float().cpu().numpy())
