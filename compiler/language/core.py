@@ -266,6 +266,46 @@ class block_ptr:
         return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
 
 
+class tensor_descriptor:
+    """An in-kernel tensor descriptor (`tl.make_tensor_descriptor`): a strided `shape` array at `base` read and
+    written in `block_shape` tiles at element offsets. Out-of-bounds elements of a tile read as zero (or NaN with
+    padding_option="nan") and are not written, as with TMA. Lowered to masked pointer accesses (no TMA)."""
+
+    def __init__(self, base, shape, strides, block_shape, padding):
+        self.base, self.shape, self.strides = base, list(shape), list(strides)
+        self.block_shape, self.padding = tuple(block_shape), padding
+
+    @property
+    def dtype(self):
+        return self.base.dtype.element_ty
+
+    def _at(self, offsets):
+        offsets = list(_unwrap(offsets))
+        if len(offsets) != len(self.block_shape):
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"a tensor descriptor of rank {len(self.block_shape)} needs {len(self.block_shape)} "
+                                f"offsets, got {len(offsets)}")
+        return _sem().make_block_ptr(self.base, self.shape, self.strides, offsets, self.block_shape,
+                                     list(_py.range(len(self.block_shape)))[::-1])
+
+    @builtin
+    def load(self, offsets):
+        """The tile at `offsets` (out-of-bounds elements: zero, or NaN with padding_option="nan")."""
+        p = self._at(offsets)
+        return _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
+                                     False)
+
+    @builtin
+    def store(self, offsets, value):
+        """Write `value` (a tile of block_shape) at `offsets`; out-of-bounds elements are not written."""
+        p = self._at(offsets)
+        return _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+
+    def __repr__(self):
+        return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"
+
+
 # ----------------------------------------------------------------------------------------------------
 # builtins
 # ----------------------------------------------------------------------------------------------------
@@ -358,6 +398,40 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
     """A block pointer: the `block_shape` window at `offsets` of the array at `base` with `shape` and `strides`
     (elements); `order` (the dims from fastest to slowest) is accepted as a hint."""
     return _sem().make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor of the array at `base` (`shape`, `strides` in elements, the last stride 1) for tiles of
+    `block_shape`; load/store tiles with `desc.load([i, j])` / `desc.store([i, j], x)`."""
+    from ..frontend.context import SemanticError
+
+    base = _unwrap(base)
+    if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
+        raise SemanticError("make_tensor_descriptor needs a scalar pointer base")
+    shape, strides, block_shape = list(_unwrap(shape)), list(_unwrap(strides)), list(_unwrap(block_shape))
+    if not (len(shape) == len(strides) == len(block_shape)) or not 1 <= len(shape) <= 5:
+        raise SemanticError(f"make_tensor_descriptor needs one shape, stride and block size per dim (1-5 dims), got "
+                            f"{len(shape)}, {len(strides)} and {len(block_shape)}")
+    last = _unwrap(strides[-1])
+    if not isinstance(last, tensor) and last != 1:
+        raise SemanticError(f"make_tensor_descriptor's last stride must be 1, got {last}")
+    pad = _unwrap(padding_option)
+    if pad not in ("zero", "nan"):
+        raise SemanticError(f"padding_option must be 'zero' or 'nan', got {pad!r}")
+    return tensor_descriptor(base, shape, strides, [_unwrap(b) for b in block_shape], pad)
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """`desc.load(offsets)`."""
+    return desc.load(offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """`desc.store(offsets, value)`."""
+    return desc.store(offsets, value)
 
 
 @builtin

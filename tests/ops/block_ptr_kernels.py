@@ -63,3 +63,24 @@ def bad_mask_on_block_ptr(X, N):
 @compiler.jit
 def bad_boundary_on_plain(X, N):
     tl.load(X + tl.arange(0, 16), boundary_check=(0,))  # MARK plain
+
+
+@compiler.jit
+def desc_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B through in-kernel tensor descriptors (Triton 3.x style), edges handled by the descriptors."""
+    a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(B, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(C, [M, N], [N, 1], [BM, BN])
+    om, on = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = a_desc.load([om, k])
+        b = tl.load_tensor_descriptor(b_desc, [k, on])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([om, on], acc)
+
+
+@compiler.jit
+def desc_nan_pad(X, Y, M, N):
+    d = tl.make_tensor_descriptor(X, [M, N], [N, 1], [8, 16], padding_option="nan")
+    tl.store(Y + tl.arange(0, 8)[:, None] * 16 + tl.arange(0, 16)[None, :], d.load([0, 0]))

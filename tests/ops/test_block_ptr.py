@@ -65,3 +65,26 @@ def test_while_loop_block_ptr(target):
 def test_misuse_is_a_compilation_error(kern, words):
     with pytest.raises(compiler.CompilationError, match=words):
         kern[(1,)](np.zeros(16, np.float32), 16)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_descriptor_matmul(target):
+    M, N, Kd, BM, BN, BK = 70, 50, 88, 32, 32, 32
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, Kd)).astype(np.float16)
+    b = rng.standard_normal((Kd, N)).astype(np.float16)
+    c = poison((M, N), "float16")
+    grid = ((M + BM - 1) // BM, (N + BN - 1) // BN)
+    run(target, K.desc_matmul, grid, [a, b, c], [M, N, Kd], BM=BM, BN=BN, BK=BK)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float16", rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tensor_descriptor_nan_padding(target):
+    x = np.random.default_rng(6).standard_normal((5, 12)).astype(np.float32)
+    y = poison(8 * 16, "float32")
+    y[:] = 0
+    run(target, K.desc_nan_pad, (1,), [x, y], [5, 12])
+    y = y.reshape(8, 16)
+    np.testing.assert_array_equal(y[:5, :12], x)
+    assert np.isnan(y[5:, :]).all() and np.isnan(y[:, 12:]).all()
