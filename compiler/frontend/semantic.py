@@ -665,6 +665,133 @@ def flip(x, dim=None):
     return reshape(y, shape)
 
 
+def _select_or(x, pick, axis):
+    """The elements of x where the bool block `pick` holds, one per line along `axis` (bit-exact: the bits are
+    selected and or-reduced, so NaN payloads and -0 survive)."""
+    elem = x.dtype
+    if elem.is_bool():
+        bits = cast(x, T.uint8)
+    elif elem.is_ptr():
+        bits = cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
+    else:
+        bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+    pick = broadcast_to(pick, bits.type.shape)
+    r = reduce_simple(where(pick, bits, const(0, bits.dtype)), axis, "or")
+    if elem.is_bool():
+        return cast(r, T.int1)
+    if elem.is_ptr():
+        return int_to_ptr(cast(r, T.int64, bitcast=True), elem)
+    return cast(r, elem, bitcast=True) if elem != bits.dtype else r
+
+
+def _bit_axes(x, n_bits):
+    """x [..., 2**n_bits] -> [..., 2, ..., 2]; index bit b of the last dim is axis rank - 1 - b."""
+    shape = tuple(x.type.shape)
+    return reshape(x, shape[:-1] + (2,) * n_bits)
+
+
+def sort(x, dim=None, descending=False):
+    """x sorted along its last dim (a bitonic network of compare-and-swap steps; ascending unless descending)."""
+    x = to_tensor(x)
+    shape = tuple(x.type.shape)
+    if not shape:
+        raise SemanticError("sort needs a block")
+    rank0 = len(shape)
+    d = rank0 - 1 if _unwrap(dim) is None else _norm_axis(dim, rank0)
+    if d != rank0 - 1:
+        raise SemanticError("sort is supported along the last dim only (as in Triton)")
+    n = shape[-1]
+    L = n.bit_length() - 1
+    if L == 0:
+        return x
+    desc_all = bool(_unwrap(descending))
+    y = _bit_axes(x, L)
+    rank = len(y.type.shape)
+    idx = _bit_axes(expand_dims_to(arange(0, n), rank0), L)  # leading 1s: broadcasts against y
+    for stage in range(1, L + 1):  # blocks of 2**stage are merged
+        for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
+            ax = rank - 1 - b
+            order = tuple(i for i in range(rank) if i != ax) + (ax,)
+            inv = [0] * rank
+            for i, o in enumerate(order):
+                inv[o] = i
+            t, it = permute(y, order), permute(idx, order)
+            lo, hi = split(t)
+            ilo, _ = split(it)
+            if stage < L:
+                down = compare("ne", and_(ilo, 1 << stage), 0)
+                if desc_all:
+                    down = logical_not(down)
+            else:
+                down = const(desc_all, T.int1)
+            swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
+            y = permute(join(where(swap, hi, lo), where(swap, lo, hi)), inv)
+    return reshape(y, shape)
+
+
+def expand_dims_to(x, rank):
+    while len(x.type.shape) < rank:
+        x = expand_dims(x, 0)
+    return x
+
+
+def topk(x, k, dim=None):
+    """The k largest elements along the last dim, in descending order (shape [..., k])."""
+    x = to_tensor(x)
+    k = _unwrap(k)
+    shape = tuple(x.type.shape)
+    if not isinstance(k, int) or k <= 0 or k & (k - 1) or k > shape[-1]:
+        raise SemanticError(f"topk's k must be a power of two <= {shape[-1]}, got {k!r}")
+    s = sort(x, dim, descending=True)
+    if k == shape[-1]:
+        return s
+    s = reshape(s, shape[:-1] + (shape[-1] // k, k))
+    first = compare("eq", expand_dims_to(expand_dims(arange(0, shape[-1] // k), 1), len(shape) + 1), 0)
+    return _select_or(s, first, len(shape) - 1)
+
+
+def histogram(x, num_bins, mask=None):
+    """Counts (int32) of the values of the 1-D int block x in [0, num_bins); other values (and masked-off ones)
+    are not counted."""
+    x = to_tensor(x)
+    num_bins = _unwrap(num_bins)
+    if len(x.type.shape) != 1 or not x.dtype.is_int():
+        raise SemanticError(f"histogram needs a 1-D integer block, got {x.type}")
+    _check_shape([num_bins])
+    hit = compare("eq", expand_dims(x, 1), expand_dims(arange(0, num_bins), 0))
+    mask = _unwrap(mask)
+    if mask is not None:
+        hit = and_(hit, expand_dims(_mask_tensor(mask, x.type.shape), 1))
+    return reduce_simple(cast(hit, T.int32), 0, "add")
+
+
+def gather(src, index, axis):
+    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis` (index has src's shape elsewhere)."""
+    src, index = to_tensor(src), to_tensor(index)
+    rank = len(src.type.shape)
+    if len(index.type.shape) != rank or rank == 0:
+        raise SemanticError(f"gather needs index of src's rank, got {list(index.type.shape)} and "
+                            f"{list(src.type.shape)}")
+    axis = _norm_axis(axis, rank)
+    for dd in range(rank):
+        if dd != axis and index.type.shape[dd] != src.type.shape[dd]:
+            raise SemanticError(f"gather: index dim {dd} is {index.type.shape[dd]}, src's is {src.type.shape[dd]}")
+    if not index.dtype.is_int():
+        raise SemanticError(f"gather's index must be integers, got {index.dtype!r}")
+    n = src.type.shape[axis]
+    # [.., M(index), N(src), ..]: compare every index with every source position along the axis
+    s = expand_dims(src, axis)
+    i = expand_dims(index, axis + 1)
+    pos = arange(0, n)
+    for _ in range(axis + 1):
+        pos = expand_dims(pos, 0)
+    for _ in range(rank - axis - 1):
+        pos = expand_dims(pos, len(pos.type.shape))
+    full = broadcast_shapes(s.type.shape, i.type.shape)
+    pick = compare("eq", cast(broadcast_to(i, full), T.int32), broadcast_to(pos, full))
+    return _select_or(broadcast_to(s, full), pick, axis + 1)
+
+
 def swizzle2d(i, j, size_i, size_j, size_g):
     """Row-major (i, j) in a size_i x size_j grid -> the (i, j) visiting groups of size_g rows column-major."""
     ij = add(mul(i, size_j), j)

@@ -516,6 +516,30 @@ def flip(x, dim=None):
 
 
 @builtin
+def sort(x, dim=None, descending=False):
+    """x sorted along its last dim (ascending unless `descending`)."""
+    return _sem().sort(x, dim, descending)
+
+
+@builtin
+def topk(x, k, dim=None):
+    """The k largest elements along the last dim, largest first."""
+    return _sem().topk(x, k, dim)
+
+
+@builtin
+def histogram(input, num_bins, mask=None):
+    """int32 counts of the values of the 1-D int block `input` in [0, num_bins)."""
+    return _sem().histogram(input, num_bins, mask)
+
+
+@builtin
+def gather(src, index, axis):
+    """src gathered along `axis` at `index` (index has src's shape in the other dims)."""
+    return _sem().gather(src, index, axis)
+
+
+@builtin
 def swizzle2d(i, j, size_i, size_j, size_g):
     """Map row-major grid indices (i, j) of a size_i x size_j grid to the grouped order (groups of size_g rows,
     column-major within a group), for L2-friendly tile orders."""

@@ -62,3 +62,31 @@ def hinted_copy(X, Y, N, BLOCK: tl.constexpr):
     y = tl.load(X + offs, mask=m, eviction_policy="evict_last")
     tl.store(Y + offs, x + y, mask=m, eviction_policy="evict_first")
     tl.store(Y + N + offs, x, mask=m, cache_modifier=".cs")
+
+
+@compiler.jit
+def sort_kernel(X, Y, WHAT: tl.constexpr, DESC: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                K: tl.constexpr):
+    i = tl.arange(0, M)[:, None]
+    j = tl.arange(0, N)[None, :]
+    x = tl.load(X + i * N + j)
+    if WHAT == "sort":
+        tl.store(Y + i * N + j, tl.sort(x, descending=DESC))
+    else:
+        tl.store(Y + i * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+
+
+@compiler.jit
+def histogram_kernel(X, Y, N, BINS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0)
+    h = tl.histogram(x, BINS, mask=offs < N)
+    tl.store(Y + tl.arange(0, BINS), h)
+
+
+@compiler.jit
+def gather_kernel(X, I, Y, M: tl.constexpr, N: tl.constexpr, MI: tl.constexpr):
+    """Y[r, c] = X[I[r, c], c] (gather along axis 0)."""
+    x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    idx = tl.load(I + tl.arange(0, MI)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(Y + tl.arange(0, MI)[:, None] * N + tl.arange(0, N)[None, :], tl.gather(x, idx, 0))

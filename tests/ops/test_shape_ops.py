@@ -98,3 +98,47 @@ def test_cache_hints_reach_the_ptx():
     text = "\n".join(lines)
     assert "ld.global.cg" in text and "ld.global.L1::evict_last" in text
     assert "st.global.L1::evict_first" in text and "st.global.cs" in text
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+@pytest.mark.parametrize("desc", [False, True])
+def test_sort(target, dtype, desc):
+    a, _ = _inputs(dtype)
+    if dtype != "int32":
+        a = np.where(np.isnan(a), 0, a).astype(dtype)  # NaN has no order
+        a[2, :3] = [-0.0, 0.0, -0.0]
+    a[3, :] = a[3, 0]  # ties
+    y = poison(a.size, dtype)
+    run(target, K.sort_kernel, (1,), [a, y], [], WHAT="sort", DESC=desc, M=M, N=N, K=N)
+    ref = np.sort(a, axis=1)
+    ref = ref[:, ::-1] if desc else ref
+    np.testing.assert_array_equal(y.reshape(M, N), ref)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_topk(target):
+    a = np.random.default_rng(3).permutation(M * N).astype(np.int32).reshape(M, N)
+    y = poison(M * 4, "int32")
+    run(target, K.sort_kernel, (1,), [a, y], [], WHAT="topk", DESC=False, M=M, N=N, K=4)
+    np.testing.assert_array_equal(y.reshape(M, 4), np.sort(a, axis=1)[:, ::-1][:, :4])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_histogram(target):
+    rng = np.random.default_rng(4)
+    x = rng.integers(-3, 20, 200).astype(np.int32)
+    y = poison(16, "int32")
+    run(target, K.histogram_kernel, (1,), [x, y], [200], BINS=16, BLOCK=256)
+    np.testing.assert_array_equal(y, np.bincount(x[(x >= 0) & (x < 16)], minlength=16))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_gather(target):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    x[0, 0] = np.nan
+    idx = rng.integers(0, 16, (32, 8)).astype(np.int32)
+    y = poison(32 * 8, "float32")
+    run(target, K.gather_kernel, (1,), [x, idx, y], [], M=16, N=8, MI=32)
+    np.testing.assert_array_equal(_bits(y), _bits(np.take_along_axis(x, idx, axis=0)).reshape(-1))
