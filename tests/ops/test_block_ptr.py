@@ -6,7 +6,7 @@ import pytest
 import compiler
 
 from . import block_ptr_kernels as K
-from .test_ops import TARGETS, assert_close, poison, run
+from .lang_common import TARGETS, assert_close, poison, run
 
 
 @pytest.mark.parametrize("target", TARGETS)

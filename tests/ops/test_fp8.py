@@ -9,7 +9,7 @@ import compiler
 import compiler.language as tl
 
 from . import fp8_kernels as K
-from .test_ops import TARGETS, run
+from .lang_common import TARGETS, run
 
 N = 1000
 BLOCK = 256

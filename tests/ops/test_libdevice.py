@@ -14,7 +14,7 @@ from compiler.codegen import ptx as P
 from compiler.language.extra import libdevice
 
 from . import libdevice_kernels as K
-from .test_ops import TARGETS, assert_close, poison, run
+from .lang_common import TARGETS, assert_close, poison, run
 
 N = 1000
 BLOCK = 256
@@ -256,7 +256,7 @@ def test_debug_barrier_ptx():
     if P.find_ptxas() is None:
         pytest.skip("ptxas not found")
     x = np.zeros(512, np.int32)
-    ck = K.barrier_kernel.warmup(x, x, grid=(4,), BLOCK=128, target="sm_90")
+    ck = K.barrier_kernel.warmup(x, x, grid=(4,), BLOCK=128, target="sm_90a")
     assert "bar.sync" in ck.asm["ptx"] or "barrier.sync" in ck.asm["ptx"]
 
 
@@ -276,7 +276,7 @@ def test_float64_annotated_parameter_ptx():
     if P.find_ptxas() is None:
         pytest.skip("ptxas not found")
     x = np.zeros(N)
-    ck = K.scale_f64.warmup(x, x, ALPHA, N, grid=GRID, BLOCK=BLOCK, target="sm_90")
+    ck = K.scale_f64.warmup(x, x, ALPHA, N, grid=GRID, BLOCK=BLOCK, target="sm_90a")
     ptx = ck.asm["ptx"]
     assert ".param .f64" in ptx and ("mul.rn.f64" in ptx or "mul.f64" in ptx), ptx[:2000]
     assert [p["type"] for p in ck.metadata["params"]][2] == "float64"

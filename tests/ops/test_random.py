@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from . import random_kernels as K
-from .test_ops import TARGETS, assert_close, poison, run
+from .lang_common import TARGETS, assert_close, poison, run
 
 N = 1000
 BLOCK = 256

@@ -6,7 +6,7 @@ import pytest
 from compiler.codegen import ptx as P
 
 from . import shape_ops_kernels as K
-from .test_ops import TARGETS, poison, run
+from .lang_common import TARGETS, poison, run
 
 M, N = 8, 16
 
@@ -93,7 +93,7 @@ def test_cache_hints_reach_the_ptx():
     if P.find_ptxas() is None:
         pytest.skip("ptxas not found")
     x = np.zeros(1024, np.float32)
-    ck = K.hinted_copy.warmup(x, x, 512, BLOCK=256, grid=(2,), target="sm_90")
+    ck = K.hinted_copy.warmup(x, x, 512, BLOCK=256, grid=(2,), target="sm_90a")
     lines = [l for l in ck.asm["ptx"].splitlines() if "ld.global" in l or "st.global" in l]
     text = "\n".join(lines)
     assert "ld.global.cg" in text and "ld.global.L1::evict_last" in text
