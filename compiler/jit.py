@@ -41,7 +41,7 @@ _TORCH_DTYPES = {
     "torch.float32": T.float32, "torch.float16": T.float16, "torch.bfloat16": T.bfloat16, "torch.float64": T.float64,
     "torch.int8": T.int8, "torch.int16": T.int16, "torch.int32": T.int32, "torch.int64": T.int64,
     "torch.uint8": T.uint8, "torch.uint16": T.uint16, "torch.uint32": T.uint32, "torch.uint64": T.uint64,
-    "torch.bool": T.int1,
+    "torch.bool": T.int1, "torch.float8_e4m3fn": T.float8e4nv, "torch.float8_e5m2": T.float8e5,
 }
 _torch_dtype_cache: dict = {}
 
@@ -187,6 +187,9 @@ class JITFunction:
         self.arg_names = [p.name for p in self.params]
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
         self.constexpr_mask = [p.name in self.constexpr_names for p in self.params]
+        # `alpha: tl.float64` types a scalar parameter (as in Triton); without it a Python float is float32.
+        self.annotated_dtypes = {p.name: d for p in self.params
+                                 if (d := _dtype_annotation(p.annotation)) is not None}
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
@@ -289,6 +292,8 @@ class JITFunction:
         for name, v, k, kind in zip(self.arg_names, vals, keys, kinds):
             if kind == "constexpr":
                 params.append(("const", v))
+            elif name in self.annotated_dtypes and kind in ("int", "float", "bool", "typed"):
+                params.append(("arg", TensorType(self.annotated_dtypes[name]), {}))
             else:
                 params.append(_param_from_key(name, k, v, kind, self.do_not_specialize))
         return params
@@ -393,6 +398,18 @@ def _hashable(v) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _dtype_annotation(ann):
+    """The scalar dtype a parameter annotation names (`tl.float64`, "tl.int64", "float64"), else None."""
+    if isinstance(ann, T.dtype):
+        return ann
+    if isinstance(ann, str):
+        try:
+            return T.from_name(ann.split(".")[-1])
+        except Exception:
+            return None
+    return None
 
 
 def _is_constexpr_annotation(ann) -> bool:

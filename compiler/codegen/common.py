@@ -49,7 +49,7 @@ def lty(elem) -> ir.Type:
     if isinstance(elem, T.pointer_type):
         return GPTR
     if elem.kind == "float":
-        return _FLOAT_LTY[elem.name]
+        return I8 if elem.bits == 8 else _FLOAT_LTY[elem.name]  # fp8: the bits, converted by cvt (codegen/fp8)
     return ir.IntType(elem.bits)
 
 
@@ -77,6 +77,11 @@ def const(elem, value) -> ir.Constant:
         if v >= 1 << (t.width - 1):
             v -= 1 << t.width
         return ir.Constant(t, v)
+    if elem.is_fp8():
+        from ..interpreter.numerics import fp8_bits
+
+        b = fp8_bits(float(value), elem)
+        return ir.Constant(t, b - 256 if b >= 128 else b)
     return ir.Constant(t, float(value))
 
 

@@ -559,6 +559,19 @@ def _e_fma(e, op):
     e.map(op, lambda a, b, c: e.b.call(fn, [a, b, c]))
 
 
+@emits("extern_elementwise")
+def _e_extern_elementwise(e, op):
+    """A libdevice call per element (ptx.py links the bitcode of the functions a module calls)."""
+    fn = e.intrinsic(op.attrs["symbol"], lty(op.result.type.element), [lty(v.type.element) for v in op.operands])
+    e.map(op, lambda *xs: e.b.call(fn, list(xs)))
+
+
+@emits("barrier")
+def _e_barrier(e, op):
+    """tl.debug_barrier(): bar.sync 0 across the program's threads."""
+    e.barrier()
+
+
 @emits("cmp")
 def _e_cmp(e, op):
     groups = _constant_groups(e, op.result)
@@ -602,11 +615,60 @@ def _e_select(e, op):
     e.map(op, lambda c, a, b: e.b.select(c, a, b))
 
 
+# ---- fp8 (float8e4nv = e4m3, float8e5 = e5m2): i8 registers, converted with sm_89+ cvt -------------------------
+_FP8_PTX = {"float8e4nv": "e4m3", "float8e5": "e5m2"}
+
+
+def _fp8_to_f16(e, x, src):
+    """fp8 bits -> f16 (exact): cvt.rn.f16x2.{e4m3,e5m2}x2 on the byte in the low half."""
+    fty = ir.FunctionType(C.I32, [C.I16])
+    w = e.b.call(ir.InlineAsm(fty, f"cvt.rn.f16x2.{_FP8_PTX[src.name]}x2 $0, $1;", "=r,h"), [e.b.zext(x, C.I16)])
+    return e.b.bitcast(e.b.trunc(w, C.I16), C.F16)
+
+
+def _f32_to_fp8(e, x, dst):
+    """f32 -> fp8 bits, round to nearest even, finite values saturated to +-max, NaN -> NaN (cvt.rn.satfinite)."""
+    fty = ir.FunctionType(C.I16, [C.F32, C.F32])
+    asm = ir.InlineAsm(fty, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32 $0, $1, $2;", "=h,f,f")
+    return e.b.trunc(e.b.call(asm, [ir.Constant(C.F32, 0.0), x]), C.I8)  # $2 -> the low byte
+
+
+def _fp8_cast(e, x, src, dst, op):
+    """A cast with an fp8 side: through f16 (from fp8, exact) and f32 (to fp8), as the interpreter defines."""
+    if src.is_fp8():
+        if dst.is_fp8():
+            return _f32_to_fp8(e, e.b.fpext(_fp8_to_f16(e, x, src), C.F32), dst)
+        if dst.is_bool():
+            return e.b.icmp_unsigned("!=", e.b.and_(x, ir.Constant(C.I8, 0x7F)), ir.Constant(C.I8, 0))
+        h = _fp8_to_f16(e, x, src)
+        if dst.is_fp16():
+            return h
+        f = e.b.fpext(h, C.F32)
+        return f if dst.is_fp32() else CASTS[("f", _ccls(dst))](e, f, lty(dst), op)
+    # to fp8: first to f32 (ints and f64 round there; f16/bf16 widen exactly)
+    f = x if src.is_fp32() else CASTS[(_ccls(src), "f")](e, x, C.F32, op)
+    return _f32_to_fp8(e, f, dst)
+
+
+def _f32_rtz(e, x, dst):
+    """f32 -> f16/bf16 rounding toward zero (fp_downcast_rounding="rtz")."""
+    kind, cons = ("f16", "h") if dst.is_fp16() else ("bf16", "h")
+    fty = ir.FunctionType(C.I16, [C.F32])
+    r = e.b.call(ir.InlineAsm(fty, f"cvt.rz.{kind}.f32 $0, $1;", f"={cons},f"), [x])
+    return e.b.bitcast(r, lty(dst))
+
+
 @emits("cast")
 def _e_cast(e, op):
     src, dst = op.operands[0].type.element, op.attrs["to"]
     if isinstance(src, T.pointer_type) or isinstance(dst, T.pointer_type):
         raise error(f"cast between {src} and {dst} (use bitcast / ptr_to_int)", op.loc)
+    if src.is_fp8() or dst.is_fp8():
+        e.map(op, lambda x: _fp8_cast(e, x, src, dst, op))
+        return
+    if op.attrs.get("rounding") == "rtz":
+        e.map(op, lambda x: _f32_rtz(e, x, dst))
+        return
     f = CASTS[(_ccls(src), _ccls(dst))]
     t = lty(dst)
     if src.name == "float32" and dst.name in ("float16", "bfloat16") and e.opts.experiment("paired_cvt") \
@@ -656,6 +718,11 @@ def _e_addptr(e, op):
             off = e.b.zext(off, C.I64)
         return e.b.gep(p, [off], source_etype=et)
     e.map(op, f)
+
+
+@emits("int_to_ptr")
+def _e_int_to_ptr(e, op):
+    e.map(op, lambda x: e.b.inttoptr(x, C.GPTR))
 
 
 @emits("ptr_to_int")

@@ -11,6 +11,7 @@ import ast
 import builtins
 import inspect
 import textwrap
+import types as _pytypes
 
 from ..errors import CompilationError
 from ..ir import types as T
@@ -440,12 +441,33 @@ class CodeGenerator(ast.NodeVisitor):
             v = self.scope[n]
             if isinstance(v, tensor) or (sem.is_number(v)):
                 out.append(n)
+            elif isinstance(v, lang.block_ptr):
+                # a block pointer is carried as its scalar parts, named "n#i" (not valid Python names)
+                for i, part in enumerate(v.parts()):
+                    self.scope[f"{n}#{i}"] = part
+                    out.append(f"{n}#{i}")
         return out
+
+    def _composite_in(self, carried):
+        """Rebuild carried block pointers from their parts "n#i" (just bound to block arguments or results)."""
+        for n in {c.split("#")[0] for c in carried if "#" in c}:
+            old = self.scope[n]
+            self.scope[n] = old.with_parts([self.scope[f"{n}#{i}"] for i in builtins.range(len(old.parts()))])
+
+    def _composite_out(self, carried, before):
+        """Export the parts of carried block pointers after the loop body (their structure must not change)."""
+        for n in {c.split("#")[0] for c in carried if "#" in c}:
+            v = self.scope[n]
+            if not isinstance(v, lang.block_ptr) or not v.same_structure(before[n]):
+                raise SemanticError(f"loop-carried block pointer '{n}' must keep its element type and block "
+                                    "shape in the loop (use tl.advance)")
+            for i, part in enumerate(v.parts()):
+                self.scope[f"{n}#{i}"] = part
 
     def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype):
         b = self.builder
-        before = dict(self.scope)
         carried = self._carried(node.body, (ivname,))
+        before = dict(self.scope)
         init_types = []
         for n in carried:
             v = before[n]
@@ -462,7 +484,9 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope[ivname] = tensor(body.args[0], body.args[0].type)
             for n, a in zip(carried, body.args[1:]):
                 self.scope[n] = tensor(a, a.type)
+            self._composite_in(carried)
             self.visit_stmts(node.body)
+            self._composite_out(carried, before)
             if self.returned:
                 raise SemanticError("return inside a loop is not supported")
             new_types = []
@@ -491,6 +515,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope = dict(before)
             for n, r in zip(carried, op.results):
                 self.scope[n] = tensor(r, r.type)
+            self._composite_in(carried)
             return
         raise SemanticError("could not settle the types of the loop-carried values")
 
@@ -499,8 +524,8 @@ class CodeGenerator(ast.NodeVisitor):
         if node.orelse:
             raise SemanticError("while/else is not supported")
         b = self.builder
-        before = dict(self.scope)
         carried = self._carried(node.body)
+        before = dict(self.scope)
         init_types = [before[n].type if isinstance(before[n], tensor)
                       else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
         for attempt in builtins.range(3):
@@ -511,6 +536,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope = dict(before)
             for n, a in zip(carried, bef.args):
                 self.scope[n] = tensor(a, a.type)
+            self._composite_in(carried)
             cond = self.visit(node.test)
             if not isinstance(cond, tensor):
                 b.set_insertion_block(parent)
@@ -528,7 +554,9 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope = dict(before)
             for n, a in zip(carried, aft.args):
                 self.scope[n] = tensor(a, a.type)
+            self._composite_in(carried)
             self.visit_stmts(node.body)
+            self._composite_out(carried, before)
             if self.returned:
                 raise SemanticError("return inside a loop is not supported")
             new_types = []
@@ -551,6 +579,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope = dict(before)
             for n, r in zip(carried, op.results):
                 self.scope[n] = tensor(r, r.type)
+            self._composite_in(carried)
             return
         raise SemanticError("could not settle the types of the loop-carried values")
 
@@ -569,6 +598,10 @@ class CodeGenerator(ast.NodeVisitor):
         try:
             v = getattr(obj, node.attr)
         except AttributeError:
+            mod = getattr(obj, "__name__", "") if isinstance(obj, _pytypes.ModuleType) else ""
+            if mod == "compiler.language" or mod.startswith("compiler.language."):
+                alias = "tl" + mod[len("compiler.language"):]
+                raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
             what = "a tensor" if isinstance(obj, tensor) else repr(obj)
             raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
         return v
@@ -728,7 +761,14 @@ class CodeGenerator(ast.NodeVisitor):
         if is_jit(fn):
             return self.call_jit(fn, args, kwargs)
         if is_builtin(fn):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except TypeError:
+                try:  # a call the builtin's signature rejects (an unknown keyword...): say so, at the call
+                    inspect.signature(fn).bind(*args, **kwargs)
+                except TypeError as e:
+                    raise SemanticError(f"tl.{fn.__name__}: {e} (not supported by this compiler)") from None
+                raise
         if fn is builtins.print:
             return lang.static_print(*args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):

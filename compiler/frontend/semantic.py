@@ -179,6 +179,9 @@ def binary_operands(a, b, arith_dtype_fn=None, allow_ptr=False):
 
 def _binop(kind, a, b, dtype_fn=None, **attrs):
     a, b = binary_operands(a, b, dtype_fn)
+    if a.dtype.is_fp8():  # computed in float32 and rounded once to the fp8 type (exact for + - * / min max)
+        r = _binop(kind, _fp8_compute(a), _fp8_compute(b), **attrs)
+        return cast(r, a.dtype)
     return tensor(_b().binary(kind, a.handle, b.handle, **attrs), a.type)
 
 
@@ -245,6 +248,8 @@ def truediv(a, b, ieee=False):
 def floordiv(a, b):
     _no_ptr(a, b, "//")
     a2, b2 = binary_operands(a, b)
+    if a2.dtype.is_fp8():
+        return cast(floordiv(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     if a2.dtype.is_floating():
         q = tensor(_b().binary("fdiv", a2.handle, b2.handle), a2.type)
         return unary("floor", q)
@@ -254,6 +259,8 @@ def floordiv(a, b):
 def mod(a, b):
     _no_ptr(a, b, "%")
     a2, b2 = binary_operands(a, b)
+    if a2.dtype.is_fp8():
+        return cast(mod(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     kind = "frem" if a2.dtype.is_floating() else "irem"
     return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
 
@@ -306,6 +313,8 @@ def neg(x):
     x = to_tensor(x)
     if x.dtype.is_ptr():
         raise SemanticError("cannot negate a pointer")
+    if x.dtype.is_fp8():
+        return cast(neg(_fp8_compute(x)), x.dtype)
     if x.dtype.is_bool():
         x = cast(x, T.int32)
     return tensor(_b().unary("neg", x.handle), x.type)
@@ -327,6 +336,8 @@ def logical_not(x):
 
 def unary(kind, x):
     x = to_tensor(x)
+    if not x.dtype.is_ptr() and x.dtype.is_fp8():
+        return cast(unary(kind, _fp8_compute(x)), x.dtype)
     if kind in ("abs",):
         if x.dtype.is_ptr():
             raise SemanticError("abs of a pointer")
@@ -350,12 +361,53 @@ def fma(a, b, c):
         dt = promote_dtypes(dt, v.dtype)
     if not dt.is_floating():
         raise SemanticError(f"fma needs floating-point operands, got {dt!r}")
+    if dt.is_fp8():
+        return cast(fma(*(cast(to_tensor(v, dt if not isinstance(v, tensor) else None), T.float32)
+                          for v in (a, b, c))), dt)
     vals = [cast(to_tensor(v, dt if not isinstance(v, tensor) else None), dt) for v in (a, b, c)]
     shape = ()
     for v in vals:
         shape = broadcast_shapes(shape, v.type.shape)
     vals = [broadcast_to(v, shape) for v in vals]
     return tensor(_b().fma(*(v.handle for v in vals)), vals[0].type)
+
+
+def extern_elementwise(name, args, table):
+    """Call a libdevice function elementwise: `table` maps argument dtype names to (symbol, result dtype name).
+
+    Dispatch follows Triton's: the arguments' own dtypes when the table has them, else all promoted to their
+    common dtype; fp16/bf16 arguments (which Triton rejects) go through float32 and the float result is
+    rounded back to the argument dtype. Arguments are broadcast to one shape.
+    """
+    ts = [to_tensor(_unwrap(a)) for a in args]
+    for t in ts:
+        if t.dtype.is_ptr():
+            raise SemanticError(f"libdevice.{name} does not take pointers")
+    key = tuple(t.dtype.name for t in ts)
+    back = None
+    if key not in table:
+        common = ts[0].dtype
+        for t in ts[1:]:
+            common = promote_dtypes(common, t.dtype)
+        if (common.name,) * len(ts) not in table and common.is_floating() and common.bits < 32:
+            back, common = common, T.float32
+        ts = [cast(t, common) for t in ts]
+        key = (common.name,) * len(ts)
+    if key not in table:
+        have = "; ".join("(" + ", ".join(k) + ")" for k in table)
+        got = ", ".join(t.dtype.name for t in (to_tensor(_unwrap(a)) for a in args))
+        raise SemanticError(f"libdevice.{name} is not defined for ({got}); it takes {have}")
+    symbol, ret = table[key]
+    shape = ()
+    for t in ts:
+        shape = broadcast_shapes(shape, t.type.shape)
+    ts = [broadcast_to(t, shape) for t in ts]
+    rt = TensorType(T.from_name(ret), shape)
+    h = _b().extern_elementwise(symbol, [t.handle for t in ts], rt)
+    out = tensor(h, rt)
+    if back is not None and out.dtype.is_floating():
+        out = cast(out, back)
+    return out
 
 
 def compare(pred, a, b):
@@ -368,6 +420,8 @@ def compare(pred, a, b):
         b = tensor(_b().ptr_to_int(b.handle), b.type.with_element(T.int64))
     else:
         a, b = binary_operands(a, b)
+        if a.dtype.is_fp8():
+            a, b = _fp8_compute(a), _fp8_compute(b)
     return tensor(_b().cmp(pred, a.handle, b.handle), a.type.with_element(T.int1))
 
 
@@ -388,9 +442,12 @@ def where(cond, x, y):
     return tensor(_b().select(cond.handle, x.handle, y.handle), x.type)
 
 
-def cast(x, dtype, bitcast=False):
+def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
     x = _unwrap(x)
     dtype = _unwrap(dtype)
+    rounding = _unwrap(fp_downcast_rounding)
+    if rounding not in (None, "rtne", "rtz"):
+        raise SemanticError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
     if not isinstance(x, tensor):
         x = to_tensor(x, dtype if not bitcast else None)
     if not isinstance(dtype, (T.dtype, T.pointer_type)):
@@ -408,8 +465,23 @@ def cast(x, dtype, bitcast=False):
             return tensor(_b().bitcast(x.handle, dtype), x.type.with_element(dtype))
         if x.dtype.is_ptr() and dtype in (T.int64, T.uint64):
             return tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
+        if dtype.is_ptr() and x.dtype.is_int() and not x.dtype.is_bool():
+            # an address held as an integer (pointer arrays, grouped GEMM): widened to 64 bits first
+            return int_to_ptr(cast(x, T.int64) if x.dtype.bits < 64 else x, dtype)
         raise SemanticError(f"cannot cast {x.dtype!r} to {dtype!r}")
+    if rounding == "rtz":
+        if not (x.dtype.is_floating() and dtype.is_floating() and dtype.bits < x.dtype.bits):
+            raise SemanticError(f"fp_downcast_rounding applies to float downcasts, not {x.dtype!r} to {dtype!r}")
+        if not (x.dtype.is_fp32() and dtype.bits == 16):
+            raise SemanticError(f"fp_downcast_rounding='rtz' from {x.dtype!r} to {dtype!r} is not supported (the "
+                                "GPU converts to fp8 with round-to-nearest only); float32 -> float16/bfloat16 is")
+        return tensor(_b().cast(x.handle, dtype, rounding="rtz"), x.type.with_element(dtype))
     return tensor(_b().cast(x.handle, dtype), x.type.with_element(dtype))
+
+
+def _fp8_compute(x):
+    """fp8 values take part in arithmetic as float32 (exact); the result is rounded back to the fp8 type."""
+    return cast(x, T.float32)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -500,6 +572,243 @@ def trans(x, *dims):
     return permute(x, dims)
 
 
+def join(a, b):
+    """Stack a and b (broadcast to one shape and dtype) along a new minor dim of size 2."""
+    a, b = binary_operands(a, b, allow_ptr=True)
+    if a.dtype != b.dtype:
+        raise SemanticError(f"join needs one dtype, got {a.dtype!r} and {b.dtype!r}")
+    shape = tuple(a.type.shape) + (2,)
+    a2, b2 = broadcast_to(expand_dims(a, len(shape) - 1), shape), broadcast_to(expand_dims(b, len(shape) - 1), shape)
+    first = arange(0, 2)
+    for _ in range(len(shape) - 1):
+        first = expand_dims(first, 0)
+    first = compare("eq", first, 0)
+    return where(first, a2, b2)
+
+
+def _bits_dtype(d):
+    return {8: T.uint8, 16: T.uint16, 32: T.uint32, 64: T.uint64}[d.bits]
+
+
+def split(x):
+    """The two halves of x's minor dim (which must be 2), bit-exact (selected as bits, combined with or)."""
+    x = to_tensor(x)
+    shape = x.type.shape
+    if not shape or shape[-1] != 2:
+        raise SemanticError(f"split needs a minor dim of size 2, got shape {list(shape)}")
+    elem = x.dtype
+    if elem.is_ptr():
+        bits = tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
+        bits = cast(bits, T.uint64, bitcast=True)
+    elif elem.is_bool():
+        bits = cast(x, T.uint8)
+    else:
+        bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+    idx = arange(0, 2)
+    for _ in range(len(shape) - 1):
+        idx = expand_dims(idx, 0)
+    outs = []
+    for k in (0, 1):
+        sel = where(compare("eq", idx, k), bits, const(0, bits.dtype))
+        r = reduce_simple(sel, len(shape) - 1, "or")
+        if elem.is_ptr():
+            r = int_to_ptr(cast(r, T.int64, bitcast=True), elem)
+        elif elem.is_bool():
+            r = cast(r, T.int1)
+        elif elem != bits.dtype:
+            r = cast(r, elem, bitcast=True)
+        outs.append(r)
+    return outs[0], outs[1]
+
+
+def interleave(a, b):
+    """Elements of a and b alternating along the last dim: [a0, b0, a1, b1, ...]."""
+    j = join(a, b)
+    shape = j.type.shape[:-2] + (2 * j.type.shape[-2],)
+    return reshape(j, shape)
+
+
+def cat(a, b):
+    """a and b (one shape) concatenated along dim 0, in order."""
+    a, b = to_tensor(a), to_tensor(b)
+    if a.type.shape != b.type.shape or not a.type.shape:
+        raise SemanticError(f"cat needs two blocks of one shape, got {list(a.type.shape)} and {list(b.type.shape)}")
+    j = join(a, b)
+    r = len(j.type.shape)
+    j = permute(j, (r - 1,) + tuple(range(r - 1)))
+    return reshape(j, (2 * a.type.shape[0],) + tuple(a.type.shape[1:]))
+
+
+def flip(x, dim=None):
+    """x reversed along `dim` (the last dim by default), bit-exact: one swap per bit of the dim's index."""
+    x = to_tensor(x)
+    shape = tuple(x.type.shape)
+    if not shape:
+        raise SemanticError("flip needs a block")
+    dim = len(shape) - 1 if _unwrap(dim) is None else _norm_axis(dim, len(shape))
+    n = shape[dim]
+    steps = n.bit_length() - 1
+    if steps == 0:
+        return x
+    # [.., n, ..] -> [.., 2, 2, .., 2, ..]: reversing the index = reversing each of its bits
+    y = reshape(x, shape[:dim] + (2,) * steps + shape[dim + 1:])
+    rank = len(y.type.shape)
+    for ax in range(dim, dim + steps):
+        order = tuple(i for i in range(rank) if i != ax) + (ax,)
+        t = permute(y, order)
+        lo, hi = split(t)
+        t = join(hi, lo)
+        inv = [0] * rank
+        for i, o in enumerate(order):
+            inv[o] = i
+        y = permute(t, inv)
+    return reshape(y, shape)
+
+
+def _select_or(x, pick, axis):
+    """The elements of x where the bool block `pick` holds, one per line along `axis` (bit-exact: the bits are
+    selected and or-reduced, so NaN payloads and -0 survive)."""
+    elem = x.dtype
+    if elem.is_bool():
+        bits = cast(x, T.uint8)
+    elif elem.is_ptr():
+        bits = cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
+    else:
+        bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+    pick = broadcast_to(pick, bits.type.shape)
+    r = reduce_simple(where(pick, bits, const(0, bits.dtype)), axis, "or")
+    if elem.is_bool():
+        return cast(r, T.int1)
+    if elem.is_ptr():
+        return int_to_ptr(cast(r, T.int64, bitcast=True), elem)
+    return cast(r, elem, bitcast=True) if elem != bits.dtype else r
+
+
+def _bit_axes(x, n_bits):
+    """x [..., 2**n_bits] -> [..., 2, ..., 2]; index bit b of the last dim is axis rank - 1 - b."""
+    shape = tuple(x.type.shape)
+    return reshape(x, shape[:-1] + (2,) * n_bits)
+
+
+def sort(x, dim=None, descending=False):
+    """x sorted along its last dim (a bitonic network of compare-and-swap steps; ascending unless descending)."""
+    x = to_tensor(x)
+    shape = tuple(x.type.shape)
+    if not shape:
+        raise SemanticError("sort needs a block")
+    rank0 = len(shape)
+    d = rank0 - 1 if _unwrap(dim) is None else _norm_axis(dim, rank0)
+    if d != rank0 - 1:
+        raise SemanticError("sort is supported along the last dim only (as in Triton)")
+    n = shape[-1]
+    L = n.bit_length() - 1
+    if L == 0:
+        return x
+    desc_all = bool(_unwrap(descending))
+    y = _bit_axes(x, L)
+    rank = len(y.type.shape)
+    idx = _bit_axes(expand_dims_to(arange(0, n), rank0), L)  # leading 1s: broadcasts against y
+    for stage in range(1, L + 1):  # blocks of 2**stage are merged
+        for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
+            ax = rank - 1 - b
+            order = tuple(i for i in range(rank) if i != ax) + (ax,)
+            inv = [0] * rank
+            for i, o in enumerate(order):
+                inv[o] = i
+            t, it = permute(y, order), permute(idx, order)
+            lo, hi = split(t)
+            ilo, _ = split(it)
+            if stage < L:
+                down = compare("ne", and_(ilo, 1 << stage), 0)
+                if desc_all:
+                    down = logical_not(down)
+            else:
+                down = const(desc_all, T.int1)
+            swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
+            y = permute(join(where(swap, hi, lo), where(swap, lo, hi)), inv)
+    return reshape(y, shape)
+
+
+def expand_dims_to(x, rank):
+    while len(x.type.shape) < rank:
+        x = expand_dims(x, 0)
+    return x
+
+
+def topk(x, k, dim=None):
+    """The k largest elements along the last dim, in descending order (shape [..., k])."""
+    x = to_tensor(x)
+    k = _unwrap(k)
+    shape = tuple(x.type.shape)
+    if not isinstance(k, int) or k <= 0 or k & (k - 1) or k > shape[-1]:
+        raise SemanticError(f"topk's k must be a power of two <= {shape[-1]}, got {k!r}")
+    s = sort(x, dim, descending=True)
+    if k == shape[-1]:
+        return s
+    s = reshape(s, shape[:-1] + (shape[-1] // k, k))
+    first = compare("eq", expand_dims_to(expand_dims(arange(0, shape[-1] // k), 1), len(shape) + 1), 0)
+    return _select_or(s, first, len(shape) - 1)
+
+
+def histogram(x, num_bins, mask=None):
+    """Counts (int32) of the values of the 1-D int block x in [0, num_bins); other values (and masked-off ones)
+    are not counted."""
+    x = to_tensor(x)
+    num_bins = _unwrap(num_bins)
+    if len(x.type.shape) != 1 or not x.dtype.is_int():
+        raise SemanticError(f"histogram needs a 1-D integer block, got {x.type}")
+    _check_shape([num_bins])
+    hit = compare("eq", expand_dims(x, 1), expand_dims(arange(0, num_bins), 0))
+    mask = _unwrap(mask)
+    if mask is not None:
+        hit = and_(hit, expand_dims(_mask_tensor(mask, x.type.shape), 1))
+    return reduce_simple(cast(hit, T.int32), 0, "add")
+
+
+def gather(src, index, axis):
+    """out[..., i, ...] = src[..., index[..., i, ...], ...] along `axis` (index has src's shape elsewhere)."""
+    src, index = to_tensor(src), to_tensor(index)
+    rank = len(src.type.shape)
+    if len(index.type.shape) != rank or rank == 0:
+        raise SemanticError(f"gather needs index of src's rank, got {list(index.type.shape)} and "
+                            f"{list(src.type.shape)}")
+    axis = _norm_axis(axis, rank)
+    for dd in range(rank):
+        if dd != axis and index.type.shape[dd] != src.type.shape[dd]:
+            raise SemanticError(f"gather: index dim {dd} is {index.type.shape[dd]}, src's is {src.type.shape[dd]}")
+    if not index.dtype.is_int():
+        raise SemanticError(f"gather's index must be integers, got {index.dtype!r}")
+    n = src.type.shape[axis]
+    # [.., M(index), N(src), ..]: compare every index with every source position along the axis
+    s = expand_dims(src, axis)
+    i = expand_dims(index, axis + 1)
+    pos = arange(0, n)
+    for _ in range(axis + 1):
+        pos = expand_dims(pos, 0)
+    for _ in range(rank - axis - 1):
+        pos = expand_dims(pos, len(pos.type.shape))
+    full = broadcast_shapes(s.type.shape, i.type.shape)
+    pick = compare("eq", cast(broadcast_to(i, full), T.int32), broadcast_to(pos, full))
+    return _select_or(broadcast_to(s, full), pick, axis + 1)
+
+
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Row-major (i, j) in a size_i x size_j grid -> the (i, j) visiting groups of size_g rows column-major."""
+    ij = add(mul(i, size_j), j)
+    size_gj = mul(size_g, size_j) if isinstance(_unwrap(size_g), tensor) or isinstance(_unwrap(size_j), tensor) \
+        else _unwrap(size_g) * _unwrap(size_j)
+    group = floordiv(ij, size_gj)
+    off_i = mul(group, size_g)
+    g = minimum(sub(size_i, off_i), size_g)
+    ij = mod(ij, size_gj)
+    return add(off_i, mod(ij, g)), floordiv(ij, g)
+
+
+def int_to_ptr(x, ptr_type):
+    x = to_tensor(x)
+    return tensor(_b().int_to_ptr(x.handle, ptr_type), x.type.with_element(ptr_type))
+
+
 def getitem(x, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
@@ -578,6 +887,101 @@ def store(pointer, value, mask=None, cache_modifier="", eviction_policy=""):
     return None
 
 
+def check_no_boundary_check(boundary_check, padding_option):
+    if boundary_check not in ((), [], None) or padding_option not in ("", None):
+        raise SemanticError("boundary_check and padding_option only apply to block pointers (tl.make_block_ptr); "
+                            "use mask= and other= with a tensor of pointers")
+
+
+def _scalar_int(v, what, dtype):
+    v = _unwrap(v)
+    t = to_tensor(v, dtype if not isinstance(v, tensor) else None)
+    if t.type.shape or not t.dtype.is_int() or t.dtype.is_bool():
+        raise SemanticError(f"make_block_ptr {what} must be integer scalars, got {_describe(v)}")
+    return cast(t, dtype)
+
+
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    from ..language.core import block_ptr
+
+    base = _unwrap(base)
+    if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
+        raise SemanticError(f"make_block_ptr needs a scalar pointer base, got {_describe(base)}")
+    shape, strides, offsets, block_shape, order = (list(_unwrap(x)) for x in (shape, strides, offsets,
+                                                                              block_shape, order))
+    bs = _check_shape(block_shape)
+    r = len(bs)
+    if not (len(shape) == len(strides) == len(offsets) == r):
+        raise SemanticError(f"make_block_ptr: shape, strides, offsets and block_shape need one entry per dim; got "
+                            f"{len(shape)}, {len(strides)}, {len(offsets)} and {r}")
+    order = [_unwrap(o) for o in order]
+    if sorted(order) != list(range(r)):
+        raise SemanticError(f"make_block_ptr order {order} is not a permutation of the {r} dims")
+    return block_ptr(base, [_scalar_int(v, "shape entries", T.int64) for v in shape],
+                     [_scalar_int(v, "strides", T.int64) for v in strides],
+                     [_scalar_int(v, "offsets", T.int32) for v in offsets], bs, order)
+
+
+def advance(p, offsets):
+    from ..language.core import block_ptr
+
+    p = _unwrap(p)
+    if not isinstance(p, block_ptr):
+        raise SemanticError(f"tl.advance needs a block pointer (tl.make_block_ptr), got {_describe(p)}")
+    offsets = list(_unwrap(offsets))
+    if len(offsets) != len(p.block_shape):
+        raise SemanticError(f"tl.advance needs {len(p.block_shape)} offsets, got {len(offsets)}")
+    new = [add(o, _scalar_int(d, "advance offsets", T.int32)) for o, d in zip(p.offsets, offsets)]
+    return block_ptr(p.base, p.shape, p.strides, new, p.block_shape, p.order)
+
+
+def _block_ptr_addresses(p, boundary_check):
+    """(pointer block, mask or None) of a block pointer's window; the mask covers the dims in boundary_check."""
+    r = len(p.block_shape)
+    checks = sorted({_norm_axis(d, r) for d in (boundary_check or ())})
+    ptrs = p.base
+    mask = None
+    for d, n in enumerate(p.block_shape):
+        idx = add(p.offsets[d], arange(0, n))
+        for _ in range(d):
+            idx = expand_dims(idx, 0)
+        for _ in range(r - 1 - d):
+            idx = expand_dims(idx, len(idx.type.shape))
+        ptrs = addptr(ptrs, mul(cast(idx, T.int64), p.strides[d]))
+        if d in checks:
+            inb = and_(compare("ge", idx, 0), compare("lt", cast(idx, T.int64), p.shape[d]))
+            mask = inb if mask is None else and_(mask, inb)
+    ptrs = broadcast_to(ptrs, p.block_shape)
+    if mask is not None:
+        mask = broadcast_to(mask, p.block_shape)
+    return ptrs, mask
+
+
+def load_block_ptr(p, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile):
+    if _unwrap(mask) is not None or _unwrap(other) is not None:
+        raise SemanticError("load through a block pointer takes boundary_check/padding_option, not mask/other")
+    padding_option = padding_option or "zero"
+    if padding_option not in ("zero", "nan"):
+        raise SemanticError(f"padding_option must be 'zero' or 'nan', got {padding_option!r}")
+    elem = p.base.dtype.element_ty
+    if padding_option == "nan" and not elem.is_floating():
+        raise SemanticError(f"padding_option='nan' needs a floating-point block, got {elem!r}")
+    ptrs, m = _block_ptr_addresses(p, boundary_check)
+    other = None if m is None else (float("nan") if padding_option == "nan" else 0)
+    return load(ptrs, m, other, cache_modifier, eviction_policy, volatile)
+
+
+def store_block_ptr(p, value, mask, boundary_check, cache_modifier, eviction_policy):
+    if _unwrap(mask) is not None:
+        raise SemanticError("store through a block pointer takes boundary_check, not mask")
+    value = _unwrap(value)
+    if isinstance(value, tensor) and value.type.shape and tuple(value.type.shape) != p.block_shape:
+        raise SemanticError(f"storing a block of shape {list(value.type.shape)} through a block pointer of block "
+                            f"shape {list(p.block_shape)}")
+    ptrs, m = _block_ptr_addresses(p, boundary_check)
+    return store(ptrs, value, m, cache_modifier, eviction_policy)
+
+
 def atomic(op, pointer, val, mask=None, sem=None, scope=None):
     pointer = _unwrap(pointer)
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
@@ -594,6 +998,8 @@ def atomic(op, pointer, val, mask=None, sem=None, scope=None):
     pointer, val = broadcast_to(pointer, shape), broadcast_to(cast(val, elem), shape)
     if op in ("and", "or", "xor") and not elem.is_int():
         raise SemanticError(f"atomic_{op} needs an integer pointer, got {elem!r}")
+    if elem.is_floating() and elem.is_fp8():
+        raise SemanticError(f"atomic_{op} on {elem!r} is not supported")
     if elem.is_floating() and elem.bits < 32 and op != "add":
         raise SemanticError(f"atomic_{op} is not supported on {elem!r}")
     if elem.bits < 32 and not (elem.is_floating() and op == "add"):
@@ -754,6 +1160,9 @@ def reduce_simple(x, axis, kind, keep_dims=False, dtype=None):
         x = cast(x, _unwrap(dtype))
     if x.dtype.is_ptr():
         raise SemanticError("cannot reduce pointers")
+    if x.dtype.is_fp8():  # max/min (sum already widened): compare as float32, results back in fp8 (exact)
+        r = reduce_simple(_fp8_compute(x), axis, kind, keep_dims)
+        return cast(r, x.dtype)
     if kind in ("and", "or", "xor") and not x.dtype.is_int():
         raise SemanticError(f"{kind} reduction needs integers")
     return reduce(x, axis, _combine_binary(kind), keep_dims)
@@ -836,6 +1245,15 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     da, db = a.dtype, b.dtype
     if da.is_ptr() or db.is_ptr():
         raise SemanticError("dot of pointers")
+    if da.is_fp8() or db.is_fp8():
+        if not (da.is_fp8() and db.is_fp8()):
+            raise SemanticError(f"dot of {da!r} with {db!r}: fp8 operands go with fp8 operands")
+        if out_dtype != T.float32:
+            raise SemanticError(f"dot of fp8 operands accumulates in float32, got out_dtype {out_dtype!r}")
+        # fp8 values are exact in float16: the product runs on the fp16 tensor cores with a float32 accumulator
+        # (full-precision accumulation; fp8 wgmma instructions are not used yet)
+        a, b = cast(a, T.float16), cast(b, T.float16)
+        da = db = T.float16
     if da != db:
         if {da.name, db.name} <= {"float16", "bfloat16", "float32"}:
             # mixed float inputs: compute in the wider/common type, as Triton does

@@ -141,6 +141,19 @@ def _fma(interp, op):
     return N.fma_fn(_elem(op.operands[0]))
 
 
+@impl("extern_elementwise")
+def _extern_elementwise(interp, op):
+    from .libdevice import libdevice_fn
+
+    return libdevice_fn(op.attrs["symbol"], [_nd(v) for v in op.operands], _nd(op.results[0]))
+
+
+@impl("barrier")
+def _barrier(interp, op):
+    # Programs run one at a time and each whole block at once, so every store is visible to every later op.
+    return lambda: None
+
+
 @impl("cmp")
 def _cmp(interp, op):
     return N.cmp_fn(op.attrs["pred"], _elem(op.operands[0]))
@@ -154,7 +167,7 @@ def _select(interp, op):
 
 @impl("cast")
 def _cast(interp, op):
-    return N.cast_fn(_elem(op.operands[0]), op.attrs["to"])
+    return N.cast_fn(_elem(op.operands[0]), op.attrs["to"], op.attrs.get("rounding"))
 
 
 @impl("bitcast")
@@ -171,6 +184,11 @@ def _addptr(interp, op):
         delta = (off.astype(np.int64) * size).view(u64)  # off: array or NumPy scalar
         return np.add(p, delta, dtype=u64)
     return addptr
+
+
+@impl("int_to_ptr")
+def _int_to_ptr(interp, op):
+    return lambda i: np.asarray(i).view(np.uint64)
 
 
 @impl("ptr_to_int")

@@ -28,6 +28,10 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
   cvt.rzi.sat); int->int wraps; int->float and float->float round to nearest even (correctly, also for
   int64->bf16); anything->int1 is `!= 0` (NaN -> True); int1->anything is 0/1.
 - bitcast reinterprets the bits (NumPy view).
+- fp8 (float8e4nv = e4m3fn, float8e5 = e5m2) values are only loaded, stored, selected, bitcast and cast (the
+  frontend computes arithmetic on them in float32): casts to fp8 round to float32 first, then to nearest even
+  with saturation to the finite range (inf too) and NaN -> 0x7F (PTX cvt.rn.satfinite); casts from fp8 are exact.
+- cast attr rounding "rtz" (fp_downcast_rounding, float32 -> float16/bfloat16) rounds toward zero.
 """
 from __future__ import annotations
 
@@ -395,11 +399,60 @@ def _int_to_f64_err(x):
     return two_sum(hi, lo)
 
 
-def cast_fn(src, dst):
+_FP8_MAX = {"float8e4nv": 448.0, "float8e5": 57344.0}
+
+
+def to_fp8(x, dst):
+    """float array -> fp8 `dst`, as the GPU's cvt.rn.satfinite from float32: the value is first rounded to float32
+    (exact for fp16/bf16), then to nearest even in fp8; finite values beyond the largest (and +-inf) become
+    +-max, NaN becomes the NaN 0x7F."""
+    x32 = np.asarray(x).astype(F32)
+    m = np.float32(_FP8_MAX[dst.name])
+    nan = np.isnan(x32)
+    r = np.clip(np.where(nan, np.float32(0), x32), -m, m).astype(np_dtype(dst))
+    if np.any(nan):
+        r = np.where(nan, np.asarray(0x7F, np.uint8).view(np_dtype(dst)), r)
+    return r
+
+
+def fp8_bits(value: float, dst) -> int:
+    """The fp8 bit pattern (0..255) of a Python float, rounded as `to_fp8` does."""
+    return int(to_fp8(np.float64(value), dst).view(np.uint8))
+
+
+def _f32_rtz(x, dst):
+    """float32 -> float16/bfloat16 rounding toward zero: the nearest, moved one step toward zero if it is farther."""
+    x = np.asarray(x).astype(F32)
+    nd = np_dtype(dst)
+    r = x.astype(nd)
+    back = r.astype(F32)
+    over = np.isfinite(x) & (np.abs(back) > np.abs(x))
+    if np.any(over):
+        bits = r.view(np.uint16)
+        r = np.where(over, (bits - np.uint16(1)).view(nd), r)  # one ulp toward zero (sign-magnitude)
+    inf = np.isinf(r) & np.isfinite(x)  # rounded up to inf: rtz gives the largest finite
+    if np.any(inf):
+        r = np.where(inf, (r.view(np.uint16) - np.uint16(1)).view(nd), r)
+    return r
+
+
+def cast_fn(src, dst, rounding=None):
     """f(x) converting element type src -> dst (see the module docstring for the rules)."""
     snd, dnd = np_dtype(src), np_dtype(dst)
     if src == dst:
         return lambda x: x
+    if src.is_fp8() and dst.is_fp8():
+        return lambda x: to_fp8(np.asarray(x).astype(F32), dst)
+    if dst.is_fp8():
+        to32 = cast_fn(src, T.float32) if not src.is_floating() else (lambda x: np.asarray(x).astype(F32))
+        return lambda x: to_fp8(to32(x), dst)
+    if src.is_fp8():
+        if dst.is_bool():
+            return lambda x: (np.asarray(x).view(np.uint8) & 0x7F) != 0
+        from32 = cast_fn(T.float32, dst)
+        return lambda x: from32(np.asarray(x).astype(F32))
+    if rounding == "rtz" and src.is_fp32() and dst.bits == 16:
+        return lambda x: _f32_rtz(x, dst)
     if dst.is_bool():
         if src.is_bf16():
             return lambda x: np.asarray(x).astype(F32) != 0
@@ -459,6 +512,8 @@ def const_array(value, elem, shape):
         v = bool(value)
     elif elem.is_floating():
         v = float(value)
+        if elem.is_fp8():
+            return np.full(shape, to_fp8(np.float64(v), elem), dtype=nd)
         if nd != F64 and nd != F32:
             return np.full(shape, round_f64(np.float64(v), elem), dtype=nd)
     elif elem.is_ptr():

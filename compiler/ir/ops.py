@@ -30,14 +30,18 @@ Op kinds (operands -> results; attrs):
   neg not                     (x) -> T            not: bitwise complement (logical for int1)
   exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil abs   (x) -> T   math; all but abs on floats only
   fma            (a, b, c) -> T                   a*b+c with one rounding
+  extern_elementwise (x0..xn-1) -> T              symbol: a libdevice function (`__nv_tanhf`) applied per element;
+                                                  operands of one shape, each of the function's own dtype; pure
   cmp            (a, b) -> int1-shaped            pred: eq ne lt le gt ge (signedness from dtype; floats ordered
                                                   except ne, which is unordered, as in C)
   select         (c, a, b) -> T                   c int1
   cast           (x) -> T'                        to: dtype; numeric conversion (float->int truncates toward
-                                                  zero, int->int wraps, to int1 means != 0)
+                                                  zero, int->int wraps, to int1 means != 0); rounding "rtz" (f32
+                                                  -> f16/bf16 only) rounds toward zero; to/from fp8 see numerics
   bitcast        (x) -> T'                        to: dtype of equal width (or pointer<->pointer)
   addptr         (p, off) -> pointer              p + off * sizeof(element); off any int type
   ptr_to_int     (p) -> i64
+  int_to_ptr     (i) -> pointer                   to: the pointer type; i an int64/uint64 address
   load           (p[, mask[, other]]) -> T        attrs: cache, eviction, volatile; masked-off lanes read `other`
                                                   (undefined when absent; the interpreter gives 0); `mask` and
                                                   `other` are present exactly when attrs has_mask / has_other
@@ -174,6 +178,11 @@ class Builder:
     def fma(self, a: Value, b: Value, c: Value) -> Value:
         return self._one("fma", [a, b, c], a.type)
 
+    def extern_elementwise(self, symbol: str, operands, rtype: T.TensorType) -> Value:
+        if any(v.type.shape != rtype.shape for v in operands):
+            raise IRError(f"extern_elementwise {symbol}: operand shapes differ from {rtype.shape}")
+        return self._one("extern_elementwise", list(operands), rtype, {"symbol": symbol})
+
     def cmp(self, pred: str, a: Value, b: Value) -> Value:
         if a.type != b.type:
             raise IRError(f"cmp: {a.type} vs {b.type}")
@@ -182,10 +191,11 @@ class Builder:
     def select(self, c: Value, a: Value, b: Value) -> Value:
         return self._one("select", [c, a, b], a.type)
 
-    def cast(self, x: Value, to) -> Value:
+    def cast(self, x: Value, to, rounding=None) -> Value:
         if x.type.element == to:
             return x
-        return self._one("cast", [x], x.type.with_element(to), {"to": to})
+        attrs = {"to": to} if rounding is None else {"to": to, "rounding": rounding}
+        return self._one("cast", [x], x.type.with_element(to), attrs)
 
     def bitcast(self, x: Value, to) -> Value:
         if x.type.element == to:
@@ -197,6 +207,9 @@ class Builder:
 
     def ptr_to_int(self, p: Value) -> Value:
         return self._one("ptr_to_int", [p], p.type.with_element(T.int64))
+
+    def int_to_ptr(self, i: Value, to) -> Value:
+        return self._one("int_to_ptr", [i], i.type.with_element(to), {"to": to})
 
     # --- memory ------------------------------------------------------------------------------------
     def load(self, p: Value, mask=None, other=None, cache="", eviction="", volatile=False) -> Value:

@@ -52,6 +52,16 @@ class dtype:
     def is_fp64(self) -> bool:
         return self.name == "float64"
 
+    def is_fp8(self) -> bool:
+        """float8e4nv (e4m3, bias 7, no inf, max 448) or float8e5 (e5m2, bias 15, IEEE-like, max 57344)."""
+        return self.kind == "float" and self.bits == 8
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "float8e4nv"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "float8e5"
+
     @property
     def primitive_bitwidth(self) -> int:
         return self.bits
@@ -67,6 +77,8 @@ class dtype:
             import numpy as np
 
             return _bf16_np() or np.dtype(np.uint16)
+        if self.bits == 8 and self.kind == "float":
+            return _fp8_np(self.name)
         return (_NP or _np_table())[self.name]
 
     def __repr__(self) -> str:
@@ -140,12 +152,16 @@ float16 = dtype("float16", "float", 16, "f16")
 bfloat16 = dtype("bfloat16", "float", 16, "bf16")
 float32 = dtype("float32", "float", 32, "f32")
 float64 = dtype("float64", "float", 64, "f64")
+float8e4nv = dtype("float8e4nv", "float", 8, "fp8e4nv")
+float8e5 = dtype("float8e5", "float", 8, "fp8e5")
+FP8_DTYPES = [float8e4nv, float8e5]
 
 ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool": int1, "i1": int1, "fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64})
-for _d in ALL_DTYPES:
-    _BY_NAME[_d.short] = _d
+for _d in ALL_DTYPES + FP8_DTYPES:
+    _BY_NAME[_d.name] = _BY_NAME[_d.short] = _d
+_BY_NAME.update({"fp8e4m3": float8e4nv, "e4m3": float8e4nv, "fp8e5m2": float8e5, "e5m2": float8e5})
 
 _NP_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
              "float64")
@@ -174,6 +190,15 @@ def _bf16_np():
         except Exception:  # pragma: no cover - optional
             _BF16_NP = False
     return _BF16_NP
+
+def _fp8_np(name):
+    """ml_dtypes' NumPy dtype of an fp8 type (float8_e4m3fn / float8_e5m2), imported on first use."""
+    try:
+        import ml_dtypes as _ml_dtypes  # type: ignore
+        import numpy as np
+    except Exception as e:  # pragma: no cover - ml_dtypes is a dependency
+        raise RuntimeError(f"{name} arrays need ml_dtypes") from e
+    return np.dtype(_ml_dtypes.float8_e4m3fn if name == "float8e4nv" else _ml_dtypes.float8_e5m2)
 
 
 def from_name(name: str) -> dtype:
@@ -207,6 +232,10 @@ def _from_numpy(np_dtype) -> dtype:
     nd = np.dtype(np_dtype)
     if nd.name == "bfloat16":  # ml_dtypes' (a bfloat16 array exists, so ml_dtypes is loaded already)
         return bfloat16
+    if nd.name == "float8_e4m3fn":
+        return float8e4nv
+    if nd.name == "float8_e5m2":
+        return float8e5
     for name, d in (_NP or _np_table()).items():
         if d == nd:
             return _BY_NAME[name]

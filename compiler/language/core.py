@@ -9,12 +9,11 @@ import builtins as _py
 
 from ..ir import types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
-    TensorType, bfloat16, dtype, float16, float32, float64, int1, int8, int16, int32, int64, pointer_type,
-    uint8, uint16, uint32, uint64,
+    TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, int1, int8, int16, int32, int64,
+    pointer_type, uint8, uint16, uint32, uint64,
 )
 
 bool_ = int1
-float8 = None  # placeholder name some Triton code checks; fp8 is not supported yet
 
 
 class constexpr:
@@ -187,7 +186,8 @@ class tensor:
 
     # methods
     def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
-        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast))
+        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                           fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
     def reshape(self, *shape, can_reorder=False):
         if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
@@ -228,6 +228,82 @@ class tensor:
 
     def argmin(self, axis, keep_dims=False):
         return argmin(self, axis, keep_dims=keep_dims)
+
+
+class block_ptr:
+    """A block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into a strided `shape` array at
+    `base`. Loads and stores through it address the window; `boundary_check` masks the dims it names to the
+    array. A compile-time object whose runtime parts (base, shape, strides, offsets: scalar tensors) are what
+    loops carry; `order` is accepted (a layout hint: the compiler picks layouts itself)."""
+
+    def __init__(self, base, shape, strides, offsets, block_shape, order):
+        self.base, self.shape, self.strides, self.offsets = base, list(shape), list(strides), list(offsets)
+        self.block_shape, self.order = tuple(block_shape), tuple(order)
+
+    @property
+    def dtype(self):
+        return pointer_type(self.base.dtype.element_ty)
+
+    @property
+    def type(self):
+        return self
+
+    element_ty = property(lambda self: self.base.dtype.element_ty)
+
+    def parts(self):
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_parts(self, parts):
+        r = len(self.block_shape)
+        return block_ptr(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.block_shape,
+                         self.order)
+
+    def same_structure(self, other):
+        return (isinstance(other, block_ptr) and other.block_shape == self.block_shape
+                and other.base.dtype == self.base.dtype)
+
+    def __repr__(self):
+        return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
+
+
+class tensor_descriptor:
+    """An in-kernel tensor descriptor (`tl.make_tensor_descriptor`): a strided `shape` array at `base` read and
+    written in `block_shape` tiles at element offsets. Out-of-bounds elements of a tile read as zero (or NaN with
+    padding_option="nan") and are not written, as with TMA. Lowered to masked pointer accesses (no TMA)."""
+
+    def __init__(self, base, shape, strides, block_shape, padding):
+        self.base, self.shape, self.strides = base, list(shape), list(strides)
+        self.block_shape, self.padding = tuple(block_shape), padding
+
+    @property
+    def dtype(self):
+        return self.base.dtype.element_ty
+
+    def _at(self, offsets):
+        offsets = list(_unwrap(offsets))
+        if len(offsets) != len(self.block_shape):
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"a tensor descriptor of rank {len(self.block_shape)} needs {len(self.block_shape)} "
+                                f"offsets, got {len(offsets)}")
+        return _sem().make_block_ptr(self.base, self.shape, self.strides, offsets, self.block_shape,
+                                     list(_py.range(len(self.block_shape)))[::-1])
+
+    @builtin
+    def load(self, offsets):
+        """The tile at `offsets` (out-of-bounds elements: zero, or NaN with padding_option="nan")."""
+        p = self._at(offsets)
+        return _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
+                                     False)
+
+    @builtin
+    def store(self, offsets, value):
+        """Write `value` (a tile of block_shape) at `offsets`; out-of-bounds elements are not written."""
+        p = self._at(offsets)
+        return _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+
+    def __repr__(self):
+        return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -293,14 +369,75 @@ def full_like(input, value):
 @builtin
 def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
-    """Load from `pointer` (scalar or block of pointers); lanes where `mask` is false take `other`."""
+    """Load from `pointer` (scalar or block of pointers); lanes where `mask` is false take `other`.
+
+    Through a block pointer: `boundary_check` names the dims masked to the array, whose out-of-bounds elements
+    read `padding_option` ("zero", the default, or "nan")."""
+    pointer = _unwrap(pointer)
+    if isinstance(pointer, block_ptr):
+        return _sem().load_block_ptr(pointer, mask, other, _unwrap(boundary_check), _unwrap(padding_option),
+                                     _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
+    _sem().check_no_boundary_check(_unwrap(boundary_check), _unwrap(padding_option))
     return _sem().load(pointer, mask, other, _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
 
 
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type."""
+    """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type.
+    Through a block pointer, `boundary_check` names the dims whose out-of-bounds elements are not written."""
+    pointer = _unwrap(pointer)
+    if isinstance(pointer, block_ptr):
+        return _sem().store_block_ptr(pointer, value, mask, _unwrap(boundary_check), _unwrap(cache_modifier),
+                                      _unwrap(eviction_policy))
+    _sem().check_no_boundary_check(_unwrap(boundary_check), "")
     return _sem().store(pointer, value, mask, _unwrap(cache_modifier), _unwrap(eviction_policy))
+
+
+@builtin
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A block pointer: the `block_shape` window at `offsets` of the array at `base` with `shape` and `strides`
+    (elements); `order` (the dims from fastest to slowest) is accepted as a hint."""
+    return _sem().make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor of the array at `base` (`shape`, `strides` in elements, the last stride 1) for tiles of
+    `block_shape`; load/store tiles with `desc.load([i, j])` / `desc.store([i, j], x)`."""
+    from ..frontend.context import SemanticError
+
+    base = _unwrap(base)
+    if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
+        raise SemanticError("make_tensor_descriptor needs a scalar pointer base")
+    shape, strides, block_shape = list(_unwrap(shape)), list(_unwrap(strides)), list(_unwrap(block_shape))
+    if not (len(shape) == len(strides) == len(block_shape)) or not 1 <= len(shape) <= 5:
+        raise SemanticError(f"make_tensor_descriptor needs one shape, stride and block size per dim (1-5 dims), got "
+                            f"{len(shape)}, {len(strides)} and {len(block_shape)}")
+    last = _unwrap(strides[-1])
+    if not isinstance(last, tensor) and last != 1:
+        raise SemanticError(f"make_tensor_descriptor's last stride must be 1, got {last}")
+    pad = _unwrap(padding_option)
+    if pad not in ("zero", "nan"):
+        raise SemanticError(f"padding_option must be 'zero' or 'nan', got {pad!r}")
+    return tensor_descriptor(base, shape, strides, [_unwrap(b) for b in block_shape], pad)
+
+
+@builtin
+def load_tensor_descriptor(desc, offsets):
+    """`desc.load(offsets)`."""
+    return desc.load(offsets)
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """`desc.store(offsets, value)`."""
+    return desc.store(offsets, value)
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer `base` moved by `offsets` (one per dim)."""
+    return _sem().advance(base, offsets)
 
 
 @builtin
@@ -345,6 +482,127 @@ def permute(input, *dims):
 
 
 @builtin
+def join(a, b):
+    """a and b stacked along a new minor dim of size 2 (shape [..., 2])."""
+    return _sem().join(a, b)
+
+
+@builtin
+def split(a):
+    """The two halves of a's minor dim of size 2: (a[..., 0], a[..., 1])."""
+    return _sem().split(a)
+
+
+@builtin
+def interleave(a, b):
+    """a and b interleaved along the last dim: [a0, b0, a1, b1, ...]."""
+    return _sem().interleave(a, b)
+
+
+@builtin
+def cat(input, other, can_reorder=False, dim=0):
+    """input and other (one shape) concatenated along dim 0, in order (so also correct when can_reorder)."""
+    if _unwrap(dim) != 0:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"tl.cat along dim {_unwrap(dim)} is not supported (dim 0 is)")
+    return _sem().cat(input, other)
+
+
+@builtin
+def flip(x, dim=None):
+    """x reversed along `dim` (the last dim when None)."""
+    return _sem().flip(x, dim)
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """x sorted along its last dim (ascending unless `descending`)."""
+    return _sem().sort(x, dim, descending)
+
+
+@builtin
+def topk(x, k, dim=None):
+    """The k largest elements along the last dim, largest first."""
+    return _sem().topk(x, k, dim)
+
+
+@builtin
+def histogram(input, num_bins, mask=None):
+    """int32 counts of the values of the 1-D int block `input` in [0, num_bins)."""
+    return _sem().histogram(input, num_bins, mask)
+
+
+@builtin
+def gather(src, index, axis):
+    """src gathered along `axis` at `index` (index has src's shape in the other dims)."""
+    return _sem().gather(src, index, axis)
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Map row-major grid indices (i, j) of a size_i x size_j grid to the grouped order (groups of size_g rows,
+    column-major within a group), for L2-friendly tile orders."""
+    return _sem().swizzle2d(i, j, size_i, size_j, size_g)
+
+
+@builtin
+def assume(cond):
+    """A promise that `cond` holds (accepted as a hint; a compile-time False is an error)."""
+    c = _unwrap(cond)
+    if not isinstance(c, tensor) and not c:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError("tl.assume of a condition that is False at compile time")
+    return None
+
+
+class const:
+    """Parameter annotation marking a pointer to read-only data (accepted; loads are not changed by it)."""
+
+
+TRITON_MAX_TENSOR_NUMEL = 1048576  # the largest block Triton allows (the same limit applies here)
+
+
+class PropagateNan:
+    """`propagate_nan` values of `tl.maximum` / `tl.minimum` / `tl.clamp`: NONE (NaN-ignoring) or ALL."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+@builtin
+def add(x, y, sanitize_overflow=True):
+    """x + y (pointers too)."""
+    return _sem().add(x, y)
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True):
+    """x - y."""
+    return _sem().sub(x, y)
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True):
+    """x * y."""
+    return _sem().mul(x, y)
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """x as a 1-D block (row-major order)."""
+    t = _sem().to_tensor(x)
+    return _sem().reshape(t, (t.type.numel,))
+
+
+@builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or along `axis`."""
+    return _sem().reduce_simple(input, axis, "or", _unwrap(keep_dims))
+
+
+@builtin
 def where(condition, x, y):
     """Elementwise `x` where `condition` else `y` (broadcast together)."""
     return _sem().where(condition, x, y)
@@ -367,7 +625,10 @@ def clamp(x, min, max, propagate_nan=False):
 
 @builtin
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return _sem().cast(input, _unwrap(dtype), bitcast=_unwrap(bitcast))
+    """Convert `input` to `dtype` (bitcast: reinterpret the bits); fp_downcast_rounding "rtne" (default) or "rtz"
+    (float32 -> float16/bfloat16)."""
+    return _sem().cast(input, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                       fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
 
 @builtin

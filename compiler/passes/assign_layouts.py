@@ -23,7 +23,7 @@ from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, d
 
 ELEMENTWISE = frozenset(("add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi neg not exp exp2 log "
                          "log2 sqrt rsqrt sin cos erf floor ceil abs fma cmp select cast bitcast addptr "
-                         "ptr_to_int convert_layout").split())
+                         "ptr_to_int int_to_ptr convert_layout extern_elementwise").split())
 SOURCES = frozenset(("const", "arange", "splat"))
 
 

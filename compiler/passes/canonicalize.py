@@ -13,7 +13,7 @@ PURE = {
     "const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims", "reshape", "permute",
     "add", "sub", "mul", "fdiv", "idiv", "irem", "frem", "and", "or", "xor", "shl", "shr", "max", "min", "umulhi",
     "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
-    "fma", "cmp", "select", "cast", "bitcast", "addptr", "ptr_to_int",
+    "fma", "cmp", "select", "cast", "bitcast", "addptr", "ptr_to_int", "int_to_ptr", "extern_elementwise",
 }
 # Pure ops with nested blocks can be dropped when unused but are not shared.
 DROPPABLE = PURE | {"reduce", "scan"}

@@ -201,8 +201,7 @@ def ln_bwd_launch(p, a, m):
 CASES = [
     Case("mm_block_ptr_f16", matmul_block_ptr_kernel, mm_inputs, mm_out, lambda p, x: {"c": x["a"] @ x["b"]},
          mm_launch, gpu={"M": 4096, "N": 4096, "K": 4096}, ci={"M": 40, "N": 24, "K": 40}, meta=MM_META,
-         ci_meta=MM_CI, flops=mm_flops, bytes=mm_bytes, idiom="block pointers with boundary_check and tl.advance",
-         xfail="tl.make_block_ptr / tl.advance (block pointers)"),
+         ci_meta=MM_CI, flops=mm_flops, bytes=mm_bytes, idiom="block pointers with boundary_check and tl.advance"),
     Case("mm_even_k_f16", matmul_even_k_kernel, mm_inputs, mm_out, lambda p, x: {"c": x["a"] @ x["b"]}, mm_launch,
          gpu={"M": 4096, "N": 4096, "K": 4096}, ci={"M": 40, "N": 24, "K": 40}, meta=MM_META, ci_meta=MM_CI,
          flops=mm_flops, bytes=mm_bytes,
@@ -213,8 +212,7 @@ CASES = [
          lambda p, a, m: ((cdiv(p["N"], m["BLOCK"]),), [a["x"], a["y"], p["N"]]),
          gpu={"N": 2 ** 26}, ci={"N": 1000}, meta={"BLOCK": 1024, "num_warps": 4},
          ci_meta={"BLOCK": 256, "num_warps": 2}, flops=lambda p: 10.0 * p["N"], bytes=lambda p: 4.0 * p["N"],
-         idiom="from triton.language.extra import libdevice; libdevice.tanh",
-         xfail="triton.language.extra.libdevice (libdevice.tanh)"),
+         idiom="from triton.language.extra import libdevice; libdevice.tanh"),
     Case("softmax_rows_keepdims_f32", softmax_rows_kernel, lambda p, rng: {"x": randn(rng, (p["M"], p["N"]),
                                                                                       "float32", 2.0)},
          lambda p: {"y": ((p["M"], p["N"]), "float32")}, softmax_ref,
@@ -229,6 +227,5 @@ CASES = [
          ci_meta={"GROUP_SIZE_M": 4, "BLOCK_N": 256, "num_warps": 4}, zero=("lock",),
          tol={"float16": (1e-2, 3e-3), "float32": (1e-4, 1e-5)}, flops=lambda p: 14.0 * p["M"] * p["N"],
          bytes=lambda p: 6.0 * p["M"] * p["N"],
-         idiom="dx plus dW/dB partials per row group under a spin lock (atomic_cas, atomic_xchg, while, if)",
-         xfail="tl.debug_barrier (op `barrier` has no lowering in the code generator or the interpreter)"),
+         idiom="dx plus dW/dB partials per row group under a spin lock (atomic_cas, atomic_xchg, while, if)"),
 ]

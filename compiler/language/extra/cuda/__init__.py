@@ -1,0 +1,2 @@
+"""`tl.extra.cuda`: NVIDIA-specific extras (libdevice)."""
+from . import libdevice  # noqa: F401

@@ -1,0 +1,58 @@
+"""The README's table of Triton's language surface covers every public name of triton.language (where Triton is
+installed), and agrees with what compiler.language has: "no" rows name nothing we define, other rows only names
+we define. libdevice: every Triton libdevice function is ours unless the README names it as not supported."""
+import os
+import re
+
+import pytest
+
+import compiler.language as ours
+from compiler.language.extra import libdevice as our_libdevice
+
+README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+
+
+def _table():
+    text = open(README).read()
+    start = text.index("### Triton's language surface")
+    end = text.index("\n### ", start + 10)
+    section = text[start:end]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `tl."):
+            names_cell, status = line.strip("|").split("|", 1)
+            for n in re.findall(r"`tl\.(\w+)`", names_cell):
+                rows[n] = status.strip()
+    return section, rows
+
+
+def test_table_agrees_with_compiler_language():
+    _, rows = _table()
+    assert len(rows) > 100
+    for name, status in rows.items():
+        if status.startswith("no"):
+            assert not hasattr(ours, name), f"tl.{name} is marked 'no' but compiler.language defines it"
+        else:
+            assert hasattr(ours, name), f"tl.{name} is marked '{status[:20]}' but compiler.language lacks it"
+
+
+def test_table_covers_triton_language():
+    tl = pytest.importorskip("triton.language", reason="Triton is not installed")
+    _, rows = _table()
+    public = [n for n in dir(tl) if not n.startswith("_")]
+    missing = [n for n in public if n not in rows]
+    assert not missing, f"README's language table does not cover: {missing}"
+
+
+def test_libdevice_covers_triton_libdevice():
+    pytest.importorskip("triton.language", reason="Triton is not installed")
+    from triton.language.extra import libdevice as tld
+
+    section, _ = _table()
+    tail = section[section.index("libdevice: every function"):]
+    declared_missing = set(re.findall(r"`(\w+)`", tail.split("(no)")[0]))
+    theirs = [n for n in dir(tld) if not n.startswith("_") and callable(getattr(tld, n))]
+    missing = [n for n in theirs if not hasattr(our_libdevice, n) and n not in declared_missing]
+    assert not missing, f"libdevice functions neither supported nor listed as not supported: {missing}"
+    wrong = [n for n in declared_missing if hasattr(our_libdevice, n)]
+    assert not wrong, f"listed as not supported but defined: {wrong}"

@@ -1,0 +1,59 @@
+"""fp8 kernels: casts both ways, fp8 arithmetic, fp8 arrays as arguments, rounding modes."""
+import compiler
+import compiler.language as tl
+
+
+@compiler.jit
+def cast_kernel(X, Y, N, DST: tl.constexpr, BLOCK: tl.constexpr):
+    """y = x.to(DST) (the store is then of DST's own type)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    tl.store(Y + offs, x.to(DST, fp_downcast_rounding="rtne"), mask=m)
+
+
+@compiler.jit
+def rtz_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    tl.store(Y + offs, x.to(Y.dtype.element_ty, fp_downcast_rounding="rtz"), mask=m)
+
+
+@compiler.jit
+def fp8_arith(A, B, Y, N, BLOCK: tl.constexpr):
+    """fp8 in, fp8 out: (a * b + 0.5) computed in float32 per op, rounded to fp8 after each op; max with a."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    a = tl.load(A + offs, mask=m, other=0.0)
+    b = tl.load(B + offs, mask=m, other=0.0)
+    c = a * b
+    d = tl.maximum(c + 0.5, a)
+    tl.store(Y + offs, d, mask=m)
+
+
+@compiler.jit
+def fp8_row_max(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + tl.program_id(0) * BLOCK + offs)
+    tl.store(Y + tl.program_id(0), tl.max(x, axis=0))
+
+
+@compiler.jit
+def rtz_to_fp8(X, Y):
+    tl.store(Y, tl.load(X).to(tl.float8e4nv, fp_downcast_rounding="rtz"))
+
+
+@compiler.jit
+def uses_e4b15(X, Y):
+    tl.store(Y, tl.load(X).to(tl.float8e4b15))
+
+
+@compiler.jit
+def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    i = tl.arange(0, M)[:, None]
+    j = tl.arange(0, N)[None, :]
+    k = tl.arange(0, K)
+    a = tl.load(A + i * K + k[None, :])
+    b = tl.load(B + k[:, None] * N + j)
+    tl.store(C + i * N + j, tl.dot(a, b))

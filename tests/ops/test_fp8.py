@@ -1,0 +1,205 @@
+"""fp8 (tl.float8e4nv = e4m3fn, tl.float8e5 = e5m2): casts bit-exact against references built here from the
+formats' definitions (round to nearest even, finite values saturated as PTX cvt.rn.satfinite, NaN -> 0x7F),
+fp8 arrays as kernel arguments, arithmetic and reductions on fp8, fp_downcast_rounding="rtz"."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from . import fp8_kernels as K
+from .lang_common import TARGETS, run
+
+N = 1000
+BLOCK = 256
+GRID = (4,)
+E4M3, E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+FMT = {"float8e4nv": (E4M3, 4, 3, 7), "float8e5": (E5M2, 5, 2, 15)}  # (numpy dtype, exponent bits, mantissa, bias)
+
+
+def decode(bits, name):
+    """The value of each fp8 bit pattern, from the format's definition (not ml_dtypes)."""
+    _, eb, mb, bias = FMT[name]
+    b = np.asarray(bits, np.int64)
+    s = np.where(b >> 7, -1.0, 1.0)
+    e = (b >> mb) & ((1 << eb) - 1)
+    m = b & ((1 << mb) - 1)
+    v = np.where(e == 0, m / 2.0 ** mb * 2.0 ** (1 - bias), (1 + m / 2.0 ** mb) * 2.0 ** (e - bias))
+    v = s * v
+    if name == "float8e4nv":
+        v = np.where((e == 15) & (m == 7), np.nan, v)
+    else:
+        v = np.where((e == 31) & (m == 0), s * np.inf, np.where((e == 31) & (m != 0), np.nan, v))
+    return v
+
+
+def encode_ref(x, name):
+    """Bits of float32 values x in fp8: nearest finite value (ties: even mantissa), saturated, NaN -> 0x7F."""
+    vals = decode(np.arange(256), name)
+    finite = np.where(np.isfinite(vals))[0]
+    fv = vals[finite]
+    out = np.empty(len(x), np.uint8)
+    mx = np.nanmax(fv)
+    for i, v in enumerate(np.asarray(x, np.float64)):
+        if np.isnan(v):
+            out[i] = 0x7F
+            continue
+        v = min(max(v, -mx), mx)
+        d = np.abs(fv - v)
+        best = np.where(d == d.min())[0]
+        cands = finite[best]
+        if np.any(fv[best] == 0):  # rounds to zero (zero's mantissa is even): +0 or -0 by the value's sign
+            cands = [0x80 if np.signbit(v) else 0]
+        elif len(cands) > 1:  # a tie: the even mantissa
+            cands = [c for c in cands if c % 2 == 0] or cands
+        out[i] = cands[0]
+    return out
+
+
+def _special_inputs(rng, n=N):
+    x = rng.standard_normal(n).astype(np.float32) * np.float32(2.0) ** rng.integers(-12, 12, n).astype(np.float32)
+    x[:12] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 448.0, 464.0, 465.0, 1e6, -1e6, 57344.0, 61440.0]
+    # exact midpoints between neighbouring fp8 values exercise ties-to-even
+    return x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
+def test_f32_to_fp8_bit_exact(target, name):
+    rng = np.random.default_rng(1)
+    x = _special_inputs(rng)
+    vals = decode(np.arange(256), name)
+    fin = np.sort(vals[np.isfinite(vals)])
+    mids = ((fin[1:] + fin[:-1]) / 2).astype(np.float32)
+    x[12:12 + min(len(mids), 200)] = mids[:200]
+    y = np.full(N, 0x55, np.uint8).view(FMT[name][0])
+    run(target, K.cast_kernel, GRID, [x, y], [N], DST=getattr(tl, name), BLOCK=BLOCK)
+    np.testing.assert_array_equal(y.view(np.uint8), encode_ref(x, name))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float64", "int32"])
+def test_other_types_to_fp8(target, src):
+    """float16/bfloat16 widen exactly to float32 first; float64 and int32 round to float32 first (Triton's)."""
+    rng = np.random.default_rng(2)
+    x32 = _special_inputs(rng)
+    if src == "int32":
+        x = rng.integers(-600, 600, N).astype(np.int32)
+    else:
+        with np.errstate(over="ignore"):
+            x = x32.astype(getattr(tl, src).np)
+    y = np.zeros(N, E4M3)
+    run(target, K.cast_kernel, GRID, [x, y], [N], DST=tl.float8e4nv, BLOCK=BLOCK)
+    np.testing.assert_array_equal(y.view(np.uint8), encode_ref(np.asarray(x).astype(np.float32), "float8e4nv"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
+@pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16", "float64"])
+def test_fp8_to_float_exact(target, name, dst):
+    bits = np.tile(np.arange(256, dtype=np.uint8), 4)[:N]
+    x = bits.view(FMT[name][0])
+    y = np.full(N, 7, getattr(tl, dst).np)
+    run(target, K.cast_kernel, GRID, [x, y], [N], DST=getattr(tl, dst), BLOCK=BLOCK)
+    ref = decode(bits, name)
+    got = y.astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(got[ok], ref[ok])
+    np.testing.assert_array_equal(np.signbit(got[ok]), np.signbit(ref[ok]))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_e4m3_to_e5m2(target):
+    bits = np.tile(np.arange(256, dtype=np.uint8), 4)[:N]
+    y = np.zeros(N, E5M2)
+    run(target, K.cast_kernel, GRID, [bits.view(E4M3), y], [N], DST=tl.float8e5, BLOCK=BLOCK)
+    np.testing.assert_array_equal(y.view(np.uint8), encode_ref(decode(bits, "float8e4nv"), "float8e5"))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dst", ["float16", "bfloat16"])
+def test_rtz_downcast(target, dst):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(N) * 100).astype(np.float32)
+    x[:4] = [1e6, -1e6, np.inf, np.nan]
+    nd = getattr(tl, dst).np
+    y = np.zeros(N, nd)
+    run(target, K.rtz_kernel, GRID, [x, y], [N], BLOCK=BLOCK)
+    # reference: the float32 value truncated toward zero at the destination's precision
+    mb = 10 if dst == "float16" else 7
+    x64 = x.astype(np.float64)
+    m, e = np.frexp(np.where(np.isfinite(x64), x64, 1.0))
+    t = np.trunc(m * 2.0 ** (mb + 1)) / 2.0 ** (mb + 1) * 2.0 ** e
+    fmax = float(np.finfo(np.float16).max) if dst == "float16" else float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+    t = np.clip(t, -fmax, fmax)
+    ref = np.where(np.isfinite(x64), t, x64)
+    got = y.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(got[~np.isnan(ref)], ref[~np.isnan(ref)])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
+def test_fp8_arithmetic(target, name):
+    rng = np.random.default_rng(4)
+    nd = FMT[name][0]
+    a = (rng.standard_normal(N) * 4).astype(nd)
+    b = (rng.standard_normal(N) * 4).astype(nd)
+    y = np.zeros(N, nd)
+    run(target, K.fp8_arith, GRID, [a, b, y], [N], BLOCK=BLOCK)
+    a64, b64 = decode(a.view(np.uint8), name), decode(b.view(np.uint8), name)
+    c = decode(encode_ref(a64 * b64, name), name)  # each op rounded to fp8 once
+    d = decode(encode_ref(c + 0.5, name), name)
+    ref = encode_ref(np.maximum(d, a64), name)
+    np.testing.assert_array_equal(y.view(np.uint8), ref)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fp8_reduction(target):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(4 * 64) * 8).astype(E4M3)
+    y = np.zeros(4, E4M3)
+    run(target, K.fp8_row_max, (4,), [x, y], [], BLOCK=64)
+    np.testing.assert_array_equal(y.view(np.uint8), x.reshape(4, 64).astype(np.float32).max(axis=1).astype(E4M3)
+                                  .view(np.uint8))
+
+
+def test_unsupported_fp8_forms_are_compilation_errors():
+    x = np.ones(1, np.float32)
+    with pytest.raises(compiler.CompilationError, match="rtz.*not supported"):
+        K.rtz_to_fp8[(1,)](x, np.zeros(1, E4M3))
+    with pytest.raises(compiler.CompilationError, match="tl.float8e4b15 is not supported"):
+        K.uses_e4b15[(1,)](x, np.zeros(1, E4M3))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e5"), ("float8e4nv", "float8e5")])
+def test_fp8_dot(target, ta, tb):
+    M, N, Kd = 64, 64, 64
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
+    b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
+    c = np.full((M, N), np.nan, np.float32)
+    run(target, K.fp8_dot, (1,), [a, b, c], [], M=M, N=N, K=Kd)
+    ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_torch_float8_tensors():
+    """torch float8 tensors as kernel arguments on the GPU (the interpreter takes ml_dtypes arrays)."""
+    torch = pytest.importorskip("torch")
+    from compiler.runtime import synchronize
+
+    x = torch.randn(N, device="cuda", dtype=torch.float32) * 100
+    y = torch.empty(N, device="cuda", dtype=torch.float8_e4m3fn)
+    K.cast_kernel[GRID](x, y, N, DST=tl.float8e4nv, BLOCK=BLOCK)
+    synchronize()
+    got = y.view(torch.uint8).cpu().numpy()
+    np.testing.assert_array_equal(got, encode_ref(x.cpu().numpy(), "float8e4nv"))
+    back = torch.empty(N, device="cuda", dtype=torch.float32)
+    K.cast_kernel[GRID](y, back, N, DST=tl.float32, BLOCK=BLOCK)
+    synchronize()
+    np.testing.assert_array_equal(back.cpu().numpy(), y.float().cpu().numpy())
