@@ -365,13 +365,7 @@ def _pipeline_async(module, loop, options) -> bool:
         return n
 
     if len(dots) == 1:
-        # Blocks of several warpgroups take the tight ring where it is what fits one more block per SM
-        # (128x128x64 w8 s3: 4 x 32 KiB slots, one block; 3 slots, two): the wgmma latency of one block is then
-        # hidden by the other's, as at every block count Triton picks. Where the count stays (128x256x64: one
-        # block either way) the loose ring keeps its extra iteration of copies in flight.
-        more = blocks_per_sm(fixed_bytes + fit(True) * stage) > blocks_per_sm(fixed_bytes + fit(False) * stage)
-        tight = options.experiment("ring_tight") and (options.num_warps == 4 or more
-                                                      or options.experiment("ring_tight_all"))
+        tight = options.experiment("ring_tight") and (options.num_warps == 4 or options.experiment("ring_tight_all"))
     else:
         # ("ring_tight_multi_all": for every one-warpgroup loop of several dots; the "occupancy" switch's variant)
         tight = (options.experiment("ring_tight") and options.num_warps == 4 and (
