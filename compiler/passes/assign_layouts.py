@@ -103,15 +103,24 @@ class _Assigner:
         self.fn = fn
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
+        self.users: dict = {}
+        self._note_users(fn.body)
         self.desired: dict = {}
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
         self._out, self._cur_op = [], None
+
+    def _note_users(self, block):
+        for op in block.ops:
+            for v in op.operands:
+                self.users.setdefault(v.id, []).append(op)
+            for b in op.blocks:
+                self._note_users(b)
 
     # ---- helpers ------------------------------------------------------------------------------------
     def default(self, v):
         return default_blocked(v.type.shape, _ebytes(v.type.element), self.nw)
 
-    def anchor(self, ptr):
+    def anchor(self, ptr, to_smem=False):
         """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread."""
         shape = ptr.type.shape
         info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
@@ -121,10 +130,41 @@ class _Assigner:
         # A thread's run along the fastest dim is as long as one vector access can be: contiguous elements AND
         # an address aligned for it. Where rows start unaligned (a row stride not divisible by 16 bytes), a run
         # of 8 scalars per thread would put a warp's lanes 16 bytes apart on every access; one element per
-        # thread keeps each warp-wide access contiguous.
+        # thread keeps each warp-wide access contiguous. Data bound for shared memory (a dot's operand) keeps
+        # the contiguous runs: its stores there are vectors whatever the global side's alignment, and one
+        # address per element would cost a register pair per element.
         d = order[0]
-        vec = min(info.contiguity[d], max(1, info.divisibility[d] // eb))
+        vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
         return default_blocked(shape, eb, self.nw, order=order, max_vec=vec)
+
+    def _to_smem(self, op) -> bool:
+        """A load whose tile goes to shared memory: a copy-ring copy, or a load a dot reads (maybe cast first)."""
+        if op.kind == "async_copy":
+            return True
+        if op.kind != "load":
+            return False
+        return self._read_by_dot(op.result, 3)
+
+    def _read_by_dot(self, v, depth) -> bool:
+        """v reaches a dot's a/b operand: directly, through a cast, or carried by a loop (the register pipeline
+        yields the next tile and the dot reads the loop's block argument)."""
+        for u in self.users.get(v.id, ()):
+            if u.kind == "dot" and (u.operands[0] is v or u.operands[1] is v):
+                return True
+            if depth <= 0:
+                continue
+            if u.kind == "cast" and self._read_by_dot(u.result, depth - 1):
+                return True
+            loop = getattr(u.block, "parent", None) if u.kind == "yield" else (u if u.kind == "for" else None)
+            if loop is None or loop.kind != "for":
+                continue
+            idx = [i for i, x in enumerate(u.operands) if x is v]
+            args = loop.blocks[0].args
+            for i in idx:
+                j = i + 1 if u.kind == "yield" else i - 2  # yield operand i / for operand 3 + k -> body arg 1 + k
+                if 1 <= j < len(args) and self._read_by_dot(args[j], depth - 1):
+                    return True
+        return False
 
     # ---- walk 1 and 3 -------------------------------------------------------------------------------
     def forward(self, block, final: bool):
@@ -278,7 +318,7 @@ class _Assigner:
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
-                op.attrs["_anchor"] = self.anchor(op.operands[0])
+                op.attrs["_anchor"] = self.anchor(op.operands[0], self._to_smem(op))
             anc = op.attrs["_anchor"]
             for i in blockops:
                 self.want(op, i, anc, final)
