@@ -166,3 +166,18 @@ def test_transpose_by_address_odd_sizes(target):
     run(target, transpose_by_address_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [x, y], [M, N], BLOCK=32,
         num_warps=4)
     np.testing.assert_array_equal(y, x.T)
+
+
+def test_dot_operands_with_unaligned_rows_keep_vector_stores_to_shared_memory():
+    """Rows of odd length (K = 1001): global loads are scalar either way, but the tiles a dot reads keep 8-element
+    runs per thread so they go to shared memory as 16-byte stores (the register pipeline carries them through
+    the loop)."""
+    from workloads.matmul.kernel import matmul_kernel
+
+    M, N, K = 3001, 2999, 1001
+    a = np.zeros((16, 16), np.float16)
+    k = matmul_kernel.warmup(a, a, a, np.zeros(1, np.float32), M, N, K, K, 1, N, 1, N, 1, BLOCK_M=128, BLOCK_N=128,
+                             BLOCK_K=64, GROUP_M=8, EPILOGUE="none", PRECISION="tf32", num_warps=8, num_stages=3,
+                             grid=(1,), target="sm_90a")
+    ptx = k.asm["ptx"]
+    assert ptx.count("st.shared.v4") >= 8  # A and B: 4 + 4 vectors of 8 fp16 per thread and iteration
