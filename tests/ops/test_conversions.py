@@ -180,4 +180,6 @@ def test_dot_operands_with_unaligned_rows_keep_vector_stores_to_shared_memory():
                              BLOCK_K=64, GROUP_M=8, EPILOGUE="none", PRECISION="tf32", num_warps=8, num_stages=3,
                              grid=(1,), target="sm_90a")
     ptx = k.asm["ptx"]
-    assert ptx.count("st.shared.v4") >= 8  # A and B: 4 + 4 vectors of 8 fp16 per thread and iteration
+    # A (rows of 1001 fp16, contiguous along K): 4 vectors of 8 per thread; B is read through offs_bn % N, whose
+    # elements are not contiguous with N odd, so its tile moves as scalars either way
+    assert ptx.count("st.shared.v4") >= 4 and ptx.count("st.shared.b16") <= 32
