@@ -13,9 +13,9 @@ import farm
 from farm import FarmError
 from farm.config import Config
 from farm.jobs import GOOD, Job, Result, RunOptions
-from farm.planner import plan
+from farm.planner import job_key, plan
 from farm.store import Store
-from farm.worker import compiler_version
+from farm.worker import compiler_version, load_workload, source_hash
 
 
 @dataclass
@@ -29,6 +29,7 @@ class Prepared:
     n_reused: int = 0
     skipped_by_constraint: int = 0
     resumed: bool = False
+    rekeyed: int = 0  # resumed jobs whose key changed (their sources were edited): re-planned under the new key
 
 
 def target_for(cfg: Config, resources: dict) -> str:
@@ -47,10 +48,10 @@ def options_for(cfg: Config, target: str) -> RunOptions:
 
 
 def prepare(cfg: Config, config_text: str, config_path: str, store: Store, resources: dict, *,
-            force: bool = False, label: str | None = None) -> Prepared:
+            force: bool = False, label: str | None = None, max_jobs: int | None = None) -> Prepared:
     """Plan the config and record a new run with its plan; jobs the store has already done are reused."""
     target = target_for(cfg, resources)
-    p = plan(cfg, target)
+    p = plan(cfg, target, max_jobs=max_jobs, source=config_path)
     reused = {} if force else store.done_keys([j.key for j in p.jobs])
     opts = options_for(cfg, target)
     run_id = store.create_run(name=cfg.name, label=label or cfg.label, config_text=config_text,
@@ -69,8 +70,27 @@ def resume(store: Store, run_ref: str) -> Prepared:
     if info["status"] == "done" and not store.pending_jobs(run_id):
         raise FarmError(f"run {run_id} is complete: nothing to resume (see `farm report {run_id}`)")
     opts = RunOptions(**info["options"])
-    jobs = store.pending_jobs(run_id)
-    return Prepared(run_id, jobs, opts, info["n_jobs"], info["n_reused"], resumed=True)
+    jobs, changed = rekey(store.pending_jobs(run_id), opts.target)
+    if changed:
+        store.rekey_jobs(run_id, changed)
+    return Prepared(run_id, jobs, opts, info["n_jobs"], info["n_reused"], resumed=True, rekeyed=len(changed))
+
+
+def rekey(jobs: list[Job], target: str) -> tuple[list[Job], dict[str, Job]]:
+    """The jobs with their keys computed again from the sources as they are now (a kernel file edited since the
+    run was planned gives new keys: its results must not be stored, or later found, under the old source's key).
+    Returns the jobs and {old key: re-keyed job} for those that changed."""
+    cver = compiler_version()
+    out, changed = [], {}
+    for job in jobs:
+        wl = load_workload(job.workload)  # a file that is gone or broken now: a FarmError naming it
+        key = job_key(source_hash(wl), wl.name, job.params, job.meta, cver, target)
+        if key != job.key:
+            new = dataclasses.replace(job, key=key)
+            changed[job.key] = new
+            job = new
+        out.append(job)
+    return out, changed
 
 
 @dataclass

@@ -13,6 +13,7 @@ import pathlib
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 from farm import FarmError
@@ -42,8 +43,26 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS results_key ON results(key);
 """
-# Columns added after the first release: older stores get them (NULL) on open, so they stay readable.
-_ADDED_COLS = {"results": [("samples", "TEXT"), ("launch", "TEXT")]}
+
+
+def _add_missing(table: str, cols: list[tuple[str, str]]):
+    """A migration adding columns that stores from before the version table may or may not have."""
+    def migrate(db):
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        for name, typ in cols:
+            if name not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
+    return migrate
+
+
+# The schema's history, oldest first: a store at `PRAGMA user_version` N has had the first N applied (stores from
+# before the version table read 0; every step is safe on them). Append only; never edit a released step.
+MIGRATIONS = [
+    lambda db: [db.execute(stmt) for stmt in SCHEMA.split(";") if stmt.strip()],  # 1: the first schema
+    _add_missing("results", [("samples", "TEXT"), ("launch", "TEXT")]),      # 2: timing samples, launch cost
+    _add_missing("runs", [("pid", "INTEGER")]),                              # 3: the driver's pid (stale runs)
+]
+SQLITE_MAGIC = b"SQLite format 3\x00"
 _JSON_COLS = ("gpu", "notes", "artifacts", "samples", "launch")
 _RESULT_COLS = ("status", "median_ms", "p10_ms", "p90_ms", "n_reps", "baseline_ms", "flops", "bytes", "max_abs_err",
                 "max_rel_err", "compile_s", "validate_s", "bench_s", "wall_s", "gpu", "worker", "error", "detail",
@@ -63,22 +82,86 @@ def git_commit(cwd: str | None = None) -> str:
         return ""
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _check_path(path: pathlib.Path, write: bool) -> None:
+    """Refuse, before touching it, a store path that is not a store file, or (with `write`) cannot be written."""
+    if path.is_dir():
+        raise FarmError(f"{path} is a folder, not a results store file")
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_MAGIC))
+        except OSError as e:
+            raise FarmError(f"cannot read the results store {path}: {e.strerror}") from None
+        if not head:
+            raise FarmError(f"{path} is empty (0 bytes), so it holds no history: a store farm wrote is never "
+                            "empty. Remove it to start a new store, or restore it from a copy")
+        if head != SQLITE_MAGIC:
+            raise FarmError(f"{path} is not a results store (not an SQLite database); nothing was written to it")
+    if not write:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A real probe: os.access says yes to root on a read-only mount, and the WAL files go in this folder.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".farm-probe-"):
+            pass
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+    except OSError as e:
+        raise FarmError(f"cannot write the results store {path}: {e.strerror or e} (pass --store PATH, or set "
+                        "`store:` in the config, to put it somewhere writable)") from None
+
+
 class Store:
     """A farm results database (created on first use). One writer (the driver); readers may come and go."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, write: bool = True):
+        """Open (or create) the store. A file that is not a store (empty, not SQLite, damaged, from a newer farm)
+        is a FarmError before anything is written to it; with `write`, so is a store or folder this process
+        cannot write (checked now, before any job runs, rather than when the first result arrives)."""
         self.path = pathlib.Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-        self.db.executescript(SCHEMA)
-        for table, cols in _ADDED_COLS.items():
-            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
-            for name, typ in cols:
-                if name not in have:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
+        _check_path(self.path, write)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
+            self.db.row_factory = sqlite3.Row
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise FarmError(f"{self.path} was written by a newer farm (schema {version}, this one knows "
+                                f"{len(MIGRATIONS)}): upgrade tilefarm to use it")
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+            for n in range(version, len(MIGRATIONS)):
+                with self.db:
+                    self.db.execute("BEGIN IMMEDIATE")
+                    if self.db.execute("PRAGMA user_version").fetchone()[0] == n:  # another process may be ahead
+                        MIGRATIONS[n](self.db)
+                        self.db.execute(f"PRAGMA user_version={n + 1}")
+        except sqlite3.DatabaseError as e:
+            raise FarmError(f"{self.path} is not a usable results store ({e}); nothing was written to it. "
+                            "Move it aside to start a new one, or restore it from a copy") from None
+        except sqlite3.Error as e:
+            raise FarmError(f"cannot open the results store {self.path}: {e}") from None
+
+    def stale_runs(self) -> list[int]:
+        """Mark interrupted the runs still "running" whose driver (on this host) no longer exists: it was killed
+        (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`)."""
+        me = socket.gethostname()
+        stale = [r["id"] for r in self.db.execute("SELECT id, pid FROM runs WHERE status='running' AND host=? "
+                                                   "AND pid IS NOT NULL", (me,)) if not _alive(r["pid"])]
+        for rid in stale:
+            self.set_status(rid, "interrupted")
+        return stale
 
     def close(self):
         self.db.close()
@@ -89,9 +172,10 @@ class Store:
                    target: str, gpus: list, compiler_version: str, farm_version: str) -> int:
         cur = self.db.execute(
             "INSERT INTO runs (name, label, created, status, target, config_text, config_path, options, git_commit,"
-            " host, gpus, compiler_version, farm_version, n_jobs, n_reused) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0)",
+            " host, gpus, compiler_version, farm_version, n_jobs, n_reused, pid)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0,?)",
             (name, label, time.time(), "running", target, config_text, config_path, json.dumps(options),
-             git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version))
+             git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version, os.getpid()))
         return int(cur.lastrowid)
 
     def add_jobs(self, run_id: int, jobs: list[Job], reused: dict[str, int]):
@@ -102,6 +186,14 @@ class Store:
                 "INSERT OR IGNORE INTO run_jobs (run_id, key, idx, job, reused_from) VALUES (?,?,?,?,?)",
                 [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs])
             self.db.execute("UPDATE runs SET n_jobs=?, n_reused=? WHERE id=?", (len(jobs), len(reused), run_id))
+
+    def rekey_jobs(self, run_id: int, changed: dict[str, Job]):
+        """Give planned jobs of a run new keys ({old key: job with its new key}), in one transaction."""
+        with self.db:
+            self.db.execute("BEGIN")
+            for old, job in changed.items():
+                self.db.execute("UPDATE run_jobs SET key=?, job=? WHERE run_id=? AND key=?",
+                                (job.key, json.dumps(job.to_dict()), run_id, old))
 
     def finish_run(self, run_id: int, status: str):
         self.db.execute("UPDATE runs SET status=?, finished=? WHERE id=?", (status, time.time(), run_id))

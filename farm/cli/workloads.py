@@ -20,11 +20,8 @@ def workloads(
     """
     from farm import FarmError
     if file:
-        import workloads as reg
-        try:
-            wls = reg.load_file(file)
-        except (FileNotFoundError, ValueError, TypeError) as e:
-            raise FarmError(str(e)) from None
+        from farm.worker import load_file
+        wls = load_file(file)
     else:
         import workloads as reg
         wls = list(reg.registry().values())

@@ -106,4 +106,4 @@ def test_cli_dashboard_and_repro(tmp_path, fakes):
     r = runner.invoke(app, args)
     assert r.exit_code == 0 and "1 jobs finished (1 validated)" in r.output, r.output
     r = runner.invoke(app, ["repro", "latest:zzz", "--store", str(db)])
-    assert r.exit_code == 1 and "no job with key" in r.output
+    assert r.exit_code == 2 and "no job with key" in r.output
