@@ -63,7 +63,9 @@ def check_format(fmt: str, allowed=("table", "json", "csv")) -> None:
 def print_json(data) -> None:
     """JSON on stdout, nothing else (a pipe into `python -m json.tool` or `jq` must work)."""
     import json
-    print(json.dumps(data, indent=2, default=str))
+
+    from farm.report import strict
+    print(json.dumps(strict(data), indent=2, default=str, allow_nan=False))
 
 
 def print_csv(rows: list[dict], columns: list[str]) -> None:
