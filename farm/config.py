@@ -306,7 +306,7 @@ def load(path: str | pathlib.Path, *, allow_outside: bool = False) -> tuple[Conf
     """Read and validate a config file; returns the model and the file's text (stored with the run)."""
     p = pathlib.Path(path)
     if not p.is_file():
-        raise ConfigError([f"(file): no such config file: {p}" + (" (it is a folder)" if p.is_dir() else "")])
+        raise ConfigError([f"(file): no such config file" + (" (it is a folder)" if p.is_dir() else "")], str(p))
     try:
         text = p.read_text()
     except UnicodeDecodeError as e:

@@ -218,10 +218,11 @@ def _user_frame(e: BaseException):
     """The innermost traceback frame in a file outside the farm, the standard library and installed packages."""
     import sys
     import traceback
-    ours = str(pathlib.Path(__file__).resolve().parents[1] / "workloads" / "__init__.py")
+    registry = str(pathlib.Path(__file__).resolve().parents[1] / "workloads" / "__init__.py")
+    farm_dir = str(pathlib.Path(__file__).resolve().parent) + os.sep
     lib = tuple({sys.base_prefix, sys.prefix, sys.exec_prefix})
     frames = [f for f in traceback.extract_tb(e.__traceback__)
-              if not f.filename.startswith("<") and f.filename != ours and not f.filename.startswith(lib)]
+              if not f.filename.startswith(("<", farm_dir, *lib)) and f.filename != registry]
     return frames[-1] if frames else None
 
 

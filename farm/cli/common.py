@@ -108,7 +108,13 @@ def handle_errors(fn):
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/]")
             raise typer.Exit(EXIT_INTERRUPTED)
+        finally:
+            while _opened:  # closed here, so SQLite removes its -wal/-shm files whatever the outcome
+                _opened.pop().close()
     return wrapper
+
+
+_opened: list = []
 
 
 def open_store(path: str, must_exist: bool = True, write: bool = False):
@@ -116,7 +122,9 @@ def open_store(path: str, must_exist: bool = True, write: bool = False):
     from farm.store import Store
     if must_exist and not os.path.exists(path):
         raise FarmError(f"no results store at {path} (run `farm run CONFIG` first, or pass --store)")
-    return Store(path, write=write)
+    st = Store(path, write=write)
+    _opened.append(st)
+    return st
 
 
 class ProgressLines:

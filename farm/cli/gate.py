@@ -54,7 +54,7 @@ def gate(
             try:
                 limit = _percent(threshold)
             except ValueError as e:
-                raise ConfigError([f"--threshold: {e}"]) from None
+                raise FarmError(f"--threshold: {e}") from None
         st = open_store(store)
         run_id = st.resolve(run)
         base_id = G.resolve_baseline(st, run_id, baseline)
