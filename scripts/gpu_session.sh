@@ -199,9 +199,9 @@ if has badinputs; then
   # the bad inputs, exit codes and machine output of issue 17 on the node (its python, its Ray, a GPU visible);
   # then the same exit codes from a real GPU run: 0 for a clean sweep, data-only JSON on stdout
   step farm-bad-inputs python3 -m pytest -q -p no:cacheprovider tests/farm/test_bad_inputs.py tests/farm/test_ux.py
-  step farm-exit-ok python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
-    > "$OUT/farm-exit-ok.json"
-  step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json" > /dev/null
+  python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
+    > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
+  step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
