@@ -122,6 +122,34 @@ def _check_path(path: pathlib.Path, write: bool) -> None:
                         "`store:` in the config, to put it somewhere writable)") from None
 
 
+def _create(path: pathlib.Path) -> None:
+    """Create a new store atomically: built whole beside `path`, then linked into place, so no process ever sees
+    the empty file sqlite would leave there (an empty file is refused as a store: it may be a truncated one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-new-", dir=path.parent)
+    os.close(fd)
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        for n, step in enumerate(MIGRATIONS):
+            step(db)
+            db.execute(f"PRAGMA user_version={n + 1}")
+        db.close()  # the last connection: the WAL is checkpointed into the file and removed
+        try:
+            os.link(tmp, path)  # fails when another process created the store first: theirs is used
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: a rename (the race above is the only thing lost)
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(tmp + suffix)
+            except FileNotFoundError:
+                pass
+
+
 class Store:
     """A farm results database (created on first use). One writer (the driver); readers may come and go."""
 
@@ -132,6 +160,8 @@ class Store:
         self.path = pathlib.Path(path)
         _check_path(self.path, write)
         try:
+            if not self.path.exists():
+                _create(self.path)
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
             self.db.row_factory = sqlite3.Row
             version = self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -85,12 +85,13 @@ class TuneConfig(_Model):
     search: Search = Field(default_factory=Search)
     timing: Timing = Field(default_factory=Timing)
     cluster: Cluster = Field(default_factory=Cluster)
-    store: str = ".tilefarm/farm.db"
+    store: str | None = None  # relative to the config's folder; left out: the default store of every command
     seed: int = 0
 
 
 def load_config(path) -> tuple[TuneConfig, str]:
     """Read and validate a tune config (YAML or TOML); workload and timer paths resolve against its folder."""
+    import os
     import pathlib
     import tomllib
 
@@ -109,6 +110,8 @@ def load_config(path) -> tuple[TuneConfig, str]:
         cfg = TuneConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(_format(e), str(p)) from None
+    if cfg.store is not None:
+        cfg.store = str(p.parent.resolve() / os.path.expanduser(cfg.store))
     for entry in cfg.workloads:
         entry.workload = _resolve(entry.workload, p.parent)
     if cfg.search.timer:
@@ -228,7 +231,7 @@ def plan_shapes(cfg: TuneConfig) -> list[Shape]:
             if not ms:
                 raise FarmError(f"{where}: {wl.name} declares no meta_space; give `space:`")
             from farm.config import Sweep
-            space = Sweep(product=dict(ms)).expand()
+            space = list(Sweep(product=dict(ms)).expand())
         trees = [(t, exprs.parse(t)) for t in entry.constraints]
         for p in points:
             cands = []

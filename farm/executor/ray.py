@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import pathlib
@@ -97,7 +98,8 @@ class RayExecutor:
                                     "~/.ray/auth_token), or pass --insecure-cluster if that network is yours")
                 # Workers on other nodes import farm/workloads/compiler from the same path (a shared checkout).
                 kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _REPO}}
-                ray.init(address=address, **kwargs)
+                with _loopback(_is_loopback(address)):  # a farm's local Ray: this driver must be 127.0.0.1 too
+                    ray.init(address=address, **kwargs)
             else:
                 # Local workers inherit this environment: make the checkout importable for them.
                 paths = os.environ.get("PYTHONPATH", "")
@@ -306,19 +308,33 @@ def _init_local(**kwargs) -> None:
     network; its loopback-only mode (meant for laptops) is chosen by a module constant read at that moment,
     so it is set for the start only. Checked by tests/farm/test_ray.py: every listening socket is 127.0.0.1.
     """
-    from ray._private import ray_constants
-    saved = ray_constants.ENABLE_RAY_CLUSTER
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
+    with _loopback(True):
         ray.init(address="local", **kwargs)
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved
     token = pathlib.Path.home() / ".ray" / "auth_token"  # Ray writes it world-readable
     try:
         if token.is_file() and token.stat().st_mode & 0o077:
             token.chmod(0o600)
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def _loopback(on: bool):
+    """Ray's loopback-only node address (127.0.0.1) while `on`: for starting a local Ray, and for joining one
+    from another process of this machine (a driver whose address differs from its raylet's waits forever)."""
+    from ray._private import ray_constants
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    if on:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _token_auth() -> bool:

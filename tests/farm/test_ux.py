@@ -270,16 +270,19 @@ ex = RayExecutor(num_cpus=1)
 import ray
 gcs = ray.get_runtime_context().gcs_address
 session = ex._session_dir
+node = ray._private.worker._global_node
+pids = [p.process.pid for procs in node.all_processes.values() for p in procs]
 ss = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
 ex.close()
-print(json.dumps({"gcs": gcs, "session": session, "exists": pathlib.Path(session).exists(), "ss": ss}))
+print(json.dumps({"gcs": gcs, "session": session, "exists": pathlib.Path(session).exists(), "ss": ss, "pids": pids}))
 """)
     r = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["gcs"].startswith("127.0.0.1:") and not got["exists"]
-    ours = [ln for ln in got["ss"].splitlines() if any(p in ln for p in ("gcs_server", "raylet"))]
+    # this Ray's own servers (the machine may run other Rays)
+    ours = [ln for ln in got["ss"].splitlines() if any(f"pid={p}," in ln for p in got["pids"])]
     assert ours and all("127.0.0.1" in ln for ln in ours), ours
 
 
