@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import os
 import pathlib
+import hashlib
 import itertools
 import tomllib
 from typing import Annotated, Any, Literal
@@ -157,10 +158,11 @@ def iter_points(blocks: "list[Sweep] | None"):
         return None
 
     def points():
-        seen = set()
+        seen = set()  # 16-byte digests of the points, not the points: a million of them is ~80 MB
         for block in blocks:
             for p in block.expand():
-                key = tuple(sorted((k, repr(v)) for k, v in p.items()))
+                key = hashlib.blake2b(repr(sorted((k, repr(v)) for k, v in p.items())).encode(),
+                                      digest_size=16).digest()
                 if key not in seen:
                     seen.add(key)
                     yield p

@@ -46,19 +46,41 @@ class Plan:
 
 
 def plan(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "") -> Plan:
-    """Expand every workload's sweep into jobs for `target`.
+    """Every job of the config for `target`, as a list (see `iter_jobs`; `farm run` streams them instead)."""
+    stats = Stats()
+    jobs = list(iter_jobs(cfg, target, max_jobs=max_jobs, source=source, stats=stats))
+    return Plan(jobs=jobs, skipped_by_constraint=stats.skipped, per_workload=stats.per_workload)
+
+
+def check(cfg: Config, *, max_jobs: int | None = None, source: str = "") -> int:
+    """Validate the whole config without keeping its jobs; returns how many there are (ConfigError if any problem)."""
+    return sum(1 for _ in iter_jobs(cfg, "check", max_jobs=max_jobs, source=source))
+
+
+@dataclass
+class Stats:
+    """What `iter_jobs` counted on the way: points skipped by constraints, jobs per workload."""
+
+    skipped: int = 0
+    per_workload: dict = field(default_factory=dict)
+
+
+def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None):
+    """Expand every workload's sweep into jobs for `target`, lazily, in plan order (workloads as listed, params
+    points outer, meta points inner); duplicates are dropped (by a 16-byte digest of the key, so a million-job
+    sweep holds ~80 MB of digests, not its jobs).
 
     Every problem found (a workload that cannot be loaded, a sweep over the job limit, a point without a dtype,
     an unknown dtype, a meta-parameter out of range, a constraint that cannot be evaluated) is collected, one
-    "field.path: problem" line each, and raised together as one ConfigError (`source`: the config's file).
+    "field.path: problem" line each, and raised together as one ConfigError (`source`: the config's file) when
+    the iteration ends; `check` runs it through once first, so a run never records a plan that fails half-way.
     The size of each sweep is counted before it is expanded, so a sweep of 10^9 points is refused at once.
     """
     limit = MAX_JOBS if max_jobs is None else max_jobs
+    stats = stats if stats is not None else Stats()
     problems: list[str] = []
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    skipped = 0
-    per = {}
+    seen: set[bytes] = set()
+    idx = 0
     cver = compiler_version()
     total = 0
     for wi, entry in enumerate(cfg.workloads):
@@ -105,22 +127,25 @@ def plan(cfg: Config, target: str, *, max_jobs: int | None = None, source: str =
                     m = {**wl.default_meta, **m}
                     env = {**p, **m}
                     if not _accepted(trees, env, where):
-                        skipped += 1
+                        stats.skipped += 1
+                        continue
+                    if problems:  # the plan will be refused: keep checking, stop building
                         continue
                     key = job_key(src, f"{wl.name}", p, m, cver, target)
-                    if key in seen:
+                    digest = bytes.fromhex(key[:32])
+                    if digest in seen:
                         continue
-                    seen.add(key)
-                    jobs.append(Job(key=key, idx=len(jobs), workload=entry.workload, name=wl.name, params=dict(p),
-                                    meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p)))
+                    seen.add(digest)
+                    yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
+                              meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p))
+                    idx += 1
                     n += 1
             except FarmError as e:
                 problems.append(str(e))
                 break
-        per[wl.name] = per.get(wl.name, 0) + n
+        stats.per_workload[wl.name] = stats.per_workload.get(wl.name, 0) + n
     if problems:
         raise ConfigError(problems, source)
-    return Plan(jobs=jobs, skipped_by_constraint=skipped, per_workload=per)
 
 
 def _meta_problems(meta: dict) -> list[str]:

@@ -61,6 +61,7 @@ MIGRATIONS = [
     lambda db: [db.execute(stmt) for stmt in SCHEMA.split(";") if stmt.strip()],  # 1: the first schema
     _add_missing("results", [("samples", "TEXT"), ("launch", "TEXT")]),      # 2: timing samples, launch cost
     _add_missing("runs", [("pid", "INTEGER")]),                              # 3: the driver's pid (stale runs)
+    lambda db: db.execute("CREATE INDEX IF NOT EXISTS run_jobs_order ON run_jobs(run_id, idx)"),  # 4: paging
 ]
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _JSON_COLS = ("gpu", "notes", "artifacts", "samples", "launch")
@@ -199,23 +200,25 @@ class Store:
     # ------------------------------------------------------------ runs
 
     def create_run(self, *, name: str, label: str | None, config_text: str, config_path: str, options: dict,
-                   target: str, gpus: list, compiler_version: str, farm_version: str) -> int:
+                   target: str, gpus: list, compiler_version: str, farm_version: str, status: str = "running") -> int:
         cur = self.db.execute(
             "INSERT INTO runs (name, label, created, status, target, config_text, config_path, options, git_commit,"
             " host, gpus, compiler_version, farm_version, n_jobs, n_reused, pid)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0,?)",
-            (name, label, time.time(), "running", target, config_text, config_path, json.dumps(options),
+            (name, label, time.time(), status, target, config_text, config_path, json.dumps(options),
              git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version, os.getpid()))
         return int(cur.lastrowid)
 
     def add_jobs(self, run_id: int, jobs: list[Job], reused: dict[str, int]):
         """Record the run's plan; `reused` maps job keys to the earlier run whose result stands for them."""
-        with self.db:  # one transaction: a plan is recorded whole or not at all
+        with self.db:  # one transaction: these jobs are recorded whole or not at all (a plan may come in parts)
             self.db.execute("BEGIN")
-            self.db.executemany(
+            added = self.db.executemany(
                 "INSERT OR IGNORE INTO run_jobs (run_id, key, idx, job, reused_from) VALUES (?,?,?,?,?)",
-                [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs])
-            self.db.execute("UPDATE runs SET n_jobs=?, n_reused=? WHERE id=?", (len(jobs), len(reused), run_id))
+                [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs]).rowcount
+            n_reused = len({j.key for j in jobs if j.key in reused})
+            self.db.execute("UPDATE runs SET n_jobs=n_jobs+?, n_reused=n_reused+? WHERE id=?",
+                            (added, n_reused, run_id))
 
     def rekey_jobs(self, run_id: int, changed: dict[str, Job]):
         """Give planned jobs of a run new keys ({old key: job with its new key}), in one transaction."""
@@ -290,6 +293,11 @@ class Store:
             "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL ORDER BY j.idx", (run_id,))
         return [Job.from_dict(json.loads(r[0])) for r in rows]
 
+    def pending(self, run_id: int) -> "Pending":
+        """The run's planned jobs without a result (what `--resume` runs), in plan order, read lazily page by page:
+        a sized iterable, so a million-job run is never all in memory."""
+        return Pending(self, run_id)
+
     def rows(self, run_id: int, samples: bool = False) -> list[dict]:
         """Every job of a run with its result (its own, or the reused one), in plan order; None result if pending.
 
@@ -338,3 +346,41 @@ class Store:
 
     def all_run_ids(self) -> list[int]:
         return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+
+class Pending:
+    """`Store.pending`: len() is the count when it was made; iterating reads pages of jobs in plan order (a job
+    that got a result meanwhile is still skipped, so a page read late never runs a job twice)."""
+
+    PAGE = 1000
+
+    def __init__(self, store: Store, run_id: int):
+        self.store, self.run_id = store, run_id
+        self._n = store.db.execute(
+            "SELECT COUNT(*) FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
+            "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL", (run_id,)).fetchone()[0]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def pages(self):
+        last = -1
+        while True:
+            rows = self.store.db.execute(
+                "SELECT j.idx, j.job FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
+                "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL AND j.idx>? ORDER BY j.idx LIMIT ?",
+                (self.run_id, last, self.PAGE)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [Job.from_dict(json.loads(r[1])) for r in rows]
+
+    def __iter__(self):
+        for page in self.pages():
+            yield from page
+
+    def workloads(self) -> list[str]:
+        """The workload references of the pending jobs (for saying which files a run imports)."""
+        rows = self.store.db.execute(
+            "SELECT DISTINCT json_extract(job, '$.workload') FROM run_jobs WHERE run_id=?", (self.run_id,))
+        return sorted(r[0] for r in rows if r[0])

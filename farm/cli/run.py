@@ -138,7 +138,8 @@ def _header(say, prep, resources, executor, startup_s):
     say.print(f"[bold]{verb} {prep.run_id}[/]: {len(prep.jobs)} jobs to run of {prep.n_planned}"
               + (f" ({'; '.join(extra)})" if extra else "") + f" {where} [dim](ready in {startup_s:.1f} s)[/]")
     say.print(f"  {what}")
-    for f in sorted({j.workload.partition("::")[0] for j in prep.jobs if ".py" in j.workload}):
+    refs = prep.jobs.workloads() if hasattr(prep.jobs, "workloads") else [j.workload for j in prep.jobs]
+    for f in sorted({r.partition("::")[0] for r in refs if ".py" in r}):
         say.print(f"  workload file: {f}", markup=False, soft_wrap=True)
 
 

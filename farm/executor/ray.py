@@ -87,15 +87,15 @@ class RayExecutor:
         self.init_s = 0.0
         self._session_dir: str | None = None
         t0 = time.perf_counter()
+        if address and not insecure and not _token_auth():
+            raise FarmError(f"refusing to join the Ray cluster at {address} without authentication: "
+                            "anyone who can reach it can run code there. Join with a token "
+                            "(RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN or "
+                            "~/.ray/auth_token), or pass --insecure-cluster if that network is yours")
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
             if address:
                 kwargs["logging_level"] = logging.WARNING  # joining: Ray's warnings (security ones) are shown
-                if not insecure and not _token_auth():
-                    raise FarmError(f"refusing to join the Ray cluster at {address} without authentication: "
-                                    "anyone who can reach it can run code there. Join with a token "
-                                    "(RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN or "
-                                    "~/.ray/auth_token), or pass --insecure-cluster if that network is yours")
                 # Workers on other nodes import farm/workloads/compiler from the same path (a shared checkout).
                 kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _REPO}}
                 with _loopback(_is_loopback(address)):  # a farm's local Ray: this driver must be 127.0.0.1 too
@@ -160,7 +160,7 @@ class RayExecutor:
         if self._arch is None:
             from compiler.compile import default_arch
             self._arch = default_arch()
-        queue = collections.deque(jobs)
+        queue = _Queue(jobs)
         inflight: dict = {}  # ref -> (job, deadline)
         while queue or inflight:
             while queue and len(inflight) < self.max_in_flight:
@@ -205,7 +205,7 @@ class RayExecutor:
         ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
         compiling: dict = {}
         running: dict = {}  # ref -> (slot, job, deadline)
-        queue = collections.deque(jobs)
+        queue = _Queue(jobs)
         opts_d = vars(opts).copy()
         try:
             while queue or compiling or ready or running:
@@ -366,6 +366,22 @@ def _remove_session(path: str) -> None:
             latest.unlink()
     except OSError:
         pass
+
+
+class _Queue:
+    """The jobs still to submit, taken one at a time from any iterable (a run's jobs are read from the store
+    lazily: a million-job run is never all in memory); truthy while one is left."""
+
+    def __init__(self, jobs):
+        self._it = iter(jobs)
+        self._next = next(self._it, None)
+
+    def __bool__(self) -> bool:
+        return self._next is not None
+
+    def popleft(self):
+        job, self._next = self._next, next(self._it, None)
+        return job
 
 
 def _expire_compiles(inflight: dict, limit: float, worker: str, on_event) -> None:

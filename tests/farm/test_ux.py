@@ -221,19 +221,20 @@ def test_resume_after_the_kernel_changed_replans_the_changed_keys(tmp_path):
     st = Store(tmp_path / "farm.db")
     prep = farm_runner.prepare(cfg, text, str(cfg_path), st, {"gpus": 0})
     old_keys = [j.key for j in prep.jobs]
-    prep.jobs = prep.jobs[:1]
+    prep.jobs = list(prep.jobs)[:1]
     farm_runner.execute(st, prep, LocalExecutor())
     kern.write_text(kern.read_text() + "\n# edited: a different kernel now\n")
     worker._load_workload.cache_clear()
     import workloads
     workloads._FILES.clear()
     again = farm_runner.resume(st, str(prep.run_id))
-    assert again.rekeyed == 2 and len(again.jobs) == 2
-    assert not {j.key for j in again.jobs} & set(old_keys)
+    new_keys = [j.key for j in again.jobs]
+    assert again.rekeyed == 2 and len(again.jobs) == 2 == len(new_keys)
+    assert not set(new_keys) & set(old_keys)
     farm_runner.execute(st, again, LocalExecutor())
     # the new source's results are under new keys; the old keys hold only what the old source produced
     assert st.done_keys(old_keys) == {old_keys[0]: prep.run_id}
-    assert len(st.done_keys([j.key for j in again.jobs])) == 2
+    assert len(st.done_keys(new_keys)) == 2
 
 
 # ---------------------------------------------------------------- the store
@@ -290,3 +291,43 @@ def test_joining_a_cluster_without_auth_is_refused(monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     r = invoke("cluster", "--address", "127.0.0.1:1")
     assert r.exit_code == 2 and "without authentication" in r.output and "--insecure-cluster" in r.output
+
+
+def test_job_to_dict_is_every_field():
+    import dataclasses
+    from farm.jobs import Job
+    job = Job(key="k" * 64, idx=3, workload="w.py::x", name="x", params={"N": 1, "dtype": "float32"},
+              meta={"BLOCK": 2}, seed=5, data_bytes=7)
+    assert job.to_dict() == dataclasses.asdict(job) and Job.from_dict(job.to_dict()) == job
+
+
+@pytest.mark.slow
+def test_a_large_plan_streams_in_bounded_memory(tmp_path, monkeypatch):
+    """Recording a plan 10x larger must not take 10x the memory: jobs go to the store in chunks and are read back
+    page by page (before: every Job of the plan, twice, in lists: ~900 MB for a million)."""
+    import tracemalloc
+
+    from farm import config, planner
+    from farm import runner as farm_runner
+    from farm.store import Pending, Store
+    monkeypatch.setattr(farm_runner, "PLAN_CHUNK", 100)  # the sizes scaled down with the plans
+    monkeypatch.setattr(Pending, "PAGE", 50)
+
+    def peak(n):
+        text = (f"workloads: [{{workload: '{FAKES}::fake_vec', params: {{N: {list(range(1, n // 4 + 1))}, "
+                "dtype: [float32]}, meta: {BLOCK: [1, 2, 3, 4]}}]\n")
+        cfg = config.parse_text(text)
+        st = Store(tmp_path / f"{n}.db")
+        tracemalloc.start()
+        prep = farm_runner.prepare(cfg, text, "c.yaml", st, {"gpus": 0}, max_jobs=n)
+        count = sum(1 for _ in prep.jobs)
+        got = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        st.close()
+        assert count == n == prep.n_planned
+        return got
+
+    small, large = peak(600), peak(6000)
+    # what grows with the plan is two sets of 16-byte digests (points, keys): ~160 bytes a job; a plan held in
+    # lists of Job objects grows by over 1 KB a job
+    assert (large - small) / 5400 < 400, (small, large)
