@@ -6,7 +6,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from farm.cli.common import FormatOpt, check_format, console, handle_errors, human, print_csv, print_json
+from farm.cli.common import (FormatOpt, check_format, console, handle_errors, human, messages_to_stderr, print_csv,
+                              print_json)
 
 
 @handle_errors
@@ -26,13 +27,15 @@ def cluster(
     from farm.config import Cluster
     from farm.executor import make_executor
     check_format(fmt)
-    with human(fmt).status("starting Ray ..." if not address else f"joining {address} ..."):
-        ex = make_executor(Cluster(address=address, num_cpus=num_cpus), address=address, insecure=insecure_cluster)
-    try:
-        res = ex.resources()
-        info = ex.details()
-    finally:
-        ex.close()
+    with messages_to_stderr(fmt):
+        with human(fmt).status("starting Ray ..." if not address else f"joining {address} ..."):
+            ex = make_executor(Cluster(address=address, num_cpus=num_cpus), address=address,
+                               insecure=insecure_cluster)
+        try:
+            res = ex.resources()
+            info = ex.details()
+        finally:
+            ex.close()
     ok, why = worker.gpu_available()
     if fmt != "table":
         nodes = [{"address": n["NodeManagerAddress"], "alive": n["Alive"], "cpus": n["Resources"].get("CPU", 0),

@@ -55,6 +55,14 @@ def human(fmt: str) -> Console:
     return console if fmt == "table" else err_console
 
 
+def messages_to_stderr(fmt: str):
+    """While the work runs, anything printed to stdout (Ray prints its workers' error messages there, from a
+    thread; a workload may print) goes to stderr when stdout carries data; the data is printed after."""
+    import contextlib
+    import sys
+    return contextlib.nullcontext() if fmt == "table" else contextlib.redirect_stdout(sys.stderr)
+
+
 def check_format(fmt: str, allowed=("table", "json", "csv")) -> None:
     if fmt not in allowed:
         raise FarmError(f"--format must be {', '.join(allowed[:-1])} or {allowed[-1]}, not {fmt!r}")

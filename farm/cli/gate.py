@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from farm import FarmError
 from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, err_console, handle_errors,
-                              human, print_csv, print_json)
+                              human, messages_to_stderr, print_csv, print_json)
 
 
 @handle_errors
@@ -67,7 +67,8 @@ def gate(
             else:
                 say.print(f"[yellow]no A/B re-measurement[/]: {escape(why)}", soft_wrap=True)
         try:
-            res = G.compare(st, run_id, base_id, cfg, remeasure=ab, threshold=limit)
+            with messages_to_stderr(fmt):
+                res = G.compare(st, run_id, base_id, cfg, remeasure=ab, threshold=limit)
         finally:
             if ab is not None:
                 ab.close()

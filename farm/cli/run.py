@@ -13,7 +13,7 @@ from rich.table import Table
 
 from farm import FarmError
 from farm.cli.common import (DEFAULT_STORE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ProgressLines, check_format,
-                              err_console, handle_errors, human)
+                              err_console, handle_errors, human, messages_to_stderr)
 
 
 @handle_errors
@@ -61,9 +61,8 @@ def run(
         farm run --resume latest
     """
     from farm import config as config_mod
-    from farm import planner, runner
+    from farm import planner
     from farm.cli.common import open_store
-    from farm.executor import make_executor
 
     if config is None and resume is None:
         raise FarmError("give a CONFIG file (e.g. `farm run configs/quick.yaml`), or --resume RUN to finish an "
@@ -79,7 +78,7 @@ def run(
             cfg.timing.timeout_s = timeout
         # Every config problem (workloads that do not load, sweeps over the limit, bad points) before anything
         # starts or is written; the plan is made again for the real target once the executor says what it is.
-        planner.plan(cfg, "check", max_jobs=max_jobs, source=str(config))
+        planner.check(cfg, max_jobs=max_jobs, source=str(config))
     st = open_store(store or (cfg.store if cfg else None) or DEFAULT_STORE, must_exist=resume is not None,
                     write=True)
     for rid in st.stale_runs():
@@ -90,6 +89,17 @@ def run(
     if num_cpus:
         cluster.num_cpus = num_cpus
     t0 = time.perf_counter()
+    with messages_to_stderr(fmt):
+        prep, tally = _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local,
+                           address, insecure_cluster, t0)
+    failed = _finish(say, st, prep, tally, fmt)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local, address,
+         insecure_cluster, t0):
+    from farm import runner
+    from farm.executor import make_executor
     with say.status("starting Ray ..." if not (local or cluster.executor == "local") else "starting ..."):
         executor = make_executor(cluster, local=local, address=address, insecure=insecure_cluster)
     prep = None
@@ -113,8 +123,7 @@ def run(
         raise typer.Exit(EXIT_INTERRUPTED)
     finally:
         executor.close()
-    failed = _finish(say, st, prep, tally, fmt)
-    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+    return prep, tally
 
 
 def _store_arg(st) -> str:

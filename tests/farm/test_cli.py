@@ -84,9 +84,38 @@ def test_workloads_command_lists_a_file():
 @pytest.mark.slow
 def test_ray_run_through_cli(tmp_path, ray_session):
     cfg = fake_config(tmp_path, modes=("ok", "die", "hang"), ns=(64,))
-    r = invoke("run", cfg, "--timeout", "3")
+    r = invoke("run", cfg, "--timeout", "3", "--format", "json")
     assert r.exit_code == 1, r.output  # two of the three jobs failed
-    assert "1 timeout" in r.output and "1 worker_died" in r.output and "1 validated" in r.output
+    assert "1 timeout" in r.stderr and "1 worker_died" in r.stderr and "1 validated" in r.stderr
+    got = json.loads(r.stdout)  # on Ray too, nothing but the data on stdout (Ray's own messages included)
+    assert sorted(x["status"] for x in got["results"]) == ["timeout", "validated", "worker_died"]
+
+
+def test_ctrl_c_shuts_the_executor_down(tmp_path, monkeypatch):
+    """Ctrl-C while jobs run: the executor (Ray) is closed, the run is marked interrupted, resume is printed."""
+    import farm.executor
+    closed = []
+
+    class Interrupted:
+        name = "ray"
+
+        def resources(self):
+            return {"cpus": 2, "gpus": 0, "gpu_kind": None, "gpu_names": [], "nodes": 1}
+
+        def run(self, jobs, opts, on_event):
+            for job in jobs:
+                on_event("start", job, "cpu0")
+                raise KeyboardInterrupt
+
+        def close(self):
+            closed.append(True)
+
+    monkeypatch.setattr(farm.executor, "make_executor", lambda *a, **k: Interrupted())
+    r = invoke("run", fake_config(tmp_path, ns=(64, 128)))
+    assert r.exit_code == 130 and closed == [True], r.output
+    assert "farm run --resume 1" in r.output
+    r = invoke("runs", "--store", tmp_path / "farm.db", "--format", "json")
+    assert json.loads(r.stdout)[0]["status"] == "interrupted"
 
 
 @pytest.mark.slow
