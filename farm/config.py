@@ -265,10 +265,9 @@ def _size(data, limit: int) -> int:
     return walk(data, 0)
 
 
-def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".", *,
-               allow_outside: bool = False) -> Config:
-    """Parse config text ("yaml" or "toml"); every relative path (store, workload files) is resolved against
-    `base_dir`, and a workload path leaving it is a ConfigError unless `allow_outside`."""
+def read_data(text: str, fmt: str = "yaml"):
+    """The data of a YAML or TOML config file, refused (ConfigError) when it is too big, not valid, nested too
+    deeply, or grows past MAX_NODES values once YAML aliases are expanded. Every farm config goes through here."""
     if len(text) > MAX_FILE_BYTES:
         raise ConfigError([f"(file): {len(text)} bytes is too big for a config (limit {MAX_FILE_BYTES})"])
     try:
@@ -277,11 +276,19 @@ def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".",
         raise ConfigError([f"(file): not valid {fmt.upper()}: {' '.join(str(e).split())}"]) from None
     except RecursionError:
         raise ConfigError(["(file): nested too deeply"]) from None
-    if not isinstance(data, dict):
-        raise ConfigError(["(top level): expected a mapping with at least `workloads:`"])
     if _size(data, MAX_NODES) > MAX_NODES:
         raise ConfigError([f"(file): more than {MAX_NODES} values once YAML aliases are expanded "
                            "(a config is a page of text; see `*alias` uses)"])
+    return data
+
+
+def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".", *,
+               allow_outside: bool = False) -> Config:
+    """Parse config text ("yaml" or "toml"); every relative path (store, workload files) is resolved against
+    `base_dir`, and a workload path leaving it is a ConfigError unless `allow_outside`."""
+    data = read_data(text, fmt)
+    if not isinstance(data, dict):
+        raise ConfigError(["(top level): expected a mapping with at least `workloads:`"])
     try:
         cfg = Config.model_validate(data)
     except ValidationError as e:
@@ -391,9 +398,9 @@ def load_gate(path: str | pathlib.Path | None) -> GateConfig:
         raise ConfigError([f"(file): no such gate config: {p}"])
     text = p.read_text()
     try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError([f"(file): not valid: {' '.join(str(e).split())}"], str(p)) from None
+        data = read_data(text, "toml" if p.suffix == ".toml" else "yaml")
+    except ConfigError as e:
+        raise ConfigError(e.lines, str(p)) from None
     try:
         return GateConfig.model_validate(data or {})
     except ValidationError as e:

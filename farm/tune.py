@@ -50,7 +50,7 @@ import numpy as np
 from pydantic import Field
 
 from farm import FarmError, exprs
-from farm.config import (Cluster, ConfigError, Constraint, SweepSpec, Timing, _format, _Model, expand)
+from farm.config import (Cluster, ConfigError, Constraint, SweepSpec, Timing, _format, _Model, expand, read_data)
 from farm.jobs import COMPILED, OK, VALIDATED, Job, Result, RunOptions
 from farm.planner import job_key
 from farm.tuning_db import TuningDB, make_record
@@ -93,9 +93,7 @@ def load_config(path) -> tuple[TuneConfig, str]:
     """Read and validate a tune config (YAML or TOML); workload and timer paths resolve against its folder."""
     import os
     import pathlib
-    import tomllib
 
-    import yaml
     from pydantic import ValidationError
 
     p = pathlib.Path(path)
@@ -103,9 +101,9 @@ def load_config(path) -> tuple[TuneConfig, str]:
         raise ConfigError([f"(file): no such config file: {p}"])
     text = p.read_text()
     try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
-    except Exception as e:
-        raise ConfigError([f"(file): not valid: {' '.join(str(e).split())}"], str(p)) from None
+        data = read_data(text, "toml" if p.suffix == ".toml" else "yaml")
+    except ConfigError as e:
+        raise ConfigError(e.lines, str(p)) from None
     try:
         cfg = TuneConfig.model_validate(data)
     except ValidationError as e:

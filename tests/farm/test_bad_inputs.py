@@ -189,6 +189,12 @@ CASES = [
      ["--threshold"]),
     ("gate-bad-config", {"g.yaml": "thresold: 5%\n"}, ["gate", "1", "--baseline", "1", "--store", "STORE", "--config",
                                                        "DIR/g.yaml"], 2, ["thresold: unknown field", "g.yaml"]),
+    ("gate-config-bomb", {"g.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))},
+     ["gate", "1", "--baseline", "1", "--store", "STORE", "--config", "DIR/g.yaml"], 2, ["YAML aliases", "g.yaml"]),
+    ("tune-config-bomb", {"t.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))},
+     ["tune", "DIR/t.yaml", "--local", "--store", "STORE"], 2, ["YAML aliases", "t.yaml"]),
     ("compile-no-target", {}, ["compile"], 2, ["farm compile vector_add", "FILE::NAME"]),
     ("compile-bad-stage", {}, ["compile", f"{FAKES}::fake_vec", "--emit", "sass"], 2, ["--emit must be one of"]),
     ("compile-bad-arg", {}, ["compile", f"{FAKES}::fake_vec", "--arg", "N4096"], 2, ["--arg 'N4096' should look like"]),
