@@ -66,8 +66,12 @@ def prepare(cfg: Config, config_text: str, config_path: str, store: Store, resou
                               config_path=config_path, options=dataclasses.asdict(opts), target=target,
                               gpus=resources.get("gpu_names", []), compiler_version=compiler_version(),
                               farm_version=farm.__version__, status="planning")
-    while chunk := list(itertools.islice(jobs, PLAN_CHUNK)):
-        store.add_jobs(run_id, chunk, {} if force else store.done_keys([j.key for j in chunk]))
+    try:
+        while chunk := list(itertools.islice(jobs, PLAN_CHUNK)):
+            store.add_jobs(run_id, chunk, {} if force else store.done_keys([j.key for j in chunk]))
+    except BaseException:  # Ctrl-C or an error while planning: nothing ran, so the half-recorded run goes
+        store.delete_run(run_id)
+        raise
     store.set_status(run_id, "running")
     info = store.run(run_id)
     return Prepared(run_id, store.pending(run_id), opts, info["n_jobs"], info["n_reused"], stats.skipped)
@@ -77,7 +81,7 @@ def resume(store: Store, run_ref: str) -> Prepared:
     """The remaining jobs of an earlier run, with that run's options."""
     run_id = store.resolve(run_ref)
     info = store.run(run_id)
-    if info["status"] == "planning":
+    if info["status"] in ("planning", "abandoned"):
         raise FarmError(f"run {run_id} was stopped while its plan was being recorded, so it cannot be resumed: "
                         f"start it again with `farm run CONFIG` (jobs it finished are reused)")
     if info["status"] == "done" and not len(store.pending(run_id)):

@@ -188,11 +188,21 @@ class Store:
         """Mark interrupted the runs still "running" whose driver (on this host) no longer exists: it was killed
         (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`)."""
         me = socket.gethostname()
-        stale = [r["id"] for r in self.db.execute("SELECT id, pid FROM runs WHERE status='running' AND host=? "
-                                                   "AND pid IS NOT NULL", (me,)) if not _alive(r["pid"])]
-        for rid in stale:
-            self.set_status(rid, "interrupted")
-        return stale
+        rows = [(r["id"], r["status"]) for r in self.db.execute(
+            "SELECT id, pid, status FROM runs WHERE status IN ('running', 'planning') AND host=? AND pid IS NOT NULL",
+            (me,)) if not _alive(r["pid"])]
+        for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
+            self.set_status(rid, "interrupted" if status == "running" else "abandoned")
+        return [rid for rid, status in rows if status == "running"]
+
+    def delete_run(self, run_id: int):
+        """Remove a run that has no results (one stopped while its plan was being recorded)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            if self.db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()[0]:
+                raise FarmError(f"run {run_id} has results: not deleted")
+            self.db.execute("DELETE FROM run_jobs WHERE run_id=?", (run_id,))
+            self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
 
     def close(self):
         self.db.close()

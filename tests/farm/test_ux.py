@@ -154,6 +154,26 @@ def test_ctrl_c_during_planning_exits_130_without_unbound_local(tmp_path, monkey
     assert "UnboundLocalError" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
 
 
+def test_ctrl_c_while_the_plan_is_recorded_leaves_no_half_run(tmp_path, monkeypatch):
+    from farm import runner as farm_runner
+    monkeypatch.setattr(farm_runner, "PLAN_CHUNK", 2)
+    real = farm_runner.Store.add_jobs if hasattr(farm_runner, "Store") else None
+    calls = []
+
+    def add_jobs(self, run_id, jobs, reused):
+        calls.append(len(jobs))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, run_id, jobs, reused)
+    monkeypatch.setattr(farm_runner.Store, "add_jobs", add_jobs)
+    cfg = fake_config(tmp_path, ns=(64, 128, 256, 512))
+    r = invoke("run", cfg, "--local")
+    assert r.exit_code == 130 and "nothing was stored" in r.output, r.output
+    db = sqlite3.connect(tmp_path / "farm.db")
+    assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM run_jobs").fetchone()[0] == 0
+
+
 def test_ctrl_c_while_running_keeps_results_and_prints_resume(tmp_path):
     """A real SIGINT to a real `farm run` (in this process's executor: --local), halfway through."""
     cfg = fake_config(tmp_path, modes=("ok",), ns=tuple(range(64, 64 + 20)), sleep=0.1)
