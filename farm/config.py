@@ -234,11 +234,12 @@ class _Loader(yaml.SafeLoader):
 
     def construct_mapping(self, node, deep=False):
         seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
+        for key_node, _ in node.value:  # the mapping's own keys (a `<<: *alias` merge may be overridden)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if (key_node.tag, key_node.value) in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key_node.value!r}",
+                                                            key_node.start_mark)
+                seen.add((key_node.tag, key_node.value))
         return super().construct_mapping(node, deep=deep)
 
 
