@@ -418,8 +418,8 @@ def parse_budget(text: str | None) -> float | None:
         v = float(t) * mult
     except ValueError:
         raise FarmError(f"--budget: cannot read {text!r} (use e.g. 60s, 2m)") from None
-    if v <= 0:
-        raise FarmError("--budget must be positive")
+    if not math.isfinite(v) or v <= 0:  # float() reads "nan" and "inf": neither is a budget
+        raise FarmError(f"--budget must be a positive, finite time, not {text!r}")
     return v
 
 

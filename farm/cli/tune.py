@@ -54,6 +54,8 @@ def tune(
         from farm.tune import load_config
         cfg, _ = load_config(config)
     path = store or (cfg.store if cfg else None) or DEFAULT_STORE
+    from farm.tune import parse_budget
+    parse_budget(budget)  # a bad --budget is refused before the tuning table is opened (and created)
     db = TuningDB(path)
     try:
         if import_ is not None:

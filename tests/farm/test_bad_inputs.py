@@ -195,6 +195,10 @@ CASES = [
     ("tune-config-bomb", {"t.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))},
      ["tune", "DIR/t.yaml", "--local", "--store", "STORE"], 2, ["YAML aliases", "t.yaml"]),
+    ("tune-budget-nan", {"c.yaml": cfg()}, ["tune", "CFG", "--local", "--budget", "nan"], 2,
+     ["--budget must be a positive, finite time"]),
+    ("tune-budget-inf", {"c.yaml": cfg()}, ["tune", "CFG", "--local", "--budget", "1e999s"], 2,
+     ["--budget must be a positive, finite time"]),
     ("compile-no-target", {}, ["compile"], 2, ["farm compile vector_add", "FILE::NAME"]),
     ("compile-bad-stage", {}, ["compile", f"{FAKES}::fake_vec", "--emit", "sass"], 2, ["--emit must be one of"]),
     ("compile-bad-arg", {}, ["compile", f"{FAKES}::fake_vec", "--arg", "N4096"], 2, ["--arg 'N4096' should look like"]),
