@@ -250,7 +250,10 @@ class Store:
         if ref.isdigit():
             row = self.db.execute("SELECT id FROM runs WHERE id=?", (int(ref),)).fetchone()
         elif ref.startswith("latest"):
-            back = int(ref.partition("~")[2] or 0)
+            back = ref.partition("~")[2] or "0"
+            if ref not in ("latest", f"latest~{back}") or not back.isdigit():
+                raise FarmError(f"run {ref!r}: `latest` or `latest~N` (N runs before the latest), N a number")
+            back = int(back)
             row = self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?", (back,)).fetchone()
         else:
             row = self.db.execute("SELECT id FROM runs WHERE label=? ORDER BY id DESC LIMIT 1", (ref,)).fetchone()

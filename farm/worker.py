@@ -200,6 +200,8 @@ def load_file(path: str):
     imports) as one FarmError naming the file and line where it happened, never a traceback into the farm."""
     import workloads
     from farm import FarmError
+    if not str(path).endswith(".py"):
+        raise FarmError(f"{path} is not a Python file: a kernel file is a .py that declares WORKLOAD or WORKLOADS")
     try:
         return workloads.load_file(path)
     except (FileNotFoundError, ValueError, TypeError) as e:

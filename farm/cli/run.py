@@ -68,6 +68,10 @@ def run(
         raise FarmError("give a CONFIG file (e.g. `farm run configs/quick.yaml`), or --resume RUN to finish an "
                         "earlier run (`farm runs` lists them)")
     check_format(fmt, ("table", "json", "csv", "markdown", "none"))
+    if timeout is not None and not timeout > 0:  # (also refuses nan)
+        raise FarmError(f"--timeout must be a positive number of seconds, not {timeout}")
+    if num_cpus is not None and num_cpus < 1:
+        raise FarmError(f"--num-cpus must be at least 1, not {num_cpus}")
     say = human(fmt)
     cfg = text = None
     if config is not None:

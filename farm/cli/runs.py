@@ -8,6 +8,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from farm import FarmError
 from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, handle_errors, human,
                               print_csv, print_json)
 
@@ -25,6 +26,8 @@ def runs(
     """
     from farm.cli.common import open_store
     check_format(fmt)
+    if limit < 1:
+        raise FarmError(f"--limit must be at least 1, not {limit}")
     st = open_store(store)
     for rid in st.stale_runs():
         human(fmt).print(f"run {rid} was left running by a process that no longer exists (killed?): marked "
