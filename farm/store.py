@@ -83,14 +83,29 @@ def git_commit(cwd: str | None = None) -> str:
         return ""
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, since: float | None = None) -> bool:
+    """Whether process `pid` exists and (where /proc tells) started no later than `since`: a pid reused by a
+    process started after the run was created is not the run's driver."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+        pass
+    started = _process_start(pid)
+    return started is None or since is None or started <= since + 1.0
+
+
+def _process_start(pid: int) -> float | None:
+    """Wall-clock start time of a process from /proc (Linux), or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, counted after the command name
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def _check_path(path: pathlib.Path, write: bool) -> None:
@@ -189,8 +204,8 @@ class Store:
         (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`)."""
         me = socket.gethostname()
         rows = [(r["id"], r["status"]) for r in self.db.execute(
-            "SELECT id, pid, status FROM runs WHERE status IN ('running', 'planning') AND host=? AND pid IS NOT NULL",
-            (me,)) if not _alive(r["pid"])]
+            "SELECT id, pid, status, created FROM runs WHERE status IN ('running', 'planning') AND host=? "
+            "AND pid IS NOT NULL", (me,)) if not _alive(r["pid"], r["created"])]
         for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
             self.set_status(rid, "interrupted" if status == "running" else "abandoned")
         return [rid for rid, status in rows if status == "running"]

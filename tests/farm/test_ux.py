@@ -351,3 +351,15 @@ def test_a_large_plan_streams_in_bounded_memory(tmp_path, monkeypatch):
     # what grows with the plan is two sets of 16-byte digests (points, keys): ~160 bytes a job; a plan held in
     # lists of Job objects grows by over 1 KB a job
     assert (large - small) / 5400 < 400, (small, large)
+
+
+def test_a_reused_pid_is_not_taken_for_the_runs_driver(tmp_path):
+    """A run whose pid now belongs to a process started after the run (pid reuse) is stale too."""
+    from farm.store import Store, _alive
+    st = Store(tmp_path / "farm.db")
+    rid = st.create_run(name="x", label=None, config_text="", config_path="", options={}, target="interpreter",
+                        gpus=[], compiler_version="c", farm_version="f")
+    assert st.stale_runs() == []  # this process is alive and older than the run
+    st.db.execute("UPDATE runs SET created=created-100000, pid=? WHERE id=?", (os.getpid(), rid))
+    assert _alive(os.getpid()) and not _alive(os.getpid(), since=time.time() - 100000)
+    assert st.stale_runs() == [rid] and st.run(rid)["status"] == "interrupted"
