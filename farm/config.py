@@ -297,7 +297,7 @@ def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".",
     base = pathlib.Path(base_dir).resolve()
     problems = []
     if cfg.store is not None:
-        cfg.store = str(base / os.path.expanduser(cfg.store))
+        cfg.store = os.path.normpath(base / os.path.expanduser(cfg.store))
     for i, entry in enumerate(cfg.workloads):
         path_part = entry.workload.split("::")[0]
         if path_part.endswith(".py") and not pathlib.Path(path_part).is_absolute():

@@ -109,7 +109,7 @@ def load_config(path) -> tuple[TuneConfig, str]:
     except ValidationError as e:
         raise ConfigError(_format(e), str(p)) from None
     if cfg.store is not None:
-        cfg.store = str(p.parent.resolve() / os.path.expanduser(cfg.store))
+        cfg.store = os.path.normpath(p.parent.resolve() / os.path.expanduser(cfg.store))
     for entry in cfg.workloads:
         entry.workload = _resolve(entry.workload, p.parent)
     if cfg.search.timer:

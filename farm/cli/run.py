@@ -131,7 +131,10 @@ def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cl
 
 
 def _store_arg(st) -> str:
-    return "" if str(st.path) == DEFAULT_STORE else f" --store {st.path}"
+    """` --store PATH` for the commands printed, unless the store is the one they find by default."""
+    import os
+    same = os.path.abspath(st.path) == os.path.abspath(DEFAULT_STORE)
+    return "" if same else f" --store {st.path}"
 
 
 def _header(say, prep, resources, executor, startup_s):
