@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
 #                                       occ,ncu128,diag,diaghit,farmtests,badinputs,startup,ncu,asm,host,
-#                                       corpus] [pytest args]
+#                                       corpus,lang] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -35,6 +35,12 @@ fi
 if [[ ",$what," == *",host,"* ]]; then  # named only (not part of all): CPU work, ~3 min on the node
   # host-side cost against Triton (CPU only: import, fresh-process and warm compile, ptxas -v resources)
   step bench-host python3 scripts/bench_host.py --reps 9 --out "$OUT/host"
+fi
+if has lang; then
+  # the language surface of issue 20 (libdevice, fp8, Philox, block pointers, join/split/flip, pointer arrays,
+  # debug_barrier, float64 parameters): gpu-marked tests only, each against float64/bit-exact references
+  step lang-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests/ops/test_libdevice.py \
+    tests/ops/test_fp8.py tests/ops/test_random.py tests/ops/test_block_ptr.py tests/ops/test_shape_ops.py "$@"
 fi
 if has bench; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
