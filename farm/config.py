@@ -2,7 +2,8 @@
 
 ```yaml
 name: quick                       # shown in `farm runs`
-store: .tilefarm/farm.db          # SQLite file (relative to the current directory)
+store: .tilefarm/farm.db          # SQLite file, relative to this config's folder (left out: FARM_STORE, else
+                                  # ./.tilefarm/farm.db, the default of every other command)
 seed: 0                           # inputs are seeded from this and the job's key
 timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
 cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "ray://h:10001": join
@@ -18,17 +19,25 @@ workloads:
 A sweep (`params` or `meta`) is a mapping (product of its lists; a scalar is a one-element list), or
 `{product: {...}, zip: {...}, points: [{...}, ...]}` (the product of all three), or a list of those (concatenated).
 Leaving `params` out uses the workload's default sweep; leaving `meta` out uses its default meta.
+
+Every relative path in a config (store, workload files) is resolved against the config's folder, never the
+current directory. A workload path that leaves that folder (`../elsewhere.py`) is refused unless the caller
+allows it (`farm run --allow-outside`); an absolute path is taken as written.
 """
 from __future__ import annotations
 
+import math
+import os
 import pathlib
+import hashlib
+import itertools
 import tomllib
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from farm import exprs
+from farm import FarmError, exprs
 
 
 
@@ -51,7 +60,7 @@ Scalar = Annotated[Any, AfterValidator(_scalar)]
 Constraint = Annotated[str, AfterValidator(_constraint)]
 
 
-class ConfigError(Exception):
+class ConfigError(FarmError):
     """A config that cannot be used; `.lines` holds one "field.path: problem" line per problem (exit code 2)."""
 
     def __init__(self, lines: list[str], source: str = ""):
@@ -109,35 +118,55 @@ class Sweep(_Model):
                 seen[k] = part
         return self
 
-    def expand(self) -> list[dict]:
-        """The points of this block, in a deterministic order (last product axis varies fastest)."""
-        points: list[dict] = [{}]
-        for k, vals in self.product.items():
-            points = [{**p, k: v} for p in points for v in vals]
+    def count(self) -> int:
+        """How many points `expand` yields, without expanding (a sweep of 10^9 points is refused by its count)."""
+        n = math.prod(len(v) for v in self.product.values())
+        if self.zip:
+            n *= len(next(iter(self.zip.values())))
+        return n * (len(self.points) or 1)
+
+    def expand(self):
+        """The points of this block, lazily, in a deterministic order (last product axis varies fastest)."""
+        keys = list(self.product)
+        rows = [{}]
         if self.zip:
             n = len(next(iter(self.zip.values())))
             rows = [{k: vals[i] for k, vals in self.zip.items()} for i in range(n)]
-            points = [{**p, **r} for p in points for r in rows]
-        if self.points:
-            points = [{**p, **q} for p in points for q in self.points]
-        return points
+        for combo in itertools.product(*self.product.values()):
+            base = dict(zip(keys, combo))
+            for r in rows:
+                for q in self.points or [{}]:
+                    yield {**base, **r, **q}
 
 
 SweepSpec = Annotated[list[Sweep], BeforeValidator(_as_list)]
 
 
+def count(blocks: "list[Sweep] | None") -> int | None:
+    """Points in a sweep before duplicates are dropped (an upper bound of `expand`'s), or None when absent."""
+    return None if blocks is None else sum(b.count() for b in blocks)
+
+
 def expand(blocks: "list[Sweep] | None") -> list[dict] | None:
-    """All points of a sweep (blocks concatenated, duplicates dropped keeping the first), or None when absent."""
+    """All points of a sweep as a list (see `iter_points`), or None when absent."""
+    return None if blocks is None else list(iter_points(blocks))
+
+
+def iter_points(blocks: "list[Sweep] | None"):
+    """All points of a sweep, lazily (blocks concatenated, duplicates dropped keeping the first), or None."""
     if blocks is None:
         return None
-    out, seen = [], set()
-    for block in blocks:
-        for p in block.expand():
-            key = tuple(sorted((k, repr(v)) for k, v in p.items()))
-            if key not in seen:
-                seen.add(key)
-                out.append(p)
-    return out
+
+    def points():
+        seen = set()  # 16-byte digests of the points, not the points: a million of them is ~80 MB
+        for block in blocks:
+            for p in block.expand():
+                key = hashlib.blake2b(repr(sorted((k, repr(v)) for k, v in p.items())).encode(),
+                                      digest_size=16).digest()
+                if key not in seen:
+                    seen.add(key)
+                    yield p
+    return points()
 
 
 class WorkloadEntry(_Model):
@@ -180,7 +209,7 @@ class Config(_Model):
     compile_only: bool = Field(False, description="compile every job to PTX, do not validate or time")
     timing: Timing = Field(default_factory=Timing)
     cluster: Cluster = Field(default_factory=Cluster)
-    store: str = ".tilefarm/farm.db"
+    store: str | None = Field(None, description="results file, relative to this config's folder")
 
 
 def _format(e: ValidationError) -> list[str]:
@@ -195,36 +224,108 @@ def _format(e: ValidationError) -> list[str]:
     return lines
 
 
-def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".") -> Config:
-    """Parse config text ("yaml" or "toml"); workload paths are resolved against `base_dir`."""
+MAX_FILE_BYTES = 4 * 2**20  # a sweep config is a page of text; this is far above any real one
+MAX_NODES = 200_000  # values in the config once YAML aliases are expanded ("billion laughs" stops here)
+
+
+class _Loader(yaml.SafeLoader):
+    """yaml.safe_load, minus what only a hostile file does: duplicate keys are errors (the last one silently
+    winning hides mistakes), and the expanded size of aliases is bounded in `_size`."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:  # the mapping's own keys (a `<<: *alias` merge may be overridden)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if (key_node.tag, key_node.value) in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key_node.value!r}",
+                                                            key_node.start_mark)
+                seen.add((key_node.tag, key_node.value))
+        return super().construct_mapping(node, deep=deep)
+
+
+def _size(data, limit: int) -> int:
+    """Values in `data` counted as if every shared (aliased) part were copied, stopping past `limit`."""
+    memo: dict[int, int] = {}
+
+    def walk(x, depth):
+        if depth > 100:
+            raise ConfigError(["(file): nested more than 100 levels deep"])
+        if isinstance(x, (list, dict)):
+            if id(x) in memo:
+                return memo[id(x)]
+            items = list(x.items()) if isinstance(x, dict) else [(None, v) for v in x]
+            n = 1
+            for k, v in items:
+                n += walk(v, depth + 1) + (k is not None)
+                if n > limit:
+                    break
+            memo[id(x)] = n
+            return n
+        return 1
+
+    return walk(data, 0)
+
+
+def read_data(text: str, fmt: str = "yaml"):
+    """The data of a YAML or TOML config file, refused (ConfigError) when it is too big, not valid, nested too
+    deeply, or grows past MAX_NODES values once YAML aliases are expanded. Every farm config goes through here."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ConfigError([f"(file): {len(text)} bytes is too big for a config (limit {MAX_FILE_BYTES})"])
     try:
-        data = tomllib.loads(text) if fmt == "toml" else yaml.safe_load(text)
+        data = tomllib.loads(text) if fmt == "toml" else yaml.load(text, Loader=_Loader)
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
         raise ConfigError([f"(file): not valid {fmt.upper()}: {' '.join(str(e).split())}"]) from None
+    except RecursionError:
+        raise ConfigError(["(file): nested too deeply"]) from None
+    if _size(data, MAX_NODES) > MAX_NODES:
+        raise ConfigError([f"(file): more than {MAX_NODES} values once YAML aliases are expanded "
+                           "(a config is a page of text; see `*alias` uses)"])
+    return data
+
+
+def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".", *,
+               allow_outside: bool = False) -> Config:
+    """Parse config text ("yaml" or "toml"); every relative path (store, workload files) is resolved against
+    `base_dir`, and a workload path leaving it is a ConfigError unless `allow_outside`."""
+    data = read_data(text, fmt)
     if not isinstance(data, dict):
         raise ConfigError(["(top level): expected a mapping with at least `workloads:`"])
     try:
         cfg = Config.model_validate(data)
     except ValidationError as e:
         raise ConfigError(_format(e)) from None
-    base = pathlib.Path(base_dir)
-    for entry in cfg.workloads:
+    base = pathlib.Path(base_dir).resolve()
+    problems = []
+    if cfg.store is not None:
+        cfg.store = os.path.normpath(base / os.path.expanduser(cfg.store))
+    for i, entry in enumerate(cfg.workloads):
         path_part = entry.workload.split("::")[0]
         if path_part.endswith(".py") and not pathlib.Path(path_part).is_absolute():
             rest = entry.workload[len(path_part):]
-            entry.workload = str((base / path_part).resolve()) + rest
+            full = (base / path_part).resolve()
+            if not allow_outside and not full.is_relative_to(base):
+                problems.append(f"workloads.{i}.workload: {path_part} leaves the config's folder ({base}); "
+                                "move it beside the config, give an absolute path, or pass --allow-outside")
+            entry.workload = str(full) + rest
+    if problems:
+        raise ConfigError(problems)
     return cfg
 
 
-def load(path: str | pathlib.Path) -> tuple[Config, str]:
+def load(path: str | pathlib.Path, *, allow_outside: bool = False) -> tuple[Config, str]:
     """Read and validate a config file; returns the model and the file's text (stored with the run)."""
     p = pathlib.Path(path)
     if not p.is_file():
-        raise ConfigError([f"(file): no such config file: {p}"])
-    text = p.read_text()
+        raise ConfigError([f"(file): no such config file" + (" (it is a folder)" if p.is_dir() else "")], str(p))
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"(file): not text (UTF-8): byte {e.start} cannot be decoded"], str(p)) from None
+    except OSError as e:
+        raise ConfigError([f"(file): cannot read: {e.strerror}"], str(p)) from None
     fmt = "toml" if p.suffix == ".toml" else "yaml"
     try:
-        return parse_text(text, fmt, p.parent), text
+        return parse_text(text, fmt, p.parent, allow_outside=allow_outside), text
     except ConfigError as e:
         raise ConfigError(e.lines, str(p)) from None
 
@@ -298,9 +399,9 @@ def load_gate(path: str | pathlib.Path | None) -> GateConfig:
         raise ConfigError([f"(file): no such gate config: {p}"])
     text = p.read_text()
     try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError([f"(file): not valid: {' '.join(str(e).split())}"], str(p)) from None
+        data = read_data(text, "toml" if p.suffix == ".toml" else "yaml")
+    except ConfigError as e:
+        raise ConfigError(e.lines, str(p)) from None
     try:
         return GateConfig.model_validate(data or {})
     except ValidationError as e:

@@ -36,7 +36,10 @@ class Job:
     data_bytes: int = 0  # the workload's byte count: lets executors bound host memory (not part of the key)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        # Shallow copies of the two point dicts (their values are scalars): dataclasses.asdict's deep copy was
+        # most of the time spent recording a large plan.
+        return {"key": self.key, "idx": self.idx, "workload": self.workload, "name": self.name,
+                "params": dict(self.params), "meta": dict(self.meta), "seed": self.seed, "data_bytes": self.data_bytes}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":

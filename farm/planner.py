@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 
 from farm import FarmError, exprs
-from farm.config import Config, expand
+from farm.config import Config, ConfigError, count, iter_points
 from farm.jobs import Job
 from farm.worker import compiler_version, load_workload, source_hash
 
@@ -30,6 +31,11 @@ def job_key(src_hash: str, spec: str, params: dict, meta: dict, compiler: str, t
                                      "compiler": compiler, "target": target}).encode()).hexdigest()
 
 
+MAX_JOBS = int(os.environ.get("FARM_MAX_JOBS", "100000"))  # `farm run --max-jobs` raises it
+MAX_TILE = 2**20  # elements in one block-size meta-parameter: Triton's limit on a tensor's elements
+MAX_WARPS = 32    # 1024 threads, the most a block can have
+
+
 @dataclass
 class Plan:
     """The jobs of a config (in order), and how many sweep points the constraints skipped."""
@@ -39,47 +45,122 @@ class Plan:
     per_workload: dict = field(default_factory=dict)
 
 
-def plan(cfg: Config, target: str) -> Plan:
-    """Expand every workload's sweep into jobs for `target`; raises FarmError for a point that cannot run."""
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    skipped = 0
-    per = {}
+def plan(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "") -> Plan:
+    """Every job of the config for `target`, as a list (see `iter_jobs`; `farm run` streams them instead)."""
+    stats = Stats()
+    jobs = list(iter_jobs(cfg, target, max_jobs=max_jobs, source=source, stats=stats))
+    return Plan(jobs=jobs, skipped_by_constraint=stats.skipped, per_workload=stats.per_workload)
+
+
+def check(cfg: Config, *, max_jobs: int | None = None, source: str = "") -> int:
+    """Validate the whole config without keeping its jobs; returns how many there are (ConfigError if any problem)."""
+    return sum(1 for _ in iter_jobs(cfg, "check", max_jobs=max_jobs, source=source))
+
+
+@dataclass
+class Stats:
+    """What `iter_jobs` counted on the way: points skipped by constraints, jobs per workload."""
+
+    skipped: int = 0
+    per_workload: dict = field(default_factory=dict)
+
+
+def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None):
+    """Expand every workload's sweep into jobs for `target`, lazily, in plan order (workloads as listed, params
+    points outer, meta points inner); duplicates are dropped (by a 16-byte digest of the key, so a million-job
+    sweep holds ~80 MB of digests, not its jobs).
+
+    Every problem found (a workload that cannot be loaded, a sweep over the job limit, a point without a dtype,
+    an unknown dtype, a meta-parameter out of range, a constraint that cannot be evaluated) is collected, one
+    "field.path: problem" line each, and raised together as one ConfigError (`source`: the config's file) when
+    the iteration ends; `check` runs it through once first, so a run never records a plan that fails half-way.
+    The size of each sweep is counted before it is expanded, so a sweep of 10^9 points is refused at once.
+    """
+    limit = MAX_JOBS if max_jobs is None else max_jobs
+    stats = stats if stats is not None else Stats()
+    problems: list[str] = []
+    seen: set[bytes] = set()
+    idx = 0
     cver = compiler_version()
+    total = 0
     for wi, entry in enumerate(cfg.workloads):
         where = f"workloads.{wi}"
-        wl = load_workload(entry.workload)
+        try:
+            wl = load_workload(entry.workload)
+        except FarmError as e:
+            problems.append(f"{where}.workload: {e}")
+            continue
+        n_params = count(entry.params)
+        n_meta = count(entry.meta) or 1
+        n_params = len(wl.default_sweep) if n_params is None else n_params
+        total += n_params * n_meta
+        if total > limit:
+            problems.append(f"{where}: the sweep has up to {n_params * n_meta:,} points ({n_params:,} params x "
+                            f"{n_meta:,} meta), {total:,} with the workloads before it: over the limit of "
+                            f"{limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
+            continue
         src = source_hash(wl)
-        points = expand(entry.params)
+        points = iter_points(entry.params)
         if points is None:
             points = [dict(p) for p in wl.default_sweep]
             if not points:
-                raise FarmError(f"{where}: {wl.name} has no default sweep; give `params:`")
-        metas = expand(entry.meta)
-        if metas is None:
-            metas = [dict(wl.default_meta)]
+                problems.append(f"{where}.params: {wl.name} has no default sweep; give `params:`")
+                continue
+        metas = iter_points(entry.meta)
+        metas = [dict(wl.default_meta)] if metas is None else list(metas)
+        bad = [msg for m in metas for msg in _meta_problems({**wl.default_meta, **m})]
+        if bad:
+            problems += [f"{where}.meta: {msg}" for msg in dict.fromkeys(bad)]
+            continue
         trees = [(text, exprs.parse(text)) for text in entry.constraints]
         n = 0
         for p in points:
             if "dtype" not in p:
-                raise FarmError(f"{where}.params: point {p} has no dtype (add `dtype: [float32]`)")
+                problems.append(f"{where}.params: point {p} has no dtype (add `dtype: [float32]`)")
+                break
             if p["dtype"] not in KNOWN_DTYPES:
-                raise FarmError(f"{where}.params: unknown dtype {p['dtype']!r} (known: {', '.join(sorted(KNOWN_DTYPES))})")
-            for m in metas:
-                m = {**wl.default_meta, **m}
-                env = {**p, **m}
-                if not _accepted(trees, env, where):
-                    skipped += 1
-                    continue
-                key = job_key(src, f"{wl.name}", p, m, cver, target)
-                if key in seen:
-                    continue
-                seen.add(key)
-                jobs.append(Job(key=key, idx=len(jobs), workload=entry.workload, name=wl.name, params=dict(p),
-                                meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p)))
-                n += 1
-        per[wl.name] = per.get(wl.name, 0) + n
-    return Plan(jobs=jobs, skipped_by_constraint=skipped, per_workload=per)
+                problems.append(f"{where}.params.dtype: unknown dtype {p['dtype']!r} "
+                                f"(known: {', '.join(sorted(KNOWN_DTYPES))})")
+                break
+            try:
+                for m in metas:
+                    m = {**wl.default_meta, **m}
+                    env = {**p, **m}
+                    if not _accepted(trees, env, where):
+                        stats.skipped += 1
+                        continue
+                    if problems:  # the plan will be refused: keep checking, stop building
+                        continue
+                    key = job_key(src, f"{wl.name}", p, m, cver, target)
+                    digest = bytes.fromhex(key[:32])
+                    if digest in seen:
+                        continue
+                    seen.add(digest)
+                    yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
+                              meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p))
+                    idx += 1
+                    n += 1
+            except FarmError as e:
+                problems.append(str(e))
+                break
+        stats.per_workload[wl.name] = stats.per_workload.get(wl.name, 0) + n
+    if problems:
+        raise ConfigError(problems, source)
+
+
+def _meta_problems(meta: dict) -> list[str]:
+    """What is wrong with one meta point (the compiler would reject it later, one job at a time, or spend
+    minutes on a tile no GPU can hold)."""
+    out = []
+    for k, v in meta.items():
+        is_int = isinstance(v, int) and not isinstance(v, bool)
+        if k == "num_warps" and not (is_int and 0 < v <= MAX_WARPS and v & (v - 1) == 0):
+            out.append(f"num_warps: expected a power of two from 1 to {MAX_WARPS}, got {v!r}")
+        elif k == "num_stages" and not (is_int and 0 < v <= 16):
+            out.append(f"num_stages: expected an integer from 1 to 16, got {v!r}")
+        elif k.upper().startswith("BLOCK") and is_int and not 0 < v <= MAX_TILE:
+            out.append(f"{k}: {v} is outside 1..{MAX_TILE} (2^20 elements, the most one tile may hold)")
+    return out
 
 
 def _data_bytes(wl, params: dict) -> int:

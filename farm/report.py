@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 
 from rich import box
 from rich.table import Table
@@ -143,9 +144,20 @@ EXPORT = ["idx", "workload", "shape", "dtype", "meta_text", "status", "median_ms
           "validate_s", "bench_s", "wall_s", "worker", "error", "key"]
 
 
+def strict(obj):
+    """`obj` with NaN and infinities as None: JSON has no such numbers (jq and most parsers refuse them)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict(v) for v in obj]
+    return obj
+
+
 def to_json(rows: list[dict], run: dict | None = None) -> str:
     keep = [{k: v for k, v in r.items() if k != "detail"} for r in rows]
-    return json.dumps({"run": run, "results": keep}, indent=2, default=str)
+    return json.dumps(strict({"run": run, "results": keep}), indent=2, default=str, allow_nan=False)
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -6,6 +6,7 @@ Results are written the moment they arrive, so a crash or Ctrl-C loses at most t
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -13,22 +14,26 @@ import farm
 from farm import FarmError
 from farm.config import Config
 from farm.jobs import GOOD, Job, Result, RunOptions
-from farm.planner import plan
+from farm.planner import Stats, iter_jobs, job_key
 from farm.store import Store
-from farm.worker import compiler_version
+from farm.worker import compiler_version, load_workload, source_hash
+
+
+PLAN_CHUNK = 2000  # jobs recorded per transaction while a plan streams into the store
 
 
 @dataclass
 class Prepared:
-    """A run ready to execute: its id, the jobs still to run, and how they run."""
+    """A run ready to execute: its id, the jobs still to run (a sized iterable: `Store.pending`), how they run."""
 
     run_id: int
-    jobs: list[Job]
+    jobs: "list[Job] | object"
     opts: RunOptions
     n_planned: int
     n_reused: int = 0
     skipped_by_constraint: int = 0
     resumed: bool = False
+    rekeyed: int = 0  # resumed jobs whose key changed (their sources were edited): re-planned under the new key
 
 
 def target_for(cfg: Config, resources: dict) -> str:
@@ -47,30 +52,65 @@ def options_for(cfg: Config, target: str) -> RunOptions:
 
 
 def prepare(cfg: Config, config_text: str, config_path: str, store: Store, resources: dict, *,
-            force: bool = False, label: str | None = None) -> Prepared:
-    """Plan the config and record a new run with its plan; jobs the store has already done are reused."""
+            force: bool = False, label: str | None = None, max_jobs: int | None = None) -> Prepared:
+    """Plan the config and record a new run with its plan; jobs the store has already done are reused.
+
+    The plan is streamed into the store in chunks (the jobs are never all in memory: `Prepared.jobs` reads the
+    pending ones back lazily), under the status "planning" until the whole plan is in, so a run killed while
+    planning is never mistaken for one that can be resumed."""
     target = target_for(cfg, resources)
-    p = plan(cfg, target)
-    reused = {} if force else store.done_keys([j.key for j in p.jobs])
     opts = options_for(cfg, target)
+    stats = Stats()
+    jobs = iter_jobs(cfg, target, max_jobs=max_jobs, source=config_path, stats=stats)
     run_id = store.create_run(name=cfg.name, label=label or cfg.label, config_text=config_text,
                               config_path=config_path, options=dataclasses.asdict(opts), target=target,
                               gpus=resources.get("gpu_names", []), compiler_version=compiler_version(),
-                              farm_version=farm.__version__)
-    store.add_jobs(run_id, p.jobs, reused)
-    todo = [j for j in p.jobs if j.key not in reused]
-    return Prepared(run_id, todo, opts, len(p.jobs), len(reused), p.skipped_by_constraint)
+                              farm_version=farm.__version__, status="planning")
+    try:
+        while chunk := list(itertools.islice(jobs, PLAN_CHUNK)):
+            store.add_jobs(run_id, chunk, {} if force else store.done_keys([j.key for j in chunk]))
+    except BaseException:  # Ctrl-C or an error while planning: nothing ran, so the half-recorded run goes
+        store.delete_run(run_id)
+        raise
+    store.set_status(run_id, "running")
+    info = store.run(run_id)
+    return Prepared(run_id, store.pending(run_id), opts, info["n_jobs"], info["n_reused"], stats.skipped)
 
 
 def resume(store: Store, run_ref: str) -> Prepared:
     """The remaining jobs of an earlier run, with that run's options."""
     run_id = store.resolve(run_ref)
     info = store.run(run_id)
-    if info["status"] == "done" and not store.pending_jobs(run_id):
+    if info["status"] in ("planning", "abandoned"):
+        raise FarmError(f"run {run_id} was stopped while its plan was being recorded, so it cannot be resumed: "
+                        f"start it again with `farm run CONFIG` (jobs it finished are reused)")
+    if info["status"] == "done" and not len(store.pending(run_id)):
         raise FarmError(f"run {run_id} is complete: nothing to resume (see `farm report {run_id}`)")
     opts = RunOptions(**info["options"])
-    jobs = store.pending_jobs(run_id)
-    return Prepared(run_id, jobs, opts, info["n_jobs"], info["n_reused"], resumed=True)
+    changed: dict[str, Job] = {}
+    for page in store.pending(run_id).pages():
+        changed.update(rekey(page, opts.target)[1])
+    if changed:
+        store.rekey_jobs(run_id, changed)
+    return Prepared(run_id, store.pending(run_id), opts, info["n_jobs"], info["n_reused"], resumed=True,
+                    rekeyed=len(changed))
+
+
+def rekey(jobs: list[Job], target: str) -> tuple[list[Job], dict[str, Job]]:
+    """The jobs with their keys computed again from the sources as they are now (a kernel file edited since the
+    run was planned gives new keys: its results must not be stored, or later found, under the old source's key).
+    Returns the jobs and {old key: re-keyed job} for those that changed."""
+    cver = compiler_version()
+    out, changed = [], {}
+    for job in jobs:
+        wl = load_workload(job.workload)  # a file that is gone or broken now: a FarmError naming it
+        key = job_key(source_hash(wl), wl.name, job.params, job.meta, cver, target)
+        if key != job.key:
+            new = dataclasses.replace(job, key=key)
+            changed[job.key] = new
+            job = new
+        out.append(job)
+    return out, changed
 
 
 @dataclass
@@ -125,5 +165,5 @@ def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
     except BaseException:
         store.finish_run(prep.run_id, "interrupted")
         raise
-    store.finish_run(prep.run_id, "done" if not store.pending_jobs(prep.run_id) else "incomplete")
+    store.finish_run(prep.run_id, "done" if not len(store.pending(prep.run_id)) else "incomplete")
     return tally

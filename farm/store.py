@@ -13,6 +13,7 @@ import pathlib
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 from farm import FarmError
@@ -42,8 +43,27 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS results_key ON results(key);
 """
-# Columns added after the first release: older stores get them (NULL) on open, so they stay readable.
-_ADDED_COLS = {"results": [("samples", "TEXT"), ("launch", "TEXT")]}
+
+
+def _add_missing(table: str, cols: list[tuple[str, str]]):
+    """A migration adding columns that stores from before the version table may or may not have."""
+    def migrate(db):
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+        for name, typ in cols:
+            if name not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
+    return migrate
+
+
+# The schema's history, oldest first: a store at `PRAGMA user_version` N has had the first N applied (stores from
+# before the version table read 0; every step is safe on them). Append only; never edit a released step.
+MIGRATIONS = [
+    lambda db: [db.execute(stmt) for stmt in SCHEMA.split(";") if stmt.strip()],  # 1: the first schema
+    _add_missing("results", [("samples", "TEXT"), ("launch", "TEXT")]),      # 2: timing samples, launch cost
+    _add_missing("runs", [("pid", "INTEGER")]),                              # 3: the driver's pid (stale runs)
+    lambda db: db.execute("CREATE INDEX IF NOT EXISTS run_jobs_order ON run_jobs(run_id, idx)"),  # 4: paging
+]
+SQLITE_MAGIC = b"SQLite format 3\x00"
 _JSON_COLS = ("gpu", "notes", "artifacts", "samples", "launch")
 _RESULT_COLS = ("status", "median_ms", "p10_ms", "p90_ms", "n_reps", "baseline_ms", "flops", "bytes", "max_abs_err",
                 "max_rel_err", "compile_s", "validate_s", "bench_s", "wall_s", "gpu", "worker", "error", "detail",
@@ -63,22 +83,141 @@ def git_commit(cwd: str | None = None) -> str:
         return ""
 
 
+def _alive(pid: int, since: float | None = None) -> bool:
+    """Whether process `pid` exists and (where /proc tells) started no later than `since`: a pid reused by a
+    process started after the run was created is not the run's driver."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        pass
+    started = _process_start(pid)
+    return started is None or since is None or started <= since + 1.0
+
+
+def _process_start(pid: int) -> float | None:
+    """Wall-clock start time of a process from /proc (Linux), or None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, counted after the command name
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _check_path(path: pathlib.Path, write: bool) -> None:
+    """Refuse, before touching it, a store path that is not a store file, or (with `write`) cannot be written."""
+    if path.is_dir():
+        raise FarmError(f"{path} is a folder, not a results store file")
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(SQLITE_MAGIC))
+        except OSError as e:
+            raise FarmError(f"cannot read the results store {path}: {e.strerror}") from None
+        if not head:
+            raise FarmError(f"{path} is empty (0 bytes), so it holds no history: a store farm wrote is never "
+                            "empty. Remove it to start a new store, or restore it from a copy")
+        if head != SQLITE_MAGIC:
+            raise FarmError(f"{path} is not a results store (not an SQLite database); nothing was written to it")
+    if not write:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # A real probe: os.access says yes to root on a read-only mount, and the WAL files go in this folder.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".farm-probe-"):
+            pass
+        if path.exists():
+            with open(path, "r+b"):
+                pass
+    except OSError as e:
+        raise FarmError(f"cannot write the results store {path}: {e.strerror or e} (pass --store PATH, or set "
+                        "`store:` in the config, to put it somewhere writable)") from None
+
+
+def _create(path: pathlib.Path) -> None:
+    """Create a new store atomically: built whole beside `path`, then linked into place, so no process ever sees
+    the empty file sqlite would leave there (an empty file is refused as a store: it may be a truncated one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-new-", dir=path.parent)
+    os.close(fd)
+    try:
+        db = sqlite3.connect(tmp, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        for n, step in enumerate(MIGRATIONS):
+            step(db)
+            db.execute(f"PRAGMA user_version={n + 1}")
+        db.close()  # the last connection: the WAL is checkpointed into the file and removed
+        try:
+            os.link(tmp, path)  # fails when another process created the store first: theirs is used
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: a rename (the race above is the only thing lost)
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(tmp + suffix)
+            except FileNotFoundError:
+                pass
+
+
 class Store:
     """A farm results database (created on first use). One writer (the driver); readers may come and go."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, write: bool = True):
+        """Open (or create) the store. A file that is not a store (empty, not SQLite, damaged, from a newer farm)
+        is a FarmError before anything is written to it; with `write`, so is a store or folder this process
+        cannot write (checked now, before any job runs, rather than when the first result arrives)."""
         self.path = pathlib.Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-        self.db.executescript(SCHEMA)
-        for table, cols in _ADDED_COLS.items():
-            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
-            for name, typ in cols:
-                if name not in have:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
+        _check_path(self.path, write)
+        try:
+            if not self.path.exists():
+                _create(self.path)
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
+            self.db.row_factory = sqlite3.Row
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise FarmError(f"{self.path} was written by a newer farm (schema {version}, this one knows "
+                                f"{len(MIGRATIONS)}): upgrade tilefarm to use it")
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+            for n in range(version, len(MIGRATIONS)):
+                with self.db:
+                    self.db.execute("BEGIN IMMEDIATE")
+                    if self.db.execute("PRAGMA user_version").fetchone()[0] == n:  # another process may be ahead
+                        MIGRATIONS[n](self.db)
+                        self.db.execute(f"PRAGMA user_version={n + 1}")
+        except sqlite3.DatabaseError as e:
+            raise FarmError(f"{self.path} is not a usable results store ({e}); nothing was written to it. "
+                            "Move it aside to start a new one, or restore it from a copy") from None
+        except sqlite3.Error as e:
+            raise FarmError(f"cannot open the results store {self.path}: {e}") from None
+
+    def stale_runs(self) -> list[int]:
+        """Mark interrupted the runs still "running" whose driver (on this host) no longer exists: it was killed
+        (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`)."""
+        me = socket.gethostname()
+        rows = [(r["id"], r["status"]) for r in self.db.execute(
+            "SELECT id, pid, status, created FROM runs WHERE status IN ('running', 'planning') AND host=? "
+            "AND pid IS NOT NULL", (me,)) if not _alive(r["pid"], r["created"])]
+        for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
+            self.set_status(rid, "interrupted" if status == "running" else "abandoned")
+        return [rid for rid, status in rows if status == "running"]
+
+    def delete_run(self, run_id: int):
+        """Remove a run that has no results (one stopped while its plan was being recorded)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            if self.db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()[0]:
+                raise FarmError(f"run {run_id} has results: not deleted")
+            self.db.execute("DELETE FROM run_jobs WHERE run_id=?", (run_id,))
+            self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
 
     def close(self):
         self.db.close()
@@ -86,22 +225,33 @@ class Store:
     # ------------------------------------------------------------ runs
 
     def create_run(self, *, name: str, label: str | None, config_text: str, config_path: str, options: dict,
-                   target: str, gpus: list, compiler_version: str, farm_version: str) -> int:
+                   target: str, gpus: list, compiler_version: str, farm_version: str, status: str = "running") -> int:
         cur = self.db.execute(
             "INSERT INTO runs (name, label, created, status, target, config_text, config_path, options, git_commit,"
-            " host, gpus, compiler_version, farm_version, n_jobs, n_reused) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0)",
-            (name, label, time.time(), "running", target, config_text, config_path, json.dumps(options),
-             git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version))
+            " host, gpus, compiler_version, farm_version, n_jobs, n_reused, pid)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0,?)",
+            (name, label, time.time(), status, target, config_text, config_path, json.dumps(options),
+             git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version, os.getpid()))
         return int(cur.lastrowid)
 
     def add_jobs(self, run_id: int, jobs: list[Job], reused: dict[str, int]):
         """Record the run's plan; `reused` maps job keys to the earlier run whose result stands for them."""
-        with self.db:  # one transaction: a plan is recorded whole or not at all
+        with self.db:  # one transaction: these jobs are recorded whole or not at all (a plan may come in parts)
             self.db.execute("BEGIN")
-            self.db.executemany(
+            added = self.db.executemany(
                 "INSERT OR IGNORE INTO run_jobs (run_id, key, idx, job, reused_from) VALUES (?,?,?,?,?)",
-                [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs])
-            self.db.execute("UPDATE runs SET n_jobs=?, n_reused=? WHERE id=?", (len(jobs), len(reused), run_id))
+                [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs]).rowcount
+            n_reused = len({j.key for j in jobs if j.key in reused})
+            self.db.execute("UPDATE runs SET n_jobs=n_jobs+?, n_reused=n_reused+? WHERE id=?",
+                            (added, n_reused, run_id))
+
+    def rekey_jobs(self, run_id: int, changed: dict[str, Job]):
+        """Give planned jobs of a run new keys ({old key: job with its new key}), in one transaction."""
+        with self.db:
+            self.db.execute("BEGIN")
+            for old, job in changed.items():
+                self.db.execute("UPDATE run_jobs SET key=?, job=? WHERE run_id=? AND key=?",
+                                (job.key, json.dumps(job.to_dict()), run_id, old))
 
     def finish_run(self, run_id: int, status: str):
         self.db.execute("UPDATE runs SET status=?, finished=? WHERE id=?", (status, time.time(), run_id))
@@ -115,7 +265,10 @@ class Store:
         if ref.isdigit():
             row = self.db.execute("SELECT id FROM runs WHERE id=?", (int(ref),)).fetchone()
         elif ref.startswith("latest"):
-            back = int(ref.partition("~")[2] or 0)
+            back = ref.partition("~")[2] or "0"
+            if ref not in ("latest", f"latest~{back}") or not back.isdigit():
+                raise FarmError(f"run {ref!r}: `latest` or `latest~N` (N runs before the latest), N a number")
+            back = int(back)
             row = self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?", (back,)).fetchone()
         else:
             row = self.db.execute("SELECT id FROM runs WHERE label=? ORDER BY id DESC LIMIT 1", (ref,)).fetchone()
@@ -168,6 +321,11 @@ class Store:
             "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL ORDER BY j.idx", (run_id,))
         return [Job.from_dict(json.loads(r[0])) for r in rows]
 
+    def pending(self, run_id: int) -> "Pending":
+        """The run's planned jobs without a result (what `--resume` runs), in plan order, read lazily page by page:
+        a sized iterable, so a million-job run is never all in memory."""
+        return Pending(self, run_id)
+
     def rows(self, run_id: int, samples: bool = False) -> list[dict]:
         """Every job of a run with its result (its own, or the reused one), in plan order; None result if pending.
 
@@ -216,3 +374,41 @@ class Store:
 
     def all_run_ids(self) -> list[int]:
         return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+
+
+class Pending:
+    """`Store.pending`: len() is the count when it was made; iterating reads pages of jobs in plan order (a job
+    that got a result meanwhile is still skipped, so a page read late never runs a job twice)."""
+
+    PAGE = 1000
+
+    def __init__(self, store: Store, run_id: int):
+        self.store, self.run_id = store, run_id
+        self._n = store.db.execute(
+            "SELECT COUNT(*) FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
+            "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL", (run_id,)).fetchone()[0]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def pages(self):
+        last = -1
+        while True:
+            rows = self.store.db.execute(
+                "SELECT j.idx, j.job FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
+                "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL AND j.idx>? ORDER BY j.idx LIMIT ?",
+                (self.run_id, last, self.PAGE)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [Job.from_dict(json.loads(r[1])) for r in rows]
+
+    def __iter__(self):
+        for page in self.pages():
+            yield from page
+
+    def workloads(self) -> list[str]:
+        """The workload references of the pending jobs (for saying which files a run imports)."""
+        rows = self.store.db.execute(
+            "SELECT DISTINCT json_extract(job, '$.workload') FROM run_jobs WHERE run_id=?", (self.run_id,))
+        return sorted(r[0] for r in rows if r[0])

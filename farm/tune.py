@@ -50,7 +50,7 @@ import numpy as np
 from pydantic import Field
 
 from farm import FarmError, exprs
-from farm.config import (Cluster, ConfigError, Constraint, SweepSpec, Timing, _format, _Model, expand)
+from farm.config import (Cluster, ConfigError, Constraint, SweepSpec, Timing, _format, _Model, expand, read_data)
 from farm.jobs import COMPILED, OK, VALIDATED, Job, Result, RunOptions
 from farm.planner import job_key
 from farm.tuning_db import TuningDB, make_record
@@ -85,16 +85,15 @@ class TuneConfig(_Model):
     search: Search = Field(default_factory=Search)
     timing: Timing = Field(default_factory=Timing)
     cluster: Cluster = Field(default_factory=Cluster)
-    store: str = ".tilefarm/farm.db"
+    store: str | None = None  # relative to the config's folder; left out: the default store of every command
     seed: int = 0
 
 
 def load_config(path) -> tuple[TuneConfig, str]:
     """Read and validate a tune config (YAML or TOML); workload and timer paths resolve against its folder."""
+    import os
     import pathlib
-    import tomllib
 
-    import yaml
     from pydantic import ValidationError
 
     p = pathlib.Path(path)
@@ -102,13 +101,15 @@ def load_config(path) -> tuple[TuneConfig, str]:
         raise ConfigError([f"(file): no such config file: {p}"])
     text = p.read_text()
     try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
-    except Exception as e:
-        raise ConfigError([f"(file): not valid: {' '.join(str(e).split())}"], str(p)) from None
+        data = read_data(text, "toml" if p.suffix == ".toml" else "yaml")
+    except ConfigError as e:
+        raise ConfigError(e.lines, str(p)) from None
     try:
         cfg = TuneConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(_format(e), str(p)) from None
+    if cfg.store is not None:
+        cfg.store = os.path.normpath(p.parent.resolve() / os.path.expanduser(cfg.store))
     for entry in cfg.workloads:
         entry.workload = _resolve(entry.workload, p.parent)
     if cfg.search.timer:
@@ -228,7 +229,7 @@ def plan_shapes(cfg: TuneConfig) -> list[Shape]:
             if not ms:
                 raise FarmError(f"{where}: {wl.name} declares no meta_space; give `space:`")
             from farm.config import Sweep
-            space = Sweep(product=dict(ms)).expand()
+            space = list(Sweep(product=dict(ms)).expand())
         trees = [(t, exprs.parse(t)) for t in entry.constraints]
         for p in points:
             cands = []
@@ -417,8 +418,8 @@ def parse_budget(text: str | None) -> float | None:
         v = float(t) * mult
     except ValueError:
         raise FarmError(f"--budget: cannot read {text!r} (use e.g. 60s, 2m)") from None
-    if v <= 0:
-        raise FarmError("--budget must be positive")
+    if not math.isfinite(v) or v <= 0:  # float() reads "nan" and "inf": neither is a budget
+        raise FarmError(f"--budget must be a positive, finite time, not {text!r}")
     return v
 
 

@@ -178,10 +178,7 @@ def _load_workload(ref: str):
     from farm import FarmError
     path, _, name = ref.partition("::")
     if path.endswith(".py"):
-        try:
-            wls = workloads.load_file(path)
-        except (FileNotFoundError, ValueError, TypeError) as e:
-            raise FarmError(str(e)) from None
+        wls = load_file(path)
         if name:
             by_name = {w.name: w for w in wls}
             if name not in by_name:
@@ -196,6 +193,58 @@ def _load_workload(ref: str):
         raise FarmError(f"unknown workload {ref!r}; known: {', '.join(reg) or '(none)'} "
                         "(or give a path to your own kernel file)")
     return reg[ref]
+
+
+def load_file(path: str):
+    """workloads.load_file, with any failure (no such file, a Python error while importing it or a kernel file it
+    imports) as one FarmError naming the file and line where it happened, never a traceback into the farm."""
+    import workloads
+    from farm import FarmError
+    if not str(path).endswith(".py"):
+        raise FarmError(f"{path} is not a Python file: a kernel file is a .py that declares WORKLOAD or WORKLOADS")
+    try:
+        return workloads.load_file(path)
+    except (FileNotFoundError, ValueError, TypeError) as e:
+        if e.__traceback__ is not None and _user_frame(e) is None:
+            raise FarmError(str(e)) from None  # raised by load_file itself: its message names the file
+        raise FarmError(describe_import_error(e, path)) from None
+    except RecursionError as e:
+        raise FarmError(describe_import_error(e, path)) from None
+    except Exception as e:
+        raise FarmError(describe_import_error(e, path)) from None
+    except SystemExit as e:
+        raise FarmError(f"{path}: called exit({e.code}) while being imported") from None
+
+
+def _user_frame(e: BaseException):
+    """The innermost traceback frame in a file outside the farm, the standard library and installed packages."""
+    import sys
+    import traceback
+    registry = str(pathlib.Path(__file__).resolve().parents[1] / "workloads" / "__init__.py")
+    farm_dir = str(pathlib.Path(__file__).resolve().parent) + os.sep
+    lib = tuple({sys.base_prefix, sys.prefix, sys.exec_prefix})
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith(("<", farm_dir, *lib)) and f.filename != registry]
+    return frames[-1] if frames else None
+
+
+def describe_import_error(e: BaseException, path: str) -> str:
+    """"file:line:col: SyntaxError: msg" with the line and a caret, or "file:line: Error: msg" and the line."""
+    if isinstance(e, SyntaxError) and e.filename:
+        where = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
+        text = (e.text or "").rstrip("\n")
+        caret = ""
+        if text and e.offset:
+            stripped = text.lstrip()
+            caret = "\n    " + " " * max(0, e.offset - 1 - (len(text) - len(stripped))) + "^"
+            text = stripped
+        return f"{where}: {type(e).__name__}: {e.msg}" + (f"\n    {text}{caret}" if text else "")
+    frame = _user_frame(e)
+    msg = f"{type(e).__name__}: {e}"
+    if frame is None:
+        return f"{path}: error while importing it: {msg}"
+    return f"{frame.filename}:{frame.lineno}: {msg} (while importing {path})" + (
+        f"\n    {frame.line}" if frame.line else "")
 
 
 def source_hash(wl) -> str:

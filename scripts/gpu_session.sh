@@ -2,7 +2,7 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
-#                                       occ,ncu128,diag,diaghit,farmtests,startup,ncu,asm,host,
+#                                       occ,ncu128,diag,diaghit,farmtests,badinputs,startup,ncu,asm,host,
 #                                       corpus,lang] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
@@ -200,6 +200,14 @@ if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from 
 fi
 if has farmtests; then
   step farm-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm
+fi
+if has badinputs; then
+  # the bad inputs, exit codes and machine output of issue 17 on the node (its python, its Ray, a GPU visible);
+  # then the same exit codes from a real GPU run: 0 for a clean sweep, data-only JSON on stdout
+  step farm-bad-inputs python3 -m pytest -q -p no:cacheprovider tests/farm/test_bad_inputs.py tests/farm/test_ux.py
+  python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
+    > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
+  step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"

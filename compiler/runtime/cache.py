@@ -23,10 +23,12 @@ import shutil
 import threading
 import time
 import uuid
+import warnings
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
-__all__ = ["KernelCache", "cache_key", "canonical_json", "default_cache_dir"]
+__all__ = ["KernelCache", "UnsafeCacheDir", "cache_key", "canonical_json", "default_cache_dir", "private_dir",
+           "check_private_file"]
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -35,6 +37,42 @@ FORMAT_VERSION = 1
 def default_cache_dir() -> str:
     """$TILEFARM_CACHE_DIR, else ~/.cache/tilefarm."""
     return os.environ.get("TILEFARM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tilefarm")
+
+
+class UnsafeCacheDir(OSError):
+    """A cache folder (or file in it) that another user could write: what it holds could have been planted, so it
+    is not used (the entry's hashes are in the same folder and prove nothing against a writer there)."""
+
+
+def _unsafe(st: os.stat_result) -> str:
+    """Why a folder or file with this stat is not private to this user ("" when it is)."""
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"owned by uid {st.st_uid}, not this user ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"writable by {'group and others' if st.st_mode & 0o022 == 0o022 else 'group' if st.st_mode & 0o020 else 'others'} (mode {st.st_mode & 0o777:o})"
+    return ""
+
+
+def private_dir(path: str) -> str:
+    """Create ``path`` (and missing parents) as 0700, as pip and Triton create their caches; raise
+    UnsafeCacheDir when it exists but another user could write it. Returns the absolute path."""
+    path = os.path.abspath(path)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.stat(path)
+    why = _unsafe(st)
+    if why:
+        raise UnsafeCacheDir(f"refusing the cache folder {path}: it is {why}, so anyone with that access could plant "
+                             f"a kernel or launcher in it; `chmod 700 {path}` or point TILEFARM_CACHE_DIR elsewhere")
+    return path
+
+
+def check_private_file(path: str) -> None:
+    """Raise UnsafeCacheDir unless ``path`` is a regular file owned by this user and writable by no one else."""
+    st = os.lstat(path)
+    import stat
+    why = "not a regular file" if not stat.S_ISREG(st.st_mode) else _unsafe(st)
+    if why:
+        raise UnsafeCacheDir(f"refusing {path}: it is {why}")
 
 
 def _canon(obj: Any) -> Any:
@@ -90,7 +128,13 @@ class KernelCache:
         self._mem: OrderedDict[str, dict] = OrderedDict()
         self._mem_max = memory_entries
         self._lock = threading.Lock()
-        os.makedirs(self.dir, exist_ok=True)
+        try:
+            private_dir(self.dir)  # created 0700; refused (UnsafeCacheDir) when another user could write it
+        except UnsafeCacheDir as e:
+            # The compiler goes on without a disk cache; say so once, or every process would compile from scratch
+            # without anyone knowing why.
+            warnings.warn(f"{e}; the disk cache is off", RuntimeWarning, stacklevel=2)
+            raise
 
     # --- keys and paths --------------------------------------------------------------------------------
 
@@ -135,6 +179,8 @@ class KernelCache:
                 manifest = json.loads(f.read())
             if manifest.get("format") != FORMAT_VERSION or manifest.get("key") != key:
                 return None
+            if _unsafe(os.stat(path)):  # an entry another user could have written or swapped: a miss
+                return None
             out = {}
             for name, info in manifest["artifacts"].items():
                 with open(os.path.join(path, info["file"]), "rb") as f:
@@ -174,9 +220,9 @@ class KernelCache:
             files[name] = (_file_name(name, i), raw, text)
 
         parent = os.path.dirname(final)
-        os.makedirs(parent, exist_ok=True)
+        os.makedirs(parent, mode=0o700, exist_ok=True)
         tmp = os.path.join(parent, f".tmp-{key[:16]}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        os.mkdir(tmp)
+        os.mkdir(tmp, mode=0o700)
         try:
             manifest = {"format": FORMAT_VERSION, "key": key, "created": time.time(),
                         "meta": dict(meta or {}), "artifacts": {}}

@@ -38,10 +38,10 @@ KIND_CODES: dict[str, int] = {
 
 
 def _cache_dir() -> str:
+    from .cache import private_dir
     base = os.environ.get("TILEFARM_LAUNCHER_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tilefarm", "launcher")
-    os.makedirs(base, exist_ok=True)
-    return base
+    return private_dir(base)  # 0700, refused when another user could write it: a planted .so would run here
 
 
 def _target_path() -> str:
@@ -98,6 +98,10 @@ def get():
         if os.environ.get("TILEFARM_FASTLAUNCH", "1") not in ("0", "off", "false"):
             try:
                 path = build()
+                # Loaded only from a folder and file private to this user (an UnsafeCacheDir otherwise: the
+                # launch path then calls cuda.bindings, and `_state["error"]` says why).
+                from .cache import check_private_file
+                check_private_file(path)
                 spec = importlib.util.spec_from_file_location("_tilefarm_fastlaunch", path)
                 mod = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(mod)

@@ -6,7 +6,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from farm.cli.common import console, handle_errors
+from farm.cli.common import (FormatOpt, check_format, console, handle_errors, human, messages_to_stderr, print_csv,
+                              print_json)
 
 
 @handle_errors
@@ -14,6 +15,8 @@ def cluster(
     address: Annotated[str | None, typer.Option(help="Ray cluster to inspect (`auto`, `ray://host:10001`); "
                                                      "without it a local Ray is started just to look.")] = None,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs for the local Ray.")] = None,
+    insecure_cluster: Annotated[bool, typer.Option(help="Allow joining a Ray cluster without authentication.")] = False,
+    fmt: FormatOpt = "table",
 ):
     """Show the Ray cluster a run would use: nodes, CPUs, GPUs (kind), memory, and pending work.
 
@@ -23,14 +26,26 @@ def cluster(
     from farm import worker
     from farm.config import Cluster
     from farm.executor import make_executor
-    with console.status("starting Ray ..." if not address else f"joining {address} ..."):
-        ex = make_executor(Cluster(address=address, num_cpus=num_cpus), address=address)
-    try:
-        res = ex.resources()
-        info = ex.details()
-    finally:
-        ex.close()
+    check_format(fmt)
+    with messages_to_stderr(fmt):
+        with human(fmt).status("starting Ray ..." if not address else f"joining {address} ..."):
+            ex = make_executor(Cluster(address=address, num_cpus=num_cpus), address=address,
+                               insecure=insecure_cluster)
+        try:
+            res = ex.resources()
+            info = ex.details()
+        finally:
+            ex.close()
     ok, why = worker.gpu_available()
+    if fmt != "table":
+        nodes = [{"address": n["NodeManagerAddress"], "alive": n["Alive"], "cpus": n["Resources"].get("CPU", 0),
+                  "gpus": n["Resources"].get("GPU", 0), "memory_gib": n["Resources"].get("memory", 0) / 2**30,
+                  "object_store_gib": n["Resources"].get("object_store_memory", 0) / 2**30} for n in info["nodes"]]
+        if fmt == "csv":
+            return print_csv(nodes, list(nodes[0]) if nodes else ["address"])
+        return print_json({"resources": res, "available": info["available"], "nodes": nodes,
+                           "this_process": {"gpu": worker.gpu_kind() if ok else None, "why_not": None if ok else why},
+                           "compiler": worker.compiler_version()})
     console.print(f"Ray: {res['nodes']} node(s), {res['cpus']} CPUs, {res['gpus']} GPUs "
                   f"{', '.join(res['gpu_names'])} [dim](ready in {res['init_s']:.1f} s)[/]")
     t = Table(header_style="bold")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from farm import FarmError
-from farm.cli.common import console, handle_errors
+from farm.cli.common import EXIT_FAILED, console, err_console, handle_errors
 
 STAGES = ("tile", "llir", "ptx", "cubin")
 
@@ -37,8 +37,8 @@ def parse_pairs(pairs: list[str], what: str) -> dict:
 
 @handle_errors
 def compile_(
-    target: Annotated[str, typer.Argument(help="FILE::NAME (a workload or a @compiler.jit kernel in FILE), "
-                                               "or a registry workload name.")],
+    target: Annotated[str | None, typer.Argument(help="FILE::NAME (a workload or a @compiler.jit kernel in FILE), "
+                                                      "or a registry workload name.")] = None,
     emit: Annotated[str, typer.Option(help="Stage to print: tile, llir, ptx (or cubin with --output).")] = "ptx",
     arg: Annotated[list[str] | None, typer.Option("--arg", "-a", help=(
         "For a workload: a shape parameter, e.g. --arg N=4096 --arg dtype=float16 (default: its first sweep "
@@ -58,10 +58,19 @@ def compile_(
 
         farm compile my_kernels.py::add_kernel --arg X=*float32 --arg Y=*float32 --arg Z=*float32 --arg N=4096 --meta BLOCK=256
     """
+    if target is None:
+        raise FarmError("say what to compile: a registry workload (`farm compile vector_add`; `farm workloads` "
+                        "lists them), or FILE::NAME for a workload or @compiler.jit kernel in your file "
+                        "(`farm compile my_kernels.py::add_kernel --arg X=*float32 ... --meta BLOCK=256`)")
     if emit not in STAGES:
         raise FarmError(f"--emit must be one of {', '.join(STAGES)}, not {emit!r}")
     args, metas = parse_pairs(arg or [], "--arg"), parse_pairs(meta or [], "--meta")
-    compiled = _compile(target, args, metas, arch)
+    try:
+        compiled = _compile(target, args, metas, arch)
+    except KernelFailed as e:
+        err_console.print("[bold red]error:[/] ", end="")
+        err_console.print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_FAILED) from None
     asm = getattr(compiled, "asm", {}) or {}
     if emit not in asm:
         raise FarmError(f"no {emit!r} stage (have {', '.join(asm)})"
@@ -89,17 +98,22 @@ def _compile(target: str, args: dict, metas: dict, arch: str):
         import workloads
         try:
             wls = {w.name: w for w in workloads.load_file(path)}
-        except (FileNotFoundError, ValueError, TypeError) as e:
-            if isinstance(e, FileNotFoundError):
-                raise FarmError(str(e)) from None
+        except FileNotFoundError as e:
+            raise FarmError(str(e)) from None
+        except ValueError as e:  # declares no workload: maybe a bare kernel
             wls = {}
+        except Exception as e:
+            raise FarmError(worker.describe_import_error(e, path)) from None
         if name not in wls:
             p = pathlib.Path(path).resolve()
             mod = sys.modules.get(next((m for m in sys.modules if m.startswith(f"_tilefarm_user_{p.stem}_")), ""))
             if mod is None:
                 spec = importlib.util.spec_from_file_location(f"_tilefarm_kernel_{p.stem}", p)
                 mod = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(mod)
+                try:
+                    spec.loader.exec_module(mod)
+                except Exception as e:
+                    raise FarmError(worker.describe_import_error(e, path)) from None
             kernel = getattr(mod, name, None)
             if kernel is None or not hasattr(kernel, "warmup"):
                 raise FarmError(f"{path} has no workload or @compiler.jit kernel named {name!r}")
@@ -119,5 +133,9 @@ def _compile(target: str, args: dict, metas: dict, arch: str):
         raise
     except Exception as e:
         if worker.is_compilation_error(e):
-            raise FarmError(f"compilation failed:\n{e}") from None
-        raise FarmError(f"{type(e).__name__}: {e}") from None
+            raise KernelFailed(f"compilation failed:\n{e}") from None
+        raise KernelFailed(f"{type(e).__name__}: {e}") from None
+
+
+class KernelFailed(FarmError):
+    """The kernel was found and compiling it failed: the work's failure (exit 1), not a usage error (exit 2)."""

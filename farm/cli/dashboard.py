@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from farm import FarmError
 from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
 
 
@@ -26,6 +27,10 @@ def dashboard(
     """
     from farm import dashboard as D
     from farm.cli.common import open_store
-    got = D.build(open_store(store), out, threshold=threshold)
+    st = open_store(store)
+    try:
+        got = D.build(st, out, threshold=threshold)
+    except OSError as e:
+        raise FarmError(f"cannot write the dashboard to {out}: {e.strerror or e}") from None
     console.print(f"[bold]wrote[/] {escape(got['index'])}: {got['pages']} workload pages, {got['plots']} plots, "
                   f"{got['steps']} steps marked")

@@ -8,7 +8,8 @@ import typer
 from rich.markup import escape
 
 from farm import FarmError
-from farm.cli.common import DEFAULT_STORE, StoreOpt, console, err_console, handle_errors
+from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, err_console, handle_errors,
+                              human, messages_to_stderr, print_csv, print_json)
 
 
 @handle_errors
@@ -25,6 +26,7 @@ def gate(
     remeasure: Annotated[bool, typer.Option(help="Re-measure suspects A/B on this machine's GPU before failing "
                                                  "them (off, or without a GPU: suspects fail as they stand).")] = True,
     show_all: Annotated[bool, typer.Option("--all", help="List unchanged jobs too.")] = False,
+    fmt: FormatOpt = "table",
     store: StoreOpt = DEFAULT_STORE,
 ):
     """Compare RUN with a baseline job by job; exit 1 on a regression, 2 on input that cannot be compared.
@@ -43,6 +45,8 @@ def gate(
     from farm import gate as G
     from farm.cli.common import open_store
     from farm.config import ConfigError, _percent, load_gate
+    check_format(fmt)
+    say = human(fmt)
     try:
         cfg = load_gate(config)
         limit = None
@@ -50,7 +54,7 @@ def gate(
             try:
                 limit = _percent(threshold)
             except ValueError as e:
-                raise ConfigError([f"--threshold: {e}"]) from None
+                raise FarmError(f"--threshold: {e}") from None
         st = open_store(store)
         run_id = st.resolve(run)
         base_id = G.resolve_baseline(st, run_id, baseline)
@@ -61,19 +65,34 @@ def gate(
             if ok:
                 ab = G.ABRemeasure(st, cfg)
             else:
-                err_console.print(f"[yellow]no A/B re-measurement[/]: {escape(why)}", soft_wrap=True)
+                say.print(f"[yellow]no A/B re-measurement[/]: {escape(why)}", soft_wrap=True)
         try:
-            res = G.compare(st, run_id, base_id, cfg, remeasure=ab, threshold=limit)
+            with messages_to_stderr(fmt):
+                res = G.compare(st, run_id, base_id, cfg, remeasure=ab, threshold=limit)
         finally:
             if ab is not None:
                 ab.close()
+    except ConfigError:
+        raise  # listed field by field by handle_errors (exit 2)
     except FarmError as e:  # bad input is not a regression: exit 2 so CI can tell them apart
         err_console.print(f"[bold red]error:[/] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2)
-    console.print(G.table(res, all_rows=show_all))
+    if fmt == "table":
+        console.print(G.table(res, all_rows=show_all))
+    else:
+        rows = [{"workload": j.workload, "shape": j.shape, "dtype": j.dtype, "meta": j.meta, "verdict": j.verdict,
+                 "failed": j.failed, "baseline_ms": j.base_ms, "new_ms": j.new_ms, "ratio": j.ratio,
+                 "interval_lo": j.lo, "interval_hi": j.hi, "ab_ratio": j.ab_ratio, "threshold": j.threshold,
+                 "notes": "; ".join(j.notes)} for j in res.jobs if show_all or j.verdict != G.SAME]
+        if fmt == "json":
+            print_json({"passed": res.passed, "run": res.run_id, "baseline": res.baseline_id, "target": res.target,
+                        "summary": res.summary(), "jobs": rows})
+        else:
+            print_csv(rows, ["workload", "shape", "dtype", "meta", "verdict", "failed", "baseline_ms", "new_ms",
+                             "ratio", "interval_lo", "interval_hi", "ab_ratio", "threshold", "notes"])
     if markdown:
         pathlib.Path(markdown).write_text(G.to_markdown(res))
     if junit:
         pathlib.Path(junit).write_text(G.to_junit(res))
-    console.print(("[bold green]" if res.passed else "[bold red]") + escape(res.summary()) + "[/]")
+    say.print(("[bold green]" if res.passed else "[bold red]") + escape(res.summary()) + "[/]")
     raise typer.Exit(0 if res.passed else 1)

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from farm import FarmError
-from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
+from farm.cli.common import DEFAULT_STORE, StoreOpt, check_format, console, handle_errors
 
 
 @handle_errors
@@ -31,8 +31,7 @@ def report(
     """
     from farm import report as rep
     from farm.cli.common import open_store
-    if fmt not in ("table", "json", "csv", "markdown"):
-        raise FarmError(f"--format must be table, json, csv or markdown, not {fmt!r}")
+    check_format(fmt, ("table", "json", "csv", "markdown"))
     st = open_store(store)
     run_id = st.resolve(run)
     info = st.run(run_id)
@@ -46,7 +45,11 @@ def report(
         console.print(rep.table(rows, title=title, vs=vs is not None))
         if failed:
             for r in rows:
-                console.rule(f"{r['workload']} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}")
+                head = f"{r['workload']} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}"
+                if console.is_terminal:
+                    console.rule(head)
+                else:  # a rule would be as wide as the unlimited width of a pipe
+                    console.print(f"--- {head}", markup=False, soft_wrap=True)
                 console.print(r.get("error") or "", markup=False)
     elif fmt == "json":
         print(rep.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}))

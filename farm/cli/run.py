@@ -12,7 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from farm import FarmError
-from farm.cli.common import DEFAULT_STORE, console, err_console, handle_errors
+from farm.cli.common import (DEFAULT_STORE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ProgressLines, check_format,
+                              err_console, handle_errors, human, messages_to_stderr)
 
 
 @handle_errors
@@ -25,20 +26,31 @@ def run(
                                              "(quick to start, no timeouts, a crashing kernel ends the run).")] = False,
     address: Annotated[str | None, typer.Option(help="Join this Ray cluster (`auto`, `ray://host:10001`) "
                                                      "instead of starting a local one.")] = None,
+    insecure_cluster: Annotated[bool, typer.Option(help="Allow joining a Ray cluster without authentication "
+                                                        "(anyone who reaches it can run code).")] = False,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs for the local Ray (overrides cluster.num_cpus).")] = None,
     store: Annotated[str | None, typer.Option("--store", "-s", help="Results file (default: the config's "
                                                                    f"`store`, else {DEFAULT_STORE}).")] = None,
     label: Annotated[str | None, typer.Option(help="A name for this run (`farm report LABEL`).")] = None,
     compile_only: Annotated[bool, typer.Option(help="Only compile each job to PTX (no validation, no timing).")] = False,
     timeout: Annotated[float | None, typer.Option(help="Per-job limit in seconds (overrides timing.timeout_s).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Final output: table, json, csv, markdown or none.")] = "table",
+    max_jobs: Annotated[int | None, typer.Option(help="Refuse sweeps of more jobs than this (counted before "
+                                                      "expanding; default 100000, env FARM_MAX_JOBS).")] = None,
+    allow_outside: Annotated[bool, typer.Option(help="Allow workload files outside the config's folder "
+                                                     "(`../other.py`).")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="Final output: table, json, csv, markdown or none "
+                                                      "(with json/csv/markdown, only data on stdout).")] = "table",
 ):
     """Run a sweep: every workload x shape x dtype x meta point of CONFIG is compiled, checked and timed.
 
     Jobs the store already holds (same kernel source, shape, meta, compiler version and GPU kind) are
     reused, not rerun, unless --force. Without a GPU each job is compiled to PTX and validated in the
     interpreter, and the timing columns say they need a GPU. Results are stored as they arrive: after a
-    crash or Ctrl-C, `farm run --resume latest` finishes the rest.
+    crash or Ctrl-C, `farm run --resume latest` finishes the rest. Relative paths in CONFIG (store, workload
+    files) are relative to CONFIG's folder.
+
+    Exit codes: 0 every job succeeded; 1 some jobs failed (compile error, mismatch, timeout, ...);
+    2 usage or config error (nothing run, nothing written); 130 interrupted (results so far kept).
 
     Examples:
 
@@ -49,55 +61,83 @@ def run(
         farm run --resume latest
     """
     from farm import config as config_mod
-    from farm import runner
+    from farm import planner
     from farm.cli.common import open_store
-    from farm.executor import make_executor
 
     if config is None and resume is None:
-        raise FarmError("give a CONFIG file, or --resume RUN to finish an earlier run")
-    if fmt not in ("table", "json", "csv", "markdown", "none"):
-        raise FarmError(f"--format must be table, json, csv, markdown or none, not {fmt!r}")
+        raise FarmError("give a CONFIG file (e.g. `farm run configs/quick.yaml`), or --resume RUN to finish an "
+                        "earlier run (`farm runs` lists them)")
+    check_format(fmt, ("table", "json", "csv", "markdown", "none"))
+    if timeout is not None and not timeout > 0:  # (also refuses nan)
+        raise FarmError(f"--timeout must be a positive number of seconds, not {timeout}")
+    if num_cpus is not None and num_cpus < 1:
+        raise FarmError(f"--num-cpus must be at least 1, not {num_cpus}")
+    say = human(fmt)
     cfg = text = None
     if config is not None:
-        cfg, text = config_mod.load(config)
+        cfg, text = config_mod.load(config, allow_outside=allow_outside)
         if compile_only:
             cfg.compile_only = True
         if timeout is not None:
             cfg.timing.timeout_s = timeout
-    elif resume is not None and store is None:
-        store = DEFAULT_STORE
-    st = open_store(store or cfg.store, must_exist=resume is not None)
+        # Every config problem (workloads that do not load, sweeps over the limit, bad points) before anything
+        # starts or is written; the plan is made again for the real target once the executor says what it is.
+        planner.check(cfg, max_jobs=max_jobs, source=str(config))
+    st = open_store(store or (cfg.store if cfg else None) or DEFAULT_STORE, must_exist=resume is not None,
+                    write=True)
+    for rid in st.stale_runs():
+        say.print(f"[yellow]run {rid} was left running by a process that no longer exists[/] (killed?): marked "
+                  f"interrupted; finish it with [bold]farm run --resume {rid}{_store_arg(st)}[/]")
 
     cluster = cfg.cluster if cfg else config_mod.Cluster()
     if num_cpus:
         cluster.num_cpus = num_cpus
     t0 = time.perf_counter()
-    with console.status("starting Ray ..." if not (local or cluster.executor == "local") else "starting ..."):
-        executor = make_executor(cluster, local=local, address=address)
-        resources = executor.resources()
+    with messages_to_stderr(fmt):
+        prep, tally = _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local,
+                           address, insecure_cluster, t0)
+    failed = _finish(say, st, prep, tally, fmt)
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local, address,
+         insecure_cluster, t0):
+    from farm import runner
+    from farm.executor import make_executor
+    with say.status("starting Ray ..." if not (local or cluster.executor == "local") else "starting ..."):
+        executor = make_executor(cluster, local=local, address=address, insecure=insecure_cluster)
+    prep = None
     try:
+        resources = executor.resources()
         if resume is not None:
             prep = runner.resume(st, resume)
             if timeout is not None:
                 prep.opts.timeout_s = timeout
         else:
-            prep = runner.prepare(cfg, text, str(config), st, resources, force=force, label=label)
-        _header(prep, resources, executor, time.perf_counter() - t0)
-        tally = _execute(st, prep, executor, resources)
+            prep = runner.prepare(cfg, text, str(config), st, resources, force=force, label=label,
+                                  max_jobs=max_jobs)
+        _header(say, prep, resources, executor, time.perf_counter() - t0)
+        tally = _execute(say, st, prep, executor)
     except KeyboardInterrupt:
-        err_console.print(f"[yellow]interrupted[/]: results so far are stored; finish with "
-                          f"[bold]farm run --resume {prep.run_id}{_store_arg(st)}[/]")
-        raise typer.Exit(130)
+        if prep is None:
+            err_console.print("[yellow]interrupted[/] before any job ran: nothing was stored")
+        else:
+            err_console.print(f"[yellow]interrupted[/]: results so far are stored; finish with "
+                              f"[bold]farm run --resume {prep.run_id}{_store_arg(st)}[/]")
+        raise typer.Exit(EXIT_INTERRUPTED)
     finally:
         executor.close()
-    _finish(st, prep, tally, fmt)
+    return prep, tally
 
 
 def _store_arg(st) -> str:
-    return "" if str(st.path) == DEFAULT_STORE else f" --store {st.path}"
+    """` --store PATH` for the commands printed, unless the store is the one they find by default."""
+    import os
+    same = os.path.abspath(st.path) == os.path.abspath(DEFAULT_STORE)
+    return "" if same else f" --store {st.path}"
 
 
-def _header(prep, resources, executor, startup_s):
+def _header(say, prep, resources, executor, startup_s):
     where = "in this process" if executor.name == "local" else (
         f"on Ray ({resources.get('nodes', 1)} node(s), {resources['cpus']} CPUs, {resources['gpus']} GPUs"
         + (f" {', '.join(resources['gpu_names'])}" if resources.get("gpu_names") else "") + ")")
@@ -109,16 +149,28 @@ def _header(prep, resources, executor, startup_s):
     if prep.skipped_by_constraint:
         extra.append(f"{prep.skipped_by_constraint} points skipped by constraints")
     verb = "resuming run" if prep.resumed else "run"
-    console.print(f"[bold]{verb} {prep.run_id}[/]: {len(prep.jobs)} jobs to run of {prep.n_planned}"
-                  + (f" ({'; '.join(extra)})" if extra else "") + f" {where} [dim](ready in {startup_s:.1f} s)[/]")
-    console.print(f"  {what}")
+    if prep.rekeyed:
+        extra.append(f"{prep.rekeyed} re-planned: their kernel or workload source changed since the run began")
+    say.print(f"[bold]{verb} {prep.run_id}[/]: {len(prep.jobs)} jobs to run of {prep.n_planned}"
+              + (f" ({'; '.join(extra)})" if extra else "") + f" {where} [dim](ready in {startup_s:.1f} s)[/]")
+    say.print(f"  {what}")
+    refs = prep.jobs.workloads() if hasattr(prep.jobs, "workloads") else [j.workload for j in prep.jobs]
+    for f in sorted({r.partition("::")[0] for r in refs if ".py" in r}):
+        say.print(f"  workload file: {f}", markup=False, soft_wrap=True)
 
 
-def _execute(st, prep, executor, resources):
+def _execute(say, st, prep, executor):
     from farm import runner
+    if not say.is_terminal:  # a pipe or a CI log: a line now and then, not a live display
+        lines = ProgressLines(len(prep.jobs), say)
+
+        def on_line(kind, job, payload, tally):
+            if kind == "done":
+                lines.update(tally.done, tally.failed, final=tally.done == tally.total)
+        return runner.execute(st, prep, executor, on_line)
     progress = Progress(TextColumn("[bold]jobs"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                        TimeRemainingColumn(), console=console, transient=False)
+                        TimeRemainingColumn(), console=say, transient=False)
     task = progress.add_task("jobs", total=len(prep.jobs), failed="")
 
     def activity(tally):
@@ -128,7 +180,7 @@ def _execute(st, prep, executor, resources):
                       " ".join(f"{k}={v}" for k, v in job.meta.items()))
         return t
 
-    with Live(Group(progress), console=console, refresh_per_second=8, transient=True) as live:
+    with Live(Group(progress), console=say, refresh_per_second=8, transient=True) as live:
         def on_event(kind, job, payload, tally):
             if kind == "done":
                 failed = f"[red]{tally.failed} failed[/]" if tally.failed else ""
@@ -138,14 +190,15 @@ def _execute(st, prep, executor, resources):
     return tally
 
 
-def _finish(st, prep, tally, fmt):
+def _finish(say, st, prep, tally, fmt) -> int:
+    """Print the results; returns how many jobs of the run did not succeed (failed, or still pending)."""
     from farm import report
     rows = report.rows_for(st, prep.run_id)
     info = st.run(prep.run_id)
     if fmt == "table":
-        console.print(report.table(rows, title=f"run {prep.run_id} ({info['name']}, {info['target']})"))
+        say.print(report.table(rows, title=f"run {prep.run_id} ({info['name']}, {info['target']})"))
     elif fmt == "json":
-        console.print_json(report.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}))
+        print(report.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}))
     elif fmt == "csv":
         print(report.to_csv(rows), end="")
     elif fmt == "markdown":
@@ -153,13 +206,18 @@ def _finish(st, prep, tally, fmt):
     fails = report.failures(rows)
     for r in fails[:10]:
         first = (r.get("error") or "").strip().splitlines()[:1]
-        console.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']} {r['shape']} {r['dtype']} "
+        say.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']} {r['shape']} {r['dtype']} "
                       f"{r['meta_text']}: {first[0] if first else ''}"), soft_wrap=True)
     if len(fails) > 10:
-        console.print(f"... and {len(fails) - 10} more failures: farm report {prep.run_id} --format json")
+        say.print(f"... and {len(fails) - 10} more failures: farm report {prep.run_id} --format json")
     counts = ", ".join(f"{n} {s}" for s, n in sorted(tally.by_status.items()))
     phases = tally.phases()
-    console.print(f"[bold]run {prep.run_id}[/]: {tally.done} jobs finished ({counts or 'none'}) in "
+    pending = sum(r["status"] == "pending" for r in rows)
+    say.print(f"[bold]run {prep.run_id}[/]: {tally.done} jobs finished ({counts or 'none'}) in "
                   f"{time.monotonic() - tally.started:.1f} s" + (f" ({phases})" if phases else "") +
                   f"; stored in {st.path}. "
                   f"See it again: farm report {prep.run_id}{_store_arg(st)}")
+    if fails or pending:
+        say.print(f"[red]{len(fails)} of {len(rows)} jobs failed[/]" + (f", {pending} not run" if pending else "")
+                  + " (exit code 1)")
+    return len(fails) + pending

@@ -53,7 +53,9 @@ def tune(
     if config is not None:
         from farm.tune import load_config
         cfg, _ = load_config(config)
-    path = store or (cfg.store if cfg else DEFAULT_STORE)
+    path = store or (cfg.store if cfg else None) or DEFAULT_STORE
+    from farm.tune import parse_budget
+    parse_budget(budget)  # a bad --budget is refused before the tuning table is opened (and created)
     db = TuningDB(path)
     try:
         if import_ is not None:

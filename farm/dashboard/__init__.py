@@ -111,6 +111,20 @@ def _series_title(series: str) -> str:
     return " ".join(x for x in (shape_str(params), str(params.get("dtype", "")), meta_str(meta)) if x)
 
 
+def _natural(value):
+    """A sort key that orders numbers as numbers (4096 < 65536 < 1048576) and puts text after them."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return (1, str(value))
+    return (0, value)
+
+
+def series_order(series: str):
+    """Sort key of a series (its JSON [params, meta]): by each parameter's value, numbers compared as numbers.
+    Sorting the JSON text put N=1048576 before N=4096 and N=65536 (text order: "1" < "4" < "6")."""
+    params, meta = json.loads(series)
+    return tuple((k, _natural(v)) for k, v in params.items()), tuple((k, _natural(v)) for k, v in meta.items())
+
+
 def _history_fig(series_pts: dict, runs: dict, title: str, threshold: float) -> tuple[dict, list]:
     traces, found = [], []
     for kind, pts in sorted(series_pts.items()):
@@ -209,7 +223,7 @@ def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
         slug = _slug(wname, taken)
         figs, body = {}, [f"<p><a href='index.html'>&larr; all workloads</a></p><h1>{esc(wname)}</h1>"]
         step_lines = []
-        for si, (s, by_kind) in enumerate(sorted(series.items())):
+        for si, (s, by_kind) in enumerate(sorted(series.items(), key=lambda kv: series_order(kv[0]))):
             title = _series_title(s)
             fig, found = _history_fig(by_kind, runs, title, threshold)
             latest = {k: next((p for p in reversed(pts) if p.get("median_ms")), None) for k, pts in by_kind.items()}

@@ -13,11 +13,11 @@ Both executors have the same shape:
 from __future__ import annotations
 
 
-def make_executor(cluster, local: bool = False, address: str | None = None):
-    """The executor a config's `cluster` section (and the CLI's --local/--address) asks for."""
+def make_executor(cluster, local: bool = False, address: str | None = None, insecure: bool = False):
+    """The executor a config's `cluster` section (and the CLI's --local/--address/--insecure-cluster) asks for."""
     if local or (cluster.executor == "local" and not address):
         from farm.executor.local import LocalExecutor
         return LocalExecutor()
     from farm.executor.ray import RayExecutor
     return RayExecutor(address=address or cluster.address, num_cpus=cluster.num_cpus, num_gpus=cluster.num_gpus,
-                       max_in_flight=cluster.max_in_flight)
+                       max_in_flight=cluster.max_in_flight, insecure=insecure)

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import pathlib
@@ -22,6 +23,7 @@ import time
 
 import ray
 
+from farm import FarmError
 from farm.executor.affinity import input_key, pick
 from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
 
@@ -80,22 +82,31 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
-                 max_in_flight: int | None = None):
+                 max_in_flight: int | None = None, insecure: bool = False):
         self.started_ray = False
         self.init_s = 0.0
+        self._session_dir: str | None = None
         t0 = time.perf_counter()
+        if address and not insecure and not _token_auth():
+            raise FarmError(f"refusing to join the Ray cluster at {address} without authentication: "
+                            "anyone who can reach it can run code there. Join with a token "
+                            "(RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN or "
+                            "~/.ray/auth_token), or pass --insecure-cluster if that network is yours")
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
             if address:
+                kwargs["logging_level"] = logging.WARNING  # joining: Ray's warnings (security ones) are shown
                 # Workers on other nodes import farm/workloads/compiler from the same path (a shared checkout).
                 kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _REPO}}
-                ray.init(address=address, **kwargs)
+                with _loopback(_is_loopback(address)):  # a farm's local Ray: this driver must be 127.0.0.1 too
+                    ray.init(address=address, **kwargs)
             else:
                 # Local workers inherit this environment: make the checkout importable for them.
                 paths = os.environ.get("PYTHONPATH", "")
                 if _REPO not in paths.split(os.pathsep):
                     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO, paths) if p)
-                ray.init(num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+                _init_local(num_cpus=num_cpus, num_gpus=num_gpus, **kwargs)
+                self._session_dir = _session_dir()
             self.started_ray = True
         self.init_s = time.perf_counter() - t0
         res = ray.cluster_resources()
@@ -149,7 +160,7 @@ class RayExecutor:
         if self._arch is None:
             from compiler.compile import default_arch
             self._arch = default_arch()
-        queue = collections.deque(jobs)
+        queue = _Queue(jobs)
         inflight: dict = {}  # ref -> (job, deadline)
         while queue or inflight:
             while queue and len(inflight) < self.max_in_flight:
@@ -194,7 +205,7 @@ class RayExecutor:
         ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
         compiling: dict = {}
         running: dict = {}  # ref -> (slot, job, deadline)
-        queue = collections.deque(jobs)
+        queue = _Queue(jobs)
         opts_d = vars(opts).copy()
         try:
             while queue or compiling or ready or running:
@@ -284,6 +295,93 @@ class RayExecutor:
         self._pools = {}
         if self.started_ray:
             ray.shutdown()
+            self.started_ray = False
+            if self._session_dir:
+                _remove_session(self._session_dir)
+
+
+def _init_local(**kwargs) -> None:
+    """Start a Ray for this process only, listening on 127.0.0.1 alone, and never joining another one by accident
+    (`address="local"` ignores RAY_ADDRESS and clusters started with `ray start`).
+
+    Ray picks the address its servers listen on from the node's IP, which it finds by routing towards the
+    network; its loopback-only mode (meant for laptops) is chosen by a module constant read at that moment,
+    so it is set for the start only. Checked by tests/farm/test_ray.py: every listening socket is 127.0.0.1.
+    """
+    with _loopback(True):
+        ray.init(address="local", **kwargs)
+    token = pathlib.Path.home() / ".ray" / "auth_token"  # Ray writes it world-readable
+    try:
+        if token.is_file() and token.stat().st_mode & 0o077:
+            token.chmod(0o600)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def _loopback(on: bool):
+    """Ray's loopback-only node address (127.0.0.1) while `on`: for starting a local Ray, and for joining one
+    from another process of this machine (a driver whose address differs from its raylet's waits forever)."""
+    from ray._private import ray_constants
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    if on:
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _token_auth() -> bool:
+    """Whether this process would join a cluster with token authentication (as Ray decides it)."""
+    mode = os.environ.get("RAY_AUTH_MODE")
+    if mode is not None:
+        return mode.lower() == "token"
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or (pathlib.Path.home() / ".ray" / "auth_token").is_file()
+
+
+def _session_dir() -> str | None:
+    try:
+        return ray._private.worker._global_node.get_session_dir_path()
+    except Exception:  # a Ray without the attribute: the folder stays, as before
+        return None
+
+
+def _remove_session(path: str) -> None:
+    """Remove the session folder of a Ray this process started and stopped (logs, sockets, spilled objects);
+    Ray keeps every one in /tmp/ray otherwise. The `session_latest` link goes too when it points there."""
+    import shutil
+    p = pathlib.Path(path)
+    if not p.name.startswith("session_"):
+        return
+    shutil.rmtree(p, ignore_errors=True)
+    latest = p.parent / "session_latest"
+    try:
+        if latest.is_symlink() and pathlib.Path(os.readlink(latest)).name == p.name:
+            latest.unlink()
+    except OSError:
+        pass
+
+
+class _Queue:
+    """The jobs still to submit, taken one at a time from any iterable (a run's jobs are read from the store
+    lazily: a million-job run is never all in memory); truthy while one is left."""
+
+    def __init__(self, jobs):
+        self._it = iter(jobs)
+        self._next = next(self._it, None)
+
+    def __bool__(self) -> bool:
+        return self._next is not None
+
+    def popleft(self):
+        job, self._next = self._next, next(self._it, None)
+        return job
 
 
 def _expire_compiles(inflight: dict, limit: float, worker: str, on_event) -> None:

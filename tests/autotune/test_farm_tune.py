@@ -95,11 +95,11 @@ def test_farm_tune_compile_only_and_errors(tmp_path):
     assert r.exit_code == 0, r.output
     assert "compile only: 16 candidates, 0 failed" in r.output
     r = invoke("tune", cfg, "--local")
-    assert r.exit_code == 1 and "nothing can be timed" in r.output
+    assert r.exit_code == 2 and "nothing can be timed" in r.output
     r = invoke("tune")
-    assert r.exit_code == 1 and "give a CONFIG" in r.output
+    assert r.exit_code == 2 and "give a CONFIG" in r.output
     r = invoke("tune", cfg, "--local", "--timer", TIMER, "--budget", "soon")
-    assert r.exit_code == 1 and "--budget" in r.output
+    assert r.exit_code == 2 and "--budget" in r.output
     bad = tmp_path / "bad.yaml"
     bad.write_text("workloads: [{workload: vector_add, bogus: 1}]\n")
     r = invoke("tune", bad)

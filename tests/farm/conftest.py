@@ -15,11 +15,16 @@ def ray_session():
     import logging
 
     import ray
+
+    from farm.executor.ray import _init_local, _remove_session, _session_dir
     paths = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), paths) if p)
-    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    session = _session_dir()
     yield ray
     ray.shutdown()
+    if session:
+        _remove_session(session)
 
 
 @pytest.fixture

@@ -70,3 +70,10 @@ def test_cli_config_error_exit_2_no_traceback(tmp_path, text, line):
 def test_missing_config_file_exit_2(tmp_path):
     r = CliRunner().invoke(app, ["run", str(tmp_path / "nope.yaml"), "--local"])
     assert r.exit_code == 2 and "no such config file" in r.output
+
+
+def test_yaml_merge_keys_still_work_and_duplicates_are_refused():
+    assert config.read_data("b: &b {warmup_ms: 5, rep_ms: 9}\ntiming: {<<: *b, rep_ms: 3}\n")["timing"] == \
+        {"warmup_ms": 5, "rep_ms": 3}
+    with pytest.raises(config.ConfigError, match="duplicate key 'seed'"):
+        config.read_data("seed: 1\nseed: 2\n")

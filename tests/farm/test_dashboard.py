@@ -55,6 +55,17 @@ def test_site_contents(tmp_path):
     assert EVIL not in text and "&lt;script&gt;alert(1)" in text
 
 
+def test_series_are_ordered_by_value_not_by_text(tmp_path):
+    st = _store(tmp_path / "farm.db")
+    D.build(st, tmp_path / "site")
+    index = (tmp_path / "site" / "index.html").read_text()
+    at = [index.index(f"N={n} float32") for n in (4096, 65536, 1 << 20)]
+    assert at == sorted(at), at  # as text, N=1048576 sorted first
+    order = sorted(['[{"N": 65536}, {}]', '[{"N": 1048576}, {}]', '[{"N": 4096}, {}]', '[{"N": "big"}, {}]'],
+                   key=D.series_order)
+    assert [o.split(":")[1].split("}")[0].strip() for o in order] == ["4096", "65536", "1048576", '"big"']
+
+
 def test_steps_ignore_a_one_run_spike():
     pts = [{"median_ms": m} for m in (1.0, 1.0, 1.6, 1.0, 1.0)]
     assert D.steps(pts) == []
@@ -106,4 +117,4 @@ def test_cli_dashboard_and_repro(tmp_path, fakes):
     r = runner.invoke(app, args)
     assert r.exit_code == 0 and "1 jobs finished (1 validated)" in r.output, r.output
     r = runner.invoke(app, ["repro", "latest:zzz", "--store", str(db)])
-    assert r.exit_code == 1 and "no job with key" in r.output
+    assert r.exit_code == 2 and "no job with key" in r.output

@@ -35,3 +35,31 @@ def test_unknown_name_and_huge_power():
 def test_syntax_error_is_expr_error():
     with pytest.raises(exprs.ExprError, match="invalid syntax"):
         exprs.parse("N >=")
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("2**2**2**2**2", "too large"),
+    ("'a' * 10**10", "too long"),
+    ("(1,) * 10**9", "too long"),
+    ("1 << 10**9", "too large"),
+    ("N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N*N", "product too large"),
+    ("0.5 ** 10**9", "exponent"),
+    ("-(" * 200 + "1" + ")" * 200, "nested too deeply"),
+    ("-" * 5000 + "1", "too long"),
+    ("1+" * 400 + "1", "nested too deeply"),
+])
+@pytest.mark.timeout(60)  # without the limits these never return (or exhaust memory)
+def test_hostile_constraints_are_refused(text, msg):
+    with pytest.raises(exprs.ExprError, match=msg):
+        exprs.evaluate(text, {"N": 2**100})
+
+
+def test_ordinary_big_arithmetic_still_works():
+    assert exprs.evaluate("M * N * K * itemsize(dtype) <= 2**40", {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"})
+    assert exprs.evaluate("2**1024 > 0", {}) and exprs.evaluate("(-1) ** 10**9", {}) == 1
+
+
+def test_step_budget(monkeypatch):
+    monkeypatch.setattr(exprs, "MAX_STEPS", 5)
+    with pytest.raises(exprs.ExprError, match="took too long"):
+        exprs.evaluate("1 + 2 + 3 + 4 + 5 + 6", {})

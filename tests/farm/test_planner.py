@@ -75,7 +75,7 @@ def test_store_skips_done_keys_but_retries_transient(store):
     from farm import runner
     cfg = _cfg(SWEEP)
     prep = runner.prepare(cfg, SWEEP, "x.yaml", store, {"gpus": 0})
-    jobs = prep.jobs
+    jobs = list(prep.jobs)
     store.add_result(prep.run_id, Result(key=jobs[0].key, status=VALIDATED))
     store.add_result(prep.run_id, Result(key=jobs[1].key, status=TIMEOUT))
     again = runner.prepare(cfg, SWEEP, "x.yaml", store, {"gpus": 0})

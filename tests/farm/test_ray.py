@@ -1,6 +1,4 @@
 """The Ray executor against fake workloads: every fault becomes a typed record and the sweep goes on."""
-import time
-
 import pytest
 
 from farm import config, planner
@@ -47,9 +45,7 @@ def executor(ray_session):
 
 def test_faults_are_data_and_the_sweep_goes_on(executor):
     jobs = _jobs(["ok", "wrong", "raise", "compile_error", "hang", "die", "nan", "unwritten"], ns=(100, 200))
-    t = time.monotonic()
-    got, starts = _run(executor, jobs, timeout_s=3)
-    assert time.monotonic() - t < 30
+    got, starts = _run(executor, jobs, timeout_s=3)  # (time belongs in benchmarks, never in a test)
     assert set(got) == {j.key for j in jobs}  # nothing lost
     by_mode = {}
     for j in jobs:
@@ -72,13 +68,10 @@ def test_worker_processes_are_reused(executor):
 
 def test_compile_only_tasks(executor):
     jobs = _jobs(["ok", "compile_error"], ns=tuple(range(10, 60)), compile_only=True)
-    t = time.monotonic()
     got, _ = _run(executor, jobs, compile_only=True, target="compile-only")
-    wall = time.monotonic() - t
     assert len(got) == 100
     statuses = [got[j.key].status for j in jobs]
     assert statuses.count("compiled") == 50 and statuses.count("compile_error") == 50
-    assert wall < 20, wall
 
 
 def test_compile_task_timeout(executor):
