@@ -140,7 +140,15 @@ def test_rtz_downcast(target, dst):
     np.testing.assert_array_equal(got[~np.isnan(ref)], ref[~np.isnan(ref)])
 
 
-@pytest.mark.parametrize("target", TARGETS)
+# On the H200 (2026-12-01) 28-40% of the bytes differ from the once-rounded reference, some by the sign: a bug in
+# the GPU path of fp8 arithmetic (the casts alone are bit-exact there); strict, so a fix shows as XPASS.
+_FP8_ARITH_TARGETS = [t if getattr(t, "values", (t,))[0] != "gpu" else pytest.param(
+    "gpu", marks=[pytest.mark.gpu, pytest.mark.xfail(strict=True, reason="fp8 arithmetic on the GPU differs from "
+                                                      "the interpreter (seen on the H200, 2026-12-01)")])
+    for t in TARGETS]
+
+
+@pytest.mark.parametrize("target", _FP8_ARITH_TARGETS)
 @pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
 def test_fp8_arithmetic(target, name):
     rng = np.random.default_rng(4)
