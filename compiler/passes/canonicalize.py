@@ -136,11 +136,35 @@ def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) ->
             break
 
 
+def _invariant_carries(block: Block, mapping: dict) -> None:
+    """A value a `for` loop carries but yields unchanged is its initial value throughout (and after) the loop:
+    uses of the block argument and of the loop's result read the init directly. The frontend carries every
+    field of a block pointer (base, shape, strides) through a loop that only advances its offsets; read through
+    the block argument, a stride specialized to 1 was an unknown value to the axis analysis, and the loads lost
+    their contiguity (no vector accesses, no copy ring)."""
+    for op in block.ops:
+        for b in op.blocks:
+            _invariant_carries(b, mapping)
+        if op.kind != "for":
+            continue
+        body = op.blocks[0]
+        y = body.terminator
+        for j, init in enumerate(op.operands[3:]):
+            arg = body.args[j + 1]
+            if y is not None and y.operands[j] is arg:
+                mapping[arg.id] = mapping.get(init.id, init)
+                mapping[op.results[j].id] = mapping.get(init.id, init)
+
+
 def canonicalize(module: Module, options=None) -> Module:
     """Fold, CSE and DCE the kernel body in place; returns the module."""
     body = module.function.body
     _fold_splat_const(body)
     mapping: dict = {}
+    _invariant_carries(body, mapping)
+    if mapping:
+        _replace_uses(body, mapping)
+        mapping = {}
     _cse(body, {}, mapping)
     _replace_uses(body, mapping)
     while _dce(body):

@@ -183,3 +183,43 @@ def test_dot_operands_with_unaligned_rows_keep_vector_stores_to_shared_memory():
     # A (rows of 1001 fp16, contiguous along K): 4 vectors of 8 per thread; B is read through offs_bn % N, whose
     # elements are not contiguous with N odd, so its tile moves as scalars either way
     assert ptx.count("st.shared.v4") >= 4 and ptx.count("st.shared.b16") <= 32
+
+
+@compiler.jit
+def block_ptr_matmul_kernel(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_blk = tl.make_block_ptr(A, shape=(M, K), strides=(sam, sak), offsets=(tl.program_id(0) * BM, 0),
+                              block_shape=(BM, BK), order=(1, 0))
+    b_blk = tl.make_block_ptr(B, shape=(K, N), strides=(sbk, sbn), offsets=(0, tl.program_id(1) * BN),
+                              block_shape=(BK, BN), order=(1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BK)):
+        acc += tl.dot(tl.load(a_blk, boundary_check=(0, 1)), tl.load(b_blk, boundary_check=(0, 1)))
+        a_blk = tl.advance(a_blk, (0, BK))
+        b_blk = tl.advance(b_blk, (BK, 0))
+    c_blk = tl.make_block_ptr(C, shape=(M, N), strides=(scm, scn), offsets=(tl.program_id(0) * BM,
+                              tl.program_id(1) * BN), block_shape=(BM, BN), order=(1, 0))
+    tl.store(c_blk, acc.to(tl.float16), boundary_check=(0, 1))
+
+
+def test_block_pointer_loop_keeps_its_strides_and_pipelines():
+    """A block pointer's base, shape and strides ride through the loop unchanged: read from the initial values,
+    the stride specialized to 1 keeps the tiles contiguous, so the K loop takes the copy ring like pointer code."""
+    a = np.zeros((16, 16), np.float16)
+    k = block_ptr_matmul_kernel.warmup(a, a, a, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, BM=128, BN=128, BK=64,
+                                       num_warps=8, num_stages=3, grid=(1,), target="sm_90a")
+    loop = k.asm["ptx"].split("$L__BB0_2:")[1]
+    assert "cp.async.cg.shared.global" in loop and "ld.global" not in loop
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_block_pointer_matmul_edges(target):
+    M, N, K = 100, 72, 88
+    rng = np.random.default_rng(9)
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    c = poison((M, N), "float16")
+    run(target, block_ptr_matmul_kernel, (compiler.cdiv(M, 64), compiler.cdiv(N, 64)), [a, b, c],
+        [M, N, K, K, 1, N, 1, N, 1], BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
+    from .test_ops import assert_close
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float16", rtol=2e-3, atol=2e-2)
