@@ -143,6 +143,30 @@ def _assigned_names(stmts) -> list:
     return out
 
 
+def _contains_return(stmts) -> bool:
+    """Whether a return statement appears in `stmts` (nested blocks included, nested functions excluded)."""
+    return _first_return(stmts) is not None
+
+
+def _first_return(stmts):
+    class V(ast.NodeVisitor):
+        found = None
+
+        def visit_Return(self, node):
+            if self.found is None:
+                self.found = node
+
+        def visit_FunctionDef(self, node):
+            pass
+
+        visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
+
+    v = V()
+    for st in stmts:
+        v.visit(st)
+    return v.found
+
+
 def _is_python_value(v) -> bool:
     return not isinstance(v, tensor)
 
@@ -202,21 +226,21 @@ class CodeGenerator(ast.NodeVisitor):
     # statements
     # ------------------------------------------------------------------------------------------------
     def visit_stmts(self, stmts):
+        """Visit a statement list. An `if` that returns somewhere inside takes the rest of the list into both of
+        its branches (the code after it runs only where the branch did not return), so every return ends its
+        function and a runtime `if` merges what its two branches return. Code after a return is dead and, as in
+        Python and Triton, never looked at."""
         stmts = list(stmts)
-        i = 0
-        while i < len(stmts):
-            s = stmts[i]
-            # `if cond: ...; return` followed by more code: the rest runs in the else branch.
-            if (isinstance(s, ast.If) and s.body and isinstance(s.body[-1], ast.Return) and s.body[-1].value is None
-                    and not s.orelse and i + 1 < len(stmts)):
-                new_if = ast.If(test=s.test, body=s.body[:-1] or [ast.Pass()], orelse=stmts[i + 1:])
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.If) and i + 1 < len(stmts) and _contains_return([s]):
+                rest = stmts[i + 1:]
+                new_if = ast.If(test=s.test, body=list(s.body) + rest, orelse=list(s.orelse) + rest)
                 ast.copy_location(new_if, s)
                 self.visit(new_if)
                 return
-            if self.returned:
-                raise CompilationError("code after return is not supported", self.src.loc(s))
             self.visit(s)
-            i += 1
+            if self.returned:
+                return
 
     def visit_Module(self, node):
         self.visit_stmts(node.body)
@@ -311,20 +335,23 @@ class CodeGenerator(ast.NodeVisitor):
     def _run_branch(self, block, stmts, before):
         self.builder.set_insertion_block(block)
         self.scope = dict(before)
+        self.returned, self.return_value = False, None
         self.visit_stmts(stmts)
-        if self.returned:
-            raise SemanticError("return inside a runtime if is not supported (except `if cond: return` "
-                                "at the top level of a kernel)")
-        return self.scope
+        return self.scope, self.returned, self.return_value
 
     def _runtime_if(self, cond, node):
         b = self.builder
         parent = b.block
         before = dict(self.scope)
         then_b, else_b = Block(), Block()
-        then_scope = self._run_branch(then_b, node.body, before)
-        else_scope = self._run_branch(else_b, node.orelse, before)
+        then_scope, then_ret, then_val = self._run_branch(then_b, node.body, before)
+        else_scope, else_ret, else_val = self._run_branch(else_b, node.orelse, before)
         b.set_insertion_block(parent)
+        if then_ret or else_ret:
+            # The if ends its function (visit_stmts gave it the rest): a branch that did not return fell off the
+            # end, which returns None. What the branches return is the if's result.
+            self._returning_if(cond, node, then_b, else_b, then_val, else_val)
+            return
         names = []
         for n in list(then_scope) + list(else_scope):
             if n in names:
@@ -374,6 +401,81 @@ class CodeGenerator(ast.NodeVisitor):
         for n, r in zip(names, op.results):
             self.scope[n] = tensor(r, r.type)
 
+    def _returning_if(self, cond, node, then_b, else_b, then_val, else_val):
+        b = self.builder
+        parent = b.block
+        tv, ev = _unwrap(then_val), _unwrap(else_val)
+        flat_t, flat_e = self._flat_return(tv), self._flat_return(ev)
+        if (flat_t is None) != (flat_e is None) or (flat_t is not None and len(flat_t) != len(flat_e)):
+            raise SemanticError(f"the two branches of this runtime if return different things "
+                                f"({self._ret_desc(tv)} and {self._ret_desc(ev)})")
+        flat_t, flat_e = flat_t or [], flat_e or []
+        types, consts = [], {}
+        for i, (a, c) in enumerate(zip(flat_t, flat_e)):
+            a, c = _unwrap(a), _unwrap(c)
+            if a is None and c is None:
+                consts[i] = None
+                continue
+            if not isinstance(a, tensor) and not isinstance(c, tensor):
+                if type(a) is type(c) and a == c:
+                    consts[i] = a
+                    continue
+                if not (sem.is_number(a) and sem.is_number(c)):
+                    raise SemanticError(f"the two branches of this runtime if return different compile-time "
+                                        f"values ({a!r} and {c!r})")
+            types.append(self._merge_type(f"return value {i}", a, c))
+        for blk, flat in ((then_b, flat_t), (else_b, flat_e)):
+            b.set_insertion_block(blk)
+            vals = [self._coerce(v, ty, "the return value").handle
+                    for v, ty in zip((v for i, v in enumerate(flat) if i not in consts), types)]
+            b.yield_(vals)
+        b.set_insertion_block(parent)
+        op = b.create("if", [cond.handle], types, {}, [then_b, else_b])
+        results = iter(tensor(r, r.type) for r in op.results)
+        out = [consts[i] if i in consts else next(results) for i in builtins.range(len(flat_t))]
+        self.returned = True
+        if isinstance(tv, (tuple, list)):
+            self.return_value = tuple(out)
+        else:
+            self.return_value = out[0] if out else None
+
+    @staticmethod
+    def _flat_return(v):
+        if v is None:
+            return None
+        if isinstance(v, (tuple, list)):
+            return list(v)
+        return [v]
+
+    @staticmethod
+    def _ret_desc(v):
+        if v is None:
+            return "nothing"
+        if isinstance(v, (tuple, list)):
+            return f"a tuple of {len(v)}"
+        return "a tensor" if isinstance(v, tensor) else repr(v)
+
+    @staticmethod
+    def _merge_type(name, tv, ev) -> TensorType:
+        """The type both branches' values become (numbers become tensors; mismatched dtypes promote)."""
+        tt = tv.type if isinstance(tv, tensor) else None
+        et = ev.type if isinstance(ev, tensor) else None
+        if tt is None and et is None:
+            return TensorType(sem.promote_dtypes(sem.scalar_dtype_of_python(tv), sem.scalar_dtype_of_python(ev)))
+        if tt is None:
+            return et
+        if et is None or tt == et:
+            return tt
+        if tt.shape == et.shape and not tt.element.is_ptr() and not et.element.is_ptr():
+            return tt.with_element(sem.promote_dtypes(tt.element, et.element))
+        if not tt.shape or not et.shape:
+            shape = tt.shape or et.shape
+            if tt.element == et.element:
+                return TensorType(tt.element, shape)
+            if not tt.element.is_ptr() and not et.element.is_ptr():
+                return TensorType(sem.promote_dtypes(tt.element, et.element), shape)
+        raise SemanticError(f"{name} has type {tt} in the then-branch but {et} in the else-branch")
+
     def _coerce(self, v, ty: TensorType, name: str) -> tensor:
         """Make `v` a tensor of type `ty` (numbers become constants; dtypes cast; scalars splat)."""
         if not isinstance(v, tensor):
@@ -391,9 +493,16 @@ class CodeGenerator(ast.NodeVisitor):
         return v
 
     # --- for --------------------------------------------------------------------------------------
+    def _no_return_in_loop(self, node):
+        r = _first_return(node.body)
+        if r is not None:
+            raise CompilationError("return inside a for or while loop is not supported (as in Triton): set a flag "
+                                   "and test it, or end the loop with its condition", self.src.loc(r))
+
     def visit_For(self, node):
         if node.orelse:
             raise SemanticError("for/else is not supported")
+        self._no_return_in_loop(node)
         it = node.iter
         if not isinstance(it, ast.Call):
             raise SemanticError("for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
@@ -418,21 +527,32 @@ class CodeGenerator(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise SemanticError("the loop variable must be a single name")
         lb, ub, step = _unwrap(r.start), _unwrap(r.end), _unwrap(r.step)
-        if isinstance(step, tensor):
-            raise SemanticError("the loop step must be a constexpr (runtime steps are not supported)")
-        if not isinstance(step, int) or step == 0:
-            raise SemanticError(f"the loop step must be a non-zero int, got {step!r}")
-        if step < 0:
-            raise SemanticError("negative loop steps are not supported; count upwards and index backwards")
+        for what, v in (("start", lb), ("end", ub), ("step", step)):
+            if isinstance(v, tensor):
+                if v.type.shape or not v.dtype.is_int() or v.dtype.is_bool():
+                    raise SemanticError(f"the loop {what} must be an integer scalar, got {v.type}")
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise SemanticError(f"the loop {what} must be an int, got {v!r}")
+        # A constant negative step counts down as Triton does: the loop runs upwards over the swapped bounds with
+        # the step's magnitude and the body sees start + end - iv. A runtime step must be positive (Triton's
+        # loops assume it; the interpreter reports a non-positive one).
+        down = False
+        if not isinstance(step, tensor):
+            if step == 0:
+                raise SemanticError("the loop step must not be zero")
+            if step < 0:
+                down, step, lb, ub = True, -step, ub, lb
         iv_dtype = T.int32
         for v in (lb, ub, step):
             vt = v.dtype if isinstance(v, tensor) else sem.scalar_dtype_of_python(v)
-            if isinstance(v, tensor) and (v.type.shape or not v.dtype.is_int()):
-                raise SemanticError("range bounds must be integer scalars")
-            iv_dtype = sem.promote_dtypes(iv_dtype, vt) if not vt.is_bool() else iv_dtype
+            iv_dtype = sem.promote_dtypes(iv_dtype, vt)
         lb_t, ub_t, st_t = (sem.cast(sem.to_tensor(v, iv_dtype if not isinstance(v, tensor) else None), iv_dtype)
                             for v in (lb, ub, step))
-        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype)
+        iv_map = None
+        if down:
+            def iv_map(iv):
+                return sem.add(sem.sub(ub_t, iv), lb_t)
+        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype, iv_map)
 
     def _carried(self, body_stmts, extra_exclude=()):
         names = [n for n in _assigned_names(body_stmts) if n in self.scope and n not in extra_exclude]
@@ -464,7 +584,7 @@ class CodeGenerator(ast.NodeVisitor):
             for i, part in enumerate(v.parts()):
                 self.scope[f"{n}#{i}"] = part
 
-    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype):
+    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype, iv_map=None):
         b = self.builder
         carried = self._carried(node.body, (ivname,))
         before = dict(self.scope)
@@ -481,7 +601,8 @@ class CodeGenerator(ast.NodeVisitor):
             body = Block([TensorType(iv_dtype)] + init_types)
             b.set_insertion_block(body)
             self.scope = dict(before)
-            self.scope[ivname] = tensor(body.args[0], body.args[0].type)
+            iv = tensor(body.args[0], body.args[0].type)
+            self.scope[ivname] = iv_map(iv) if iv_map is not None else iv
             for n, a in zip(carried, body.args[1:]):
                 self.scope[n] = tensor(a, a.type)
             self._composite_in(carried)
@@ -523,6 +644,7 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise SemanticError("while/else is not supported")
+        self._no_return_in_loop(node)
         b = self.builder
         carried = self._carried(node.body)
         before = dict(self.scope)
@@ -694,8 +816,9 @@ class CodeGenerator(ast.NodeVisitor):
             right = self.visit(comp)
             a, b = _unwrap(left), _unwrap(right)
             if isinstance(op, (ast.Is, ast.IsNot)):
-                if isinstance(a, tensor) or isinstance(b, tensor):
-                    raise SemanticError("'is' comparisons only work on constexprs (e.g. `x is None`)")
+                # Decided while compiling, as in Triton: a tensor is never None, so `if Bias is not None:` on a
+                # pointer argument keeps its branch exactly when the launch passed a pointer (None arguments
+                # are specialized on).
                 r = (a is b) if isinstance(op, ast.Is) else (a is not b)
             elif isinstance(op, (ast.In, ast.NotIn)):
                 if isinstance(a, tensor) or isinstance(b, tensor):

@@ -1,0 +1,138 @@
+"""Kernels written as Triton's users write them (ported by changing imports), and the shared launch helper."""
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from .conftest import CompiledOnly
+
+
+def _have_ptxas():
+    from compiler.codegen.ptx import find_ptxas
+
+    return find_ptxas() is not None
+
+
+# interp: the NumPy interpreter; ptxas: PTX assembled for sm_90a (no GPU); gpu: run on it
+TARGETS = ["interp", pytest.param("ptxas", marks=pytest.mark.skipif(not _have_ptxas(), reason="ptxas not found")),
+           pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+def run(target, kernel, grid, *args, **meta):
+    """Launch with NumPy arrays (interpreter) or device copies (GPU, copied back in place); for ptxas compile
+    and assemble, then stop the test (a pass: see conftest.py)."""
+    if target == "interp":
+        return kernel[grid](*args, **meta)
+    if target == "ptxas":
+        ck = kernel.warmup(*args, grid=grid, target="sm_90a", **meta)
+        cubin = ck.asm["cubin"]
+        assert isinstance(cubin, bytes) and len(cubin) > 0
+        raise CompiledOnly()
+    from compiler.runtime import DeviceArray, synchronize
+
+    dev = [DeviceArray.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid](*dev, **meta)
+    synchronize()
+    for a, d in zip(args, dev):
+        if isinstance(a, np.ndarray):
+            a[...] = d.numpy().reshape(a.shape)
+
+
+def poison(shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype)
+    return np.full(shape, np.iinfo(dtype).max // 3 + 7, dtype)
+
+
+# ---- loops with a runtime step ---------------------------------------------------------------------------
+@compiler.jit
+def persistent_scale(X, Y, n_tiles, N, BLOCK: tl.constexpr):
+    """Each program walks tiles pid, pid + nprog, ... (Triton's persistent-kernel loop)."""
+    for t in range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+        offs = t * BLOCK + tl.arange(0, BLOCK)
+        m = offs < N
+        tl.store(Y + offs, tl.load(X + offs, mask=m) * 2.0 + t, mask=m)
+
+
+@compiler.jit
+def persistent_rowsum(X, Y, M, N, STEP, BLOCK: tl.constexpr):
+    """tl.range with a runtime start and step, and a carried accumulator."""
+    cols = tl.arange(0, BLOCK)
+    for row in tl.range(tl.program_id(0), M, STEP * tl.num_programs(0), num_stages=2):
+        acc = 0.0
+        for c in range(0, N, BLOCK):
+            m = c + cols < N
+            acc += tl.sum(tl.load(X + row * N + c + cols, mask=m, other=0.0))
+        tl.store(Y + row, acc)
+
+
+@compiler.jit
+def count_down(Y, START, END, STEP: tl.constexpr, BLOCK: tl.constexpr):
+    """A constant negative step counts down (start, start + step, ... while > end)."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.int32)
+    k = 0
+    for i in range(START, END, STEP):
+        acc += tl.where(offs == k, i, 0)
+        k += 1
+    tl.store(Y + offs, acc)
+
+
+# ---- None arguments ----------------------------------------------------------------------------------------
+@compiler.jit
+def add_bias(X, Bias, Y, N, SCALE: tl.constexpr = None, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    if Bias is not None:
+        x += tl.load(Bias + offs, mask=m)
+    if SCALE is not None:
+        x = x * SCALE
+    tl.store(Y + offs, x, mask=m)
+
+
+# ---- returns -----------------------------------------------------------------------------------------------
+@compiler.jit
+def _select(x, label, IGNORE: tl.constexpr):
+    """Several returns, under runtime ifs at two depths (a tuple, with a constant in it)."""
+    if label == IGNORE:
+        return x * 0.0, 0
+    else:
+        if x > 2.0:
+            return x * 2.0, 1
+        y = x + 1.0
+    return y, 2
+
+
+@compiler.jit
+def early_exit_loss(X, L, Y, K, IGNORE: tl.constexpr):
+    pid = tl.program_id(0)
+    label = tl.load(L + pid)
+    if label == IGNORE:
+        tl.store(Y + pid, -1.0)
+        return
+    x = tl.load(X + pid)
+    if x < 0.5:
+        if label == 0:
+            tl.store(Y + pid, -2.0)
+            return
+    v, k = _select(x, label, IGNORE)
+    tl.store(Y + pid, v)
+    tl.store(K + pid, k)
+
+
+@compiler.jit
+def _clamp_index(i, n):
+    if i >= n:
+        return n - 1
+    return i
+
+
+@compiler.jit
+def gather_clamped(X, Y, N, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    for j in range(0, BLOCK):
+        idx = _clamp_index(pid * BLOCK + j, N)
+        tl.store(Y + pid * BLOCK + j, tl.load(X + idx))
