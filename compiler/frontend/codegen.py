@@ -258,10 +258,12 @@ class CodeGenerator(ast.NodeVisitor):
         self.return_value = value
         self.returned = True
 
-    def _assign(self, target, value):
+    def _assign(self, target, value, as_constexpr=False):
         if isinstance(target, ast.Name):
             if isinstance(value, constexpr):
                 value = value.value
+            if not as_constexpr and isinstance(value, (bool, int, float)):
+                value = lang.assigned_number(value)  # a scalar tensor once assigned, as in Triton
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             value = _unwrap(value)
@@ -272,7 +274,7 @@ class CodeGenerator(ast.NodeVisitor):
                 raise CompilationError(f"expected {len(target.elts)} values to unpack, got {len(value)}",
                                        self.src.loc(target))
             for t, v in zip(target.elts, value):
-                self._assign(t, v)
+                self._assign(t, v, as_constexpr)
         else:
             raise CompilationError("only names and tuples of names can be assigned in a kernel "
                                    "(use tl.store to write memory)", self.src.loc(target))
@@ -286,7 +288,11 @@ class CodeGenerator(ast.NodeVisitor):
         if node.value is None:
             return
         value = self.visit(node.value)
-        self._assign(node.target, value)
+        ann = _unwrap(self.visit(node.annotation)) if node.annotation is not None else None
+        is_c = ann is constexpr
+        if is_c and isinstance(_unwrap(value), tensor):
+            raise SemanticError("a tl.constexpr name needs a compile-time value, got a runtime tensor")
+        self._assign(node.target, value, as_constexpr=is_c)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
@@ -515,7 +521,7 @@ class CodeGenerator(ast.NodeVisitor):
                 if not isinstance(_unwrap(name_v), int):
                     raise SemanticError("tl.static_range bounds must be constexpr ints")
             for i in builtins.range(r.start, r.end, r.step):
-                self._assign(node.target, i)
+                self._assign(node.target, i, as_constexpr=True)
                 self.visit_stmts(node.body)
             return
         if fn is builtins.range:
@@ -717,6 +723,8 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Attribute(self, node):
         obj = self.visit(node.value)
         obj = _unwrap(obj)
+        if isinstance(obj, (bool, int, float)) and not hasattr(obj, node.attr) and hasattr(tensor, node.attr):
+            obj = sem.to_tensor(obj)  # `acc = 0; acc.to(tl.int64)`: a number is a scalar tensor here
         try:
             v = getattr(obj, node.attr)
         except AttributeError:
@@ -780,8 +788,20 @@ class CodeGenerator(ast.NodeVisitor):
         ast.RShift: ("shr", lambda a, b: a >> b), ast.Pow: (None, lambda a, b: a ** b),
     }
 
-    def _binop(self, op, a, b):
+    @staticmethod
+    def _materialize(a, b):
+        """Unwrap two operands; an assigned number beside a tensor becomes a scalar tensor (Triton's promotion
+        then treats it as a tensor, not as a Python scalar)."""
+        na, nb = isinstance(a, lang.assigned_number), isinstance(b, lang.assigned_number)
         a, b = _unwrap(a), _unwrap(b)
+        if na and isinstance(b, tensor):
+            a = sem.to_tensor(a)
+        if nb and isinstance(a, tensor):
+            b = sem.to_tensor(b)
+        return a, b
+
+    def _binop(self, op, a, b):
+        a, b = self._materialize(a, b)
         name, py = self._BINOPS.get(type(op), (None, None))
         if py is None:
             raise SemanticError(f"operator {type(op).__name__} is not supported")
@@ -814,7 +834,10 @@ class CodeGenerator(ast.NodeVisitor):
         result = None
         for op, comp in zip(node.ops, node.comparators):
             right = self.visit(comp)
-            a, b = _unwrap(left), _unwrap(right)
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                a, b = _unwrap(left), _unwrap(right)
+            else:
+                a, b = self._materialize(left, right)
             if isinstance(op, (ast.Is, ast.IsNot)):
                 # Decided while compiling, as in Triton: a tensor is never None, so `if Bias is not None:` on a
                 # pointer argument keeps its branch exactly when the launch passed a pointer (None arguments
@@ -931,7 +954,9 @@ class CodeGenerator(ast.NodeVisitor):
         for name, v in bound.arguments.items():
             if name in jitfn.constexpr_names and isinstance(_unwrap(v), tensor):
                 raise SemanticError(f"argument '{name}' of {fn.__name__} is a tl.constexpr but got a runtime value")
-            scope[name] = _unwrap(v) if not isinstance(v, tensor) else v
+            if name in jitfn.constexpr_names or not isinstance(v, lang.assigned_number):
+                v = _unwrap(v)
+            scope[name] = v
         src = get_source(fn)
         gen = CodeGenerator(src, self.builder, scope, self.depth + 1, self.root)
         prev = context.push(gen)

@@ -38,6 +38,16 @@ class constexpr:
         return hash(self.value)
 
 
+class assigned_number(constexpr):
+    """A Python number assigned to a name inside a kernel (`acc = 0`). As in Triton it is a scalar tensor of the
+    number's dtype (int32, int64 or uint64 by range, float32, int1) wherever it meets a tensor in an operator or
+    a tensor method is called on it (`acc.to(tl.int64)`); where a compile-time constant is needed it is still
+    the number (a superset of Triton, which asks for `x: tl.constexpr = ...` there)."""
+
+    def __repr__(self):
+        return repr(self.value)
+
+
 def _unwrap(v):
     return v.value if isinstance(v, constexpr) else v
 

@@ -136,3 +136,25 @@ def gather_clamped(X, Y, N, BLOCK: tl.constexpr):
     for j in range(0, BLOCK):
         idx = _clamp_index(pid * BLOCK + j, N)
         tl.store(Y + pid * BLOCK + j, tl.load(X + idx))
+
+
+# ---- Python numbers become scalar tensors once assigned ------------------------------------------------------
+@compiler.jit
+def assigned_numbers(X8, H, Out32, OutF, Flags, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    acc = 0
+    acc = acc.to(tl.int64)                 # a method on an assigned number
+    two = 2
+    x = tl.load(X8 + offs, mask=m)          # int8
+    tl.store(Out32 + offs, x * two, mask=m)  # int32 * int8 -> int32 (no int8 wrap-around), as in Triton
+    scale = 0.1
+    h = tl.load(H + offs, mask=m)           # float16
+    tl.store(OutF + offs, h * scale, mask=m)  # fp32 scalar tensor * fp16 -> fp32, as in Triton
+    for i in range(0, N):
+        acc += i                            # loop-carried int64
+    half: tl.constexpr = BLOCK // 2         # a constexpr name stays a Python value
+    tl.store(Flags + tl.program_id(0), acc + tl.sum(tl.arange(0, half)))
+    if tl.program_id(0) == 0:
+        tl.store(Flags + tl.num_programs(0), 1)   # a Python number stored
+        tl.store(Flags + tl.num_programs(0) + 1, two * 16)
