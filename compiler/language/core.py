@@ -199,45 +199,28 @@ class tensor:
         return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
                            fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
-    def reshape(self, *shape, can_reorder=False):
-        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
-            shape = _unwrap(shape[0])
-        return _sem().reshape(self, shape)
-
-    def broadcast_to(self, *shape):
-        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
-            shape = _unwrap(shape[0])
-        return _sem().broadcast_to(self, tuple(_unwrap(s) for s in shape))
-
-    def expand_dims(self, axis):
-        return _sem().expand_dims(self, axis)
-
-    def trans(self, *dims):
-        return _sem().trans(self, *dims)
-
-    def permute(self, *dims):
-        if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
-            dims = _unwrap(dims[0])
-        return _sem().permute(self, dims)
-
     @property
     def T(self):
         return _sem().trans(self)
 
-    def sum(self, axis=None, keep_dims=False, dtype=None):
-        return sum(self, axis, keep_dims, dtype)
+    # The other methods (x.exp(), x.sum(0), x.cast(dt), ...) are the tl functions of the same name, installed
+    # from TENSOR_METHODS at the end of this module: one definition serves both forms.
 
-    def max(self, axis=None, keep_dims=False):
-        return max(self, axis, keep_dims=keep_dims)
+    def logical_and(self, other):
+        """Elementwise `and` of truth values (non-bool operands compare != 0)."""
+        s = _sem()
+        return s.and_(_truth(self), _truth(other))
 
-    def min(self, axis=None, keep_dims=False):
-        return min(self, axis, keep_dims=keep_dims)
+    def logical_or(self, other):
+        """Elementwise `or` of truth values (non-bool operands compare != 0)."""
+        s = _sem()
+        return s.or_(_truth(self), _truth(other))
 
-    def argmax(self, axis, keep_dims=False):
-        return argmax(self, axis, keep_dims=keep_dims)
 
-    def argmin(self, axis, keep_dims=False):
-        return argmin(self, axis, keep_dims=keep_dims)
+def _truth(x):
+    s = _sem()
+    x = s.to_tensor(x)
+    return x if x.dtype.is_bool() else s.compare("ne", x, 0)
 
 
 class block_ptr:
@@ -704,13 +687,15 @@ def sigmoid(x):
 
 
 @builtin
-def softmax(x, ieee_rounding=False):
-    """Softmax over the last axis."""
-    x = _sem().to_tensor(x)
-    ax = len(x.type.shape) - 1
-    z = _sem().sub(x, _sem().reduce_simple(x, ax, "max", keep_dims=True))
-    num = _sem().unary("exp", z)
-    return _sem().truediv(num, _sem().reduce_simple(num, ax, "add", keep_dims=True))
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (axis 0 when None, as in Triton)."""
+    s = _sem()
+    x = s.to_tensor(x)
+    ax = 0 if _unwrap(dim) is None else _unwrap(dim)
+    keep = _unwrap(keep_dims)
+    z = s.sub(x, s.reduce_simple(x, ax, "max", keep_dims=keep))
+    num = s.unary("exp", z)
+    return s.truediv(num, s.reduce_simple(num, ax, "add", keep_dims=keep), ieee=bool(_unwrap(ieee_rounding)))
 
 
 # --- reductions ------------------------------------------------------------------------------------
@@ -751,6 +736,32 @@ def argmin(input, axis, tie_break_left=True, keep_dims=False):
 @builtin
 def xor_sum(input, axis=None, keep_dims=False):
     return _sem().reduce_simple(input, axis, "xor", _unwrap(keep_dims))
+
+
+@builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or along `axis` (integers)."""
+    return _sem().reduce_simple(input, axis, "or", _unwrap(keep_dims))
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """`x` flattened to one axis."""
+    x = _sem().to_tensor(x)
+    return _sem().reshape(x, (x.type.numel,))
+
+
+@builtin
+def item(input):
+    """The one element of a one-element block, as a scalar."""
+    x = _sem().to_tensor(input)
+    if x.type.numel != 1:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"item() needs a block of one element, got shape {list(x.type.shape)}")
+    if not x.type.shape:
+        return x
+    return _sem().reduce_simple(x, None, "max")  # the reduction of one element is that element
 
 
 @builtin
@@ -905,3 +916,37 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     import sys
 
     print(sep.join(str(_unwrap(v)) for v in values), end=end, file=file or sys.stdout, flush=flush)
+
+
+# ----------------------------------------------------------------------------------------------------
+# tensor methods: Triton's functions that are also methods of its tensor. Each is `tl.<name>(x, ...)`, looked up
+# when called, so a name whose op is not in the language (yet) says so, and works once it is.
+# ----------------------------------------------------------------------------------------------------
+TENSOR_METHODS = (
+    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
+    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
+    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
+)
+
+
+def _tensor_method(name):
+    def method(self, *args, **kwargs):
+        from .. import language as tl
+        from ..frontend.context import SemanticError, current
+
+        fn = getattr(tl, name, None)
+        if fn is None or not callable(fn):
+            raise SemanticError(f"tl.{name} is not supported (called as the tensor method .{name}())")
+        return current().call_function(fn, [self, *args], kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"tensor.{name}"
+    method.__doc__ = f"`x.{name}(...)` is `tl.{name}(x, ...)`."
+    return builtin(method)
+
+
+for _name in TENSOR_METHODS:
+    setattr(tensor, _name, _tensor_method(_name))
+del _name
