@@ -522,8 +522,8 @@ class Autotuner(KernelInterface):
         self.early_config_prune = prune.get("early_config_prune")
         self.perf_model = prune.get("perf_model")
         self.top_k = prune.get("top_k", 1.0)
-        self.warmup = warmup
-        self.rep = rep
+        self.num_warmups = warmup  # do_bench's budgets in ms (Triton's names; `warmup` is the method)
+        self.num_reps = rep
         self.user_do_bench = do_bench
         self.compile_mode = compile_mode
         self.use_database = use_database
@@ -690,7 +690,7 @@ class Autotuner(KernelInterface):
                 else:
                     from .runtime import do_bench
 
-                    st = stats[cfg] = do_bench(trial, warmup_ms=self.warmup, rep_ms=self.rep)
+                    st = stats[cfg] = do_bench(trial, warmup_ms=self.num_warmups, rep_ms=self.num_reps)
                     timings[cfg] = st["median_ms"]
             except (CompilationError, RuntimeError, ValueError, TypeError, IndexError) as e:
                 self.configs_errors[cfg] = e
@@ -714,7 +714,7 @@ class Autotuner(KernelInterface):
                 out.append({"kernel": self.cache_key, "kernel_name": self.base_fn.__name__,
                             "key": self.key_jsons[key], "config": config_json(cfg), "gpu": gpu,
                             "compiler_version": compiler_version(), "median_ms": ms, "p10_ms": st.get("p10_ms"),
-                            "p90_ms": st.get("p90_ms"), "n": st.get("n"), "rep_ms": float(self.rep),
+                            "p90_ms": st.get("p90_ms"), "n": st.get("n"), "rep_ms": float(self.num_reps),
                             "created": time.time(), "source": f"{socket.gethostname()}:{os.getpid()}:autotune"})
         return out
 

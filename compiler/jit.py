@@ -150,8 +150,6 @@ def _handler_for(a):
 def _param_from_key(name, key, value, kind, do_not_specialize):
     """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
     if kind == "const":
-        if key[0] == "c1" and name in do_not_specialize:
-            return ("arg", TensorType(T.int32), {})
         return ("const", value)
     if kind in ("ptr", "host"):
         dt, aligned = key
@@ -170,6 +168,9 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 
 
 # ----------------------------------------------------------------------------------------------------
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion")
+
+
 class JITFunction:
     """A kernel (or a device function called from kernels). Launch with `kernel[grid](*args, **meta)`."""
 
@@ -185,6 +186,7 @@ class JITFunction:
         self.signature = inspect.signature(fn)
         self.params = list(self.signature.parameters.values())
         self.arg_names = [p.name for p in self.params]
+        self._param_set = frozenset(self.arg_names)
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
         self.constexpr_mask = [p.name in self.constexpr_names for p in self.params]
         # `alpha: tl.float64` types a scalar parameter (as in Triton); without it a Python float is float32.
@@ -241,9 +243,10 @@ class JITFunction:
     def _bind(self, args, kwargs):
         """Return (all argument values in parameter order, launch options)."""
         opts = {}
-        for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion"):
+        for k in _LAUNCH_OPTIONS:
             if k in kwargs:
-                opts[k] = kwargs.pop(k)
+                # A parameter of the same name (`num_warps: tl.constexpr`) takes the value too, as in Triton.
+                opts[k] = kwargs[k] if k in self._param_set else kwargs.pop(k)
         n = len(self.arg_names)
         if len(args) > n:
             raise TypeError(f"{self.__name__} takes {n} arguments but {len(args)} were given")
@@ -268,7 +271,8 @@ class JITFunction:
         launch_vals = []
         host = False
         kinds = []
-        for v, is_c in zip(vals, self.constexpr_mask):
+        dns = self.do_not_specialize
+        for i, (v, is_c) in enumerate(zip(vals, self.constexpr_mask)):
             if is_c:
                 keys.append(v if _hashable(v) else ("unhashable", repr(v)))
                 kinds.append("constexpr")
@@ -279,6 +283,8 @@ class JITFunction:
                 kinds.append("constexpr")
                 continue
             k, lv, kind = h(v)
+            if kind == "const" and k[0] == "c1" and dns and self.arg_names[i] in dns:
+                k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
             keys.append(k)
             kinds.append(kind)
             if kind == "host":
@@ -522,7 +528,7 @@ def _make_fast_launch(jf: JITFunction):
     <one value per runtime param>)`, which with the C extension packs and launches in C.
     """
     names = jf.arg_names
-    reserved = {"grid", "num_warps", "num_stages", "debug", "stream"}
+    reserved = {"grid", *_LAUNCH_OPTIONS}
     if reserved & set(names) or any(n.startswith("_") for n in names):
         return lambda grid, *args, **kwargs: jf.run(*args, grid=grid, **kwargs)
     sig = [f"{n}=_d{i}" if n in jf.defaults else n for i, n in enumerate(names)]
