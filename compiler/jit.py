@@ -54,10 +54,28 @@ def _torch_handler(a):
             raise TypeError(f"torch dtype {a.dtype} is not supported")
         _torch_dtype_cache[a.dtype] = dt
     p = a.data_ptr()
-    if not a.is_cuda:
-        raise TypeError("a torch tensor argument must be on the GPU (got a CPU tensor); use .cuda(), or pass a "
-                        "NumPy array to run in the interpreter")
+    if not a.is_cuda:  # a CPU tensor runs in the interpreter, like a NumPy array (results written in place)
+        return (dt, (p & 15) == 0), a, "host"
     return (dt, (p & 15) == 0), p, "ptr"
+
+
+def _torch_cpu_numpy(a, dt):
+    """A NumPy view of a CPU torch tensor's memory (bfloat16 through its bits)."""
+    try:
+        a = a.detach()
+        if dt == T.bfloat16:
+            import torch
+
+            return a.view(torch.int16).numpy().view(T.bfloat16.np)
+        return a.numpy()
+    except (AttributeError, TypeError, RuntimeError) as e:
+        raise TypeError(f"a CPU torch tensor runs in the interpreter, which could not read it as a NumPy array "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def _is_cpu_torch_tensor(a) -> bool:
+    t = type(a)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter") and not a.is_cuda
 
 
 def _numpy_handler(a):
@@ -376,13 +394,19 @@ class JITFunction:
         grid = _grid3(grid)
         run_args = []
         for v, kind in zip(vals, kinds):
+            if kind == "ptr":
+                raise TypeError(f"{self.__name__}: host arrays (NumPy, CPU tensors) run in the interpreter, which "
+                                f"needs every array on the host; got a GPU array ({type(v).__name__}): copy it to "
+                                "the host, or pass GPU arrays only")
+        for v, kind in zip(vals, kinds):
             if kind in ("constexpr", "const"):
                 continue
             if kind == "host":
-                run_args.append(v.interp_array() if hasattr(v, "interp_array") else v)
-            elif kind == "ptr":
-                raise TypeError(f"{self.__name__}: the interpreter needs NumPy arrays, got a GPU array "
-                                f"({type(v).__name__}); copy it to the host first")
+                if hasattr(v, "interp_array"):
+                    v = v.interp_array()
+                elif not isinstance(v, np.ndarray):  # a CPU torch tensor
+                    v = _torch_cpu_numpy(v, _torch_handler(v)[0][0])
+                run_args.append(v)
             else:
                 run_args.append(v)
         interpreter.run(fn, grid, run_args, debug=bool(debug))
