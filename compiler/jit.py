@@ -210,6 +210,7 @@ class JITFunction:
         # `alpha: tl.float64` types a scalar parameter (as in Triton); without it a Python float is float32.
         self.annotated_dtypes = {p.name: d for p in self.params
                                  if (d := _dtype_annotation(p.annotation)) is not None}
+        self.const_names = {p.name for p in self.params if _is_const_annotation(p.annotation)}
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
@@ -319,7 +320,11 @@ class JITFunction:
             elif name in self.annotated_dtypes and kind in ("int", "float", "bool", "typed"):
                 params.append(("arg", TensorType(self.annotated_dtypes[name]), {}))
             else:
-                params.append(_param_from_key(name, k, v, kind, self.do_not_specialize))
+                p = _param_from_key(name, k, v, kind, self.do_not_specialize)
+                if name in self.const_names and p[0] == "arg" and p[1].element.is_ptr():
+                    ptr = p[1].element
+                    p = ("arg", TensorType(T.pointer_type(ptr.element_ty, ptr.address_space, const=True)), p[2])
+                params.append(p)
         return params
 
     # --- launching --------------------------------------------------------------------------------
@@ -440,6 +445,15 @@ def _dtype_annotation(ann):
         except Exception:
             return None
     return None
+
+
+def _is_const_annotation(ann) -> bool:
+    """`X: tl.const` (or the string "tl.const" / "const")."""
+    from .language.core import const
+
+    if ann is const:
+        return True
+    return isinstance(ann, str) and ann.split(".")[-1] == "const"
 
 
 def _is_constexpr_annotation(ann) -> bool:

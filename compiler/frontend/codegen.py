@@ -182,6 +182,8 @@ class CodeGenerator(ast.NodeVisitor):
         self.scope = scope
         self.depth = depth
         self.root = root or self
+        # inside tl.map_elementwise: runtime ifs on blocks select per element (see _select_if)
+        self.elementwise = False
         self.static_prints: list = []
         self.return_value = None
         self.returned = False
@@ -331,12 +333,68 @@ class CodeGenerator(ast.NodeVisitor):
             branch = node.body if _unwrap(cond) else node.orelse
             self.visit_stmts(branch)
             return
-        if cond.type.shape:
+        if cond.type.shape and not self.elementwise:
             raise SemanticError(f"if needs a scalar condition, got a block of shape {list(cond.type.shape)}; "
                                 "use tl.where for elementwise choice")
         if not cond.dtype.is_bool():
             cond = sem.compare("ne", cond, 0)
+        if self.elementwise:
+            self._select_if(cond, node)
+            return
         self._runtime_if(cond, node)
+
+    _EFFECTS = frozenset(("store", "atomic_rmw", "atomic_cas", "print", "assert", "barrier"))
+
+    def _select_if(self, cond, node):
+        """An `if` in a function mapped by tl.map_elementwise, where each element takes its own branch: both
+        branches are built and what they assign (or return) is chosen per element with where. The branches
+        must not write memory (each would run for every element)."""
+        b = self.builder
+        before = dict(self.scope)
+        results = []
+        for stmts in (node.body, node.orelse):
+            start = len(b.block.ops)
+            self.scope = dict(before)
+            self.returned, self.return_value = False, None
+            self.visit_stmts(stmts)
+            for op in b.block.ops[start:]:
+                if op.kind in self._EFFECTS or any(o.kind in self._EFFECTS for blk in op.blocks for o in blk.ops):
+                    raise SemanticError(f"a function mapped by tl.map_elementwise cannot {op.kind} inside an if "
+                                        "on its elements")
+            results.append((self.scope, self.returned, self.return_value))
+        (ts, tr, tv), (es, er, ev) = results
+        self.scope = dict(before)
+        if tr or er:
+            ft, fe = self._flat_return(_unwrap(tv)), self._flat_return(_unwrap(ev))
+            if (ft is None) != (fe is None) or (ft is not None and len(ft) != len(fe)):
+                raise SemanticError(f"the two branches of this if return different things "
+                                    f"({self._ret_desc(_unwrap(tv))} and {self._ret_desc(_unwrap(ev))})")
+            self.returned = True
+            if ft is None:
+                self.return_value = None
+                return
+            out = [self._select(cond, x, y, f"return value {i}") for i, (x, y) in enumerate(zip(ft, fe))]
+            self.return_value = tuple(out) if isinstance(_unwrap(tv), (tuple, list)) else out[0]
+            return
+        for n in dict.fromkeys(list(ts) + list(es)):
+            x, y = ts.get(n, before.get(n)), es.get(n, before.get(n))
+            if n not in ts or n not in es:
+                if n not in before:
+                    continue  # assigned in one branch only and not defined before: not visible after the if
+            if x is y:
+                self.scope[n] = x
+                continue
+            self.scope[n] = self._select(cond, x, y, f"'{n}'")
+
+    @staticmethod
+    def _select(cond, x, y, what):
+        ux, uy = _unwrap(x), _unwrap(y)
+        if not isinstance(ux, tensor) and not isinstance(uy, tensor):
+            if type(ux) is type(uy) and ux == uy:
+                return x
+            if not (sem.is_number(ux) and sem.is_number(uy)):
+                raise SemanticError(f"{what} gets different compile-time values in the two branches of an if")
+        return sem.where(cond, ux, uy)
 
     def _run_branch(self, block, stmts, before):
         self.builder.set_insertion_block(block)
@@ -918,10 +976,15 @@ class CodeGenerator(ast.NodeVisitor):
         if fn is builtins.print:
             return lang.static_print(*args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
-            op = sem.minimum if fn is builtins.min else sem.maximum
+            op = lang.minimum if fn is builtins.min else lang.maximum
+            bad = set(kwargs) - {"propagate_nan"}
+            if bad:
+                raise SemanticError(f"{fn.__name__}() on tensors takes only propagate_nan=, got {sorted(bad)}")
+            if len(args) < 2:
+                raise SemanticError(f"{fn.__name__}() on tensors needs at least two values")
             out = _unwrap(args[0])
             for a in args[1:]:
-                out = op(out, a)
+                out = op(out, a, **kwargs)
             return out
         if isinstance(fn, type) and issubclass(fn, (lang.static_range, lang.range)):
             return fn(*args, **kwargs)
@@ -959,6 +1022,7 @@ class CodeGenerator(ast.NodeVisitor):
             scope[name] = v
         src = get_source(fn)
         gen = CodeGenerator(src, self.builder, scope, self.depth + 1, self.root)
+        gen.elementwise = self.elementwise
         prev = context.push(gen)
         try:
             gen.visit_stmts(src.fdef.body)

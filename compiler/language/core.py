@@ -6,6 +6,7 @@ Their meaning is written once in compiler/frontend/semantic.py (typing) and in t
 from __future__ import annotations
 
 import builtins as _py
+import enum as _enum
 
 from ..ir import types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
@@ -36,6 +37,58 @@ class constexpr:
 
     def __hash__(self):
         return hash(self.value)
+
+
+class constexpr_type:
+    """The type of a constexpr value (`tl.constexpr(5).type == tl.constexpr_type(5)`), as in Triton."""
+
+    def __init__(self, value):
+        self.value = _unwrap(value)
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+    def mangle(self) -> str:
+        return repr(self)
+
+
+constexpr.type = property(lambda self: constexpr_type(self.value))
+
+
+class const:
+    """Annotation of a pointer parameter to constant data (`X: tl.const`): loads as usual; a store or an atomic
+    through it (or a pointer computed from it) is a compile error."""
+
+
+class PropagateNan(_enum.IntEnum):
+    """`propagate_nan=` of maximum/minimum/clamp: NONE returns the non-NaN operand, ALL returns NaN."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+def _propagates(propagate_nan) -> bool:
+    v = _unwrap(propagate_nan)
+    if isinstance(v, str):
+        v = v.upper()
+        if v not in ("NONE", "ALL"):
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or .ALL, got {v!r}")
+        return v == "ALL"
+    if v in (None, False, PropagateNan.NONE):
+        return False
+    if v is True or v == PropagateNan.ALL:
+        return True
+    from ..frontend.context import SemanticError
+
+    raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or .ALL, got {v!r}")
 
 
 class assigned_number(constexpr):
@@ -550,18 +603,7 @@ def assume(cond):
     return None
 
 
-class const:
-    """Parameter annotation marking a pointer to read-only data (accepted; loads are not changed by it)."""
-
-
 TRITON_MAX_TENSOR_NUMEL = 1048576  # the largest block Triton allows (the same limit applies here)
-
-
-class PropagateNan:
-    """`propagate_nan` values of `tl.maximum` / `tl.minimum` / `tl.clamp`: NONE (NaN-ignoring) or ALL."""
-
-    NONE = 0
-    ALL = 0xFFFF
 
 
 @builtin
@@ -602,18 +644,22 @@ def where(condition, x, y):
 
 
 @builtin
-def maximum(x, y, propagate_nan=False):
-    return _sem().maximum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+def maximum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise maximum; with propagate_nan=tl.PropagateNan.ALL a NaN operand gives NaN."""
+    return _sem().maximum(x, y, _propagates(propagate_nan))
 
 
 @builtin
-def minimum(x, y, propagate_nan=False):
-    return _sem().minimum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+def minimum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise minimum; with propagate_nan=tl.PropagateNan.ALL a NaN operand gives NaN."""
+    return _sem().minimum(x, y, _propagates(propagate_nan))
 
 
 @builtin
-def clamp(x, min, max, propagate_nan=False):
-    return _sem().minimum(_sem().maximum(x, min), max)
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE):
+    """min(max(x, min), max); with PropagateNan.ALL a NaN in x stays NaN (NONE gives `min`, as Triton's)."""
+    pn = _propagates(propagate_nan)
+    return _sem().minimum(_sem().maximum(x, min, pn), max, pn)
 
 
 @builtin
@@ -739,19 +785,6 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
-def reduce_or(input, axis, keep_dims=False):
-    """Bitwise or along `axis` (integers)."""
-    return _sem().reduce_simple(input, axis, "or", _unwrap(keep_dims))
-
-
-@builtin
-def ravel(x, can_reorder=False):
-    """`x` flattened to one axis."""
-    x = _sem().to_tensor(x)
-    return _sem().reshape(x, (x.type.numel,))
-
-
-@builtin
 def item(input):
     """The one element of a one-element block, as a scalar."""
     x = _sem().to_tensor(input)
@@ -772,6 +805,34 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     gen = current()
     inputs = tuple(input) if isinstance(input, (tuple, list)) else input
     return _sem().reduce(inputs, axis, lambda *a: gen.call_function(combine_fn, list(a), {}), _unwrap(keep_dims))
+
+
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """Apply the jit function `scalar_fn` to each element of the broadcast `args` (one or a tuple of results).
+
+    Each element takes its own branch of the function's `if`s: the function is built once on the blocks and its
+    ifs on element values select per element (both sides are computed, so they must not write memory; a while
+    loop on element values is not supported). `pack` (elements per call) does not change the result."""
+    from ..frontend.context import SemanticError, current
+
+    if _unwrap(pack) < 1:
+        raise SemanticError(f"map_elementwise's pack must be >= 1, got {_unwrap(pack)}")
+    s = _sem()
+    ts = [s.to_tensor(a) for a in args]
+    if not ts:
+        raise SemanticError("map_elementwise needs at least one tensor argument")
+    shape = ()
+    for t in ts:
+        shape = s.broadcast_shapes(shape, t.type.shape)
+    ts = [s.broadcast_to(t, shape) for t in ts]
+    gen = current()
+    prev = gen.elementwise
+    gen.elementwise = True
+    try:
+        return gen.call_function(scalar_fn, ts, {})
+    finally:
+        gen.elementwise = prev
 
 
 @builtin
