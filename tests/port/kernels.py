@@ -158,3 +158,24 @@ def assigned_numbers(X8, H, Out32, OutF, Flags, N, BLOCK: tl.constexpr):
     if tl.program_id(0) == 0:
         tl.store(Flags + tl.num_programs(0), 1)   # a Python number stored
         tl.store(Flags + tl.num_programs(0) + 1, two * 16)
+
+
+@compiler.jit
+def persistent_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Tiles walked by a runtime-step tl.range, a dot K loop inside (Triton's persistent matmul, pointer loads)."""
+    num_m = tl.cdiv(M, BM)
+    num_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), num_m * num_n, tl.num_programs(0), flatten=True):
+        pm = tile // num_n
+        pn = tile % num_n
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(A + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                        other=0.0)
+            b = tl.load(B + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                        other=0.0)
+            acc = tl.dot(a, b, acc)
+        tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))

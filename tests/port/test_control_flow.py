@@ -161,3 +161,16 @@ def test_mismatched_returns_are_refused():
 
     with pytest.raises(compiler.CompilationError, match="return different things"):
         k[(1,)](np.zeros(8, np.float32))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("num_stages", [1, 3])
+def test_persistent_matmul(target, num_stages):
+    rng = np.random.default_rng(6)
+    M, N, KD = 200, 136, 96
+    a = rng.standard_normal((M, KD)).astype(np.float16)
+    b = rng.standard_normal((KD, N)).astype(np.float16)
+    c = poison((M, N), np.float16)
+    run(target, K.persistent_matmul, (5,), a, b, c, M, N, KD, BM=64, BN=64, BK=32, num_stages=num_stages)
+    np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
+                               atol=1e-2)
