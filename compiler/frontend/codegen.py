@@ -143,6 +143,16 @@ def _assigned_names(stmts) -> list:
     return out
 
 
+class _BindConstexpr(ast.stmt):
+    """`target = value` for an unrolled tl.static_range copy (value a compile-time int)."""
+
+    _fields = ()
+
+    def __init__(self, target, value):
+        super().__init__()
+        self.target, self.value = target, value
+
+
 def _contains_return(stmts) -> bool:
     """Whether a return statement appears in `stmts` (nested blocks included, nested functions excluded)."""
     return _first_return(stmts) is not None
@@ -234,6 +244,11 @@ class CodeGenerator(ast.NodeVisitor):
         Python and Triton, never looked at."""
         stmts = list(stmts)
         for i, s in enumerate(stmts):
+            if isinstance(s, ast.For) and _contains_return([s]):
+                unrolled = self._unroll_static_range(s)
+                if unrolled is not None:  # a return in a tl.static_range loop: the unrolled copies, then the rest
+                    self.visit_stmts(unrolled + stmts[i + 1:])
+                    return
             if isinstance(s, ast.If) and i + 1 < len(stmts) and _contains_return([s]):
                 rest = stmts[i + 1:]
                 new_if = ast.If(test=s.test, body=list(s.body) + rest, orelse=list(s.orelse) + rest)
@@ -243,6 +258,24 @@ class CodeGenerator(ast.NodeVisitor):
             self.visit(s)
             if self.returned:
                 return
+
+    def _unroll_static_range(self, node):
+        """The statements of a `for ... in tl.static_range(...)` loop unrolled (the loop variable bound before each
+        copy of the body), or None for any other loop."""
+        it = node.iter
+        if node.orelse or not isinstance(it, ast.Call) or self.visit(it.func) is not lang.static_range:
+            return None
+        r = lang.static_range(*[self.visit(a) for a in it.args], **{k.arg: self.visit(k.value) for k in it.keywords})
+        if not all(isinstance(_unwrap(v), int) for v in (r.start, r.end, r.step)):
+            raise SemanticError("tl.static_range bounds must be constexpr ints")
+        out = []
+        for i in builtins.range(r.start, r.end, r.step):
+            out.append(ast.copy_location(_BindConstexpr(node.target, i), node))
+            out.extend(node.body)
+        return out
+
+    def visit__BindConstexpr(self, node):
+        self._assign(node.target, node.value, as_constexpr=True)
 
     def visit_Module(self, node):
         self.visit_stmts(node.body)
@@ -560,8 +593,9 @@ class CodeGenerator(ast.NodeVisitor):
     def _no_return_in_loop(self, node):
         r = _first_return(node.body)
         if r is not None:
-            raise CompilationError("return inside a for or while loop is not supported (as in Triton): set a flag "
-                                   "and test it, or end the loop with its condition", self.src.loc(r))
+            raise CompilationError("return inside a for or while loop is not supported (as in Triton; a "
+                                   "tl.static_range loop may return): set a flag and test it, or end the loop "
+                                   "with its condition", self.src.loc(r))
 
     def visit_For(self, node):
         if node.orelse:

@@ -179,3 +179,18 @@ def persistent_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
                         other=0.0)
             acc = tl.dot(a, b, acc)
         tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@compiler.jit
+def _first_above(X, t, N: tl.constexpr):
+    """The index of the first of N values above t (N when none): a return inside tl.static_range."""
+    for i in tl.static_range(N):
+        if tl.load(X + i) > t:
+            return i
+    return N
+
+
+@compiler.jit
+def first_above(X, T, Out, N: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(Out + pid, _first_above(X + pid * N, tl.load(T + pid), N))

@@ -174,3 +174,15 @@ def test_persistent_matmul(target, num_stages):
     run(target, K.persistent_matmul, (5,), a, b, c, M, N, KD, BM=64, BN=64, BK=32, num_stages=num_stages)
     np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2,
                                atol=1e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_return_inside_static_range(target):
+    rng = np.random.default_rng(7)
+    P, N = 32, 6
+    x = rng.standard_normal((P, N)).astype(np.float32)
+    t = rng.uniform(0, 2, P).astype(np.float32)
+    out = poison(P, np.int32)
+    run(target, K.first_above, (P,), x, t, out, N=N)
+    above = x > t[:, None]
+    np.testing.assert_array_equal(out, np.where(above.any(1), above.argmax(1), N))
