@@ -334,7 +334,7 @@ class CodeGenerator(ast.NodeVisitor):
             raise CompilationError("augmented assignment needs a plain name", self.src.loc(node.target))
         cur = self.lookup(node.target.id)
         rhs = self.visit(node.value)
-        self.scope[node.target.id] = self._binop(node.op, cur, rhs)
+        self._assign(node.target, self._binop(node.op, cur, rhs))
 
     def visit_Assert(self, node):
         cond = self.visit(node.test)

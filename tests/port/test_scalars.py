@@ -53,3 +53,17 @@ def test_constexpr_annotation_refuses_a_runtime_value():
 
     with pytest.raises(compiler.CompilationError, match="tl.constexpr name needs a compile-time value"):
         k[(1,)](np.zeros(4, np.int32))
+
+
+def test_augmented_assignment_keeps_a_scalar_tensor():
+    @compiler.jit
+    def k(X, Out, BLOCK: tl.constexpr):
+        two = 1
+        two += 1
+        x = tl.load(X + tl.arange(0, BLOCK))  # int8
+        tl.store(Out + tl.arange(0, BLOCK), x * two)
+
+    x = np.full(8, 100, np.int8)
+    out = poison(8, np.int32)
+    k[(1,)](x, out, BLOCK=8)
+    assert (out == 200).all()  # int32 product, no int8 wrap-around
