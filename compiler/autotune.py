@@ -813,7 +813,10 @@ def _make_fast_launch(at: Autotuner):
     call the JITFunction's generated launcher with the config's kwargs. Anything unusual takes `at.run`."""
     base = at.base_fn
     params = at._user_params
-    if any(n.startswith("_") for n in params) or {"grid"} & set(params):
+    from .jit import _LAUNCH_OPTIONS
+
+    # a parameter named like a launch option must reach the kernel by keyword (it is the option too)
+    if any(n.startswith("_") for n in params) or {"grid", *_LAUNCH_OPTIONS} & set(params):
         return lambda grid, *args, **kwargs: at.run(*args, grid=grid, **kwargs)
     sig = [f"{n}=_d{i}" if n in base.defaults else n for i, n in enumerate(params)]
     allargs = f"({', '.join(params)},)"

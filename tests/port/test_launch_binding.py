@@ -72,3 +72,22 @@ def test_autotuner_warmup_is_the_method():
     assert callable(k.warmup) and k.num_warmups == 7 and k.num_reps == 11
     out = k.warmup(np.zeros(64, np.int32), 64, grid=(1,), target="sm_90a")
     assert len(out) == 2 and all(".entry" in c.asm["ptx"] for c in out)
+
+
+def test_autotuned_kernel_with_a_launch_option_parameter():
+    """As in Triton, the config's num_warps is the launch option and the parameter's value."""
+    @compiler.autotune(configs=[compiler.Config({"BLOCK": 64}, num_warps=2),
+                                compiler.Config({"BLOCK": 64}, num_warps=8)], key=["N"])
+    @compiler.jit
+    def k(X, N, num_warps: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(X + offs, tl.zeros((BLOCK,), tl.int32) + num_warps, mask=offs < N)
+
+    x = poison(64, np.int32)
+    k[(1,)](x, 64)
+    assert (x == k.best_config.num_warps).all() and k.best_config.num_warps in (2, 8)
+    x = poison(64, np.int32)
+    k[(1,)](x, 64)  # the generated launcher's path (key cached)
+    assert (x == k.best_config.num_warps).all()
+    ck = k.warmup(x, 64, grid=(1,), target="sm_90a")
+    assert sorted(c.asm["ptx"].count(".maxntid 256") for c in ck) == [0, 1]
