@@ -390,8 +390,8 @@ class CodeGenerator(ast.NodeVisitor):
             self.scope = dict(before)
             self.returned, self.return_value = False, None
             self.visit_stmts(stmts)
-            for op in b.block.ops[start:]:
-                if op.kind in self._EFFECTS or any(o.kind in self._EFFECTS for blk in op.blocks for o in blk.ops):
+            for op in self._walk_ops(b.block.ops[start:]):
+                if op.kind in self._EFFECTS:
                     raise SemanticError(f"a function mapped by tl.map_elementwise cannot {op.kind} inside an if "
                                         "on its elements")
             results.append((self.scope, self.returned, self.return_value))
@@ -418,6 +418,13 @@ class CodeGenerator(ast.NodeVisitor):
                 self.scope[n] = x
                 continue
             self.scope[n] = self._select(cond, x, y, f"'{n}'")
+
+    @classmethod
+    def _walk_ops(cls, ops):
+        for op in ops:
+            yield op
+            for blk in op.blocks:
+                yield from cls._walk_ops(blk.ops)
 
     @staticmethod
     def _select(cond, x, y, what):
