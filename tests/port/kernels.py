@@ -194,3 +194,37 @@ def _first_above(X, t, N: tl.constexpr):
 def first_above(X, T, Out, N: tl.constexpr):
     pid = tl.program_id(0)
     tl.store(Out + pid, _first_above(X + pid * N, tl.load(T + pid), N))
+
+
+# A cross-entropy forward+backward in the style of a widely used library of LLM-training kernels: an early
+# return (with a loop before it) for ignored labels, assigned numbers carried through loops, tensor methods.
+@compiler.jit
+def ce_kernel(X_ptr, X_stride, Y_ptr, loss_ptr, n_cols, ignore_index, BLOCK_SIZE: tl.constexpr):
+    program_id = tl.program_id(0).to(tl.int64)
+    Y_ptr += program_id
+    y = tl.load(Y_ptr)
+    X_ptr += program_id * X_stride
+    if y == ignore_index:
+        for i in range(0, n_cols, BLOCK_SIZE):
+            X_offsets = i + tl.arange(0, BLOCK_SIZE)
+            tl.store(X_ptr + X_offsets, 0.0, mask=X_offsets < n_cols)
+        return
+    loss_ptr += program_id
+    m = float("-inf")
+    d = 0.0
+    ori_X_y = tl.load(X_ptr + y).cast(tl.float32)
+    for i in range(0, n_cols, BLOCK_SIZE):
+        X_offsets = i + tl.arange(0, BLOCK_SIZE)
+        X_block = tl.load(X_ptr + X_offsets, mask=X_offsets < n_cols, other=float("-inf")).cast(tl.float32)
+        block_max = tl.max(X_block)
+        m_new = tl.maximum(m, block_max)
+        d = d * tl.exp(m - m_new) + tl.sum(tl.exp(X_block - m_new))
+        m = m_new
+    lse = m + tl.log(d)
+    for i in range(0, n_cols, BLOCK_SIZE):
+        X_offsets = i + tl.arange(0, BLOCK_SIZE)
+        X_block = tl.load(X_ptr + X_offsets, mask=X_offsets < n_cols, other=float("-inf")).cast(tl.float32)
+        X_block = tl.exp(X_block - m) / d
+        X_block = tl.where(X_offsets != y, X_block, X_block - 1)
+        tl.store(X_ptr + X_offsets, X_block, mask=X_offsets < n_cols)
+    tl.store(loss_ptr, lse - ori_X_y)

@@ -186,3 +186,24 @@ def test_return_inside_static_range(target):
     run(target, K.first_above, (P,), x, t, out, N=N)
     above = x > t[:, None]
     np.testing.assert_array_equal(out, np.where(above.any(1), above.argmax(1), N))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_library_style_cross_entropy(target):
+    rng = np.random.default_rng(8)
+    R, C = 8, 300
+    x = rng.standard_normal((R, C)).astype(np.float32)
+    x0 = x.astype(np.float64)
+    y = rng.integers(0, C, R).astype(np.int64)
+    y[2] = y[5] = -100
+    loss = poison(R, np.float32)
+    run(target, K.ce_kernel, (R,), x, C, y, loss, C, -100, BLOCK_SIZE=128)
+    lse = np.log(np.exp(x0).sum(1))
+    for r in range(R):
+        if y[r] == -100:
+            assert (x[r] == 0).all() and np.isnan(loss[r])
+        else:
+            np.testing.assert_allclose(loss[r], lse[r] - x0[r, y[r]], rtol=1e-5, atol=1e-5)
+            g = np.exp(x0[r] - lse[r])
+            g[y[r]] -= 1
+            np.testing.assert_allclose(x[r], g, rtol=1e-5, atol=1e-6)
