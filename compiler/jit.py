@@ -610,6 +610,8 @@ def _make_fast_launch(jf: JITFunction):
             f"        _k{i} = 1 if {a} == 1 else (2 if -2147483648 <= {a} <= 2147483647 else 3)",
             "    elif _t is float:",
             f"        _v{i} = {a}; _k{i} = 4; _a{i} = False",
+            f"    elif {a} is None:",  # specialized on (not a parameter of the kernel: arg_select drops it)
+            f"        _v{i} = None; _k{i} = 5; _a{i} = False",
             "    else:",
             "        try:",
             f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",

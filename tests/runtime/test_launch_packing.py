@@ -258,3 +258,29 @@ def test_jit_launch_with_torch_like_tensors(run_fake, fastlaunch):
     lines = out.strip().splitlines()
     assert lines[:3] == ["64 0 100"] * 3, out
     assert lines[3].startswith("refused: params4: host arrays (NumPy, CPU tensors) run in the interpreter"), out
+
+
+@pytest.mark.parametrize("fastlaunch", ["1", "0"])
+def test_none_argument_takes_the_fast_path(run_fake, fastlaunch):
+    """A None argument (specialized on) is a fast-path key part like an int: only the first launch of each
+    specialization goes through JITFunction.run."""
+    out = run_fake("""
+        import ctypes, sys
+        import numpy as np
+        from compiler.runtime import DeviceArray
+        import runtime_jit_kernels as K
+        x = DeviceArray.empty(1024, np.float32); y = DeviceArray.empty(1024, np.float32)
+        calls = []
+        real = K.with_bias.run
+        K.with_bias.run = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+        for _ in range(4):
+            K.with_bias[(2,)](x, None, y, 100)
+        for _ in range(3):
+            K.with_bias[(2,)](x, x, y, 100)
+        K.with_bias[(2,)](x, None, y, 100)
+        print(len(calls), len(K.with_bias._kernels))
+    """, env={"TILEFARM_FASTLAUNCH": fastlaunch})
+    runs, kernels = out.strip().splitlines()[-1].split()
+    # the first launch of the kernel, then one per specialization as the generated launcher files it (None,
+    # pointer); every later launch is on the fast path (it was 6: each None launch took JITFunction.run)
+    assert runs == "3", out
