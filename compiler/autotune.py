@@ -19,7 +19,8 @@ What happens on a call (`Autotuner.run`):
    and the GPU kind; among matching records it prefers this compiler version, then the longest-timed
    measurements, then the fastest median.
 4. Otherwise the configs are pruned (`prune_configs_by`: `early_config_prune(configs, named_args, **kwargs)`
-   with every argument of the call in both, or, when it takes no **kwargs, the names it declares; then `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping `top_k`), compiled in parallel
+   with every argument of the call in both, or, when it takes no **kwargs, the names it declares; then
+   `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping `top_k`), compiled in parallel
    (`compile_mode`: "process" forks workers that fill the disk cache, "thread" a thread pool, "serial"), and
    each is timed with `do_bench`; the fastest wins. Before every timed call the `reset_to_zero` arguments are
    zeroed and after it the `restore_value` arguments get their values from before tuning back; after tuning
@@ -27,10 +28,9 @@ What happens on a call (`Autotuner.run`):
    A config that fails to compile or run gets an infinite time (it can never win, unless all fail: error).
 
 Timing rule in the interpreter (NumPy arrays or CPU torch tensors as arguments, or TILEFARM_INTERPRET=1; the
-GPU driver is never touched), where nothing can be timed: every
-surviving config is still run once, in order, through the same trial path (so reset_to_zero, restore_value,
-pre_hooks and failures behave as on a GPU), and its "time" is its position in the pruned list, so the first
-config that compiles and runs wins. A `do_bench` given to `autotune` (or `set_default_timer`) replaces that
+GPU driver is never touched), where nothing can be timed: every surviving config is still run once, in order,
+through the same trial path (so reset_to_zero, restore_value, pre_hooks and failures behave as on a GPU), and
+its "time" is its position in the pruned list, so the first config that compiles and runs wins. A `do_bench` given to `autotune` (or `set_default_timer`) replaces that
 rule: it is called as `do_bench(fn)` with a zero-argument callable running one trial and returns milliseconds
 (a float, a sequence whose first item is the median, or a dict with "median_ms"). Tests inject timers that way.
 
