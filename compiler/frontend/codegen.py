@@ -772,6 +772,10 @@ class CodeGenerator(ast.NodeVisitor):
                     raise SemanticError("while loop condition is a compile-time True: the loop never ends")
                 return
             if cond.type.shape:
+                if self.elementwise:
+                    raise SemanticError("a while loop on element values is not supported in a function mapped by "
+                                        "tl.map_elementwise (its ifs are; loop a fixed number of times with "
+                                        "tl.static_range and select)")
                 raise SemanticError("while needs a scalar condition")
             if not cond.dtype.is_bool():
                 cond = sem.compare("ne", cond, 0)

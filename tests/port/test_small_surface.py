@@ -287,3 +287,19 @@ def k(X, U, F, Out):
     with pytest.raises(compiler.CompilationError, match=msg) as e:
         mod.k[(1,)](np.zeros(1, np.int8), np.zeros(1, np.uint32), np.zeros(1, np.float32), np.zeros(1, np.float32))
     assert "kern_reject.py:11:" in str(e.value)
+
+
+def test_map_elementwise_refuses_while_on_elements():
+    @compiler.jit
+    def f(x):
+        while x > 1.0:
+            x = x * 0.5
+        return x
+
+    @compiler.jit
+    def k(X, BLOCK: tl.constexpr):
+        x = tl.load(X + tl.arange(0, BLOCK))
+        tl.store(X + tl.arange(0, BLOCK), tl.map_elementwise(f, x))
+
+    with pytest.raises(compiler.CompilationError, match="while loop on element values is not supported"):
+        k[(1,)](np.ones(8, np.float32), BLOCK=8)
