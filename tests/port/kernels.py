@@ -228,3 +228,41 @@ def ce_kernel(X_ptr, X_stride, Y_ptr, loss_ptr, n_cols, ignore_index, BLOCK_SIZE
         X_block = tl.where(X_offsets != y, X_block, X_block - 1)
         tl.store(X_ptr + X_offsets, X_block, mask=X_offsets < n_cols)
     tl.store(loss_ptr, lse - ori_X_y)
+
+
+@compiler.jit
+def sum_range(Out, lo, hi, iv: tl.constexpr):
+    acc = 0
+    acc = acc.to(tl.int64)
+    for i in range(lo, hi, iv):
+        acc += i
+    tl.store(Out, acc)
+
+
+@compiler.jit
+def exit_early(ExitEarly, Out, cond: tl.constexpr, mode: tl.constexpr):
+    if mode == "dynamic":
+        if tl.load(ExitEarly):
+            tl.store(Out, 0)
+            return
+    else:
+        if cond:
+            tl.store(Out, 0)
+            return
+    tl.store(Out, 1)
+
+
+@compiler.jit
+def nested_return(Cond1, Cond2, Cond3, Val1, Val2, Val3, Out):
+    val = 0
+    if tl.load(Cond1):
+        if tl.load(Cond2):
+            val = tl.load(Val1)
+        else:
+            return
+    else:
+        if tl.load(Cond3):
+            val = tl.load(Val2)
+        else:
+            val = tl.load(Val3)
+    tl.store(Out, val)

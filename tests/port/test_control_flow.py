@@ -207,3 +207,29 @@ def test_library_style_cross_entropy(target):
             g = np.exp(x0[r] - lse[r])
             g[y[r]] -= 1
             np.testing.assert_allclose(x[r], g, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lo,hi,iv", [(2**35, 2**35 + 20, 1), (2**35, 2**35 + 20, 3), (15, -16, -1), (15, -16, -3),
+                                      (-18, -22, -1), (22, 18, -1)])
+def test_int64_bounds_and_negative_steps(target, lo, hi, iv):
+    out = poison(1, np.int64)
+    run(target, K.sum_range, (1,), out, lo, hi, iv)
+    assert out[0] == sum(range(lo, hi, iv))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("early", [True, False])
+@pytest.mark.parametrize("mode", ["dynamic", "static"])
+def test_exit_early(target, early, mode):
+    out = poison(1, np.int32)
+    run(target, K.exit_early, (1,), np.array([early], np.int32), out, early, mode)
+    assert out[0] == (0 if early else 1)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("c1,c2,c3", [(a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+def test_nested_if_else_return(target, c1, c2, c3):
+    out = np.full(1, -1, np.int32)
+    run(target, K.nested_return, (1,), *[np.array([v], np.int32) for v in (c1, c2, c3, 1, 2, 3)], out)
+    assert out[0] == (-1 if (c1 and not c2) else (1 if c1 else (2 if c3 else 3)))
