@@ -419,6 +419,65 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             self.scope[n] = self._select(cond, x, y, f"'{n}'")
 
+    def _select_while(self, node):
+        """A `while` on element values in a function mapped by tl.map_elementwise: the loop runs while the condition
+        holds for any element; an element whose condition is false keeps its values (the loop carries the
+        per-element condition, and each update is a where on it). The body must not write memory."""
+        b = self.builder
+        before = dict(self.scope)
+        carried = self._carried(node.body)
+        types = [before[n].type if isinstance(before[n], tensor)
+                 else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
+        live_t = None
+        for attempt in builtins.range(6):
+            parent = b.block
+            all_t = types + ([live_t] if live_t is not None else [])
+            inits = [self._coerce(before[n], t, n) for n, t in zip(carried, types)]
+            if live_t is not None:
+                inits.append(sem.const(True, T.int1, live_t.shape))
+            bef = Block(all_t)
+            b.set_insertion_block(bef)
+            self.scope = dict(before)
+            for n, a in zip(carried, bef.args):
+                self.scope[n] = tensor(a, a.type)
+            cond = self.visit(node.test)
+            if not isinstance(cond, tensor):
+                raise SemanticError("the condition of this while loop stopped depending on the elements")
+            if not cond.dtype.is_bool():
+                cond = sem.compare("ne", cond, 0)
+            if live_t is None or cond.type != live_t:  # now the condition's shape is known: build it again
+                live_t = cond.type
+                b.set_insertion_block(parent)
+                continue
+            anyc = sem.compare("ne", sem.reduce_simple(sem.cast(cond, T.int32), None, "max"), 0)
+            b.condition(anyc.handle, list(bef.args[:-1]) + [cond.handle])
+            aft = Block(all_t)
+            b.set_insertion_block(aft)
+            self.scope = dict(before)
+            for n, a in zip(carried, aft.args):
+                self.scope[n] = tensor(a, a.type)
+            live = tensor(aft.args[-1], aft.args[-1].type)
+            self.visit_stmts(node.body)
+            for op in self._walk_ops(aft.ops):
+                if op.kind in self._EFFECTS:
+                    raise SemanticError(f"a function mapped by tl.map_elementwise cannot {op.kind} inside a while "
+                                        "loop on its elements")
+            outs = [self._select(live, self.scope[n], tensor(a, a.type), f"'{n}'")
+                    for n, a in zip(carried, aft.args)]
+            new_types = [o.type if isinstance(o, tensor) else t for o, t in zip(outs, types)]
+            if new_types != types:
+                types = new_types
+                b.set_insertion_block(parent)
+                continue
+            b.yield_([self._coerce(o, t, n).handle for o, t, n in zip(outs, types, carried)] + [live.handle])
+            b.set_insertion_block(parent)
+            op = b.create("while", [v.handle for v in inits], all_t, {}, [bef, aft])
+            self.scope = dict(before)
+            for n, r in zip(carried, op.results):
+                self.scope[n] = tensor(r, r.type)
+            return
+        raise SemanticError("could not settle the types of the loop-carried values")
+
     @classmethod
     def _walk_ops(cls, ops):
         for op in ops:
@@ -773,9 +832,10 @@ class CodeGenerator(ast.NodeVisitor):
                 return
             if cond.type.shape:
                 if self.elementwise:
-                    raise SemanticError("a while loop on element values is not supported in a function mapped by "
-                                        "tl.map_elementwise (its ifs are; loop a fixed number of times with "
-                                        "tl.static_range and select)")
+                    b.set_insertion_block(parent)
+                    self.scope = dict(before)
+                    self._select_while(node)
+                    return
                 raise SemanticError("while needs a scalar condition")
             if not cond.dtype.is_bool():
                 cond = sem.compare("ne", cond, 0)

@@ -811,9 +811,10 @@ def reduce(input, axis, combine_fn, keep_dims=False):
 def map_elementwise(scalar_fn, *args, pack=1):
     """Apply the jit function `scalar_fn` to each element of the broadcast `args` (one or a tuple of results).
 
-    Each element takes its own branch of the function's `if`s: the function is built once on the blocks and its
-    ifs on element values select per element (both sides are computed, so they must not write memory; a while
-    loop on element values is not supported). `pack` (elements per call) does not change the result."""
+    Each element takes its own branch of the function's `if`s and its own trip count of its `while`s: the
+    function is built once on the blocks, its ifs on element values select per element (both sides are
+    computed) and its whiles run while any element's condition holds, an element keeping its values once its
+    own is false; so these must not write memory. `pack` (elements per call) does not change the result."""
     from ..frontend.context import SemanticError, current
 
     if _unwrap(pack) < 1:
