@@ -1093,6 +1093,9 @@ class CodeGenerator(ast.NodeVisitor):
             return out
         if isinstance(fn, type) and issubclass(fn, (lang.static_range, lang.range)):
             return fn(*args, **kwargs)
+        if fn in (builtins.isinstance, builtins.hasattr, builtins.getattr, builtins.type):
+            # introspection is decided while compiling, tensors included (`isinstance(x, tl.tensor)`)
+            return fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
         if fn in self._PY_OK or getattr(fn, "__tilefarm_constexpr_fn__", False) or isinstance(fn, (T.dtype,
                                                                                                    type)):
             uargs = [_unwrap(a) for a in args]

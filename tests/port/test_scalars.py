@@ -67,3 +67,17 @@ def test_augmented_assignment_keeps_a_scalar_tensor():
     out = poison(8, np.int32)
     k[(1,)](x, out, BLOCK=8)
     assert (out == 200).all()  # int32 product, no int8 wrap-around
+
+
+def test_introspection_of_tensors_at_compile_time():
+    @compiler.jit
+    def k(X, Out):
+        x = tl.load(X)
+        if isinstance(x, tl.tensor) and hasattr(x, "dtype") and getattr(x, "dtype") == tl.float32:
+            tl.store(Out, 1)
+        else:
+            tl.store(Out, 2)
+
+    out = poison(1, np.int32)
+    k[(1,)](np.zeros(1, np.float32), out)
+    assert out[0] == 1
