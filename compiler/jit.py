@@ -409,7 +409,7 @@ class JITFunction:
             if kind == "host":
                 if hasattr(v, "interp_array"):
                     v = v.interp_array()
-                elif not isinstance(v, np.ndarray):  # a CPU torch tensor
+                elif _is_cpu_torch_tensor(v):
                     v = _torch_cpu_numpy(v, _torch_handler(v)[0][0])
                 run_args.append(v)
             else:
