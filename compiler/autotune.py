@@ -18,18 +18,19 @@ What happens on a call (`Autotuner.run`):
    with no tuning at all. The database matches on the kernel's source hash (`JITFunction.cache_key`), the key
    and the GPU kind; among matching records it prefers this compiler version, then the longest-timed
    measurements, then the fastest median.
-4. Otherwise the configs are pruned (`prune_configs_by`: `early_config_prune(configs, named_args, **kwargs)`,
-   then `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping `top_k`), compiled in parallel
+4. Otherwise the configs are pruned (`prune_configs_by`: `early_config_prune(configs, named_args, **kwargs)`
+   with every argument of the call in both, or, when it takes no **kwargs, the names it declares; then
+   `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping `top_k`), compiled in parallel
    (`compile_mode`: "process" forks workers that fill the disk cache, "thread" a thread pool, "serial"), and
    each is timed with `do_bench`; the fastest wins. Before every timed call the `reset_to_zero` arguments are
    zeroed and after it the `restore_value` arguments get their values from before tuning back; after tuning
    the `reset_to_zero` arguments are zeroed once more and the call the user made runs with the winner.
    A config that fails to compile or run gets an infinite time (it can never win, unless all fail: error).
 
-Timing rule in the interpreter (NumPy arguments or TILEFARM_INTERPRET=1), where nothing can be timed: every
-surviving config is still run once, in order, through the same trial path (so reset_to_zero, restore_value,
-pre_hooks and failures behave as on a GPU), and its "time" is its position in the pruned list, so the first
-config that compiles and runs wins. A `do_bench` given to `autotune` (or `set_default_timer`) replaces that
+Timing rule in the interpreter (NumPy arrays or CPU torch tensors as arguments, or TILEFARM_INTERPRET=1; the
+GPU driver is never touched), where nothing can be timed: every surviving config is still run once, in order,
+through the same trial path (so reset_to_zero, restore_value, pre_hooks and failures behave as on a GPU), and
+its "time" is its position in the pruned list, so the first config that compiles and runs wins. A `do_bench` given to `autotune` (or `set_default_timer`) replaces that
 rule: it is called as `do_bench(fn)` with a zero-argument callable running one trial and returns milliseconds
 (a float, a sequence whose first item is the median, or a dict with "median_ms"). Tests inject timers that way.
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import math
 import os
@@ -427,10 +429,30 @@ def _restore(a, saved):
         a[...] = saved
 
 
+def _prune_kwargs(fn, call: dict) -> dict:
+    """The keyword arguments `early_config_prune(configs, named_args, **kwargs)` gets. Triton passes the call's
+    keyword arguments; the generated launchers here bind every argument by name, so a function that takes
+    **kwargs gets all of the call's arguments (a superset: a shape read from kwargs is there however it was
+    passed) and one without gets just the names it declares after its first two."""
+    try:
+        ps = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return call
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ps):
+        return call
+    names = {p.name for p in ps[2:] if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                  inspect.Parameter.KEYWORD_ONLY)}
+    return {k: v for k, v in call.items() if k in names}
+
+
 def _is_host(v) -> bool:
+    """A host array: the launch runs in the interpreter (NumPy arrays, CPU torch tensors, interp_array types)."""
     import numpy as np
 
-    return isinstance(v, np.ndarray) or (hasattr(v, "interp_array") and not hasattr(v, "__cuda_array_interface__"))
+    from .jit import _is_cpu_torch_tensor
+
+    return (isinstance(v, np.ndarray) or _is_cpu_torch_tensor(v)
+            or (hasattr(v, "interp_array") and not hasattr(v, "__cuda_array_interface__")))
 
 
 def _as_ms(r) -> float:
@@ -522,8 +544,8 @@ class Autotuner(KernelInterface):
         self.early_config_prune = prune.get("early_config_prune")
         self.perf_model = prune.get("perf_model")
         self.top_k = prune.get("top_k", 1.0)
-        self.warmup = warmup
-        self.rep = rep
+        self.num_warmups = warmup  # do_bench's budgets in ms (Triton's names; `warmup` is the method)
+        self.num_reps = rep
         self.user_do_bench = do_bench
         self.compile_mode = compile_mode
         self.use_database = use_database
@@ -607,10 +629,12 @@ class Autotuner(KernelInterface):
     # --- tuning -------------------------------------------------------------------------------------
     def prune_configs(self, named: dict, kwargs: dict | None = None) -> list:
         """The configs left after `prune_configs_by` for a call's named arguments."""
-        kwargs = {k: v for k, v in (kwargs or {}).items() if k not in named}
+        call_kwargs = dict(kwargs or {})
+        kwargs = {k: v for k, v in call_kwargs.items() if k not in named}
         configs = list(self.configs)
         if self.early_config_prune is not None:
-            configs = list(self.early_config_prune(configs, named, **kwargs))
+            configs = list(self.early_config_prune(configs, named, **_prune_kwargs(self.early_config_prune,
+                                                                                    {**named, **call_kwargs})))
         if self.perf_model is not None and len(configs) > 1:
             top_k = self.top_k
             if isinstance(top_k, float) and top_k <= 1.0:
@@ -690,7 +714,7 @@ class Autotuner(KernelInterface):
                 else:
                     from .runtime import do_bench
 
-                    st = stats[cfg] = do_bench(trial, warmup_ms=self.warmup, rep_ms=self.rep)
+                    st = stats[cfg] = do_bench(trial, warmup_ms=self.num_warmups, rep_ms=self.num_reps)
                     timings[cfg] = st["median_ms"]
             except (CompilationError, RuntimeError, ValueError, TypeError, IndexError) as e:
                 self.configs_errors[cfg] = e
@@ -714,7 +738,7 @@ class Autotuner(KernelInterface):
                 out.append({"kernel": self.cache_key, "kernel_name": self.base_fn.__name__,
                             "key": self.key_jsons[key], "config": config_json(cfg), "gpu": gpu,
                             "compiler_version": compiler_version(), "median_ms": ms, "p10_ms": st.get("p10_ms"),
-                            "p90_ms": st.get("p90_ms"), "n": st.get("n"), "rep_ms": float(self.rep),
+                            "p90_ms": st.get("p90_ms"), "n": st.get("n"), "rep_ms": float(self.num_reps),
                             "created": time.time(), "source": f"{socket.gethostname()}:{os.getpid()}:autotune"})
         return out
 
@@ -789,7 +813,10 @@ def _make_fast_launch(at: Autotuner):
     call the JITFunction's generated launcher with the config's kwargs. Anything unusual takes `at.run`."""
     base = at.base_fn
     params = at._user_params
-    if any(n.startswith("_") for n in params) or {"grid"} & set(params):
+    from .jit import _LAUNCH_OPTIONS
+
+    # a parameter named like a launch option must reach the kernel by keyword (it is the option too)
+    if any(n.startswith("_") for n in params) or {"grid", *_LAUNCH_OPTIONS} & set(params):
         return lambda grid, *args, **kwargs: at.run(*args, grid=grid, **kwargs)
     sig = [f"{n}=_d{i}" if n in base.defaults else n for i, n in enumerate(params)]
     allargs = f"({', '.join(params)},)"

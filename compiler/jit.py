@@ -54,10 +54,28 @@ def _torch_handler(a):
             raise TypeError(f"torch dtype {a.dtype} is not supported")
         _torch_dtype_cache[a.dtype] = dt
     p = a.data_ptr()
-    if not a.is_cuda:
-        raise TypeError("a torch tensor argument must be on the GPU (got a CPU tensor); use .cuda(), or pass a "
-                        "NumPy array to run in the interpreter")
+    if not a.is_cuda:  # a CPU tensor runs in the interpreter, like a NumPy array (results written in place)
+        return (dt, (p & 15) == 0), a, "host"
     return (dt, (p & 15) == 0), p, "ptr"
+
+
+def _torch_cpu_numpy(a, dt):
+    """A NumPy view of a CPU torch tensor's memory (bfloat16 through its bits)."""
+    try:
+        a = a.detach()
+        if dt == T.bfloat16:
+            import torch
+
+            return a.view(torch.int16).numpy().view(T.bfloat16.np)
+        return a.numpy()
+    except (AttributeError, TypeError, RuntimeError) as e:
+        raise TypeError(f"a CPU torch tensor runs in the interpreter, which could not read it as a NumPy array "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def _is_cpu_torch_tensor(a) -> bool:
+    t = type(a)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter") and not a.is_cuda
 
 
 def _numpy_handler(a):
@@ -150,8 +168,6 @@ def _handler_for(a):
 def _param_from_key(name, key, value, kind, do_not_specialize):
     """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
     if kind == "const":
-        if key[0] == "c1" and name in do_not_specialize:
-            return ("arg", TensorType(T.int32), {})
         return ("const", value)
     if kind in ("ptr", "host"):
         dt, aligned = key
@@ -170,6 +186,9 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 
 
 # ----------------------------------------------------------------------------------------------------
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion")
+
+
 class JITFunction:
     """A kernel (or a device function called from kernels). Launch with `kernel[grid](*args, **meta)`."""
 
@@ -185,11 +204,13 @@ class JITFunction:
         self.signature = inspect.signature(fn)
         self.params = list(self.signature.parameters.values())
         self.arg_names = [p.name for p in self.params]
+        self._param_set = frozenset(self.arg_names)
         self.constexpr_names = {p.name for p in self.params if _is_constexpr_annotation(p.annotation)}
         self.constexpr_mask = [p.name in self.constexpr_names for p in self.params]
         # `alpha: tl.float64` types a scalar parameter (as in Triton); without it a Python float is float32.
         self.annotated_dtypes = {p.name: d for p in self.params
                                  if (d := _dtype_annotation(p.annotation)) is not None}
+        self.const_names = {p.name for p in self.params if _is_const_annotation(p.annotation)}
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
@@ -241,9 +262,10 @@ class JITFunction:
     def _bind(self, args, kwargs):
         """Return (all argument values in parameter order, launch options)."""
         opts = {}
-        for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion"):
+        for k in _LAUNCH_OPTIONS:
             if k in kwargs:
-                opts[k] = kwargs.pop(k)
+                # A parameter of the same name (`num_warps: tl.constexpr`) takes the value too, as in Triton.
+                opts[k] = kwargs[k] if k in self._param_set else kwargs.pop(k)
         n = len(self.arg_names)
         if len(args) > n:
             raise TypeError(f"{self.__name__} takes {n} arguments but {len(args)} were given")
@@ -268,7 +290,8 @@ class JITFunction:
         launch_vals = []
         host = False
         kinds = []
-        for v, is_c in zip(vals, self.constexpr_mask):
+        dns = self.do_not_specialize
+        for i, (v, is_c) in enumerate(zip(vals, self.constexpr_mask)):
             if is_c:
                 keys.append(v if _hashable(v) else ("unhashable", repr(v)))
                 kinds.append("constexpr")
@@ -279,6 +302,8 @@ class JITFunction:
                 kinds.append("constexpr")
                 continue
             k, lv, kind = h(v)
+            if kind == "const" and k[0] == "c1" and dns and self.arg_names[i] in dns:
+                k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
             keys.append(k)
             kinds.append(kind)
             if kind == "host":
@@ -295,7 +320,11 @@ class JITFunction:
             elif name in self.annotated_dtypes and kind in ("int", "float", "bool", "typed"):
                 params.append(("arg", TensorType(self.annotated_dtypes[name]), {}))
             else:
-                params.append(_param_from_key(name, k, v, kind, self.do_not_specialize))
+                p = _param_from_key(name, k, v, kind, self.do_not_specialize)
+                if name in self.const_names and p[0] == "arg" and p[1].element.is_ptr():
+                    ptr = p[1].element
+                    p = ("arg", TensorType(T.pointer_type(ptr.element_ty, ptr.address_space, const=True)), p[2])
+                params.append(p)
         return params
 
     # --- launching --------------------------------------------------------------------------------
@@ -370,13 +399,19 @@ class JITFunction:
         grid = _grid3(grid)
         run_args = []
         for v, kind in zip(vals, kinds):
+            if kind == "ptr":
+                raise TypeError(f"{self.__name__}: host arrays (NumPy, CPU tensors) run in the interpreter, which "
+                                f"needs every array on the host; got a GPU array ({type(v).__name__}): copy it to "
+                                "the host, or pass GPU arrays only")
+        for v, kind in zip(vals, kinds):
             if kind in ("constexpr", "const"):
                 continue
             if kind == "host":
-                run_args.append(v.interp_array() if hasattr(v, "interp_array") else v)
-            elif kind == "ptr":
-                raise TypeError(f"{self.__name__}: the interpreter needs NumPy arrays, got a GPU array "
-                                f"({type(v).__name__}); copy it to the host first")
+                if hasattr(v, "interp_array"):
+                    v = v.interp_array()
+                elif _is_cpu_torch_tensor(v):
+                    v = _torch_cpu_numpy(v, _torch_handler(v)[0][0])
+                run_args.append(v)
             else:
                 run_args.append(v)
         interpreter.run(fn, grid, run_args, debug=bool(debug))
@@ -410,6 +445,15 @@ def _dtype_annotation(ann):
         except Exception:
             return None
     return None
+
+
+def _is_const_annotation(ann) -> bool:
+    """`X: tl.const` (or the string "tl.const" / "const")."""
+    from .language.core import const
+
+    if ann is const:
+        return True
+    return isinstance(ann, str) and ann.split(".")[-1] == "const"
 
 
 def _is_constexpr_annotation(ann) -> bool:
@@ -522,7 +566,7 @@ def _make_fast_launch(jf: JITFunction):
     <one value per runtime param>)`, which with the C extension packs and launches in C.
     """
     names = jf.arg_names
-    reserved = {"grid", "num_warps", "num_stages", "debug", "stream"}
+    reserved = {"grid", *_LAUNCH_OPTIONS}
     if reserved & set(names) or any(n.startswith("_") for n in names):
         return lambda grid, *args, **kwargs: jf.run(*args, grid=grid, **kwargs)
     sig = [f"{n}=_d{i}" if n in jf.defaults else n for i, n in enumerate(names)]
@@ -566,6 +610,8 @@ def _make_fast_launch(jf: JITFunction):
             f"        _k{i} = 1 if {a} == 1 else (2 if -2147483648 <= {a} <= 2147483647 else 3)",
             "    elif _t is float:",
             f"        _v{i} = {a}; _k{i} = 4; _a{i} = False",
+            f"    elif {a} is None:",  # specialized on (not a parameter of the kernel: arg_select drops it)
+            f"        _v{i} = None; _k{i} = 5; _a{i} = False",
             "    else:",
             "        try:",
             f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",

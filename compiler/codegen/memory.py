@@ -252,7 +252,9 @@ def _atom_type(op_name, elem):
         if k == "float":
             return None
         return {(32, "int"): ".s32", (64, "int"): ".s64", (32, "uint"): ".u32", (64, "uint"): ".u64"}.get((bits, k))
-    if op_name in ("and", "or", "xor", "xchg", "cas"):
+    if op_name == "cas":  # PTX has atom.cas.b16 (sm_70+), no 16-bit form of the others
+        return {16: ".b16", 32: ".b32", 64: ".b64"}.get(bits)
+    if op_name in ("and", "or", "xor", "xchg"):
         return {32: ".b32", 64: ".b64"}.get(bits)
     return None
 
@@ -303,7 +305,7 @@ def _cas_one(e, op, addr, cmp, val, pred):
     elem = op.result.type.element
     ty = _atom_type("cas", elem)
     if ty is None:
-        raise error(f"atomic_cas on {elem} is not supported (32/64-bit types)", op.loc)
+        raise error(f"atomic_cas on {elem} is not supported (16/32/64-bit types)", op.loc)
     sem, scope = _SEM[op.attrs.get("sem", "")], _SCOPE[op.attrs.get("scope", "")]
     return _atom(e, "cas", ty, addr, [cmp, val], pred, sem, scope, C.lty(elem))
 

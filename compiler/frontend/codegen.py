@@ -143,6 +143,40 @@ def _assigned_names(stmts) -> list:
     return out
 
 
+class _BindConstexpr(ast.stmt):
+    """`target = value` for an unrolled tl.static_range copy (value a compile-time int)."""
+
+    _fields = ()
+
+    def __init__(self, target, value):
+        super().__init__()
+        self.target, self.value = target, value
+
+
+def _contains_return(stmts) -> bool:
+    """Whether a return statement appears in `stmts` (nested blocks included, nested functions excluded)."""
+    return _first_return(stmts) is not None
+
+
+def _first_return(stmts):
+    class V(ast.NodeVisitor):
+        found = None
+
+        def visit_Return(self, node):
+            if self.found is None:
+                self.found = node
+
+        def visit_FunctionDef(self, node):
+            pass
+
+        visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
+
+    v = V()
+    for st in stmts:
+        v.visit(st)
+    return v.found
+
+
 def _is_python_value(v) -> bool:
     return not isinstance(v, tensor)
 
@@ -158,6 +192,8 @@ class CodeGenerator(ast.NodeVisitor):
         self.scope = scope
         self.depth = depth
         self.root = root or self
+        # inside tl.map_elementwise: runtime ifs on blocks select per element (see _select_if)
+        self.elementwise = False
         self.static_prints: list = []
         self.return_value = None
         self.returned = False
@@ -202,21 +238,44 @@ class CodeGenerator(ast.NodeVisitor):
     # statements
     # ------------------------------------------------------------------------------------------------
     def visit_stmts(self, stmts):
+        """Visit a statement list. An `if` that returns somewhere inside takes the rest of the list into both of
+        its branches (the code after it runs only where the branch did not return), so every return ends its
+        function and a runtime `if` merges what its two branches return. Code after a return is dead and, as in
+        Python and Triton, never looked at."""
         stmts = list(stmts)
-        i = 0
-        while i < len(stmts):
-            s = stmts[i]
-            # `if cond: ...; return` followed by more code: the rest runs in the else branch.
-            if (isinstance(s, ast.If) and s.body and isinstance(s.body[-1], ast.Return) and s.body[-1].value is None
-                    and not s.orelse and i + 1 < len(stmts)):
-                new_if = ast.If(test=s.test, body=s.body[:-1] or [ast.Pass()], orelse=stmts[i + 1:])
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.For) and _contains_return([s]):
+                unrolled = self._unroll_static_range(s)
+                if unrolled is not None:  # a return in a tl.static_range loop: the unrolled copies, then the rest
+                    self.visit_stmts(unrolled + stmts[i + 1:])
+                    return
+            if isinstance(s, ast.If) and i + 1 < len(stmts) and _contains_return([s]):
+                rest = stmts[i + 1:]
+                new_if = ast.If(test=s.test, body=list(s.body) + rest, orelse=list(s.orelse) + rest)
                 ast.copy_location(new_if, s)
                 self.visit(new_if)
                 return
-            if self.returned:
-                raise CompilationError("code after return is not supported", self.src.loc(s))
             self.visit(s)
-            i += 1
+            if self.returned:
+                return
+
+    def _unroll_static_range(self, node):
+        """The statements of a `for ... in tl.static_range(...)` loop unrolled (the loop variable bound before each
+        copy of the body), or None for any other loop."""
+        it = node.iter
+        if node.orelse or not isinstance(it, ast.Call) or self.visit(it.func) is not lang.static_range:
+            return None
+        r = lang.static_range(*[self.visit(a) for a in it.args], **{k.arg: self.visit(k.value) for k in it.keywords})
+        if not all(isinstance(_unwrap(v), int) for v in (r.start, r.end, r.step)):
+            raise SemanticError("tl.static_range bounds must be constexpr ints")
+        out = []
+        for i in builtins.range(r.start, r.end, r.step):
+            out.append(ast.copy_location(_BindConstexpr(node.target, i), node))
+            out.extend(node.body)
+        return out
+
+    def visit__BindConstexpr(self, node):
+        self._assign(node.target, node.value, as_constexpr=True)
 
     def visit_Module(self, node):
         self.visit_stmts(node.body)
@@ -234,10 +293,12 @@ class CodeGenerator(ast.NodeVisitor):
         self.return_value = value
         self.returned = True
 
-    def _assign(self, target, value):
+    def _assign(self, target, value, as_constexpr=False):
         if isinstance(target, ast.Name):
             if isinstance(value, constexpr):
                 value = value.value
+            if not as_constexpr and isinstance(value, (bool, int, float)):
+                value = lang.assigned_number(value)  # a scalar tensor once assigned, as in Triton
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             value = _unwrap(value)
@@ -248,7 +309,7 @@ class CodeGenerator(ast.NodeVisitor):
                 raise CompilationError(f"expected {len(target.elts)} values to unpack, got {len(value)}",
                                        self.src.loc(target))
             for t, v in zip(target.elts, value):
-                self._assign(t, v)
+                self._assign(t, v, as_constexpr)
         else:
             raise CompilationError("only names and tuples of names can be assigned in a kernel "
                                    "(use tl.store to write memory)", self.src.loc(target))
@@ -262,14 +323,18 @@ class CodeGenerator(ast.NodeVisitor):
         if node.value is None:
             return
         value = self.visit(node.value)
-        self._assign(node.target, value)
+        ann = _unwrap(self.visit(node.annotation)) if node.annotation is not None else None
+        is_c = ann is constexpr
+        if is_c and isinstance(_unwrap(value), tensor):
+            raise SemanticError("a tl.constexpr name needs a compile-time value, got a runtime tensor")
+        self._assign(node.target, value, as_constexpr=is_c)
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
             raise CompilationError("augmented assignment needs a plain name", self.src.loc(node.target))
         cur = self.lookup(node.target.id)
         rhs = self.visit(node.value)
-        self.scope[node.target.id] = self._binop(node.op, cur, rhs)
+        self._assign(node.target, self._binop(node.op, cur, rhs))
 
     def visit_Assert(self, node):
         cond = self.visit(node.test)
@@ -301,30 +366,155 @@ class CodeGenerator(ast.NodeVisitor):
             branch = node.body if _unwrap(cond) else node.orelse
             self.visit_stmts(branch)
             return
-        if cond.type.shape:
+        if cond.type.shape and not self.elementwise:
             raise SemanticError(f"if needs a scalar condition, got a block of shape {list(cond.type.shape)}; "
                                 "use tl.where for elementwise choice")
         if not cond.dtype.is_bool():
             cond = sem.compare("ne", cond, 0)
+        if self.elementwise:
+            self._select_if(cond, node)
+            return
         self._runtime_if(cond, node)
+
+    _EFFECTS = frozenset(("store", "atomic_rmw", "atomic_cas", "print", "assert", "barrier"))
+
+    def _select_if(self, cond, node):
+        """An `if` in a function mapped by tl.map_elementwise, where each element takes its own branch: both
+        branches are built and what they assign (or return) is chosen per element with where. The branches
+        must not write memory (each would run for every element)."""
+        b = self.builder
+        before = dict(self.scope)
+        results = []
+        for stmts in (node.body, node.orelse):
+            start = len(b.block.ops)
+            self.scope = dict(before)
+            self.returned, self.return_value = False, None
+            self.visit_stmts(stmts)
+            for op in self._walk_ops(b.block.ops[start:]):
+                if op.kind in self._EFFECTS:
+                    raise SemanticError(f"a function mapped by tl.map_elementwise cannot {op.kind} inside an if "
+                                        "on its elements")
+            results.append((self.scope, self.returned, self.return_value))
+        (ts, tr, tv), (es, er, ev) = results
+        self.scope = dict(before)
+        if tr or er:
+            ft, fe = self._flat_return(_unwrap(tv)), self._flat_return(_unwrap(ev))
+            if (ft is None) != (fe is None) or (ft is not None and len(ft) != len(fe)):
+                raise SemanticError(f"the two branches of this if return different things "
+                                    f"({self._ret_desc(_unwrap(tv))} and {self._ret_desc(_unwrap(ev))})")
+            self.returned = True
+            if ft is None:
+                self.return_value = None
+                return
+            out = [self._select(cond, x, y, f"return value {i}") for i, (x, y) in enumerate(zip(ft, fe))]
+            self.return_value = tuple(out) if isinstance(_unwrap(tv), (tuple, list)) else out[0]
+            return
+        for n in dict.fromkeys(list(ts) + list(es)):
+            x, y = ts.get(n, before.get(n)), es.get(n, before.get(n))
+            if n not in ts or n not in es:
+                if n not in before:
+                    continue  # assigned in one branch only and not defined before: not visible after the if
+            if x is y:
+                self.scope[n] = x
+                continue
+            self.scope[n] = self._select(cond, x, y, f"'{n}'")
+
+    def _select_while(self, node):
+        """A `while` on element values in a function mapped by tl.map_elementwise: the loop runs while the condition
+        holds for any element; an element whose condition is false keeps its values (the loop carries the
+        per-element condition, and each update is a where on it). The body must not write memory."""
+        b = self.builder
+        before = dict(self.scope)
+        carried = self._carried(node.body)
+        types = [before[n].type if isinstance(before[n], tensor)
+                 else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
+        live_t = None
+        for attempt in builtins.range(6):
+            parent = b.block
+            all_t = types + ([live_t] if live_t is not None else [])
+            inits = [self._coerce(before[n], t, n) for n, t in zip(carried, types)]
+            if live_t is not None:
+                inits.append(sem.const(True, T.int1, live_t.shape))
+            bef = Block(all_t)
+            b.set_insertion_block(bef)
+            self.scope = dict(before)
+            for n, a in zip(carried, bef.args):
+                self.scope[n] = tensor(a, a.type)
+            cond = self.visit(node.test)
+            if not isinstance(cond, tensor):
+                raise SemanticError("the condition of this while loop stopped depending on the elements")
+            if not cond.dtype.is_bool():
+                cond = sem.compare("ne", cond, 0)
+            if live_t is None or cond.type != live_t:  # now the condition's shape is known: build it again
+                live_t = cond.type
+                b.set_insertion_block(parent)
+                continue
+            anyc = sem.compare("ne", sem.reduce_simple(sem.cast(cond, T.int32), None, "max"), 0)
+            b.condition(anyc.handle, list(bef.args[:-1]) + [cond.handle])
+            aft = Block(all_t)
+            b.set_insertion_block(aft)
+            self.scope = dict(before)
+            for n, a in zip(carried, aft.args):
+                self.scope[n] = tensor(a, a.type)
+            live = tensor(aft.args[-1], aft.args[-1].type)
+            self.visit_stmts(node.body)
+            for op in self._walk_ops(aft.ops):
+                if op.kind in self._EFFECTS:
+                    raise SemanticError(f"a function mapped by tl.map_elementwise cannot {op.kind} inside a while "
+                                        "loop on its elements")
+            outs = [self._select(live, self.scope[n], tensor(a, a.type), f"'{n}'")
+                    for n, a in zip(carried, aft.args)]
+            new_types = [o.type if isinstance(o, tensor) else t for o, t in zip(outs, types)]
+            if new_types != types:
+                types = new_types
+                b.set_insertion_block(parent)
+                continue
+            b.yield_([self._coerce(o, t, n).handle for o, t, n in zip(outs, types, carried)] + [live.handle])
+            b.set_insertion_block(parent)
+            op = b.create("while", [v.handle for v in inits], all_t, {}, [bef, aft])
+            self.scope = dict(before)
+            for n, r in zip(carried, op.results):
+                self.scope[n] = tensor(r, r.type)
+            return
+        raise SemanticError("could not settle the types of the loop-carried values")
+
+    @classmethod
+    def _walk_ops(cls, ops):
+        for op in ops:
+            yield op
+            for blk in op.blocks:
+                yield from cls._walk_ops(blk.ops)
+
+    @staticmethod
+    def _select(cond, x, y, what):
+        ux, uy = _unwrap(x), _unwrap(y)
+        if not isinstance(ux, tensor) and not isinstance(uy, tensor):
+            if type(ux) is type(uy) and ux == uy:
+                return x
+            if not (sem.is_number(ux) and sem.is_number(uy)):
+                raise SemanticError(f"{what} gets different compile-time values in the two branches of an if")
+        return sem.where(cond, ux, uy)
 
     def _run_branch(self, block, stmts, before):
         self.builder.set_insertion_block(block)
         self.scope = dict(before)
+        self.returned, self.return_value = False, None
         self.visit_stmts(stmts)
-        if self.returned:
-            raise SemanticError("return inside a runtime if is not supported (except `if cond: return` "
-                                "at the top level of a kernel)")
-        return self.scope
+        return self.scope, self.returned, self.return_value
 
     def _runtime_if(self, cond, node):
         b = self.builder
         parent = b.block
         before = dict(self.scope)
         then_b, else_b = Block(), Block()
-        then_scope = self._run_branch(then_b, node.body, before)
-        else_scope = self._run_branch(else_b, node.orelse, before)
+        then_scope, then_ret, then_val = self._run_branch(then_b, node.body, before)
+        else_scope, else_ret, else_val = self._run_branch(else_b, node.orelse, before)
         b.set_insertion_block(parent)
+        if then_ret or else_ret:
+            # The if ends its function (visit_stmts gave it the rest): a branch that did not return fell off the
+            # end, which returns None. What the branches return is the if's result.
+            self._returning_if(cond, node, then_b, else_b, then_val, else_val)
+            return
         names = []
         for n in list(then_scope) + list(else_scope):
             if n in names:
@@ -374,6 +564,81 @@ class CodeGenerator(ast.NodeVisitor):
         for n, r in zip(names, op.results):
             self.scope[n] = tensor(r, r.type)
 
+    def _returning_if(self, cond, node, then_b, else_b, then_val, else_val):
+        b = self.builder
+        parent = b.block
+        tv, ev = _unwrap(then_val), _unwrap(else_val)
+        flat_t, flat_e = self._flat_return(tv), self._flat_return(ev)
+        if (flat_t is None) != (flat_e is None) or (flat_t is not None and len(flat_t) != len(flat_e)):
+            raise SemanticError(f"the two branches of this runtime if return different things "
+                                f"({self._ret_desc(tv)} and {self._ret_desc(ev)})")
+        flat_t, flat_e = flat_t or [], flat_e or []
+        types, consts = [], {}
+        for i, (a, c) in enumerate(zip(flat_t, flat_e)):
+            a, c = _unwrap(a), _unwrap(c)
+            if a is None and c is None:
+                consts[i] = None
+                continue
+            if not isinstance(a, tensor) and not isinstance(c, tensor):
+                if type(a) is type(c) and a == c:
+                    consts[i] = a
+                    continue
+                if not (sem.is_number(a) and sem.is_number(c)):
+                    raise SemanticError(f"the two branches of this runtime if return different compile-time "
+                                        f"values ({a!r} and {c!r})")
+            types.append(self._merge_type(f"return value {i}", a, c))
+        for blk, flat in ((then_b, flat_t), (else_b, flat_e)):
+            b.set_insertion_block(blk)
+            vals = [self._coerce(v, ty, "the return value").handle
+                    for v, ty in zip((v for i, v in enumerate(flat) if i not in consts), types)]
+            b.yield_(vals)
+        b.set_insertion_block(parent)
+        op = b.create("if", [cond.handle], types, {}, [then_b, else_b])
+        results = iter(tensor(r, r.type) for r in op.results)
+        out = [consts[i] if i in consts else next(results) for i in builtins.range(len(flat_t))]
+        self.returned = True
+        if isinstance(tv, (tuple, list)):
+            self.return_value = tuple(out)
+        else:
+            self.return_value = out[0] if out else None
+
+    @staticmethod
+    def _flat_return(v):
+        if v is None:
+            return None
+        if isinstance(v, (tuple, list)):
+            return list(v)
+        return [v]
+
+    @staticmethod
+    def _ret_desc(v):
+        if v is None:
+            return "nothing"
+        if isinstance(v, (tuple, list)):
+            return f"a tuple of {len(v)}"
+        return "a tensor" if isinstance(v, tensor) else repr(v)
+
+    @staticmethod
+    def _merge_type(name, tv, ev) -> TensorType:
+        """The type both branches' values become (numbers become tensors; mismatched dtypes promote)."""
+        tt = tv.type if isinstance(tv, tensor) else None
+        et = ev.type if isinstance(ev, tensor) else None
+        if tt is None and et is None:
+            return TensorType(sem.promote_dtypes(sem.scalar_dtype_of_python(tv), sem.scalar_dtype_of_python(ev)))
+        if tt is None:
+            return et
+        if et is None or tt == et:
+            return tt
+        if tt.shape == et.shape and not tt.element.is_ptr() and not et.element.is_ptr():
+            return tt.with_element(sem.promote_dtypes(tt.element, et.element))
+        if not tt.shape or not et.shape:
+            shape = tt.shape or et.shape
+            if tt.element == et.element:
+                return TensorType(tt.element, shape)
+            if not tt.element.is_ptr() and not et.element.is_ptr():
+                return TensorType(sem.promote_dtypes(tt.element, et.element), shape)
+        raise SemanticError(f"{name} has type {tt} in the then-branch but {et} in the else-branch")
+
     def _coerce(self, v, ty: TensorType, name: str) -> tensor:
         """Make `v` a tensor of type `ty` (numbers become constants; dtypes cast; scalars splat)."""
         if not isinstance(v, tensor):
@@ -391,9 +656,17 @@ class CodeGenerator(ast.NodeVisitor):
         return v
 
     # --- for --------------------------------------------------------------------------------------
+    def _no_return_in_loop(self, node):
+        r = _first_return(node.body)
+        if r is not None:
+            raise CompilationError("return inside a for or while loop is not supported (as in Triton; a "
+                                   "tl.static_range loop may return): set a flag and test it, or end the loop "
+                                   "with its condition", self.src.loc(r))
+
     def visit_For(self, node):
         if node.orelse:
             raise SemanticError("for/else is not supported")
+        self._no_return_in_loop(node)
         it = node.iter
         if not isinstance(it, ast.Call):
             raise SemanticError("for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
@@ -406,7 +679,7 @@ class CodeGenerator(ast.NodeVisitor):
                 if not isinstance(_unwrap(name_v), int):
                     raise SemanticError("tl.static_range bounds must be constexpr ints")
             for i in builtins.range(r.start, r.end, r.step):
-                self._assign(node.target, i)
+                self._assign(node.target, i, as_constexpr=True)
                 self.visit_stmts(node.body)
             return
         if fn is builtins.range:
@@ -418,21 +691,32 @@ class CodeGenerator(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise SemanticError("the loop variable must be a single name")
         lb, ub, step = _unwrap(r.start), _unwrap(r.end), _unwrap(r.step)
-        if isinstance(step, tensor):
-            raise SemanticError("the loop step must be a constexpr (runtime steps are not supported)")
-        if not isinstance(step, int) or step == 0:
-            raise SemanticError(f"the loop step must be a non-zero int, got {step!r}")
-        if step < 0:
-            raise SemanticError("negative loop steps are not supported; count upwards and index backwards")
+        for what, v in (("start", lb), ("end", ub), ("step", step)):
+            if isinstance(v, tensor):
+                if v.type.shape or not v.dtype.is_int() or v.dtype.is_bool():
+                    raise SemanticError(f"the loop {what} must be an integer scalar, got {v.type}")
+            elif isinstance(v, bool) or not isinstance(v, int):
+                raise SemanticError(f"the loop {what} must be an int, got {v!r}")
+        # A constant negative step counts down as Triton does: the loop runs upwards over the swapped bounds with
+        # the step's magnitude and the body sees start + end - iv. A runtime step must be positive (Triton's
+        # loops assume it; the interpreter reports a non-positive one).
+        down = False
+        if not isinstance(step, tensor):
+            if step == 0:
+                raise SemanticError("the loop step must not be zero")
+            if step < 0:
+                down, step, lb, ub = True, -step, ub, lb
         iv_dtype = T.int32
         for v in (lb, ub, step):
             vt = v.dtype if isinstance(v, tensor) else sem.scalar_dtype_of_python(v)
-            if isinstance(v, tensor) and (v.type.shape or not v.dtype.is_int()):
-                raise SemanticError("range bounds must be integer scalars")
-            iv_dtype = sem.promote_dtypes(iv_dtype, vt) if not vt.is_bool() else iv_dtype
+            iv_dtype = sem.promote_dtypes(iv_dtype, vt)
         lb_t, ub_t, st_t = (sem.cast(sem.to_tensor(v, iv_dtype if not isinstance(v, tensor) else None), iv_dtype)
                             for v in (lb, ub, step))
-        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype)
+        iv_map = None
+        if down:
+            def iv_map(iv):
+                return sem.add(sem.sub(ub_t, iv), lb_t)
+        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype, iv_map)
 
     def _carried(self, body_stmts, extra_exclude=()):
         names = [n for n in _assigned_names(body_stmts) if n in self.scope and n not in extra_exclude]
@@ -464,7 +748,7 @@ class CodeGenerator(ast.NodeVisitor):
             for i, part in enumerate(v.parts()):
                 self.scope[f"{n}#{i}"] = part
 
-    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype):
+    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype, iv_map=None):
         b = self.builder
         carried = self._carried(node.body, (ivname,))
         before = dict(self.scope)
@@ -481,7 +765,8 @@ class CodeGenerator(ast.NodeVisitor):
             body = Block([TensorType(iv_dtype)] + init_types)
             b.set_insertion_block(body)
             self.scope = dict(before)
-            self.scope[ivname] = tensor(body.args[0], body.args[0].type)
+            iv = tensor(body.args[0], body.args[0].type)
+            self.scope[ivname] = iv_map(iv) if iv_map is not None else iv
             for n, a in zip(carried, body.args[1:]):
                 self.scope[n] = tensor(a, a.type)
             self._composite_in(carried)
@@ -523,6 +808,7 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_While(self, node):
         if node.orelse:
             raise SemanticError("while/else is not supported")
+        self._no_return_in_loop(node)
         b = self.builder
         carried = self._carried(node.body)
         before = dict(self.scope)
@@ -545,6 +831,11 @@ class CodeGenerator(ast.NodeVisitor):
                     raise SemanticError("while loop condition is a compile-time True: the loop never ends")
                 return
             if cond.type.shape:
+                if self.elementwise:
+                    b.set_insertion_block(parent)
+                    self.scope = dict(before)
+                    self._select_while(node)
+                    return
                 raise SemanticError("while needs a scalar condition")
             if not cond.dtype.is_bool():
                 cond = sem.compare("ne", cond, 0)
@@ -595,6 +886,8 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Attribute(self, node):
         obj = self.visit(node.value)
         obj = _unwrap(obj)
+        if isinstance(obj, (bool, int, float)) and not hasattr(obj, node.attr) and hasattr(tensor, node.attr):
+            obj = sem.to_tensor(obj)  # `acc = 0; acc.to(tl.int64)`: a number is a scalar tensor here
         try:
             v = getattr(obj, node.attr)
         except AttributeError:
@@ -658,8 +951,20 @@ class CodeGenerator(ast.NodeVisitor):
         ast.RShift: ("shr", lambda a, b: a >> b), ast.Pow: (None, lambda a, b: a ** b),
     }
 
-    def _binop(self, op, a, b):
+    @staticmethod
+    def _materialize(a, b):
+        """Unwrap two operands; an assigned number beside a tensor becomes a scalar tensor (Triton's promotion
+        then treats it as a tensor, not as a Python scalar)."""
+        na, nb = isinstance(a, lang.assigned_number), isinstance(b, lang.assigned_number)
         a, b = _unwrap(a), _unwrap(b)
+        if na and isinstance(b, tensor):
+            a = sem.to_tensor(a)
+        if nb and isinstance(a, tensor):
+            b = sem.to_tensor(b)
+        return a, b
+
+    def _binop(self, op, a, b):
+        a, b = self._materialize(a, b)
         name, py = self._BINOPS.get(type(op), (None, None))
         if py is None:
             raise SemanticError(f"operator {type(op).__name__} is not supported")
@@ -692,10 +997,14 @@ class CodeGenerator(ast.NodeVisitor):
         result = None
         for op, comp in zip(node.ops, node.comparators):
             right = self.visit(comp)
-            a, b = _unwrap(left), _unwrap(right)
             if isinstance(op, (ast.Is, ast.IsNot)):
-                if isinstance(a, tensor) or isinstance(b, tensor):
-                    raise SemanticError("'is' comparisons only work on constexprs (e.g. `x is None`)")
+                a, b = _unwrap(left), _unwrap(right)
+            else:
+                a, b = self._materialize(left, right)
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                # Decided while compiling, as in Triton: a tensor is never None, so `if Bias is not None:` on a
+                # pointer argument keeps its branch exactly when the launch passed a pointer (None arguments
+                # are specialized on).
                 r = (a is b) if isinstance(op, ast.Is) else (a is not b)
             elif isinstance(op, (ast.In, ast.NotIn)):
                 if isinstance(a, tensor) or isinstance(b, tensor):
@@ -772,13 +1081,21 @@ class CodeGenerator(ast.NodeVisitor):
         if fn is builtins.print:
             return lang.static_print(*args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
-            op = sem.minimum if fn is builtins.min else sem.maximum
+            op = lang.minimum if fn is builtins.min else lang.maximum
+            bad = set(kwargs) - {"propagate_nan"}
+            if bad:
+                raise SemanticError(f"{fn.__name__}() on tensors takes only propagate_nan=, got {sorted(bad)}")
+            if len(args) < 2:
+                raise SemanticError(f"{fn.__name__}() on tensors needs at least two values")
             out = _unwrap(args[0])
             for a in args[1:]:
-                out = op(out, a)
+                out = op(out, a, **kwargs)
             return out
         if isinstance(fn, type) and issubclass(fn, (lang.static_range, lang.range)):
             return fn(*args, **kwargs)
+        if fn in (builtins.isinstance, builtins.hasattr, builtins.getattr, builtins.type):
+            # introspection is decided while compiling, tensors included (`isinstance(x, tl.tensor)`)
+            return fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
         if fn in self._PY_OK or getattr(fn, "__tilefarm_constexpr_fn__", False) or isinstance(fn, (T.dtype,
                                                                                                    type)):
             uargs = [_unwrap(a) for a in args]
@@ -808,9 +1125,12 @@ class CodeGenerator(ast.NodeVisitor):
         for name, v in bound.arguments.items():
             if name in jitfn.constexpr_names and isinstance(_unwrap(v), tensor):
                 raise SemanticError(f"argument '{name}' of {fn.__name__} is a tl.constexpr but got a runtime value")
-            scope[name] = _unwrap(v) if not isinstance(v, tensor) else v
+            if name in jitfn.constexpr_names or not isinstance(v, lang.assigned_number):
+                v = _unwrap(v)
+            scope[name] = v
         src = get_source(fn)
         gen = CodeGenerator(src, self.builder, scope, self.depth + 1, self.root)
+        gen.elementwise = self.elementwise
         prev = context.push(gen)
         try:
             gen.visit_stmts(src.fdef.body)

@@ -108,7 +108,12 @@ def weak_dtype(tensor_dtype, py):
             lo, hi = _int_range(tensor_dtype)
             if lo <= py <= hi:
                 return tensor_dtype
-            return promote_dtypes(tensor_dtype, scalar_dtype_of_python(py))
+            # As Triton: the number takes the tensor's type, so one outside it is refused, not wrapped.
+            if py < 0 and tensor_dtype.is_int_unsigned():
+                raise SemanticError(f"cannot combine an unsigned {tensor_dtype!r} tensor with the negative scalar "
+                                    f"{py}; cast one of them explicitly")
+            raise SemanticError(f"scalar {py} is out of range for type {tensor_dtype!r}; cast the tensor to a "
+                                "wider type first")
         return tensor_dtype
     if isinstance(py, float):
         return tensor_dtype if tensor_dtype.is_floating() else T.float32
@@ -266,6 +271,10 @@ def mod(a, b):
 
 
 def _int_only(kind, a, b, sym):
+    for v in (_unwrap(a), _unwrap(b)):
+        if (isinstance(v, tensor) and v.dtype.is_floating()) or isinstance(v, float):
+            ta, tb = (x.dtype if isinstance(x, tensor) else scalar_dtype_of_python(x) for x in (_unwrap(a), _unwrap(b)))
+            raise SemanticError(f"operator {sym} needs integer operands: invalid operands of type {ta!r} and {tb!r}")
     a2, b2 = binary_operands(a, b)
     if not a2.dtype.is_int():
         raise SemanticError(f"operator {sym} needs integer operands, got {a2.dtype!r}")
@@ -870,6 +879,8 @@ def store(pointer, value, mask=None, cache_modifier="", eviction_policy=""):
     pointer = _unwrap(pointer)
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
         raise SemanticError(f"store needs a pointer, got {_describe(pointer)}")
+    if pointer.dtype.is_const():
+        raise SemanticError("cannot store through a pointer to constant data (a tl.const parameter)")
     elem = pointer.dtype.element_ty
     value = to_tensor(_unwrap(value), elem if not isinstance(_unwrap(value), tensor) else None)
     shape = broadcast_shapes(pointer.type.shape, value.type.shape)
@@ -986,6 +997,8 @@ def atomic(op, pointer, val, mask=None, sem=None, scope=None):
     pointer = _unwrap(pointer)
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
         raise SemanticError(f"atomic_{op} needs a pointer, got {_describe(pointer)}")
+    if pointer.dtype.is_const():
+        raise SemanticError(f"atomic_{op} through a pointer to constant data (a tl.const parameter)")
     elem = pointer.dtype.element_ty
     val = _unwrap(val)
     val = to_tensor(val, elem if not isinstance(val, tensor) else None)
@@ -1013,9 +1026,11 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
     pointer = _unwrap(pointer)
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
         raise SemanticError(f"atomic_cas needs a pointer, got {_describe(pointer)}")
+    if pointer.dtype.is_const():
+        raise SemanticError("atomic_cas through a pointer to constant data (a tl.const parameter)")
     elem = pointer.dtype.element_ty
-    if elem.bits < 32:
-        raise SemanticError(f"atomic_cas on {elem!r} is not supported (use 32 or 64 bits)")
+    if elem.bits < 16:
+        raise SemanticError(f"atomic_cas on {elem!r} is not supported (use 16, 32 or 64 bits)")
     cmp = cast(to_tensor(_unwrap(cmp), elem if not isinstance(_unwrap(cmp), tensor) else None), elem)
     val = cast(to_tensor(_unwrap(val), elem if not isinstance(_unwrap(val), tensor) else None), elem)
     shape = broadcast_shapes(broadcast_shapes(pointer.type.shape, cmp.type.shape), val.type.shape)
@@ -1219,6 +1234,7 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
 # dot
 # ----------------------------------------------------------------------------------------------------
 _DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
+_DOT_PRECISIONS_UNSUPPORTED = ("bf16x3", "bf16x6")  # accepted by Triton 3.6
 
 
 def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32):
@@ -1274,10 +1290,18 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     if prec is None:
         allow = _unwrap(allow_tf32)
         prec = "ieee" if allow is False else "tf32"
-    if prec not in _DOT_PRECISIONS:
-        raise SemanticError(f"input_precision must be one of {', '.join(_DOT_PRECISIONS)}, got {prec!r}")
+    if isinstance(prec, str):
+        prec = prec.lower()  # Triton accepts any case ("TF32", "IEEE")
+    if prec not in _DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED:
+        raise SemanticError(f"input_precision must be one of "
+                            f"{', '.join(_DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED)}, got {prec!r}")
     if not da.is_fp32():
         prec = "ieee" if not da.is_floating() or da.is_fp64() else prec
+    if prec in _DOT_PRECISIONS_UNSUPPORTED:
+        if da.is_fp32():
+            raise SemanticError(f"input_precision={prec!r} (float32 split into bfloat16 parts) is not supported; "
+                                "'tf32x3' gives float32-like accuracy on tensor cores, 'ieee' exact float32 FMAs")
+        prec = "ieee"  # it only concerns float32 inputs (Triton ignores it for the others too)
     shape = a.type.shape[:-2] + (M, N)
     acc = _unwrap(acc)
     if acc is None:

@@ -199,7 +199,8 @@ def _ptr_to_int(interp, op):
 @impl("dot")
 def _dot(interp, op):
     """Matrix product of the last two dims plus acc, accumulated in float64 (ints: exact, wrapped) and rounded
-    once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away)."""
+    once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
+    does not (its three tensor-core products are as accurate as float32 here)."""
     a_el, r_el = _elem(op.operands[0]), _elem(op.results[0])
     rnd = N.np_dtype(r_el)
     prec = op.attrs.get("input_precision", "ieee") or "ieee"
@@ -211,7 +212,7 @@ def _dot(interp, op):
 
     def dot(a, b, acc):
         if a_el.is_floating():
-            if prec.startswith("tf32") and a_el.is_fp32():
+            if prec == "tf32" and a_el.is_fp32():  # tf32x3 recovers float32 accuracy (three products)
                 a, b = tf32(a), tf32(b)
             p = np.matmul(np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64))
             return N.round_f64(p + np.asarray(acc).astype(np.float64), r_el)

@@ -13,13 +13,204 @@ _BF16_NP = None  # ml_dtypes' bfloat16 NumPy dtype, once `_bf16_np` has looked f
 _NP: dict = {}
 
 
-class dtype:
+class _Kind(str):
+    """A dtype's kind: the string the compiler compares ('int', 'uint', 'float', 'bool', 'ptr'), and, called as
+    Triton's `dtype.kind()`, its KIND."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return TritonDtypeAPI.KIND.FLOATING if self == "float" else (
+            TritonDtypeAPI.KIND.BOOLEAN if self == "bool" else TritonDtypeAPI.KIND.INTEGRAL)
+
+
+# Triton's names for the fp8 formats, with their mantissa bits and exponent biases.
+_FP8 = {"fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15), "fp8e4b8": (3, 8), "fp8e5b16": (2, 16)}
+_FP_FORMAT = {"float16": (10, 15), "bfloat16": (7, 127), "float32": (23, 127), "float64": (52, 1023)}
+
+
+class TritonDtypeAPI:
+    """The attributes and predicates of Triton's `tl.dtype` that kernels and tests read (`is_floating()`,
+    `primitive_bitwidth`, `fp_mantissa_width`, `int_signedness`, `get_int_max_value()`, ...), shared by element
+    and pointer types. One difference: int1 is `is_bool()` and neither signed nor unsigned here."""
+
+    __slots__ = ()
+
+    import enum as _enum
+
+    class SIGNEDNESS(_enum.Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(_enum.Enum):
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
+
+    del _enum
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+
+    @staticmethod
+    def is_dtype(type_str) -> bool:
+        t = TritonDtypeAPI
+        return type_str in t.SINT_TYPES + t.UINT_TYPES + t.FP_TYPES + t.OTHER_TYPES
+
+    def _triton_name(self):
+        return getattr(self, "short_triton", None) or str(self)
+
+    def _is(self, *names):
+        return not self.is_ptr() and self.name in names
+
+    def is_int1(self):
+        return self._is("int1")
+
+    def is_int8(self):
+        return self._is("int8")
+
+    def is_int16(self):
+        return self._is("int16")
+
+    def is_int32(self):
+        return self._is("int32")
+
+    def is_int64(self):
+        return self._is("int64")
+
+    def is_uint8(self):
+        return self._is("uint8")
+
+    def is_uint16(self):
+        return self._is("uint16")
+
+    def is_uint32(self):
+        return self._is("uint32")
+
+    def is_uint64(self):
+        return self._is("uint64")
+
+    def is_fp16(self):
+        return self._is("float16")
+
+    def is_bf16(self):
+        return self._is("bfloat16")
+
+    def is_fp32(self):
+        return self._is("float32")
+
+    def is_fp64(self):
+        return self._is("float64")
+
+    def is_standard_floating(self):
+        return self._is("float16", "bfloat16", "float32", "float64")
+
+    def is_fp8(self):
+        return self.is_floating() and self.bits == 8
+
+    def _fp8_named(self, triton_name):
+        return self.is_fp8() and triton_name in (self.name, str(self), getattr(self, "short", None))
+
+    def is_fp8e4nv(self):
+        return self._fp8_named("fp8e4nv") or self._fp8_named("float8e4nv")
+
+    def is_fp8e5(self):
+        return self._fp8_named("fp8e5") or self._fp8_named("float8e5")
+
+    def is_fp8e4b15(self):
+        return self._fp8_named("fp8e4b15") or self._fp8_named("float8e4b15")
+
+    def is_fp8e4b8(self):
+        return self._fp8_named("fp8e4b8") or self._fp8_named("float8e4b8")
+
+    def is_fp8e5b16(self):
+        return self._fp8_named("fp8e5b16") or self._fp8_named("float8e5b16")
+
+    def is_void(self):
+        return False
+
+    def is_block(self):
+        return False
+
+    def is_const(self):
+        return False
+
+    @property
+    def scalar(self):
+        return self
+
+    @property
+    def int_bitwidth(self) -> int:
+        if not self.is_int():
+            raise AttributeError(f"{self!r} is not an integer type: no int_bitwidth")
+        return self.bits
+
+    @property
+    def int_signedness(self):
+        if not self.is_int():
+            raise AttributeError(f"{self!r} is not an integer type: no int_signedness")
+        return self.SIGNEDNESS.SIGNED if self.is_int_signed() else self.SIGNEDNESS.UNSIGNED
+
+    def _fp_format(self):
+        if not self.is_floating():
+            raise AttributeError(f"{self!r} is not a floating-point type")
+        f = _FP_FORMAT.get(self.name)
+        if f is None:
+            for k, v in _FP8.items():
+                if self._fp8_named(k) or self._fp8_named("float8" + k[3:]):
+                    return v
+            raise AttributeError(f"the format of {self!r} is not known")
+        return f
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return self._fp_format()[0]
+
+    @property
+    def exponent_bias(self) -> int:
+        return self._fp_format()[1]
+
+    def get_int_max_value(self) -> int:
+        if self.is_bool():
+            return 1
+        if self.is_int_signed():
+            return 2 ** (self.bits - 1) - 1
+        if self.is_int_unsigned():
+            return 2 ** self.bits - 1
+        raise AttributeError(f"{self!r} is not an integer type")
+
+    def get_int_min_value(self) -> int:
+        if self.is_int_signed():
+            return -(2 ** (self.bits - 1))
+        if self.is_int_unsigned() or self.is_bool():
+            return 0
+        raise AttributeError(f"{self!r} is not an integer type")
+
+    def with_element_ty(self, element_ty):
+        return element_ty
+
+    def cache_key_part(self) -> str:
+        return str(self)
+
+    def codegen_name(self) -> str:
+        return str(self)
+
+    def mangle(self) -> str:
+        return str(self)
+
+    def to_ir(self, builder=None):
+        raise NotImplementedError("dtype.to_ir is Triton's MLIR builder API; this compiler builds its own IR")
+
+
+class dtype(TritonDtypeAPI):
     """A scalar element type: `kind` is 'int', 'uint', 'float' or 'bool' (int1)."""
 
     __slots__ = ("name", "kind", "bits", "short")
 
     def __init__(self, name: str, kind: str, bits: int, short: str):
-        self.name, self.kind, self.bits, self.short = name, kind, bits, short
+        self.name, self.kind, self.bits, self.short = name, _Kind(kind), bits, short
 
     # --- classification -------------------------------------------------------------------------
     def is_floating(self) -> bool:
@@ -91,18 +282,27 @@ class dtype:
         return (from_name, (self.name,))
 
 
-class pointer_type:
-    """A pointer to global memory holding elements of `element_ty`."""
+class pointer_type(TritonDtypeAPI):
+    """A pointer to global memory holding elements of `element_ty`; `const` (a `tl.const` parameter) refuses
+    stores and atomics through it and is otherwise the same type (equal, same IR)."""
 
-    __slots__ = ("element_ty", "address_space")
+    __slots__ = ("element_ty", "address_space", "const")
 
-    def __init__(self, element_ty, address_space: int = 1):
+    def __init__(self, element_ty, address_space: int = 1, const: bool = False):
         self.element_ty = element_ty
         self.address_space = address_space
+        self.const = bool(const)
 
     name = "pointer"
-    kind = "ptr"
+    kind = _Kind("ptr")
     bits = 64
+
+    def is_const(self) -> bool:
+        return self.const
+
+    @property
+    def scalar(self):
+        return self
 
     def is_ptr(self) -> bool:
         return True

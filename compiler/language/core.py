@@ -6,6 +6,7 @@ Their meaning is written once in compiler/frontend/semantic.py (typing) and in t
 from __future__ import annotations
 
 import builtins as _py
+import enum as _enum
 
 from ..ir import types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
@@ -36,6 +37,68 @@ class constexpr:
 
     def __hash__(self):
         return hash(self.value)
+
+
+class constexpr_type:
+    """The type of a constexpr value (`tl.constexpr(5).type == tl.constexpr_type(5)`), as in Triton."""
+
+    def __init__(self, value):
+        self.value = _unwrap(value)
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+    def mangle(self) -> str:
+        return repr(self)
+
+
+constexpr.type = property(lambda self: constexpr_type(self.value))
+
+
+class const:
+    """Annotation of a pointer parameter to constant data (`X: tl.const`): loads as usual; a store or an atomic
+    through it (or a pointer computed from it) is a compile error."""
+
+
+class PropagateNan(_enum.IntEnum):
+    """`propagate_nan=` of maximum/minimum/clamp: NONE returns the non-NaN operand, ALL returns NaN."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+def _propagates(propagate_nan) -> bool:
+    v = _unwrap(propagate_nan)
+    if isinstance(v, str):
+        v = v.upper()
+        if v not in ("NONE", "ALL"):
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or .ALL, got {v!r}")
+        return v == "ALL"
+    if v in (None, False, PropagateNan.NONE):
+        return False
+    if v is True or v == PropagateNan.ALL:
+        return True
+    from ..frontend.context import SemanticError
+
+    raise SemanticError(f"propagate_nan must be tl.PropagateNan.NONE or .ALL, got {v!r}")
+
+
+class assigned_number(constexpr):
+    """A Python number assigned to a name inside a kernel (`acc = 0`). As in Triton it is a scalar tensor of the
+    number's dtype (int32, int64 or uint64 by range, float32, int1) wherever it meets a tensor in an operator or
+    a tensor method is called on it (`acc.to(tl.int64)`); where a compile-time constant is needed it is still
+    the number (a superset of Triton, which asks for `x: tl.constexpr = ...` there)."""
+
+    def __repr__(self):
+        return repr(self.value)
 
 
 def _unwrap(v):
@@ -189,45 +252,28 @@ class tensor:
         return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
                            fp_downcast_rounding=_unwrap(fp_downcast_rounding))
 
-    def reshape(self, *shape, can_reorder=False):
-        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
-            shape = _unwrap(shape[0])
-        return _sem().reshape(self, shape)
-
-    def broadcast_to(self, *shape):
-        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
-            shape = _unwrap(shape[0])
-        return _sem().broadcast_to(self, tuple(_unwrap(s) for s in shape))
-
-    def expand_dims(self, axis):
-        return _sem().expand_dims(self, axis)
-
-    def trans(self, *dims):
-        return _sem().trans(self, *dims)
-
-    def permute(self, *dims):
-        if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
-            dims = _unwrap(dims[0])
-        return _sem().permute(self, dims)
-
     @property
     def T(self):
         return _sem().trans(self)
 
-    def sum(self, axis=None, keep_dims=False, dtype=None):
-        return sum(self, axis, keep_dims, dtype)
+    # The other methods (x.exp(), x.sum(0), x.cast(dt), ...) are the tl functions of the same name, installed
+    # from TENSOR_METHODS at the end of this module: one definition serves both forms.
 
-    def max(self, axis=None, keep_dims=False):
-        return max(self, axis, keep_dims=keep_dims)
+    def logical_and(self, other):
+        """Elementwise `and` of truth values (non-bool operands compare != 0)."""
+        s = _sem()
+        return s.and_(_truth(self), _truth(other))
 
-    def min(self, axis=None, keep_dims=False):
-        return min(self, axis, keep_dims=keep_dims)
+    def logical_or(self, other):
+        """Elementwise `or` of truth values (non-bool operands compare != 0)."""
+        s = _sem()
+        return s.or_(_truth(self), _truth(other))
 
-    def argmax(self, axis, keep_dims=False):
-        return argmax(self, axis, keep_dims=keep_dims)
 
-    def argmin(self, axis, keep_dims=False):
-        return argmin(self, axis, keep_dims=keep_dims)
+def _truth(x):
+    s = _sem()
+    x = s.to_tensor(x)
+    return x if x.dtype.is_bool() else s.compare("ne", x, 0)
 
 
 class block_ptr:
@@ -557,18 +603,7 @@ def assume(cond):
     return None
 
 
-class const:
-    """Parameter annotation marking a pointer to read-only data (accepted; loads are not changed by it)."""
-
-
 TRITON_MAX_TENSOR_NUMEL = 1048576  # the largest block Triton allows (the same limit applies here)
-
-
-class PropagateNan:
-    """`propagate_nan` values of `tl.maximum` / `tl.minimum` / `tl.clamp`: NONE (NaN-ignoring) or ALL."""
-
-    NONE = 0
-    ALL = 0xFFFF
 
 
 @builtin
@@ -609,18 +644,22 @@ def where(condition, x, y):
 
 
 @builtin
-def maximum(x, y, propagate_nan=False):
-    return _sem().maximum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+def maximum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise maximum; with propagate_nan=tl.PropagateNan.ALL a NaN operand gives NaN."""
+    return _sem().maximum(x, y, _propagates(propagate_nan))
 
 
 @builtin
-def minimum(x, y, propagate_nan=False):
-    return _sem().minimum(x, y, _unwrap(propagate_nan) not in (False, None, 0, "none", "NONE"))
+def minimum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise minimum; with propagate_nan=tl.PropagateNan.ALL a NaN operand gives NaN."""
+    return _sem().minimum(x, y, _propagates(propagate_nan))
 
 
 @builtin
-def clamp(x, min, max, propagate_nan=False):
-    return _sem().minimum(_sem().maximum(x, min), max)
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE):
+    """min(max(x, min), max); with PropagateNan.ALL a NaN in x stays NaN (NONE gives `min`, as Triton's)."""
+    pn = _propagates(propagate_nan)
+    return _sem().minimum(_sem().maximum(x, min, pn), max, pn)
 
 
 @builtin
@@ -694,13 +733,15 @@ def sigmoid(x):
 
 
 @builtin
-def softmax(x, ieee_rounding=False):
-    """Softmax over the last axis."""
-    x = _sem().to_tensor(x)
-    ax = len(x.type.shape) - 1
-    z = _sem().sub(x, _sem().reduce_simple(x, ax, "max", keep_dims=True))
-    num = _sem().unary("exp", z)
-    return _sem().truediv(num, _sem().reduce_simple(num, ax, "add", keep_dims=True))
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (axis 0 when None, as in Triton)."""
+    s = _sem()
+    x = s.to_tensor(x)
+    ax = 0 if _unwrap(dim) is None else _unwrap(dim)
+    keep = _unwrap(keep_dims)
+    z = s.sub(x, s.reduce_simple(x, ax, "max", keep_dims=keep))
+    num = s.unary("exp", z)
+    return s.truediv(num, s.reduce_simple(num, ax, "add", keep_dims=keep), ieee=bool(_unwrap(ieee_rounding)))
 
 
 # --- reductions ------------------------------------------------------------------------------------
@@ -744,6 +785,19 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def item(input):
+    """The one element of a one-element block, as a scalar."""
+    x = _sem().to_tensor(input)
+    if x.type.numel != 1:
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"item() needs a block of one element, got shape {list(x.type.shape)}")
+    if not x.type.shape:
+        return x
+    return _sem().reduce_simple(x, None, "max")  # the reduction of one element is that element
+
+
+@builtin
 def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce with a jit `combine_fn(a..., b...) -> values`; `input` may be a tuple of tensors."""
     from ..frontend.context import current
@@ -751,6 +805,35 @@ def reduce(input, axis, combine_fn, keep_dims=False):
     gen = current()
     inputs = tuple(input) if isinstance(input, (tuple, list)) else input
     return _sem().reduce(inputs, axis, lambda *a: gen.call_function(combine_fn, list(a), {}), _unwrap(keep_dims))
+
+
+@builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """Apply the jit function `scalar_fn` to each element of the broadcast `args` (one or a tuple of results).
+
+    Each element takes its own branch of the function's `if`s and its own trip count of its `while`s: the
+    function is built once on the blocks, its ifs on element values select per element (both sides are
+    computed) and its whiles run while any element's condition holds, an element keeping its values once its
+    own is false; so these must not write memory. `pack` (elements per call) does not change the result."""
+    from ..frontend.context import SemanticError, current
+
+    if _unwrap(pack) < 1:
+        raise SemanticError(f"map_elementwise's pack must be >= 1, got {_unwrap(pack)}")
+    s = _sem()
+    ts = [s.to_tensor(a) for a in args]
+    if not ts:
+        raise SemanticError("map_elementwise needs at least one tensor argument")
+    shape = ()
+    for t in ts:
+        shape = s.broadcast_shapes(shape, t.type.shape)
+    ts = [s.broadcast_to(t, shape) for t in ts]
+    gen = current()
+    prev = gen.elementwise
+    gen.elementwise = True
+    try:
+        return gen.call_function(scalar_fn, ts, {})
+    finally:
+        gen.elementwise = prev
 
 
 @builtin
@@ -895,3 +978,37 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     import sys
 
     print(sep.join(str(_unwrap(v)) for v in values), end=end, file=file or sys.stdout, flush=flush)
+
+
+# ----------------------------------------------------------------------------------------------------
+# tensor methods: Triton's functions that are also methods of its tensor. Each is `tl.<name>(x, ...)`, looked up
+# when called, so a name whose op is not in the language (yet) says so, and works once it is.
+# ----------------------------------------------------------------------------------------------------
+TENSOR_METHODS = (
+    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
+    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
+    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
+)
+
+
+def _tensor_method(name):
+    def method(self, *args, **kwargs):
+        from .. import language as tl
+        from ..frontend.context import SemanticError, current
+
+        fn = getattr(tl, name, None)
+        if fn is None or not callable(fn):
+            raise SemanticError(f"tl.{name} is not supported (called as the tensor method .{name}())")
+        return current().call_function(fn, [self, *args], kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"tensor.{name}"
+    method.__doc__ = f"`x.{name}(...)` is `tl.{name}(x, ...)`."
+    return builtin(method)
+
+
+for _name in TENSOR_METHODS:
+    setattr(tensor, _name, _tensor_method(_name))
+del _name

@@ -17,8 +17,16 @@ import bench_corpus  # noqa: E402
 HAVE_TRITON = importlib.util.find_spec("triton") is not None and importlib.util.find_spec("torch") is not None
 
 
+def _an_expected_failure():
+    """A corpus kernel that still needs a missing language feature (an xfail case), or None when none is left."""
+    import workloads.corpus as corpus
+
+    return next((n for n, c in sorted(corpus.load("tilefarm").items()) if c.xfail), None)
+
+
 def test_dry_run_flow(tmp_path):
-    sel = "saxpy_2p26p3_f32,transpose32_f32,mm_bias_relu_bf16"
+    bad_name = _an_expected_failure()
+    sel = "saxpy_2p26p3_f32,transpose32_f32" + (f",{bad_name}" if bad_name else "")
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_corpus.py"), "--dry-run", "--rounds",
                         "2", "--select", sel, "--out", str(tmp_path)], capture_output=True, text=True, timeout=300,
                        cwd=ROOT)
@@ -35,10 +43,12 @@ def test_dry_run_flow(tmp_path):
         else:
             assert rows[n]["triton"].get("error") and "ratio" not in rows[n]
     # a kernel our compiler cannot build yet: recorded with its error, never timed, the run goes on
-    bad = rows["mm_bias_relu_bf16"]
-    assert bad["tilefarm"]["ok"] is False and "is" in bad["tilefarm"]["error"] and "ms" not in bad["tilefarm"]
-    assert bad["xfail"]
-    assert "mm_bias_relu_bf16 [tilefarm]" in r.stdout and "| saxpy_2p26p3_f32 |" in md.read_text()
+    if bad_name:
+        bad = rows[bad_name]
+        assert bad["tilefarm"]["ok"] is False and bad["tilefarm"]["error"] and "ms" not in bad["tilefarm"]
+        assert bad["xfail"]
+        assert f"{bad_name} [tilefarm]" in r.stdout
+    assert "| saxpy_2p26p3_f32 |" in md.read_text()
 
 
 def test_table_marks_wrong_and_failed_kernels_and_takes_the_geomean():
@@ -88,4 +98,8 @@ def test_compile_only_at_the_gpu_specialization():
                        timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "2 kernels compiled for sm_90a at their GPU specialization; failing: none" in r.stdout
-    assert "known gaps (strict xfails in CI): ['mm_block_ptr_f16']" in r.stdout
+    import workloads.corpus as corpus
+
+    cases = corpus.load("tilefarm")  # the known gaps are the selected cases still marked xfail (none, once supported)
+    gaps = sorted(n for n in ("saxpy_2p26p3_f32", "mm_block_ptr_f16") if cases[n].xfail)
+    assert f"known gaps (strict xfails in CI): {gaps or 'none'}" in r.stdout

@@ -17,3 +17,14 @@ def params3(X, Y, N, alpha, BLOCK: tl.constexpr = 128):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < N
     tl.store(Y + offs, tl.load(X + offs, mask=m) * alpha, mask=m)
+
+
+@compiler.jit
+def with_bias(X, Bias, Y, N, BLOCK: tl.constexpr = 128):
+    """Launched with Bias=None and with a pointer: None is specialized on (not a kernel parameter)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    if Bias is not None:
+        x += tl.load(Bias + offs, mask=m)
+    tl.store(Y + offs, x, mask=m)

@@ -232,7 +232,8 @@ def test_jit_launch_without_the_c_extension(run_fake):
 @pytest.mark.parametrize("fastlaunch", ["1", "0"])
 def test_jit_launch_with_torch_like_tensors(run_fake, fastlaunch):
     """torch is stood in for by a module whose Tensor has data_ptr()/is_cuda/dtype (see scripts/bench_launch.py);
-    the pointer passed is data_ptr() (storage offset included), a CPU tensor is refused."""
+    the pointer passed is data_ptr() (storage offset included); a CPU tensor runs in the interpreter, so one beside
+    a GPU tensor is refused."""
     out = run_fake("""
         import ctypes, struct, sys
         sys.path.insert(0, "scripts")
@@ -256,4 +257,30 @@ def test_jit_launch_with_torch_like_tensors(run_fake, fastlaunch):
     """, env={"TILEFARM_FASTLAUNCH": fastlaunch})
     lines = out.strip().splitlines()
     assert lines[:3] == ["64 0 100"] * 3, out
-    assert lines[3].startswith("refused: a torch tensor argument must be on the GPU"), out
+    assert lines[3].startswith("refused: params4: host arrays (NumPy, CPU tensors) run in the interpreter"), out
+
+
+@pytest.mark.parametrize("fastlaunch", ["1", "0"])
+def test_none_argument_takes_the_fast_path(run_fake, fastlaunch):
+    """A None argument (specialized on) is a fast-path key part like an int: only the first launch of each
+    specialization goes through JITFunction.run."""
+    out = run_fake("""
+        import ctypes, sys
+        import numpy as np
+        from compiler.runtime import DeviceArray
+        import runtime_jit_kernels as K
+        x = DeviceArray.empty(1024, np.float32); y = DeviceArray.empty(1024, np.float32)
+        calls = []
+        real = K.with_bias.run
+        K.with_bias.run = lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+        for _ in range(4):
+            K.with_bias[(2,)](x, None, y, 100)
+        for _ in range(3):
+            K.with_bias[(2,)](x, x, y, 100)
+        K.with_bias[(2,)](x, None, y, 100)
+        print(len(calls), len(K.with_bias._kernels))
+    """, env={"TILEFARM_FASTLAUNCH": fastlaunch})
+    runs, kernels = out.strip().splitlines()[-1].split()
+    # the first launch of the kernel, then one per specialization as the generated launcher files it (None,
+    # pointer); every later launch is on the fast path (it was 6: each None launch took JITFunction.run)
+    assert runs == "3", out
