@@ -187,8 +187,7 @@ class CompiledKernel:
                 except Exception:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
-            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared,
-                                      carveout=self.metadata.get("smem_carveout"))
+            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
             self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 
@@ -247,7 +246,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
         from .codegen import compile_function
 
         out = compile_function(module, options, cubin=False)
-        out = _one_more_block(jitfn, params, module, options, out)
     except CompilationError as e:
         raise e.with_traceback(None) from None
     meta = dict(out["meta"])
@@ -265,69 +263,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             pass
     _mem_cache[key] = k
     return k
-
-
-SM_REGS = 65536  # 32-bit registers of one SM (sm_80/sm_90), allocated per thread in steps of 8
-MAX_SPILL = 64  # bytes of spill stores per thread the one-more-block variant may take
-
-
-def _blocks_per_sm(regs: int, threads: int, smem: int) -> tuple[int, int]:
-    """(blocks by registers, blocks by shared memory) on one SM."""
-    from .passes.pipeline import blocks_per_sm
-
-    return SM_REGS // (-(-regs // 8) * 8 * threads), blocks_per_sm(smem)
-
-
-def _one_more_block(jitfn, params, module, options, out):
-    """Switch "occupancy" (off): a one-warpgroup kernel with a loop of several wgmma dots (attention) that fits
-    B blocks per SM is built a second time for B + 1: with the tight copy ring (less shared memory) and, when its
-    registers are more than B + 1 blocks allow, registers capped for that count (.maxnreg) with no wgmma group left
-    in flight across iterations (a P.V in flight keeps its P registers busy through the next QK, which the cap
-    cannot afford: ptxas would serialize the wgmmas). The variant is kept when ptxas assembles it without
-    serializing, with at most MAX_SPILL bytes of spills, and B + 1 blocks fit both its registers and its shared
-    memory. Measured on the H200 (attention D=64 128x64 w4 s3, BH32 L4096): two blocks per SM -> three, 408 -> 422
-    TFLOP/s in one run of 11 rounds (Triton's same kernel with maxnreg=168: 416 -> 388, its wgmmas serialized), but
-    in three A/B runs of the benchmark (15 rounds each, every config of the wide list) ours with it / without it
-    0.997-0.999 per round: no gain to show, so it stays off. Every gpu test passes with it on."""
-    import dataclasses
-
-    from .codegen import compile_function
-    from .codegen.ptx import ptx_resources
-    from .passes import run_pipeline
-
-    if not (options.experiment("occupancy") and options.arch.endswith("a") and options.num_warps == 4
-            and options.maxnreg is None and _multi_dot_loop(module.function.body)):
-        return out
-    threads = 32 * options.num_warps
-    base = ptx_resources(out["ptx"], options.arch)
-    if not base or base["spill_stores"] or "C751" in base["log"]:
-        return out
-    target = min(_blocks_per_sm(base["registers"], threads, out["meta"].get("shared_bytes", 0))) + 1
-    cap = SM_REGS // (target * threads) // 8 * 8
-    squeeze = base["registers"] > cap  # only the shared memory in the way: the tight ring alone
-    named = set(x for x in options.experiments.split(",") if x) | {"ring_tight_multi_all"}
-    opts = dataclasses.replace(options, maxnreg=cap if squeeze else None,
-                               experiments=",".join(sorted(named | ({"no_wgmma_defer"} if squeeze else set()))))
-    variant = run_pipeline(lower(jitfn, params, {}), opts, upto="dce")
-    variant.options = opts
-    alt = compile_function(variant, opts, cubin=False)
-    res = ptx_resources(alt["ptx"], opts.arch)
-    if (not res or res["spill_stores"] > MAX_SPILL or "C751" in res["log"]
-            or min(_blocks_per_sm(res["registers"], threads, alt["meta"].get("shared_bytes", 0))) < target):
-        return out
-    alt["meta"]["occupancy"] = {"blocks_per_sm": target, "was": target - 1, "maxnreg": opts.maxnreg,
-                                "spill_stores": res["spill_stores"]}
-    return alt
-
-
-def _multi_dot_loop(block) -> bool:
-    """A `for` in the block (or nested) whose body holds several dots."""
-    for op in block.ops:
-        if op.kind == "for" and sum(o.kind == "dot" for o in op.blocks[0].ops) > 1:
-            return True
-        if any(_multi_dot_loop(b) for b in op.blocks):
-            return True
-    return False
 
 
 def _txt(b):

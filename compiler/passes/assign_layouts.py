@@ -195,10 +195,10 @@ class _Assigner:
         # Inside loops, a value computed only from constants, scalar splats and aranges is rematerialized in the wanted
         # layout (free: it is computed from thread ids) rather than converted every iteration. Outside, only constants
         # and splats are (a one-time conversion elsewhere keeps the code ptxas schedules best: epilogues that store
-        # straight from wgmma accumulators make it serialize the wgmma pipeline). Switch "remat_blocked" (default):
-        # outside loops too when the wanted layout is a blocked one (address arithmetic for loads: the prologue's
-        # aranges otherwise went through shared memory, a barrier each).
-        depth = 4 if _in_loop(op) or (_blocked_family(layout) and self.options.experiment("remat_blocked")) else 0
+        # straight from wgmma accumulators make it serialize the wgmma pipeline), and outside loops too when the
+        # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
+        # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
+        depth = 4 if _in_loop(op) or _blocked_family(layout) else 0
         got = self._remat(v, layout, new_ops, depth)
         if got is None:
             new_ops = []
