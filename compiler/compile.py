@@ -76,6 +76,15 @@ def source_fingerprint() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
+@functools.lru_cache(maxsize=None)
+def _warn_retired_switches(value: str) -> None:
+    import warnings
+
+    warnings.warn(f"TILEFARM_EXPERIMENTS={value!r} is not read: code generation has no switches any more (each one "
+                  "was made the only code or retired; docs/EXPERIMENTS.md says which and where its code is)",
+                  stacklevel=3)
+
+
 def lower_kernel(jitfn, params):
     """Frontend only: the kernel's IR Module for one specialization."""
     try:
@@ -212,10 +221,10 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
     from .options import Options
 
     arch = arch or default_arch()
+    if os.environ.get("TILEFARM_EXPERIMENTS"):
+        _warn_retired_switches(os.environ["TILEFARM_EXPERIMENTS"])
     options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
-                      enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg,
-                      experiments=",".join(sorted(x for x in os.environ.get("TILEFARM_EXPERIMENTS", "").split(",")
-                                                  if x)))
+                      enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg)
     # TILEFARM_PTXAS names the assembler explicitly: a cubin from another ptxas is not the same artifact
     key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
                           source_fingerprint(), os.environ.get("TILEFARM_PTXAS", "")])

@@ -30,7 +30,7 @@ for p in (ROOT, os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests", "code
         sys.path.insert(0, p)
 
 # Environment switches that change generated code: cleared, so the snapshot holds the defaults.
-CODE_ENV = ("TILEFARM_EXPERIMENTS", "TILEFARM_NO_WGMMA", "TILEFARM_ARCH")
+CODE_ENV = ("TILEFARM_NO_WGMMA", "TILEFARM_ARCH")
 
 
 def _clean_env():
