@@ -1,9 +1,11 @@
 """The stage driver: frontend -> passes -> LLVM IR -> PTX -> cubin, with a content-addressed cache.
 
 Each stage's artifact is kept under its name in `CompiledKernel.asm` ("tile", "llir", "ptx", "cubin"), so any
-stage can be inspected, cached or diffed. The cache key hashes everything that changes the output: the source
-of the kernel and of every jit function it calls, the specialization of each parameter, the options, the
-target and the compiler version.
+stage can be inspected, cached or diffed. The cache key (`cache_key`, the one place it is computed) hashes
+everything that changes the output: the source of the kernel and of every jit function it calls, the
+specialization of each parameter, the options (with the environment switches `options_for` folds into them,
+and the target), and the toolchain (`toolchain`: the compiler's version and sources, llvmlite, ptxas,
+libdevice).
 """
 from __future__ import annotations
 
@@ -215,20 +217,116 @@ class CompiledKernel:
         return run
 
 
+# Environment variables that change the generated code, and the option each one sets: read here only (options_for),
+# so the options -- and with them the cache key -- say everything. TILEFARM_ARCH is read by default_arch (the target
+# is an option too); TILEFARM_PTXAS names the assembler (toolchain).
+ENV_OPTIONS = {"TILEFARM_NO_WGMMA": "debug_no_wgmma"}
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "off", "no")
+
+
+def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fusion=True, maxnreg=None):
+    """The Options of a compile: the launch's own, the target (default_arch when none), and the environment
+    switches of ENV_OPTIONS."""
+    from .options import Options
+
+    if os.environ.get("TILEFARM_EXPERIMENTS"):
+        _warn_retired_switches(os.environ["TILEFARM_EXPERIMENTS"])
+    env = {field: True for var, field in ENV_OPTIONS.items() if _env_flag(var)}
+    return Options(num_warps=num_warps, num_stages=num_stages, arch=arch or default_arch(), debug=debug,
+                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, **env)
+
+
+def toolchain() -> dict:
+    """What else the output depends on: the compiler (version and a hash of its sources), llvmlite (it pins the
+    LLVM that emits the PTX), ptxas (its release, and the path TILEFARM_PTXAS names: a cubin from another
+    assembler is not the same artifact) and libdevice (linked into kernels that call math functions)."""
+    import llvmlite
+
+    from .codegen.ptx import find_libdevice, find_ptxas
+
+    return {"compiler": source_fingerprint(), "llvmlite": llvmlite.__version__,
+            "ptxas": _file_version(find_ptxas(), "ptxas"), "ptxas_named": os.environ.get("TILEFARM_PTXAS", ""),
+            "libdevice": _file_version(find_libdevice(), "libdevice")}
+
+
+def cache_key(jitfn, params, options) -> str:
+    """The kernel cache key of one specialization: sha256 over the kernel's source (and its jit callees'), its
+    name, the parameters' specialization, the options and the toolchain. The only place a key is made."""
+    from .runtime.cache import cache_key as digest
+
+    return digest({"kernel": jitfn.cache_key, "name": jitfn.fn.__name__, "params": _params_repr(params),
+                   "options": options, "toolchain": toolchain()})
+
+
+_versions: dict = {}
+
+
+def _file_version(path, kind) -> str:
+    """A tool's identity that is the same on every machine with the same release: ptxas's `--version` line
+    (asked once per file: kept in memory and beside the disk cache), libdevice's sha256; "" when absent."""
+    if not path:
+        return ""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    stamp = f"{kind}:{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+    got = _versions.get(stamp)
+    if got is not None:
+        return got
+    disk = _disk_cache()
+    memo = os.path.join(disk.dir, "toolchain.json") if disk is not None else None
+    known = {}
+    if memo:
+        try:
+            with open(memo) as f:
+                known = json.load(f)
+        except (OSError, ValueError):
+            known = {}
+    got = known.get(stamp)
+    if got is None:
+        got = _ptxas_release(path) if kind == "ptxas" else _sha256_file(path)
+        if memo:
+            try:  # written whole, then renamed: a reader sees the old or the new file
+                tmp = f"{memo}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump({**known, stamp: got}, f)
+                os.replace(tmp, memo)
+            except OSError:
+                pass
+    _versions[stamp] = got
+    return got
+
+
+def _ptxas_release(path) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return _sha256_file(path)
+    got = "; ".join(ln.strip() for ln in out.splitlines() if "release" in ln or ln.strip().startswith("Build"))
+    return got or _sha256_file(path)
+
+
+def _sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None,
                    enable_fp_fusion=True, maxnreg=None) -> CompiledKernel:
     """Compile one specialization through every stage, using the memory and disk caches."""
-    from .options import Options
-
-    arch = arch or default_arch()
-    if os.environ.get("TILEFARM_EXPERIMENTS"):
-        _warn_retired_switches(os.environ["TILEFARM_EXPERIMENTS"])
-    options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
-                      enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg)
-    # TILEFARM_PTXAS names the assembler explicitly: a cubin from another ptxas is not the same artifact
-    key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
-                          source_fingerprint(), os.environ.get("TILEFARM_PTXAS", "")])
-    key = hashlib.sha256(key_src.encode()).hexdigest()
+    options = options_for(num_warps=num_warps, num_stages=num_stages, debug=debug, arch=arch,
+                          enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg)
+    arch = options.arch
+    key = cache_key(jitfn, params, options)
     k = _mem_cache.get(key)
     if k is not None:
         return k

@@ -19,6 +19,10 @@ class Options:
     # Registers per thread ptxas may use (.maxnreg): the `maxnreg` launch option (Triton's); None leaves the choice
     # to ptxas.
     maxnreg: int | None = None
+    # Debugging: no dot runs on wgmma (mma.sync instead; an sm_90 kernel with a dot then stays sm_90), set by
+    # TILEFARM_NO_WGMMA=1 (compile.options_for); no K loop takes the cp.async copy ring (the register pipeline).
+    debug_no_wgmma: bool = False
+    debug_no_async_copy: bool = False
 
     @property
     def sm(self) -> int:

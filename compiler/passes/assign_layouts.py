@@ -48,7 +48,7 @@ def dot_layouts(op, nw, default=None, options=None):
         from ..codegen.dot import wgmma_applies
 
         got = wgmma_applies(op, options, nw)
-        if got is not None and not getattr(options, "debug_no_wgmma", False):
+        if got is not None and not options.debug_no_wgmma:
             return MmaLayout(3, got[0], got[1]), None, None
     if dot_uses_mma(op):
         el = op.operands[0].type.element

@@ -308,7 +308,7 @@ def _pipeline_async(module, loop, options) -> bool:
 
     body = loop.blocks[0]
     dots = [o for o in body.ops if o.kind == "dot"]
-    if getattr(options, "debug_no_wgmma", False) or getattr(options, "debug_no_async_copy", False):
+    if options.debug_no_wgmma or options.debug_no_async_copy:
         return False
     if any(wgmma_applies(d, options, options.num_warps) is None for d in dots):
         return False
