@@ -15,7 +15,7 @@ import json
 import os
 import threading
 
-from . import __version__
+from .version import __version__
 from .errors import CompilationError
 from .frontend.codegen import lower
 from .ir.printer import print_module

@@ -29,12 +29,15 @@ for p in (ROOT, os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests", "code
     if p not in sys.path:
         sys.path.insert(0, p)
 
-# Environment switches that change generated code: cleared, so the snapshot holds the defaults.
-CODE_ENV = ("TILEFARM_NO_WGMMA", "TILEFARM_ARCH")
+def _code_env():
+    """Environment switches that change generated code (compiler.compile.ENV_OPTIONS, and the target)."""
+    from compiler.compile import ENV_OPTIONS
+
+    return tuple(ENV_OPTIONS) + ("TILEFARM_ARCH",)
 
 
 def _clean_env():
-    for k in CODE_ENV:
+    for k in _code_env():
         os.environ.pop(k, None)
     os.environ["TILEFARM_CACHE"] = "0"  # no disk cache: every case is built now
 

@@ -823,6 +823,23 @@ def _e_expand_dims(e, op):
         raise error("expand_dims between incompatible layouts (compiler bug)", op.loc)
 
 
+@emits("reshape")
+def _e_reshape(e, op):
+    from .reduce import convert
+
+    s, r = op.operands[0].type.shape, op.result.type.shape
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
+        if _squeeze_or_unsqueeze(e, op, s, r):
+            return
+    # general reshape: row-major order is preserved, so write at the source index, read at the result index
+    e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
+
+
 # ---- control flow ---------------------------------------------------------------------------------------------
 
 def _flat(e, vals):

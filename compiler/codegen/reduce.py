@@ -468,22 +468,6 @@ def _e_convert(e, op):
     e.env[op.result.id] = convert(e, x, ll)
 
 
-@emits("reshape")
-def _e_reshape(e, op):
-    from .llvm import _squeeze_or_unsqueeze
-    s, r = op.operands[0].type.shape, op.result.type.shape
-    x = e.get(op.operands[0])
-    ll = e.result_ll(op)
-    if not isinstance(x, Tile):
-        e.put(op.result, [x] * ll.num_regs, ll)
-        return
-    if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
-        if _squeeze_or_unsqueeze(e, op, s, r):
-            return
-    # general reshape: row-major order is preserved, so write at the source index, read at the result index
-    e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
-
-
 @emits("permute")
 def _e_permute(e, op):
     x = e.get(op.operands[0])

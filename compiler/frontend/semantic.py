@@ -13,11 +13,224 @@ from __future__ import annotations
 from ..ir import types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
-from ..language.core import tensor, _unwrap
+from ..language.values import _unwrap, constexpr
 
 
 def _b():
     return current().builder
+
+
+# ----------------------------------------------------------------------------------------------------
+# the value type (tl.tensor): its operators and methods are the functions below
+# ----------------------------------------------------------------------------------------------------
+class tensor:
+    """A value inside a kernel: a block (shape non-empty) or a scalar, of one element dtype or pointer type."""
+
+    __slots__ = ("handle", "type")
+
+    def __init__(self, handle, type):
+        self.handle = handle
+        self.type = type
+
+    @property
+    def dtype(self):
+        return self.type.element
+
+    @property
+    def shape(self):
+        return [constexpr(s) for s in self.type.shape]
+
+    @property
+    def numel(self):
+        return constexpr(self.type.numel)
+
+    def __repr__(self):
+        return f"tensor({self.type})"
+
+    # arithmetic
+    def __add__(self, o):
+        return add(self, o)
+
+    def __radd__(self, o):
+        return add(o, self)
+
+    def __sub__(self, o):
+        return sub(self, o)
+
+    def __rsub__(self, o):
+        return sub(o, self)
+
+    def __mul__(self, o):
+        return mul(self, o)
+
+    def __rmul__(self, o):
+        return mul(o, self)
+
+    def __truediv__(self, o):
+        return truediv(self, o)
+
+    def __rtruediv__(self, o):
+        return truediv(o, self)
+
+    def __floordiv__(self, o):
+        return floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return floordiv(o, self)
+
+    def __mod__(self, o):
+        return mod(self, o)
+
+    def __rmod__(self, o):
+        return mod(o, self)
+
+    def __and__(self, o):
+        return and_(self, o)
+
+    def __rand__(self, o):
+        return and_(o, self)
+
+    def __or__(self, o):
+        return or_(self, o)
+
+    def __ror__(self, o):
+        return or_(o, self)
+
+    def __xor__(self, o):
+        return xor_(self, o)
+
+    def __rxor__(self, o):
+        return xor_(o, self)
+
+    def __lshift__(self, o):
+        return shl(self, o)
+
+    def __rlshift__(self, o):
+        return shl(o, self)
+
+    def __rshift__(self, o):
+        return shr(self, o)
+
+    def __rrshift__(self, o):
+        return shr(o, self)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return invert(self)
+
+    # comparisons
+    def __lt__(self, o):
+        return compare("lt", self, o)
+
+    def __le__(self, o):
+        return compare("le", self, o)
+
+    def __gt__(self, o):
+        return compare("gt", self, o)
+
+    def __ge__(self, o):
+        return compare("ge", self, o)
+
+    def __eq__(self, o):
+        return compare("eq", self, o)
+
+    def __ne__(self, o):
+        return compare("ne", self, o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise SemanticError("a tensor has no Python truth value here; use it in `if` directly (runtime "
+                            "branch) or compare constexprs")
+
+    def __getitem__(self, idx):
+        return getitem(self, idx)
+
+    # methods
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                    fp_downcast_rounding=_unwrap(fp_downcast_rounding))
+
+    def reshape(self, *shape, can_reorder=False):
+        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+            shape = _unwrap(shape[0])
+        return reshape(self, shape)
+
+    def broadcast_to(self, *shape):
+        if len(shape) == 1 and isinstance(_unwrap(shape[0]), (list, tuple)):
+            shape = _unwrap(shape[0])
+        return broadcast_to(self, tuple(_unwrap(s) for s in shape))
+
+    def expand_dims(self, axis):
+        return expand_dims(self, axis)
+
+    def trans(self, *dims):
+        return trans(self, *dims)
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(_unwrap(dims[0]), (list, tuple)):
+            dims = _unwrap(dims[0])
+        return permute(self, dims)
+
+    @property
+    def T(self):
+        return trans(self)
+
+    def sum(self, axis=None, keep_dims=False, dtype=None):
+        return reduce_simple(self, axis, "add", _unwrap(keep_dims), dtype)
+
+    def max(self, axis=None, keep_dims=False):
+        return reduce_simple(self, axis, "max", _unwrap(keep_dims))
+
+    def min(self, axis=None, keep_dims=False):
+        return reduce_simple(self, axis, "min", _unwrap(keep_dims))
+
+    def argmax(self, axis, keep_dims=False):
+        return arg_reduce(self, axis, "gt", _unwrap(keep_dims), True)[1]
+
+    def argmin(self, axis, keep_dims=False):
+        return arg_reduce(self, axis, "lt", _unwrap(keep_dims), True)[1]
+
+
+class block_ptr:
+    """A block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into a strided `shape` array at
+    `base`. Loads and stores through it address the window; `boundary_check` masks the dims it names to the
+    array. A compile-time object whose runtime parts (base, shape, strides, offsets: scalar tensors) are what
+    loops carry; `order` is accepted (a layout hint: the compiler picks layouts itself)."""
+
+    def __init__(self, base, shape, strides, offsets, block_shape, order):
+        self.base, self.shape, self.strides, self.offsets = base, list(shape), list(strides), list(offsets)
+        self.block_shape, self.order = tuple(block_shape), tuple(order)
+
+    @property
+    def dtype(self):
+        return T.pointer_type(self.base.dtype.element_ty)
+
+    @property
+    def type(self):
+        return self
+
+    element_ty = property(lambda self: self.base.dtype.element_ty)
+
+    def parts(self):
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_parts(self, parts):
+        r = len(self.block_shape)
+        return block_ptr(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.block_shape,
+                         self.order)
+
+    def same_structure(self, other):
+        return (isinstance(other, block_ptr) and other.block_shape == self.block_shape
+                and other.base.dtype == self.base.dtype)
+
+    def __repr__(self):
+        return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -902,7 +1115,6 @@ def _scalar_int(v, what, dtype):
 
 
 def make_block_ptr(base, shape, strides, offsets, block_shape, order):
-    from ..language.core import block_ptr
 
     base = _unwrap(base)
     if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
@@ -923,7 +1135,6 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
 
 
 def advance(p, offsets):
-    from ..language.core import block_ptr
 
     p = _unwrap(p)
     if not isinstance(p, block_ptr):

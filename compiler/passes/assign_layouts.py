@@ -19,7 +19,7 @@ from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, mma_warps,
-                      permute_layout)
+                      permute_layout, wgmma_applies)
 
 ELEMENTWISE = frozenset(("add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi neg not exp exp2 log "
                          "log2 sqrt rsqrt sin cos erf floor ceil abs fma cmp select cast bitcast addptr "
@@ -45,8 +45,6 @@ def dot_layouts(op, nw, default=None, options=None):
     operands that hold whole K rows/columns per thread."""
     shape = tuple(op.result.type.shape)
     if options is not None and dot_uses_mma(op):
-        from ..codegen.dot import wgmma_applies
-
         got = wgmma_applies(op, options, nw)
         if got is not None and not options.debug_no_wgmma:
             return MmaLayout(3, got[0], got[1]), None, None

@@ -38,6 +38,7 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
+from .layouts import wgmma_applies
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -304,8 +305,6 @@ def _copyable(o, info) -> bool:
 def _pipeline_async(module, loop, options) -> bool:
     """Rewrite the loop's operand loads into a ring of asynchronous copies (module docstring); False when the
     loop does not qualify (the register pipeline then applies)."""
-    from ..codegen.dot import wgmma_applies
-
     body = loop.blocks[0]
     dots = [o for o in body.ops if o.kind == "dot"]
     if options.debug_no_wgmma or options.debug_no_async_copy:
