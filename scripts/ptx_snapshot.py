@@ -8,7 +8,8 @@
 The cases: our matmul (workloads/matmul) at every config of scripts/bench_matmul.py (fp16 and bf16, sm_90a: wgmma,
 and two at sm_80: mma.sync), attention (workloads/attention) at every config of bench_matmul's wide list (sm_90a)
 and one at sm_80, the memory-bound workloads at the metas of scripts/bench_memory.py (sm_90: what the H200 gets),
-the kernels of tests/dot/kernels.py and the IR-built kernels of tests/codegen/kernels.py at representative configs.
+the kernels of tests/dot/kernels.py and the IR-built kernels of tests/codegen/kernels.py at representative configs,
+and scripts/bench_idioms.py's matmul idioms (tests/dot/epilogue_kernels.py) at its config.
 Pointers are stood in by small 16-byte-aligned NumPy arrays, so a parameter specializes as it does in the benchmark
 (dtype, alignment, integers divisible by 16). The snapshot is tests/codegen/ptx_snapshot.json, checked by
 tests/codegen/test_ptx_snapshot.py: a change in code generation shows there at once, and a commit that means it
@@ -58,6 +59,7 @@ def cases() -> dict:
     _attention_cases(out, np)
     _memory_cases(out, np)
     _dot_test_cases(out, np)
+    _idiom_cases(out, np)
     _codegen_test_cases(out)
     return out
 
@@ -165,6 +167,26 @@ def _dot_test_cases(out, np):
             lambda read_l=read_l: K.scaled_row_sums_kernel.warmup(f32, f32, f32, 7, grid=(1,), target="sm_90",
                                                                   BM=64, BN=32, READ_L=read_l, num_warps=4
                                                                   ).asm["ptx"])
+
+
+def _idiom_cases(out, np):
+    """scripts/bench_idioms.py's matmul idioms (tests/dot/epilogue_kernels.py) at its config, 4096^3."""
+    from tests.dot import epilogue_kernels as E
+
+    S = 4096
+    a = _arr(np, np.float16)
+    bias = _arr(np, np.float32)
+    meta = dict(BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
+    scal = (S, S, S, S, 1, S, 1, S, 1)
+    for act in ("none", "relu", "bias", "bias_silu", "where"):
+        out[f"idioms/mm_{act}/128x128x64-w8-s3/sm_90a"] = (
+            lambda act=act: E.mm_act_kernel.warmup(a, a, a, bias, *scal, grid=(1,), target="sm_90a", ACT=act,
+                                                   **meta).asm["ptx"])
+    c32 = _arr(np, np.float32)
+    for name in ("mm_plus_eq", "mm_mask_all"):
+        out[f"idioms/{name}/128x128x64-w8-s3/sm_90a"] = (
+            lambda name=name: getattr(E, f"{name}_kernel").warmup(a, a, c32, *scal, grid=(1,), target="sm_90a",
+                                                                  **meta).asm["ptx"])
 
 
 def _codegen_test_cases(out):

@@ -31,7 +31,7 @@ def test_ptx_matches_snapshot():
 
 
 def test_snapshot_covers_the_benchmarks():
-    """Every benchmarked matmul and attention config and every memory target is a case (a config added to a
+    """Every benchmarked matmul and attention config, every memory target and the idioms are cases (a config added to a
     benchmark without regenerating the snapshot fails the test above as a 'new case')."""
     with open(SNAPSHOT) as f:
         keys = set(json.load(f)["ptx_sha256"])
@@ -49,7 +49,8 @@ def test_snapshot_covers_the_benchmarks():
             assert f"attention/D{D}/{bm}x{bn}-w{nw}-s{ns}/sm_90a" in keys
     for t in BMm.TARGETS:
         assert sum(k.startswith(t["workload"] + "/") for k in keys) >= len(t["metas"])
-    assert len(keys) >= 80
+    assert sum(k.startswith("idioms/") for k in keys) == 7  # scripts/bench_idioms.py's kernels
+    assert len(keys) >= 90
 
 
 def test_a_changed_kernel_is_named(tmp_path):
