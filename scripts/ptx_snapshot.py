@@ -9,7 +9,8 @@ The cases: our matmul (workloads/matmul) at every config of scripts/bench_matmul
 and two at sm_80: mma.sync), attention (workloads/attention) at every config of bench_matmul's wide list (sm_90a)
 and one at sm_80, the memory-bound workloads at the metas of scripts/bench_memory.py (sm_90: what the H200 gets),
 the kernels of tests/dot/kernels.py and the IR-built kernels of tests/codegen/kernels.py at representative configs,
-and scripts/bench_idioms.py's matmul idioms (tests/dot/epilogue_kernels.py) at its config.
+scripts/bench_idioms.py's matmul idioms (tests/dot/epilogue_kernels.py) at its config, and the idiom corpus's timed
+table (workloads/corpus, tests/corpus/test_corpus.py TABLE) at its GPU meta-parameters.
 Pointers are stood in by small 16-byte-aligned NumPy arrays, so a parameter specializes as it does in the benchmark
 (dtype, alignment, integers divisible by 16). The snapshot is tests/codegen/ptx_snapshot.json, checked by
 tests/codegen/test_ptx_snapshot.py: a change in code generation shows there at once, and a commit that means it
@@ -60,6 +61,7 @@ def cases() -> dict:
     _memory_cases(out, np)
     _dot_test_cases(out, np)
     _idiom_cases(out, np)
+    _corpus_cases(out)
     _codegen_test_cases(out)
     return out
 
@@ -187,6 +189,30 @@ def _idiom_cases(out, np):
         out[f"idioms/{name}/128x128x64-w8-s3/sm_90a"] = (
             lambda name=name: getattr(E, f"{name}_kernel").warmup(a, a, c32, *scal, grid=(1,), target="sm_90a",
                                                                   **meta).asm["ptx"])
+
+
+def _corpus_cases(out):
+    """The idiom corpus's timed table (tests/corpus/test_corpus.py TABLE) at the meta-parameters they are timed
+    with, on their CI-size inputs (the specialization CI compiles them with)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "corpus"))
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_corpus_test", os.path.join(ROOT, "tests", "corpus",
+                                                                                   "test_corpus.py"))
+        T = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(T)
+    finally:
+        sys.path.pop(0)
+    for name in T.TABLE:
+        c = T.CASES[name]
+
+        def thunk(c=c):
+            p, meta = c.params("ci"), c.meta_for("gpu")
+            grid, args = c.launch(p, {**c.make_inputs(p), **c.make_outputs(p)}, meta)
+            consts, opts = c.split_meta(meta)
+            return c.kernel.warmup(*args, grid=grid, target="sm_90a", **consts, **opts).asm["ptx"]
+        out[f"corpus/{name}/gpu-meta/sm_90a"] = thunk
 
 
 def _codegen_test_cases(out):

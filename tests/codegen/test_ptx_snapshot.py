@@ -31,7 +31,7 @@ def test_ptx_matches_snapshot():
 
 
 def test_snapshot_covers_the_benchmarks():
-    """Every benchmarked matmul and attention config, every memory target and the idioms are cases (a config added to a
+    """Every benchmarked matmul and attention config, every memory target, the idioms and the corpus's timed table are cases (a config added to a
     benchmark without regenerating the snapshot fails the test above as a 'new case')."""
     with open(SNAPSHOT) as f:
         keys = set(json.load(f)["ptx_sha256"])
@@ -50,7 +50,8 @@ def test_snapshot_covers_the_benchmarks():
     for t in BMm.TARGETS:
         assert sum(k.startswith(t["workload"] + "/") for k in keys) >= len(t["metas"])
     assert sum(k.startswith("idioms/") for k in keys) == 7  # scripts/bench_idioms.py's kernels
-    assert len(keys) >= 90
+    assert sum(k.startswith("corpus/") for k in keys) >= 18  # the corpus's timed table
+    assert len(keys) >= 110
 
 
 def test_a_changed_kernel_is_named(tmp_path):
