@@ -11,11 +11,10 @@
 
     add_kernel[(compiler.cdiv(N, 1024),)](x, y, z, N, BLOCK=1024)
 """
-__version__ = "0.1.0"
-
+from .version import __version__  # noqa: E402,F401
 from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
 from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
-from .language.core import constexpr  # noqa: E402,F401
+from .language.values import constexpr  # noqa: E402,F401
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402,F401
 from . import language  # noqa: E402,F401
 

@@ -1,9 +1,11 @@
 """The stage driver: frontend -> passes -> LLVM IR -> PTX -> cubin, with a content-addressed cache.
 
 Each stage's artifact is kept under its name in `CompiledKernel.asm` ("tile", "llir", "ptx", "cubin"), so any
-stage can be inspected, cached or diffed. The cache key hashes everything that changes the output: the source
-of the kernel and of every jit function it calls, the specialization of each parameter, the options, the
-target and the compiler version.
+stage can be inspected, cached or diffed. The cache key (`cache_key`, the one place it is computed) hashes
+everything that changes the output: the source of the kernel and of every jit function it calls, the
+specialization of each parameter, the options (with the environment switches `options_for` folds into them,
+and the target), and the toolchain (`toolchain`: the compiler's version and sources, llvmlite, ptxas,
+libdevice).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import json
 import os
 import threading
 
-from . import __version__
+from .version import __version__
 from .errors import CompilationError
 from .frontend.codegen import lower
 from .ir.printer import print_module
@@ -74,6 +76,15 @@ def source_fingerprint() -> str:
                 with open(path, "rb") as fh:
                     h.update(fh.read())
     return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_retired_switches(value: str) -> None:
+    import warnings
+
+    warnings.warn(f"TILEFARM_EXPERIMENTS={value!r} is not read: code generation has no switches any more (each one "
+                  "was made the only code or retired; docs/EXPERIMENTS.md says which and where its code is)",
+                  stacklevel=3)
 
 
 def lower_kernel(jitfn, params):
@@ -187,8 +198,7 @@ class CompiledKernel:
                 except Exception:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
-            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared,
-                                      carveout=self.metadata.get("smem_carveout"))
+            self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
             self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 
@@ -207,20 +217,116 @@ class CompiledKernel:
         return run
 
 
+# Environment variables that change the generated code, and the option each one sets: read here only (options_for),
+# so the options -- and with them the cache key -- say everything. TILEFARM_ARCH is read by default_arch (the target
+# is an option too); TILEFARM_PTXAS names the assembler (toolchain).
+ENV_OPTIONS = {"TILEFARM_NO_WGMMA": "debug_no_wgmma"}
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "off", "no")
+
+
+def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fusion=True, maxnreg=None):
+    """The Options of a compile: the launch's own, the target (default_arch when none), and the environment
+    switches of ENV_OPTIONS."""
+    from .options import Options
+
+    if os.environ.get("TILEFARM_EXPERIMENTS"):
+        _warn_retired_switches(os.environ["TILEFARM_EXPERIMENTS"])
+    env = {field: True for var, field in ENV_OPTIONS.items() if _env_flag(var)}
+    return Options(num_warps=num_warps, num_stages=num_stages, arch=arch or default_arch(), debug=debug,
+                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, **env)
+
+
+def toolchain() -> dict:
+    """What else the output depends on: the compiler (version and a hash of its sources), llvmlite (it pins the
+    LLVM that emits the PTX), ptxas (its release, and the path TILEFARM_PTXAS names: a cubin from another
+    assembler is not the same artifact) and libdevice (linked into kernels that call math functions)."""
+    import llvmlite
+
+    from .codegen.ptx import find_libdevice, find_ptxas
+
+    return {"compiler": source_fingerprint(), "llvmlite": llvmlite.__version__,
+            "ptxas": _file_version(find_ptxas(), "ptxas"), "ptxas_named": os.environ.get("TILEFARM_PTXAS", ""),
+            "libdevice": _file_version(find_libdevice(), "libdevice")}
+
+
+def cache_key(jitfn, params, options) -> str:
+    """The kernel cache key of one specialization: sha256 over the kernel's source (and its jit callees'), its
+    name, the parameters' specialization, the options and the toolchain. The only place a key is made."""
+    from .runtime.cache import cache_key as digest
+
+    return digest({"kernel": jitfn.cache_key, "name": jitfn.fn.__name__, "params": _params_repr(params),
+                   "options": options, "toolchain": toolchain()})
+
+
+_versions: dict = {}
+
+
+def _file_version(path, kind) -> str:
+    """A tool's identity that is the same on every machine with the same release: ptxas's `--version` line
+    (asked once per file: kept in memory and beside the disk cache), libdevice's sha256; "" when absent."""
+    if not path:
+        return ""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    stamp = f"{kind}:{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+    got = _versions.get(stamp)
+    if got is not None:
+        return got
+    disk = _disk_cache()
+    memo = os.path.join(disk.dir, "toolchain.json") if disk is not None else None
+    known = {}
+    if memo:
+        try:
+            with open(memo) as f:
+                known = json.load(f)
+        except (OSError, ValueError):
+            known = {}
+    got = known.get(stamp)
+    if got is None:
+        got = _ptxas_release(path) if kind == "ptxas" else _sha256_file(path)
+        if memo:
+            try:  # written whole, then renamed: a reader sees the old or the new file
+                tmp = f"{memo}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    json.dump({**known, stamp: got}, f)
+                os.replace(tmp, memo)
+            except OSError:
+                pass
+    _versions[stamp] = got
+    return got
+
+
+def _ptxas_release(path) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return _sha256_file(path)
+    got = "; ".join(ln.strip() for ln in out.splitlines() if "release" in ln or ln.strip().startswith("Build"))
+    return got or _sha256_file(path)
+
+
+def _sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None,
                    enable_fp_fusion=True, maxnreg=None) -> CompiledKernel:
     """Compile one specialization through every stage, using the memory and disk caches."""
-    from .options import Options
-
-    arch = arch or default_arch()
-    options = Options(num_warps=num_warps, num_stages=num_stages, arch=arch, debug=debug,
-                      enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg,
-                      experiments=",".join(sorted(x for x in os.environ.get("TILEFARM_EXPERIMENTS", "").split(",")
-                                                  if x)))
-    # TILEFARM_PTXAS names the assembler explicitly: a cubin from another ptxas is not the same artifact
-    key_src = "\n".join([jitfn.cache_key, jitfn.fn.__name__, _params_repr(params), repr(options),
-                          source_fingerprint(), os.environ.get("TILEFARM_PTXAS", "")])
-    key = hashlib.sha256(key_src.encode()).hexdigest()
+    options = options_for(num_warps=num_warps, num_stages=num_stages, debug=debug, arch=arch,
+                          enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg)
+    arch = options.arch
+    key = cache_key(jitfn, params, options)
     k = _mem_cache.get(key)
     if k is not None:
         return k
@@ -247,7 +353,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
         from .codegen import compile_function
 
         out = compile_function(module, options, cubin=False)
-        out = _one_more_block(jitfn, params, module, options, out)
     except CompilationError as e:
         raise e.with_traceback(None) from None
     meta = dict(out["meta"])
@@ -265,69 +370,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             pass
     _mem_cache[key] = k
     return k
-
-
-SM_REGS = 65536  # 32-bit registers of one SM (sm_80/sm_90), allocated per thread in steps of 8
-MAX_SPILL = 64  # bytes of spill stores per thread the one-more-block variant may take
-
-
-def _blocks_per_sm(regs: int, threads: int, smem: int) -> tuple[int, int]:
-    """(blocks by registers, blocks by shared memory) on one SM."""
-    from .passes.pipeline import blocks_per_sm
-
-    return SM_REGS // (-(-regs // 8) * 8 * threads), blocks_per_sm(smem)
-
-
-def _one_more_block(jitfn, params, module, options, out):
-    """Switch "occupancy" (off): a one-warpgroup kernel with a loop of several wgmma dots (attention) that fits
-    B blocks per SM is built a second time for B + 1: with the tight copy ring (less shared memory) and, when its
-    registers are more than B + 1 blocks allow, registers capped for that count (.maxnreg) with no wgmma group left
-    in flight across iterations (a P.V in flight keeps its P registers busy through the next QK, which the cap
-    cannot afford: ptxas would serialize the wgmmas). The variant is kept when ptxas assembles it without
-    serializing, with at most MAX_SPILL bytes of spills, and B + 1 blocks fit both its registers and its shared
-    memory. Measured on the H200 (attention D=64 128x64 w4 s3, BH32 L4096): two blocks per SM -> three, 408 -> 422
-    TFLOP/s in one run of 11 rounds (Triton's same kernel with maxnreg=168: 416 -> 388, its wgmmas serialized), but
-    in three A/B runs of the benchmark (15 rounds each, every config of the wide list) ours with it / without it
-    0.997-0.999 per round: no gain to show, so it stays off. Every gpu test passes with it on."""
-    import dataclasses
-
-    from .codegen import compile_function
-    from .codegen.ptx import ptx_resources
-    from .passes import run_pipeline
-
-    if not (options.experiment("occupancy") and options.arch.endswith("a") and options.num_warps == 4
-            and options.maxnreg is None and _multi_dot_loop(module.function.body)):
-        return out
-    threads = 32 * options.num_warps
-    base = ptx_resources(out["ptx"], options.arch)
-    if not base or base["spill_stores"] or "C751" in base["log"]:
-        return out
-    target = min(_blocks_per_sm(base["registers"], threads, out["meta"].get("shared_bytes", 0))) + 1
-    cap = SM_REGS // (target * threads) // 8 * 8
-    squeeze = base["registers"] > cap  # only the shared memory in the way: the tight ring alone
-    named = set(x for x in options.experiments.split(",") if x) | {"ring_tight_multi_all"}
-    opts = dataclasses.replace(options, maxnreg=cap if squeeze else None,
-                               experiments=",".join(sorted(named | ({"no_wgmma_defer"} if squeeze else set()))))
-    variant = run_pipeline(lower(jitfn, params, {}), opts, upto="dce")
-    variant.options = opts
-    alt = compile_function(variant, opts, cubin=False)
-    res = ptx_resources(alt["ptx"], opts.arch)
-    if (not res or res["spill_stores"] > MAX_SPILL or "C751" in res["log"]
-            or min(_blocks_per_sm(res["registers"], threads, alt["meta"].get("shared_bytes", 0))) < target):
-        return out
-    alt["meta"]["occupancy"] = {"blocks_per_sm": target, "was": target - 1, "maxnreg": opts.maxnreg,
-                                "spill_stores": res["spill_stores"]}
-    return alt
-
-
-def _multi_dot_loop(block) -> bool:
-    """A `for` in the block (or nested) whose body holds several dots."""
-    for op in block.ops:
-        if op.kind == "for" and sum(o.kind == "dot" for o in op.blocks[0].ops) > 1:
-            return True
-        if any(_multi_dot_loop(b) for b in op.blocks):
-            return True
-    return False
 
 
 def _txt(b):

@@ -470,7 +470,6 @@ def env_info():
         pass
     import compiler
     info["tilefarm"] = compiler.__version__
-    info["experiments"] = os.environ.get("TILEFARM_EXPERIMENTS", "")
     return info
 
 

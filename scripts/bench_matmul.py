@@ -2,7 +2,7 @@
 """Matmul and flash-attention forward on the GPU: our compiler vs Triton (same source) vs torch, in one process.
 
     python3 scripts/bench_matmul.py [--out DIR] [--quick] [--sizes 1024,4096] [--dtypes float16] [--no-attention]
-                                    [--ab SWITCHES] [--rounds N]
+                                    [--rounds N]
     python3 scripts/bench_matmul.py --table DIR/matmul-<date>.json      # re-render a stored run, no GPU
 
 Matmul (workloads/matmul/kernel.py, epilogue none): fp16 and bf16, square sizes 1024^3 .. 8192^3, a few block
@@ -15,9 +15,7 @@ Timing: compiler.runtime.do_bench (L2 flushed before each repetition, median); t
 torch) is then re-timed in N (5) interleaved rounds and the table shows those medians, and the ratio ours/Triton
 taken round by round (median, min, max): the two were timed side by side in each round, so that ratio is free of
 the drift between rounds that a ratio of medians keeps. Writes DIR/matmul-<date>.json and .md (GPU, driver,
-versions, every number) and prints a table with ratios. `--ab cp_fence,no_ring_dst` adds a
-third implementation, ours compiled with those code-generation switches, timed in the same process and rounds: an
-A/B that decides whether a switch becomes default.
+versions, every number) and prints a table with ratios.
 """
 from __future__ import annotations
 
@@ -74,36 +72,11 @@ def rel_err(torch, got, ref):
     return float((g - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
 
 
-AB = None  # --ab: code-generation switches (TILEFARM_EXPERIMENTS) timed as a third implementation, "ours+ab"
-IMPLS = ("ours", "triton", "ours+ab")
+IMPLS = ("ours", "triton")
 
 
 def _impls(ours_k, trit_k):
-    out = [("ours", ours_k), ("triton", trit_k)]
-    if AB:
-        import compiler
-        # a JITFunction of its own: its compiled kernels (built with the switches) never mix with "ours"
-        out.append(("ours+ab", compiler.jit(ours_k.fn)))
-    return out
-
-
-class _switches:
-    """TILEFARM_EXPERIMENTS=AB while "ours+ab" compiles (its first call); the previous value after."""
-
-    def __init__(self, impl):
-        self.on = impl == "ours+ab"
-
-    def __enter__(self):
-        if self.on:
-            self.old = os.environ.get("TILEFARM_EXPERIMENTS")
-            os.environ["TILEFARM_EXPERIMENTS"] = AB
-
-    def __exit__(self, *exc):
-        if self.on:
-            if self.old is None:
-                os.environ.pop("TILEFARM_EXPERIMENTS", None)
-            else:
-                os.environ["TILEFARM_EXPERIMENTS"] = self.old
+    return [("ours", ours_k), ("triton", trit_k)]
 
 
 ROUNDS = 5  # interleaved re-measurements of the best configs (clocks drift over a sweep; one sample each misleads)
@@ -138,11 +111,10 @@ def confirm(row, fns, flops, rep_ms, rounds=None):
 
 
 def measure(torch, impl, fn, error_of, tol, flops, rep_ms) -> dict:
-    """Run fn once (it compiles: with the A/B switches for "ours+ab"), check its output (error_of() against tol),
-    then time it; an exception becomes the entry's error."""
+    """Run fn once (it compiles), check its output (error_of() against tol), then time it; an exception becomes
+    the entry's error."""
     try:
-        with _switches(impl):
-            fn()
+        fn()
         torch.cuda.synchronize()
         err = error_of()
         ms = bench(fn, rep_ms)
@@ -155,7 +127,7 @@ def measure(torch, impl, fn, error_of, tol, flops, rep_ms) -> dict:
 def log_medians(label, row):
     log(f"{label} interleaved medians: " + ", ".join(
         f"{n} {row[k]['tflops']:.1f}" for n, k in (("ours", "best_ours"), ("triton", "best_triton"),
-                                                   ("ours+ab", "best_ours+ab"), ("torch", "torch"))
+                                                   ("torch", "torch"))
         if k in row and "tflops" in row[k]))
 
 
@@ -365,11 +337,6 @@ def summarize(row):
     row["ours_vs_triton"] = o / t if o and t else None
     row["ours_vs_torch"] = o / c if o and c else None
     row["ours_vs_triton_rounds"] = paired_spread(row.get("best_ours"), row.get("best_triton"))
-    if "ours+ab" in row:
-        x = row.get("best_ours+ab", {}).get("tflops")
-        row["ab_vs_ours"] = x / o if x and o else None
-        row["ab_vs_triton"] = x / t if x and t else None
-        row["ab_vs_ours_rounds"] = paired_spread(row.get("best_ours+ab"), row.get("best_ours"))
     return row
 
 
@@ -405,17 +372,6 @@ def table(rows):
         lines[-1] += (f"{tc['tflops']:.1f} | " if tc and tc.get("ok") else "- | ")
         lines[-1] += f"{f(r.get('ours_vs_triton'))} | {spread(r.get('ours_vs_triton_rounds'))} | "
         lines[-1] += f"{f(r.get('ours_vs_torch'))} |"
-    if any("ours+ab" in r for r in rows):
-        lines += ["", f"A/B: ours with TILEFARM_EXPERIMENTS={AB} (its own best config, interleaved with the others)",
-                  "",
-                  "| work | ours+ab TFLOP/s (config) | ours+ab / ours | ours+ab / ours per round: median [min, max] | "
-                  "ours+ab / Triton |", "|---|---|---|---|---|"]
-        for r in rows:
-            name = work_name(r)
-            b = r.get("best_ours+ab")
-            lines.append(f"| {name} | " + (f"{b['tflops']:.1f} ({b['config']})" if b else "-") +
-                         f" | {f(r.get('ab_vs_ours'))} | {spread(r.get('ab_vs_ours_rounds'))} |"
-                         f" {f(r.get('ab_vs_triton'))} |")
     return "\n".join(lines)
 
 
@@ -462,15 +418,13 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds re-timing the best configs")
     ap.add_argument("--sass", action="store_true", help="resources and SASS counts of our matmul per config")
     ap.add_argument("--occupancy", action="store_true", help="blocks per SM of our matmul per config, then stop")
-    ap.add_argument("--ab", default=None, help="code-generation switches (TILEFARM_EXPERIMENTS, e.g. "
-                    "cp_fence,no_ring_dst) timed as a third implementation beside ours and Triton")
     ap.add_argument("--pool", metavar="JSON", nargs="+", default=None,
                     help="ours/Triton round by round pooled over several runs' JSON, with a bootstrap interval; no GPU")
     ap.add_argument("--table", metavar="JSON", default=None,
                     help="print the table of an earlier run's JSON (with the per-round spread) and stop; no GPU")
     args = ap.parse_args(argv)
-    global AB, ROUNDS, ATTN_CONFIGS
-    AB, ROUNDS = args.ab, max(1, args.rounds)
+    global ROUNDS, ATTN_CONFIGS
+    ROUNDS = max(1, args.rounds)
     ATTN_CONFIGS = ATTN_WIDE if args.attn_configs == "wide" else ATTN_SMALL
     if args.pool:
         return pooled(args.pool)

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,exp,exptests,exptime,attnwide,mmab,attn15,variants,
-#                                       occ,ncu128,diag,diaghit,farmtests,badinputs,startup,ncu,asm,host,
-#                                       corpus,lang] [pytest args]
+#                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
+#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -101,7 +100,7 @@ if has ncu; then  # Nsight Compute on one launch, ours and Triton's: attention, 
     step ncu-matmul-2048-$impl $NCU -k regex:matmul python3 scripts/ncu_once.py matmul --impl $impl --warps 8
   done
 fi
-if has ncu128; then  # Nsight Compute: matmul 2048^3 128x128x64 w8 s3 (ours, ours with ring_tight_all, Triton) and
+if has ncu128; then  # Nsight Compute: matmul 2048^3 128x128x64 w8 s3 (ours, Triton) and
   # attention D=64 w4 (ours, Triton): where the 128x128 matmul config and attention D=64 lose to Triton
   NCU="ncu --clock-control none --launch-skip 1 --launch-count 1 --section SchedulerStats \
        --section WarpStateStats --section LaunchStats --section Occupancy --section SpeedOfLight \
@@ -110,8 +109,6 @@ if has ncu128; then  # Nsight Compute: matmul 2048^3 128x128x64 w8 s3 (ours, our
     step ncu-mm128-$impl $NCU -k regex:matmul python3 scripts/ncu_once.py matmul --impl $impl --warps 8 \
       --block 128,128,64
   done
-  step ncu-mm128-ours-tightall env TILEFARM_EXPERIMENTS=ring_tight_all $NCU -k regex:matmul \
-    python3 scripts/ncu_once.py matmul --impl ours --warps 8 --block 128,128,64
   for impl in ours triton; do
     step ncu-attn64-$impl $NCU -k regex:attention_fwd python3 scripts/ncu_once.py attention --impl $impl --D 64 \
       --warps 4
@@ -137,41 +134,22 @@ fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
 fi
-EXP=${TILEFARM_EXP:-desc64}  # the switches the exp part runs with (compiler/options.py; e.g. no_smem_convert)
-if has exp; then  # code-generation switches: every gpu test with them on, then matmul and attention A/B-timed
-  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests
-  mkdir -p "$OUT/exp"
-  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"  # A/B in one process
-fi
-if has exptests; then  # only the gpu tests with the switches in $EXP on
-  step exp-tests env TILEFARM_EXPERIMENTS=$EXP python3 -m pytest -q -m gpu -p no:cacheprovider tests "$@"
-fi
-if has occ; then  # blocks per SM of our matmul per config, default and with the switches in $EXP
+if has occ; then  # blocks per SM of our matmul per config
   step occupancy python3 scripts/bench_matmul.py --occupancy
-  step occupancy-exp env TILEFARM_EXPERIMENTS=$EXP python3 scripts/bench_matmul.py --occupancy
 fi
-if has exptime; then  # only the A/B timing of the switches in $EXP (their gpu tests ran before)
-  mkdir -p "$OUT/exp"
-  step exp-matmul python3 scripts/bench_matmul.py --ab "$EXP" --rounds 7 --out "$OUT/exp"
-fi
-if has attnwide; then  # attention over a wider config space (same list for every implementation), A/B with $EXP
+if has attnwide; then  # attention over a wider config space (same list for every implementation)
   mkdir -p "$OUT/attnwide"
-  step attn-wide python3 scripts/bench_matmul.py --no-matmul --attn-configs wide --ab "$EXP" --rounds 7 \
-    --rep-ms 50 --out "$OUT/attnwide"
+  step attn-wide python3 scripts/bench_matmul.py --no-matmul --attn-configs wide --rounds 7 --rep-ms 50 \
+    --out "$OUT/attnwide"
 fi
-if has mmab; then  # matmul A/B of the switches in $EXP on the configs in $MM_CONFIGS (bench_matmul --matmul-configs)
+if has mmab; then  # matmul on the configs in $MM_CONFIGS (bench_matmul --matmul-configs), ours vs Triton
   mkdir -p "$OUT/mmab"
   step mm-ab python3 scripts/bench_matmul.py --no-attention --sizes 4096,8192 --dtypes float16 \
-    --matmul-configs "${MM_CONFIGS:-128x256x128-w8-s3,256x128x128-w8-s3}" --ab "$EXP" --rounds 5 --out "$OUT/mmab"
+    --matmul-configs "${MM_CONFIGS:-128x256x128-w8-s3,256x128x128-w8-s3}" --rounds 5 --out "$OUT/mmab"
 fi
 if has attn15; then  # attention only (wide config list), 15 interleaved rounds
   mkdir -p "$OUT/attn15"
   step attn-15 python3 scripts/bench_matmul.py --no-matmul --rounds 15 --out "$OUT/attn15"
-fi
-if has variants; then  # attention under several switch sets ($VARIANTS, '+' within a set) on $ATTN_CFGS, vs Triton
-  mkdir -p "$OUT/variants"
-  step attn-variants python3 scripts/bench_attn_variants.py --variants "${VARIANTS:-,mbar_ring}" \
-    ${ATTN_CFGS:+--configs "$ATTN_CFGS"} --rounds "${ROUNDS:-10}" --out "$OUT/variants"
 fi
 if has asm; then  # which ptxas assembles ours, and ours vs Triton when ours uses the ptxas bundled with Triton
   OPTXAS=$(python3 -c "from compiler.codegen.ptx import find_ptxas; print(find_ptxas())")

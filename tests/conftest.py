@@ -1,9 +1,17 @@
-"""Suite-wide test setup: gpu-marked tests skip, saying why, when no NVIDIA GPU is usable."""
+"""Suite-wide test setup: gpu-marked tests skip, saying why, when no NVIDIA GPU is usable; the IR verifier runs
+before and after every pass of every compile (TILEFARM_VERIFY_IR, compiler/passes/__init__.py)."""
 import os
 
 import pytest
 
 os.environ.setdefault("TILEFARM_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "tilefarm-test-cache"))
+os.environ.setdefault("TILEFARM_VERIFY_IR", "1")
+
+
+def pytest_configure(config):
+    import compiler.passes
+
+    compiler.passes.VERIFY = os.environ["TILEFARM_VERIFY_IR"] not in ("", "0")
 
 
 def _gpu_reason():

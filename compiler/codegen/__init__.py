@@ -47,11 +47,10 @@ def _has_dot(block) -> bool:
 
 def target_options(module, options: Options) -> Options:
     """sm_90 kernels that contain a dot are built for sm_90a (wgmma needs the arch-specific target); the
-    metadata's "target" says which one was used. TILEFARM_NO_WGMMA=1 keeps sm_90 (mma.sync)."""
+    metadata's "target" says which one was used. Options.debug_no_wgmma (TILEFARM_NO_WGMMA=1) keeps sm_90
+    (mma.sync)."""
     import dataclasses
-    import os
 
-    if options.arch == "sm_90" and os.environ.get("TILEFARM_NO_WGMMA", "0") in ("0", "") and \
-            _has_dot(module.function.body):
+    if options.arch == "sm_90" and not options.debug_no_wgmma and _has_dot(module.function.body):
         return dataclasses.replace(options, arch="sm_90a")
     return options

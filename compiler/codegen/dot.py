@@ -399,14 +399,10 @@ def to_dot_operand(e, x, dst_ll, lay):
 # ---- Hopper warpgroup MMA (wgmma, sm_90a): operands in swizzled shared memory ----------------------------------
 
 def _desc64(e, op) -> bool:
-    """The wgmmas of `op` take 64-bit descriptors (switch "desc64" everywhere; "desc64_multi", default, for the
-    dots of a loop with several dots: attention's short QK and P.V chains, where the rebuilt descriptors stand
-    between the wgmmas; measured on the H200 in three A/B runs, attention D=128 1.020-1.024, D=64 1.00, while
-    the matmul loop's long n256 chains gained nothing, 0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs)."""
-    if e.opts.experiment("desc64"):
-        return True
-    if not e.opts.experiment("desc64_multi"):
-        return False
+    """The wgmmas of `op` take 64-bit descriptors when it is a dot of a loop with several dots: attention's short
+    QK and P.V chains, where the rebuilt descriptors stand between the wgmmas; measured on the H200 in three A/B
+    runs, attention D=128 1.020-1.024, D=64 1.00, while the matmul loop's long n256 chains gained nothing,
+    0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs (docs/EXPERIMENTS.md, desc64)."""
     blk = op.block
     loop = getattr(blk, "parent", None)
     return getattr(loop, "kind", None) == "for" and sum(o.kind == "dot" for o in blk.ops) > 1
@@ -433,7 +429,7 @@ def _desc(e, st, row, col, kmajor, wide=False):
     lbo = 16 if kmajor else st.block_bytes
     hi = ((sbo >> 4) << 32) | (st.swizzle_mode << 62)
     if wide:
-        # Switches "desc64" / "desc64_multi" (_desc64): one 64-bit descriptor per tile and slot, and a 64-bit add
+        # (_desc64) one 64-bit descriptor per tile and slot, and a 64-bit add
         # of the constant offset per k-step (the address field cannot carry: it stays under 2^14), so the wgmmas
         # of a chain take descriptors one uniform add apart instead of each rebuilding its high word
         base = e.b.or_(e.b.zext(e.b.add(e.b.lshr(start, e.i32(4)), e.i32((lbo >> 4) << 16)), C.I64),
@@ -460,38 +456,12 @@ def _wait_tied(e, regs, pending=0):
     return [e.b.extract_value(r, i) for i in range(n)]
 
 
-def wgmma_applies(op, options, num_warps) -> tuple | None:
-    """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16 -> fp32, whole warpgroups, M a
-    multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256), else None."""
-    from ..passes.layouts import mma_warps
-
-    if not str(getattr(options, "arch", "")).endswith("a") or num_warps % 4:
-        return None
-    a = op.operands[0].type
-    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits != 16:
-        return None
-    if op.result.type.element.name != "float32":
-        return None
-    M, N = op.result.type.shape
-    wm, wn = mma_warps((M, N), num_warps, version=3)
-    if M % (16 * wm) or N % wn:
-        return None
-    instr_n = N // wn
-    while instr_n > 256:
-        instr_n //= 2
-    if instr_n % 8 or (wn > 1 and instr_n % 64):
-        return None
-    return (wm, wn), instr_n
-
-
 def _dot_wgmma(e, op, a, b, c, ll, lay):
     """Operands in shared memory already (a copy ring slot, or hoisted before the loop) are read in place; `a`
     in the accumulator layout of an earlier wgmma (attention's p) is read from registers; the others are
     written to swizzled scratch tiles first."""
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
-    if _qk_ahead_loop(op) is not None:
-        return _qk_ahead_dot(e, op, c, ll, lay)
     loop = _pipelined_loop(op)
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
@@ -532,109 +502,6 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
-
-
-def _qk_ahead_loop(op):
-    """The loop when op is the first dot of a loop marked by the pipeline pass's "qk_ahead", else None."""
-    blk = op.block
-    loop = getattr(blk, "parent", None)
-    if loop is None or not loop.attrs.get("_qk_ahead") or blk is not loop.blocks[0]:
-        return None
-    return loop if next(o for o in blk.ops if o.kind == "dot") is op else None
-
-
-def _qk_issue(e, op, slot_offset, c, ll, lay, fresh=False, fenced=False):
-    """Issue op's wgmmas with `a` hoisted to shared memory (loop-invariant) and `b` the ring slot at slot_offset;
-    the group stays in flight (the caller waits)."""
-    view = op.operands[1].owner
-    ring = _ring(e, view)
-    j = view.attrs["operand"]
-    if ring.inner[j] is None:
-        raise error("a ring slot is read before any copy into it (compiler bug)", op.loc)
-    stb = _tile_of(ring, j, ring.inner[j])
-    stb.dyn = slot_offset
-    a = e.hoisted.get(op.operands[0].id)
-    if not isinstance(a, SmemOperand):
-        raise error("qk_ahead: the dot's `a` is not in shared memory before the loop (compiler bug)", op.loc)
-    if not isinstance(c, Tile):
-        c = Tile(ll, [c] * ll.num_regs)
-    return _wgmma_issue(e, op, a.st, stb, a.st.inner == 1, stb.inner == 0, c, ll, lay, None, wait=False,
-                        fresh=fresh, fenced=fenced)
-
-
-def qk_ahead_prologue(e, loop, init):
-    """Before a qk_ahead loop (after its operands are hoisted): wait for ring slot 0, then issue the first
-    iteration's QK, left in flight. Returns the loop's initial values -- the carried wgmma accumulators among
-    them tied through that QK's fence, so none is written while it is in flight (ptxas would serialize) -- and
-    the QK's registers (the initial values of the loop's hidden carried QK)."""
-    op = next(o for o in loop.blocks[0].ops if o.kind == "dot")
-    init = list(init)
-    accs, at = [], 0
-    for v, lay in zip(loop.operands[3:], loop.attrs["_layouts"]):
-        x = e.get(v)
-        n = len(x.regs) if isinstance(x, Tile) else 1
-        if isinstance(x, Tile) and isinstance(lay, MmaLayout) and lay.version == 3:
-            accs.append((at, n))
-        at += n
-    spec = loop.attrs["_ring"]
-    _asm_void(e, f"cp.async.wait_group {spec['stages'] - 3};")  # groups 1 .. ahead-1 may still be in flight
-    e.barrier()
-    lay = op.attrs["_layouts"][0]
-    ll = e.result_ll(op)
-    acc = op.operands[2]
-    c = e.env.get(acc.id)
-    if c is None:  # a constant defined inside the loop (not emitted yet)
-        c = ir.Constant(C.F32, float(acc.owner.attrs["value"]))
-    if not isinstance(c, Tile):
-        c = Tile(ll, [c] * ll.num_regs)
-    extra = [r for a, n in accs for r in init[a:a + n]]
-    tied = _fence_tied(e, list(c.regs) + extra)
-    k = ll.num_regs
-    for a, n in accs:
-        init[a:a + n] = tied[k:k + n]
-        k += n
-    qk = _qk_issue(e, op, e.i32(0), Tile(ll, tied[:ll.num_regs]), ll, lay, fresh=True, fenced=True)
-    return init, list(qk)
-
-
-def _qk_ahead_dot(e, op, c, ll, lay):
-    """In a qk_ahead loop, iteration i: wait for QK(i), issued one iteration earlier, and for the P.V group the
-    last iteration left in flight (ptxas proves a wgmma's registers free only after a wait for every group; with
-    QK(i+1) left pending it serializes the wgmmas), copy QK(i) out as this dot's result, and issue QK(i+1) from
-    slot i+1 -- here, or at the loop's qk_issue marker (after the accumulator's rescale) when it has one."""
-    loop = _qk_ahead_loop(op)
-    view = op.operands[1].owner
-    blk = op.block
-    cur = _wait_all(e, list(e.qk_carried[id(loop)]), _deferred_accumulators(e, op))
-    # QK(i) is copied out, and QK(i+1) accumulates into its registers (values ignored): the loop carries one
-    # register set, the same across the back edge, so no copy touches a wgmma in flight
-    mov = ir.InlineAsm(ir.FunctionType(C.F32, [C.F32]), "mov.b32 $0, $1;", "=f,f")
-    vals = [e.b.call(mov, [r]) for r in cur]
-    issue = (op, Tile(ll, cur), ll, lay, _slot_offset(e, view, _ring(e, view), 1))
-    if not any(o.kind == "qk_issue" for o in blk.ops):
-        _qk_issue_next(e, loop, issue, [])
-    else:
-        e.qk_issue[id(loop)] = issue  # issued at the marker (pipeline pass: after the accumulator's rescale)
-    return vals
-
-
-def _qk_issue_next(e, loop, issue, extra):
-    """Issue QK(i+1) into the loop's carried QK registers; `extra` registers (the rescaled accumulator the next
-    wgmma reads) are tied through the same fence, so nothing writes them while QK(i+1) is in flight."""
-    op, cur, ll, lay, slot = issue
-    tied = _fence_tied(e, list(cur.regs) + list(extra))
-    n = len(cur.regs)
-    nxt = _qk_issue(e, op, slot, Tile(ll, tied[:n]), ll, lay, fresh=True, fenced=True)
-    e.qk_next[id(loop)] = list(nxt)
-    return tied[n:]
-
-
-@emits("qk_issue")
-def _e_qk_issue(e, op):
-    loop = op.block.parent
-    x = e.get(op.operands[0])
-    tied = _qk_issue_next(e, loop, e.qk_issue.pop(id(loop)), list(x.regs))
-    e.env[op.operands[0].id] = Tile(x.ll, tied)
 
 
 def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
@@ -684,8 +551,7 @@ def hoist_operands(e, loop):
     e.smem_base = base + off
 
 
-def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=True, fresh=False,
-                 fenced=False):
+def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     """The wgmma instructions of one dot from swizzled tiles sta (or registers a_regs), stb; one commit group,
     left in flight (wait 1) when the dot is a loop's pipelined accumulator update."""
     M, N = ll.shape
@@ -695,17 +561,11 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
     ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
-    if a_regs is not None and e.opts.experiment("wgmma_defer"):
+    if a_regs is not None:
         # every A word packed before the fence (tied through it): the HGMMA chain then issues back to back
         # instead of one ARRIVE per instruction between the packing
         words = [_pack(e, a_regs.regs[r0:r0 + 2]) for r0 in range(0, len(a_regs.regs), 2)]
         words = _fence_tied(e, words)
-    elif fenced:
-        pass  # the caller emitted the fence, its operands tied through it
-    elif fresh:
-        # qk_ahead: the accumulator registers are tied through the fence (any copy of them the register allocator
-        # needs comes before it) and the first k step ignores their values (scale-d 0)
-        c = Tile(c.ll, _fence_tied(e, list(c.regs)))
     else:
         _asm_void(e, "wgmma.fence.sync.aligned;")
     wide = _desc64(e, op)
@@ -731,7 +591,6 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
     fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
-    asm0 = ir.InlineAsm(fty, text.replace(", 1, 1, 1,", ", 0, 1, 1,", 1), cons, side_effect=True) if fresh else asm
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
@@ -750,12 +609,10 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, wait=
                         da = words[r0 // 2:r0 // 2 + 4]
                     else:
                         da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
-                r = e.b.call(asm0 if k0 == 0 else asm, da + [db] + acc)
+                r = e.b.call(asm, da + [db] + acc)
                 acc = [e.b.extract_value(r, i) for i in range(n_acc)]
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
-    if not wait:
-        return regs  # qk_ahead: the caller ties the results through a later wait
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
     return _wait_retiring(e, op, regs, 1 if loop is not None else 0)
@@ -774,12 +631,11 @@ def _fence_tied(e, words):
 
 
 def defer_to_loop(e, op):
-    """Switch "wgmma_defer" (default): the body index of the first dot of op's loop, when op -- a later dot of the same
+    """The body index of the first dot of op's loop, when op -- a later dot of the same
     loop body whose result only goes back through the loop's yield (attention's P.V) -- may leave its wgmma in
     flight into the next iteration: that first dot waits for everything (wait_group 0) before any use of the
-    carried value, and the loop's exit waits too. None otherwise."""
-    if not e.opts.experiment("wgmma_defer"):
-        return None
+    carried value, and the loop's exit waits too. None otherwise. Measured on the H200 (2026-11-29): attention
+    D=128 419.5 -> 440.2 TFLOP/s, D=64 unchanged."""
     blk = op.block
     loop = getattr(blk, "parent", None)
     if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
@@ -825,13 +681,13 @@ def _inside(blk, v) -> bool:
 
 def _wait_retiring(e, op, regs, pending):
     """The wait of a dot's wgmma group. After the first dot of a loop body the accumulators a later dot left in
-    flight last iteration (wgmma_defer) are complete too: they are tied through the same wait (one wait_group
+    flight last iteration (defer_to_loop) are complete too: they are tied through the same wait (one wait_group
     0 for all; a second wait when this one leaves a group pending), so nothing reads them earlier, and the tied
     values are used from here."""
     blk = op.block
     loop = getattr(blk, "parent", None)
     deferred = []
-    if (loop is not None and loop.kind == "for" and blk is loop.blocks[0] and e.opts.experiment("wgmma_defer")
+    if (loop is not None and loop.kind == "for" and blk is loop.blocks[0]
             and next((o for o in blk.ops if o.kind == "dot"), None) is op):
         deferred = _deferred_accumulators(e, op)
     if pending or not deferred:
@@ -855,7 +711,7 @@ def _wait_all(e, regs, deferred):
 
 def _deferred_accumulators(e, op):
     """(carried argument, its registers) for each later dot of op's loop body that left its wgmma group in flight
-    into the next iteration (wgmma_defer)."""
+    into the next iteration (defer_to_loop)."""
     blk = op.block
     y = blk.terminator
     out = []
@@ -888,8 +744,6 @@ def _pipelined_loop(op):
 def finish_loop(e, loop):
     """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results; then
     release the loop's copy ring, if it had one."""
-    if loop.attrs.get("_qk_ahead"):  # the QK issued by the last iteration (a slot past the end) is discarded
-        _asm_void(e, "wgmma.wait_group.sync.aligned 0;")
     if loop.attrs.get("_wgmma_pending"):
         _finish_wgmma(e, loop)
     if "_hoisted" in loop.attrs:  # the hoisted operands' shared memory is free again once every warp is done
@@ -944,7 +798,6 @@ class _Ring:
         self.inner = [None] * len(spec["tiles"])
         self.started = False
         self.start = 0  # where the ring begins in shared memory (1024-aligned)
-        self.plain_stores = False  # mbar_ring: a copy of the slot being written went through st.shared
 
 
 def _ring(e, op):
@@ -988,19 +841,13 @@ def _e_async_copy(e, op):
 
     ring = _ring(e, op)
     j = op.attrs["operand"]
-    mbar = ring.spec.get("mbar")
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
-        # (mbar_ring: its barriers after the slots, in 1 KiB so what follows stays 1024-aligned for wgmma)
-        nbytes = ring.spec["stages"] * ring.spec["stage_bytes"] + (1024 if mbar else 0)
+        nbytes = ring.spec["stages"] * ring.spec["stage_bytes"]
         e.smem_begin(nbytes)
         ring.start = e.smem_base
         e.smem_base += nbytes
         ring.started = True
-        if mbar:
-            _mbar_init(e, ring)
-    if mbar:
-        target = _mbar_copy_head(e, op, ring, j)
-    elif op.attrs.get("barrier"):
+    if op.attrs.get("barrier"):
         e.barrier()
     p = e.get(op.operands[0])
     ll = p.ll
@@ -1020,7 +867,7 @@ def _e_async_copy(e, op):
     tc = e.thread_coords(ll)
     nbytes = vec * eb
     starts = list(range(0, ll.num_regs, vec))
-    deltas = _constant_deltas(st, ll, d, starts, e.nw) if nbytes >= 4 and e.opts.experiment("ring_dst") else None
+    deltas = _constant_deltas(st, ll, d, starts, e.nw) if nbytes >= 4 else None
     first = None
     for r0 in starts:
         rc = ll.reg_coord(r0)
@@ -1045,18 +892,15 @@ def _e_async_copy(e, op):
                       [addr if deltas is not None else e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
-            ring.plain_stores = True
-    if mbar:
-        if op.attrs.get("commit"):
-            _mbar_copy_tail(e, ring, target)
-    elif op.attrs.get("commit"):
+    if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
 
 
 def _constant_deltas(st, ll, inner, starts, num_warps):
     """{r0: byte distance of register r0's chunk from register starts[0]'s} when that distance is the same for
     every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
-    Checked by enumerating the threads (switch "ring_dst", default)."""
+    Checked by enumerating the threads. (Measured on the H200 with the conversions of codegen/reduce.py and the
+    wait without a proxy fence, 2026-11-30: matmul 1.00-1.11x at 1024^3..8192^3, attention D=64 1.05x.)"""
     outer = st.outer
     threads = [ll.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
     ref = ll.reg_coord(starts[0])
@@ -1077,98 +921,14 @@ def _asm_args(e, text, cons, args):
     e.b.call(ir.InlineAsm(fty, text, cons, side_effect=True), args)
 
 
-# ---- mbar_ring (passes/pipeline.py): slots handed over through mbarriers -------------------------------------------
-# Per slot s, two 8-byte mbarriers after the ring's slots: full[s] (count: the block's threads; each thread's
-# cp.async.mbarrier.arrive.noinc arrives once its copies into the slot landed) and empty[s] (count: the block's
-# warps; lane 0 of each warp arrives once the warp's wgmmas that read the slot retired). Use u of slot s (iteration
-# t = u * slots + s) completes phase u of both; a wait names the phase by its parity.
-
-def _mbar_addr(e, ring, which, slot):
-    """Shared-window address (i32) of full[slot] (which=0) or empty[slot] (which=1); slot an i32 value."""
-    n = ring.spec["stages"]
-    base = ring.start + n * ring.spec["stage_bytes"] + which * 8 * n
-    return e.b.add(e.smem.ptrtoint(C.I32), e.b.add(e.b.mul(slot, e.i32(8)), e.i32(base)))
-
-
-def _mbar_wait(e, addr, parity):
-    """Spin until the phase of the mbarrier at addr with this parity has completed (acquire)."""
-    fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
-    text = ("{ .reg .pred p; tf_wait: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
-            "@!p bra.uni tf_wait; }")
-    e.b.call(ir.InlineAsm(fty, text, "r,r,~{memory}", side_effect=True), [addr, parity])
-
-
-def _mbar_slot_phase(e, t, n):
-    """(slot, parity of its use) of iteration t (an i32 value) in a ring of n slots."""
-    return e.b.urem(t, e.i32(n)), e.b.and_(e.b.udiv(t, e.i32(n)), e.i32(1))
-
-
-def _mbar_thread0(e, ring, which, text):
-    """Thread 0 runs `text` ($0: the address) on each slot's full (which=0) or empty (which=1) mbarrier."""
-    fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
-    asm = ir.InlineAsm(fty, "{ .reg .pred p; setp.eq.u32 p, $1, 0; @p " + text + " }", "r,r,~{memory}",
-                       side_effect=True)
-    for s in range(ring.spec["stages"]):
-        e.b.call(asm, [_mbar_addr(e, ring, which, e.i32(s)), e.tid])
-
-
-def _mbar_init(e, ring):
-    for which, count in ((0, e.nw * 32), (1, e.nw)):
-        _mbar_thread0(e, ring, which, f"mbarrier.init.shared::cta.b64 [$0], {count};")
-    e.barrier()  # every thread sees them initialized before it arrives
-
-
-def _mbar_copy_head(e, op, ring, j):
-    """Before the copies of one slot (operand j of them): in the loop, release the slot the previous iteration
-    read (its wgmmas retired at this iteration's first dot's wait) and wait until every warp released the slot
-    these copies overwrite. Returns the iteration the copies are for (an i32 value)."""
-    n = ring.spec["stages"]
-    if "slot" in op.attrs:  # the prologue: first use of the slot
-        return e.i32(op.attrs["slot"])
-    it = _loop_iteration(e, op.block.parent)
-    target = e.b.add(it, e.i32(op.attrs["ahead"]))
-    if j == 0:
-        prev, _ = _mbar_slot_phase(e, e.b.add(it, e.i32(n - 1)), n)  # (it - 1) mod n, it >= 0
-        go = e.b.and_(e.b.icmp_signed(">", it, e.i32(0)), e.b.icmp_unsigned("==", e.lane, e.i32(0)))
-        fty = ir.FunctionType(C.VOID, [C.I32, C.I32])
-        e.b.call(ir.InlineAsm(fty, "{ .reg .pred p; setp.ne.u32 p, $1, 0; "
-                              "@p mbarrier.arrive.shared::cta.b64 _, [$0]; }", "r,r,~{memory}", side_effect=True),
-                 [_mbar_addr(e, ring, 1, prev), e.b.zext(go, C.I32)])
-        slot, parity = _mbar_slot_phase(e, target, n)
-        _mbar_wait(e, _mbar_addr(e, ring, 1, slot), e.b.xor(parity, e.i32(1)))  # use u waits for phase u - 1
-    return target
-
-
-def _mbar_copy_tail(e, ring, target):
-    """After the last copy of a slot: this thread's arrival on its full barrier, when the copies land."""
-    slot, _ = _mbar_slot_phase(e, target, ring.spec["stages"])
-    addr = _mbar_addr(e, ring, 0, slot)
-    fty = ir.FunctionType(C.VOID, [C.I32])
-    if ring.plain_stores:  # shared stores too: land every copy, then a release arrival
-        _asm_void(e, "cp.async.wait_all;")
-        e.b.call(ir.InlineAsm(fty, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", side_effect=True),
-                 [addr])
-    else:
-        e.b.call(ir.InlineAsm(fty, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}",
-                              side_effect=True), [addr])
-    ring.plain_stores = False
-
-
 @emits("async_wait")
 def _e_async_wait(e, op):
-    ring = _ring(e, op)
-    if ring.spec.get("mbar"):  # this iteration's slot has landed: every thread's copies arrived on it
-        slot, parity = _mbar_slot_phase(e, _loop_iteration(e, op.block.parent), ring.spec["stages"])
-        _mbar_wait(e, _mbar_addr(e, ring, 0, slot), parity)
-        return
     # this thread's copies of the slot have landed; wait for every other thread's. No proxy fence between the
     # cp.async writes and the wgmma reads by default. The PTX ISA's wgmma section asks for an async-proxy fence
     # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
     # Triton emit none after a cp.async wait, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test
-    # passes without it; attention D=64 about 3%). Switch "cp_fence" puts it back.
+    # passes without it; attention D=64 about 3%; docs/EXPERIMENTS.md, cp_fence).
     _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
-    if e.opts.experiment("cp_fence"):
-        _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
 
 
@@ -1187,23 +947,6 @@ def finish_ring(e, loop):
     """After a loop with a copy ring: copies issued for iterations past the end (masked off: zero fills) must
     land before shared memory is used for anything else."""
     if "_ring" not in loop.attrs:
-        return
-    ring = _ring(e, loop)
-    if ring.spec.get("mbar"):
-        # the copies issued past the last iteration (zero fills) land: wait for iterations n .. n + ahead - 1
-        lb, ub, step = (e.get(v) for v in loop.operands[:3])
-        span = e.b.sub(ub, lb)
-        trips = e.b.sdiv(e.b.add(span, e.b.sub(step, ir.Constant(step.type, 1))), step)
-        trips = e.b.select(e.b.icmp_signed(">", trips, ir.Constant(trips.type, 0)), trips,
-                           ir.Constant(trips.type, 0))
-        trips = e.b.trunc(trips, C.I32) if trips.type != C.I32 else trips
-        for k in range(ring.spec["ahead"]):
-            slot, parity = _mbar_slot_phase(e, e.b.add(trips, e.i32(k)), ring.spec["stages"])
-            _mbar_wait(e, _mbar_addr(e, ring, 0, slot), parity)
-        e.barrier()
-        for which in (0, 1):
-            _mbar_thread0(e, ring, which, "mbarrier.inval.shared::cta.b64 [$0];")
-        e.smem_base = ring.start
         return
     _asm_void(e, "cp.async.wait_group 0;")
     e.barrier()

@@ -275,9 +275,6 @@ class Emitter:
         self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
         self.rings: dict = {}
         self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
-        self.qk_carried: dict = {}  # id(loop) -> registers of the QK a qk_ahead loop's last iteration issued
-        self.qk_next: dict = {}  # id(loop) -> registers of the QK this iteration issued (carried to the next)
-        self.qk_issue: dict = {}  # id(loop) -> what the loop's qk_issue marker issues
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.cf_depth = 0
         self._coord_cache: dict = {}
@@ -498,11 +495,6 @@ class Emitter:
         # llvmlite cannot spell string function attributes; maxntid tells ptxas the block size (.maxntid).
         text = _add_fn_attrs(text, f.name, f'"nvvm.maxntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
-        if self.smem_bytes > 48 * 1024 and self.opts.experiment("smem_carveout"):
-            # Switch "smem_carveout": such a kernel asks for the largest shared-memory carveout (percent of the
-            # unified L1/shared array) whatever its own size, as Triton's launcher does; a kernel that fits in a
-            # smaller carveout otherwise makes the SM switch configuration between it and other kernels.
-            meta["smem_carveout"] = 100
         return text, meta
 
     def block(self, block):
@@ -671,15 +663,15 @@ def _e_cast(e, op):
         return
     f = CASTS[(_ccls(src), _ccls(dst))]
     t = lty(dst)
-    if src.name == "float32" and dst.name in ("float16", "bfloat16") and e.opts.experiment("paired_cvt") \
-            and _paired_cvt_applies(e, op):
+    if src.name == "float32" and dst.name in ("float16", "bfloat16") and _paired_cvt_applies(e, op):
         _cast_pairs(e, op, "f16" if dst.name == "float16" else "bf16", t)
         return
     e.map(op, lambda x: f(e, x, t, op))
 
 
 def _paired_cvt_applies(e, op) -> bool:
-    """float32 -> float16/bfloat16 of a tile with registers in pairs, on sm_80+ (cvt.rn.{f16,bf16}x2.f32)."""
+    """float32 -> float16/bfloat16 of a tile with registers in pairs, on sm_80+ (cvt.rn.{f16,bf16}x2.f32): ends
+    ptxas's serialization of the wgmma chain (C7514) in 128x128x64 and 64x256x64 w8 matmul."""
     return e.opts.sm >= 80 and bool(op.result.type.shape) and len(e.regs(op.operands[0])) % 2 == 0
 
 
@@ -831,6 +823,23 @@ def _e_expand_dims(e, op):
         raise error("expand_dims between incompatible layouts (compiler bug)", op.loc)
 
 
+@emits("reshape")
+def _e_reshape(e, op):
+    from .reduce import convert
+
+    s, r = op.operands[0].type.shape, op.result.type.shape
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    if not isinstance(x, Tile):
+        e.put(op.result, [x] * ll.num_regs, ll)
+        return
+    if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
+        if _squeeze_or_unsqueeze(e, op, s, r):
+            return
+    # general reshape: row-major order is preserved, so write at the source index, read at the result index
+    e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
+
+
 # ---- control flow ---------------------------------------------------------------------------------------------
 
 def _flat(e, vals):
@@ -863,7 +872,7 @@ def _e_for(e, op):
     header = e.kfn.append_basic_block("for.header")
     loop = e.kfn.append_basic_block("for.body")
     exit_ = e.kfn.append_basic_block("for.exit")
-    from .dot import finish_loop, hoist_operands, qk_ahead_prologue
+    from .dot import finish_loop, hoist_operands
     from .reduce import partial_init, partial_sums, partial_total
 
     hoist_operands(e, op)
@@ -873,10 +882,6 @@ def _e_for(e, op):
         for j, lanes in partial.items():
             vals[j] = partial_init(e, vals[j], lanes)
         init = _flat(e, vals)
-    n = len(init)
-    if op.attrs.get("_qk_ahead"):  # hidden carried values: the QK registers issued one iteration early
-        init, qk = qk_ahead_prologue(e, op, init)
-        init = init + qk
     pre = e.b.block
     e.b.branch(header)
     e.b.position_at_end(header)
@@ -889,12 +894,11 @@ def _e_for(e, op):
     e.b.cbranch(cond, loop, exit_)
     e.b.position_at_end(loop)
     e.env[body.args[0].id] = iv
-    _unflat(e, body.args[1:], phis[:n])
-    e.qk_carried[id(op)] = phis[n:]
+    _unflat(e, body.args[1:], phis)
     e.cf_depth += 1
     e.block_ops(body)
     e.cf_depth -= 1
-    ys = _flat(e, [e.get(v) for v in body.terminator.operands]) + e.qk_next.pop(id(op), [])
+    ys = _flat(e, [e.get(v) for v in body.terminator.operands])
     nxt = e.b.add(iv, step)
     end = e.b.block
     iv.add_incoming(nxt, end)
@@ -902,11 +906,10 @@ def _e_for(e, op):
         p.add_incoming(v, end)
     e.b.branch(header)
     e.b.position_at_end(exit_)
-    _unflat(e, op.results, phis[:n])
+    _unflat(e, op.results, phis)
     for j, lanes in partial.items():
         res = op.results[j]
         e.env[res.id] = partial_total(e, e.env[res.id], lanes)
-    e.qk_carried.pop(id(op), None)
     finish_loop(e, op)
 
 

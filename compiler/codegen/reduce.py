@@ -99,25 +99,15 @@ def _e_reduce(e, op):
     def combine(a, b):
         return e.inline(blk, list(a) + list(b))
 
-    # 1. in-thread: registers that differ only along the axis, in coordinate order. Switch "reduce_tree": combined
-    # as a tree (neighbours, level by level, as the interpreter does), log2(n) dependent steps instead of the n - 1
-    # of a chain (attention's row max and sum over 16-32 registers: 15-31 dependent FMNMX/FADD that ptxas keeps)
+    # 1. in-thread: registers that differ only along the axis, in coordinate order, combined as a chain (a tree
+    # of neighbours measured no faster: docs/EXPERIMENTS.md, reduce_tree)
     rows = {}
     for r in sorted(range(ll.num_regs), key=lambda r: ll.reg_coord(r)[axis]):
         c = ll.reg_coord(r)
         rows.setdefault(c[:axis] + c[axis + 1:], []).append([x.regs[r] for x in xs])
-    tree = e.opts.experiment("reduce_tree")
-    acc = {}
-    for key, level in rows.items():
-        if not tree:
-            acc[key] = functools.reduce(combine, level)
-            continue
-        while len(level) > 1:
-            level = [combine(level[i], level[i + 1]) if i + 1 < len(level) else level[i]
-                     for i in range(0, len(level), 2)]
-        acc[key] = level[0]
+    acc = {key: functools.reduce(combine, level) for key, level in rows.items()}
     # 2. lanes along the axis: butterfly shuffles (a zero basis only replicates: skip it); a sum that stays
-    # per-lane partial across its loop ("lane_partial_sum", partial_sums below) skips them
+    # per-lane partial across its loop (partial_sums below) skips them
     for i, b in enumerate(ll.lane):
         if b[axis] and id(op) not in e.partial_reduces:
             for key in acc:
@@ -321,12 +311,14 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
         return Tile(dst_ll, [x.regs[index[dst_ll.reg_coord(r)]] for r in range(dst_ll.num_regs)])
     t = x.regs[0].type
     eb = 1 if t == C.I1 else _bytes(x.regs[0])
-    # Switch "smem_convert" (default; "no_smem_convert" turns it off): (1) 16 bytes of padding after each row of 128
+    # (1) 16 bytes of padding after each row of 128
     # bytes or more -- unpadded, rows a multiple of 128 bytes apart share banks, and an MMA accumulator fragment (8 rows
     # x 4 lanes per warp) stored row-major is an 8-way bank conflict; (2) runs of registers that are consecutive along
     # the last dim move as one vector access (up to 16 bytes) on each side, instead of scalars LLVM may or may not
-    # merge. Both sides index in the destination's shape (so not for reshape, whose sides differ).
-    fast = dst_shape is None and t != C.I1 and e.opts.experiment("smem_convert")
+    # merge. Both sides index in the destination's shape (so not for reshape, whose sides differ). Measured on the
+    # H200 with the paired casts and the ring's immediate distances (2026-11-30): matmul 1.00-1.11x, attention
+    # D=64 1.05x.
+    fast = dst_shape is None and t != C.I1
     last = dst_ll.shape[-1] if dst_ll.shape else 1
     pad = 16 // eb if fast and last * eb >= 128 else 0
     # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
@@ -341,12 +333,8 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
         numel *= s
     numel *= last + pad
     e.smem_begin(numel * eb)
-    rows = _stmatrix_rows(x.ll) if fast and swz is None and eb == 2 and src_shape_perm is None and \
-        last % 8 == 0 and e.opts.sm >= 90 and e.opts.experiment("stmatrix") else None
-    if rows is not None:
-        _stmatrix_store(e, x, rows, dst_ll.shape, pad)
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
-    for r in range(0, x.ll.num_regs if rows is None else 0, vs):
+    for r in range(0, x.ll.num_regs, vs):
         if swz is not None:
             idx = _swizzled_index(e, x.ll, r, dst_ll.shape, src_shape_perm, swz)
         elif src_shape_perm is not None:
@@ -453,39 +441,6 @@ def _swizzled_index(e, ll, r, shape, perm, swz):
     return e.b.add(e.b.mul(row, e.i32(shape[-1])), col)
 
 
-def _stmatrix_rows(ll):
-    """Switch "stmatrix": for a 2-D layout of 16-bit elements held as MMA accumulator fragments (register bit 0 the
-    next column; lane bits 0-1 columns 2 and 4, lane bits 2-4 rows 1, 2 and 4: an 8x8 block per register pair) in at
-    least four such blocks per warp, the layout of the row addresses `stmatrix.x4` takes: lane bits 0-2 the row
-    within a block, lane bits 3-4 which of an instruction's four blocks (register bits 1-2 of the source), and
-    "register" bits the instruction (source register bits 3 up). None for any other layout."""
-    from ..passes.layouts import LinearLayout
-
-    if len(ll.shape) != 2 or len(ll.reg) < 3 or ll.reg[0] != (0, 1):
-        return None
-    if tuple(ll.lane) != ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)):
-        return None
-    if any(b[0] % 8 or b[1] % 8 for b in ll.reg[1:]):
-        return None
-    return LinearLayout(ll.shape, tuple(ll.reg[3:]), ((1, 0), (2, 0), (4, 0), ll.reg[1], ll.reg[2]), ll.warp)
-
-
-def _stmatrix_store(e, x, rows, shape, pad):
-    """Store Tile x's 16-bit fragments into the row-major (row-padded) conversion buffer with one
-    stmatrix.m8n8.x4 per four 8x8 blocks: each lane passes the address of one block row, each register pair
-    (packed into 32 bits) is that lane's part of one block."""
-    from .dot import _pack
-
-    text = "stmatrix.sync.aligned.m8n8.x4.shared.b16 [$0], {$1, $2, $3, $4};"
-    fty = ir.FunctionType(C.VOID, [C.I32] * 5)
-    asm = ir.InlineAsm(fty, text, "r,r,r,r,r,~{memory}", side_effect=True)
-    for g in range(rows.num_regs):
-        idx = e.linear_index(rows, g, shape=shape, row_pad=pad)
-        addr = e.b.ptrtoint(e.smem_ptr(e.b.mul(idx, e.i32(2))), C.I32)
-        words = [_pack(e, x.regs[8 * g + 2 * m:8 * g + 2 * m + 2]) for m in range(4)]
-        e.b.call(asm, [addr] + words)
-
-
 def _run_length(ll, dim, cap):
     """How many consecutive registers (from any multiple of it) hold consecutive elements along `dim`: 2**k for
     the longest prefix of register bases that are 1, 2, 4, ... along `dim` alone; at most `cap`."""
@@ -513,22 +468,6 @@ def _e_convert(e, op):
     e.env[op.result.id] = convert(e, x, ll)
 
 
-@emits("reshape")
-def _e_reshape(e, op):
-    from .llvm import _squeeze_or_unsqueeze
-    s, r = op.operands[0].type.shape, op.result.type.shape
-    x = e.get(op.operands[0])
-    ll = e.result_ll(op)
-    if not isinstance(x, Tile):
-        e.put(op.result, [x] * ll.num_regs, ll)
-        return
-    if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
-        if _squeeze_or_unsqueeze(e, op, s, r):
-            return
-    # general reshape: row-major order is preserved, so write at the source index, read at the result index
-    e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
-
-
 @emits("permute")
 def _e_permute(e, op):
     x = e.get(op.operands[0])
@@ -549,17 +488,16 @@ def _e_permute(e, op):
 
 
 
-# ---- lane-partial loop sums (switch "lane_partial_sum") ---------------------------------------------------------
+# ---- lane-partial loop sums ----------------------------------------------------------------------------------------
 
 def partial_sums(e, loop):
-    """Switch "lane_partial_sum": a loop-carried value updated only as l = l * a + sum(x, axis) (attention's row
+    """A loop-carried value updated only as l = l * a + sum(x, axis) (attention's row
     sum: l_i = l_i * alpha + tl.sum(p, 1)) is carried as per-lane partial sums over the lanes along the axis: the
     sum's butterfly shuffles leave the loop (one reduction after it instead of one per iteration). Exact in
     real arithmetic (a is the same on those lanes); in floating point the additions are reassociated, as any
     change of reduction order does. Returns {carried position: lane bits along the axis}; the reduces are noted in
-    e.partial_reduces (their lane step is skipped)."""
-    if not e.opts.experiment("lane_partial_sum"):
-        return {}
+    e.partial_reduces (their lane step is skipped). Measured on the H200 (2026-11-30, three A/B runs): attention
+    D=64 128x64 w8 s3 1.032-1.037x, D=128 1.002-1.013x."""
     body = loop.blocks[0]
     y = body.terminator
     out = {}

@@ -1066,6 +1066,14 @@ class CodeGenerator(ast.NodeVisitor):
               builtins.isinstance, builtins.abs, builtins.tuple, builtins.list, builtins.str, builtins.getattr,
               builtins.hasattr, builtins.round, builtins.divmod, builtins.enumerate, builtins.zip, builtins.range}
 
+    @staticmethod
+    def tl_function(name):
+        """The tile language's function `tl.<name>`, or None (tensor methods are these functions)."""
+        from .. import language
+
+        fn = getattr(language, name, None)
+        return fn if callable(fn) else None
+
     def call_function(self, fn, args, kwargs):
         if is_jit(fn):
             return self.call_jit(fn, args, kwargs)

@@ -13,11 +13,204 @@ from __future__ import annotations
 from ..ir import types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
-from ..language.core import tensor, _unwrap
+from ..language.values import _unwrap, constexpr
 
 
 def _b():
     return current().builder
+
+
+# ----------------------------------------------------------------------------------------------------
+# the value type (tl.tensor): its operators and methods are the functions below
+# ----------------------------------------------------------------------------------------------------
+class tensor:
+    """A value inside a kernel: a block (shape non-empty) or a scalar, of one element dtype or pointer type."""
+
+    __slots__ = ("handle", "type")
+
+    def __init__(self, handle, type):
+        self.handle = handle
+        self.type = type
+
+    @property
+    def dtype(self):
+        return self.type.element
+
+    @property
+    def shape(self):
+        return [constexpr(s) for s in self.type.shape]
+
+    @property
+    def numel(self):
+        return constexpr(self.type.numel)
+
+    def __repr__(self):
+        return f"tensor({self.type})"
+
+    # arithmetic
+    def __add__(self, o):
+        return add(self, o)
+
+    def __radd__(self, o):
+        return add(o, self)
+
+    def __sub__(self, o):
+        return sub(self, o)
+
+    def __rsub__(self, o):
+        return sub(o, self)
+
+    def __mul__(self, o):
+        return mul(self, o)
+
+    def __rmul__(self, o):
+        return mul(o, self)
+
+    def __truediv__(self, o):
+        return truediv(self, o)
+
+    def __rtruediv__(self, o):
+        return truediv(o, self)
+
+    def __floordiv__(self, o):
+        return floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return floordiv(o, self)
+
+    def __mod__(self, o):
+        return mod(self, o)
+
+    def __rmod__(self, o):
+        return mod(o, self)
+
+    def __and__(self, o):
+        return and_(self, o)
+
+    def __rand__(self, o):
+        return and_(o, self)
+
+    def __or__(self, o):
+        return or_(self, o)
+
+    def __ror__(self, o):
+        return or_(o, self)
+
+    def __xor__(self, o):
+        return xor_(self, o)
+
+    def __rxor__(self, o):
+        return xor_(o, self)
+
+    def __lshift__(self, o):
+        return shl(self, o)
+
+    def __rlshift__(self, o):
+        return shl(o, self)
+
+    def __rshift__(self, o):
+        return shr(self, o)
+
+    def __rrshift__(self, o):
+        return shr(o, self)
+
+    def __neg__(self):
+        return neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return invert(self)
+
+    # comparisons
+    def __lt__(self, o):
+        return compare("lt", self, o)
+
+    def __le__(self, o):
+        return compare("le", self, o)
+
+    def __gt__(self, o):
+        return compare("gt", self, o)
+
+    def __ge__(self, o):
+        return compare("ge", self, o)
+
+    def __eq__(self, o):
+        return compare("eq", self, o)
+
+    def __ne__(self, o):
+        return compare("ne", self, o)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise SemanticError("a tensor has no Python truth value here; use it in `if` directly (runtime "
+                            "branch) or compare constexprs")
+
+    def __getitem__(self, idx):
+        return getitem(self, idx)
+
+    # methods
+    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
+        return cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
+                    fp_downcast_rounding=_unwrap(fp_downcast_rounding))
+
+    @property
+    def T(self):
+        return trans(self)
+
+    # The other methods (x.exp(), x.sum(0), x.cast(dt), ...) are the tl functions of the same name, installed
+    # from TENSOR_METHODS at the end of this module: one definition serves both forms.
+
+    def logical_and(self, other):
+        """Elementwise `and` of truth values (non-bool operands compare != 0)."""
+        return and_(_truth(self), _truth(other))
+
+    def logical_or(self, other):
+        """Elementwise `or` of truth values (non-bool operands compare != 0)."""
+        return or_(_truth(self), _truth(other))
+
+
+def _truth(x):
+    x = to_tensor(x)
+    return x if x.dtype.is_bool() else compare("ne", x, 0)
+
+
+class block_ptr:
+    """A block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into a strided `shape` array at
+    `base`. Loads and stores through it address the window; `boundary_check` masks the dims it names to the
+    array. A compile-time object whose runtime parts (base, shape, strides, offsets: scalar tensors) are what
+    loops carry; `order` is accepted (a layout hint: the compiler picks layouts itself)."""
+
+    def __init__(self, base, shape, strides, offsets, block_shape, order):
+        self.base, self.shape, self.strides, self.offsets = base, list(shape), list(strides), list(offsets)
+        self.block_shape, self.order = tuple(block_shape), tuple(order)
+
+    @property
+    def dtype(self):
+        return T.pointer_type(self.base.dtype.element_ty)
+
+    @property
+    def type(self):
+        return self
+
+    element_ty = property(lambda self: self.base.dtype.element_ty)
+
+    def parts(self):
+        return [self.base] + self.shape + self.strides + self.offsets
+
+    def with_parts(self, parts):
+        r = len(self.block_shape)
+        return block_ptr(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.block_shape,
+                         self.order)
+
+    def same_structure(self, other):
+        return (isinstance(other, block_ptr) and other.block_shape == self.block_shape
+                and other.base.dtype == self.base.dtype)
+
+    def __repr__(self):
+        return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -913,7 +1106,6 @@ def _scalar_int(v, what, dtype):
 
 
 def make_block_ptr(base, shape, strides, offsets, block_shape, order):
-    from ..language.core import block_ptr
 
     base = _unwrap(base)
     if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
@@ -934,7 +1126,6 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
 
 
 def advance(p, offsets):
-    from ..language.core import block_ptr
 
     p = _unwrap(p)
     if not isinstance(p, block_ptr):
@@ -1320,3 +1511,37 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt],
                     {"input_precision": prec, "out_dtype": out_dtype}).result
     return tensor(h, rt)
+
+
+# ----------------------------------------------------------------------------------------------------
+# tensor methods: Triton's functions that are also methods of its tensor. Each is `tl.<name>(x, ...)`, looked up
+# when called (through the active code generator), so a name whose op is not in the language (yet) says so, and
+# works once it is.
+# ----------------------------------------------------------------------------------------------------
+TENSOR_METHODS = (
+    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
+    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
+    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
+)
+
+
+def _tensor_method(name):
+    def method(self, *args, **kwargs):
+        gen = current()
+        fn = gen.tl_function(name)
+        if fn is None:
+            raise SemanticError(f"tl.{name} is not supported (called as the tensor method .{name}())")
+        return gen.call_function(fn, [self, *args], kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"tensor.{name}"
+    method.__doc__ = f"`x.{name}(...)` is `tl.{name}(x, ...)`."
+    method.__tilefarm_builtin__ = True
+    return method
+
+
+for _name in TENSOR_METHODS:
+    setattr(tensor, _name, _tensor_method(_name))
+del _name

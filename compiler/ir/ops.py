@@ -70,9 +70,7 @@ Ops that only the target passes create (never the frontend, never the interprete
                                                   ring (the loop's ring attrs: id, stages, tiles), operand (0 | 1),
                                                   slot (a constant slot, before the loop) or ahead (iterations
                                                   ahead of the current one, inside it), commit (close the group),
-                                                  barrier (a barrier first: ring_tight)
-  qk_issue       (x) -> ()                        switch qk_ahead: where the loop's first dot issues for the next
-                                                  iteration; x (the rescaled accumulator) is fenced with it
+                                                  barrier (a barrier first: the tight ring)
   async_wait     () -> ()                         ring, pending: wait until at most `pending` copy groups are in
                                                   flight, then make the copies visible to every warp
   smem_view      () -> T                          ring, operand: the operand tile of the current iteration, in

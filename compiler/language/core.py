@@ -14,29 +14,9 @@ from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
     pointer_type, uint8, uint16, uint32, uint64,
 )
 
+from .values import _unwrap, constexpr  # noqa: F401,E402
+
 bool_ = int1
-
-
-class constexpr:
-    """Marks a kernel parameter as a compile-time constant (`BLOCK: tl.constexpr`); also wraps such values."""
-
-    def __init__(self, value=None):
-        self.value = value.value if isinstance(value, constexpr) else value
-
-    def __repr__(self):
-        return f"constexpr[{self.value!r}]"
-
-    def __index__(self):
-        return self.value
-
-    def __bool__(self):
-        return _py.bool(self.value)
-
-    def __eq__(self, other):
-        return self.value == _unwrap(other)
-
-    def __hash__(self):
-        return hash(self.value)
 
 
 class constexpr_type:
@@ -101,10 +81,6 @@ class assigned_number(constexpr):
         return repr(self.value)
 
 
-def _unwrap(v):
-    return v.value if isinstance(v, constexpr) else v
-
-
 def builtin(fn):
     """Mark a function as a tile-language builtin (the frontend calls it directly, with constexprs unwrapped)."""
     fn.__tilefarm_builtin__ = True
@@ -112,204 +88,15 @@ def builtin(fn):
 
 
 def _sem():
-    from ..frontend import semantic
+    from ..frontend import semantic  # on first use: importing the language loads no frontend
 
     return semantic
 
 
-class tensor:
-    """A value inside a kernel: a block (shape non-empty) or a scalar, of one element dtype or pointer type."""
-
-    __slots__ = ("handle", "type")
-
-    def __init__(self, handle, type):
-        self.handle = handle
-        self.type = type
-
-    @property
-    def dtype(self):
-        return self.type.element
-
-    @property
-    def shape(self):
-        return [constexpr(s) for s in self.type.shape]
-
-    @property
-    def numel(self):
-        return constexpr(self.type.numel)
-
-    def __repr__(self):
-        return f"tensor({self.type})"
-
-    # arithmetic
-    def __add__(self, o):
-        return _sem().add(self, o)
-
-    def __radd__(self, o):
-        return _sem().add(o, self)
-
-    def __sub__(self, o):
-        return _sem().sub(self, o)
-
-    def __rsub__(self, o):
-        return _sem().sub(o, self)
-
-    def __mul__(self, o):
-        return _sem().mul(self, o)
-
-    def __rmul__(self, o):
-        return _sem().mul(o, self)
-
-    def __truediv__(self, o):
-        return _sem().truediv(self, o)
-
-    def __rtruediv__(self, o):
-        return _sem().truediv(o, self)
-
-    def __floordiv__(self, o):
-        return _sem().floordiv(self, o)
-
-    def __rfloordiv__(self, o):
-        return _sem().floordiv(o, self)
-
-    def __mod__(self, o):
-        return _sem().mod(self, o)
-
-    def __rmod__(self, o):
-        return _sem().mod(o, self)
-
-    def __and__(self, o):
-        return _sem().and_(self, o)
-
-    def __rand__(self, o):
-        return _sem().and_(o, self)
-
-    def __or__(self, o):
-        return _sem().or_(self, o)
-
-    def __ror__(self, o):
-        return _sem().or_(o, self)
-
-    def __xor__(self, o):
-        return _sem().xor_(self, o)
-
-    def __rxor__(self, o):
-        return _sem().xor_(o, self)
-
-    def __lshift__(self, o):
-        return _sem().shl(self, o)
-
-    def __rlshift__(self, o):
-        return _sem().shl(o, self)
-
-    def __rshift__(self, o):
-        return _sem().shr(self, o)
-
-    def __rrshift__(self, o):
-        return _sem().shr(o, self)
-
-    def __neg__(self):
-        return _sem().neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __invert__(self):
-        return _sem().invert(self)
-
-    # comparisons
-    def __lt__(self, o):
-        return _sem().compare("lt", self, o)
-
-    def __le__(self, o):
-        return _sem().compare("le", self, o)
-
-    def __gt__(self, o):
-        return _sem().compare("gt", self, o)
-
-    def __ge__(self, o):
-        return _sem().compare("ge", self, o)
-
-    def __eq__(self, o):
-        return _sem().compare("eq", self, o)
-
-    def __ne__(self, o):
-        return _sem().compare("ne", self, o)
-
-    __hash__ = object.__hash__
-
-    def __bool__(self):
-        from ..frontend.context import SemanticError
-
-        raise SemanticError("a tensor has no Python truth value here; use it in `if` directly (runtime "
-                            "branch) or compare constexprs")
-
-    def __getitem__(self, idx):
-        return _sem().getitem(self, idx)
-
-    # methods
-    def to(self, dtype, fp_downcast_rounding=None, bitcast=False):
-        return _sem().cast(self, _unwrap(dtype), bitcast=_unwrap(bitcast),
-                           fp_downcast_rounding=_unwrap(fp_downcast_rounding))
-
-    @property
-    def T(self):
-        return _sem().trans(self)
-
-    # The other methods (x.exp(), x.sum(0), x.cast(dt), ...) are the tl functions of the same name, installed
-    # from TENSOR_METHODS at the end of this module: one definition serves both forms.
-
-    def logical_and(self, other):
-        """Elementwise `and` of truth values (non-bool operands compare != 0)."""
-        s = _sem()
-        return s.and_(_truth(self), _truth(other))
-
-    def logical_or(self, other):
-        """Elementwise `or` of truth values (non-bool operands compare != 0)."""
-        s = _sem()
-        return s.or_(_truth(self), _truth(other))
-
-
-def _truth(x):
-    s = _sem()
-    x = s.to_tensor(x)
-    return x if x.dtype.is_bool() else s.compare("ne", x, 0)
-
-
-class block_ptr:
-    """A block pointer (`tl.make_block_ptr`): a `block_shape` window at `offsets` into a strided `shape` array at
-    `base`. Loads and stores through it address the window; `boundary_check` masks the dims it names to the
-    array. A compile-time object whose runtime parts (base, shape, strides, offsets: scalar tensors) are what
-    loops carry; `order` is accepted (a layout hint: the compiler picks layouts itself)."""
-
-    def __init__(self, base, shape, strides, offsets, block_shape, order):
-        self.base, self.shape, self.strides, self.offsets = base, list(shape), list(strides), list(offsets)
-        self.block_shape, self.order = tuple(block_shape), tuple(order)
-
-    @property
-    def dtype(self):
-        return pointer_type(self.base.dtype.element_ty)
-
-    @property
-    def type(self):
-        return self
-
-    element_ty = property(lambda self: self.base.dtype.element_ty)
-
-    def parts(self):
-        return [self.base] + self.shape + self.strides + self.offsets
-
-    def with_parts(self, parts):
-        r = len(self.block_shape)
-        return block_ptr(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], parts[1 + 2 * r:], self.block_shape,
-                         self.order)
-
-    def same_structure(self, other):
-        return (isinstance(other, block_ptr) and other.block_shape == self.block_shape
-                and other.base.dtype == self.base.dtype)
-
-    def __repr__(self):
-        return f"block_ptr<{self.base.dtype.element_ty!r}, {list(self.block_shape)}>"
+def __getattr__(name):
+    if name in ("tensor", "block_ptr"):  # the value types are the semantics' (compiler/frontend/semantic.py)
+        return getattr(_sem(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class tensor_descriptor:
@@ -365,7 +152,7 @@ def program_id(axis):
         raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis!r}")
     from ..frontend.context import current
 
-    return tensor(current().builder.program_id(axis), TensorType(int32))
+    return _sem().tensor(current().builder.program_id(axis), TensorType(int32))
 
 
 @builtin
@@ -378,7 +165,7 @@ def num_programs(axis):
         raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
     from ..frontend.context import current
 
-    return tensor(current().builder.num_programs(axis), TensorType(int32))
+    return _sem().tensor(current().builder.num_programs(axis), TensorType(int32))
 
 
 @builtin
@@ -420,7 +207,7 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="", c
     Through a block pointer: `boundary_check` names the dims masked to the array, whose out-of-bounds elements
     read `padding_option` ("zero", the default, or "nan")."""
     pointer = _unwrap(pointer)
-    if isinstance(pointer, block_ptr):
+    if isinstance(pointer, _sem().block_ptr):
         return _sem().load_block_ptr(pointer, mask, other, _unwrap(boundary_check), _unwrap(padding_option),
                                      _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile))
     _sem().check_no_boundary_check(_unwrap(boundary_check), _unwrap(padding_option))
@@ -432,7 +219,7 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
     """Store `value` at `pointer` where `mask` is true; the value is cast to the pointer's element type.
     Through a block pointer, `boundary_check` names the dims whose out-of-bounds elements are not written."""
     pointer = _unwrap(pointer)
-    if isinstance(pointer, block_ptr):
+    if isinstance(pointer, _sem().block_ptr):
         return _sem().store_block_ptr(pointer, value, mask, _unwrap(boundary_check), _unwrap(cache_modifier),
                                       _unwrap(eviction_policy))
     _sem().check_no_boundary_check(_unwrap(boundary_check), "")
@@ -453,14 +240,14 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     from ..frontend.context import SemanticError
 
     base = _unwrap(base)
-    if not isinstance(base, tensor) or not base.dtype.is_ptr() or base.type.shape:
+    if not isinstance(base, _sem().tensor) or not base.dtype.is_ptr() or base.type.shape:
         raise SemanticError("make_tensor_descriptor needs a scalar pointer base")
     shape, strides, block_shape = list(_unwrap(shape)), list(_unwrap(strides)), list(_unwrap(block_shape))
     if not (len(shape) == len(strides) == len(block_shape)) or not 1 <= len(shape) <= 5:
         raise SemanticError(f"make_tensor_descriptor needs one shape, stride and block size per dim (1-5 dims), got "
                             f"{len(shape)}, {len(strides)} and {len(block_shape)}")
     last = _unwrap(strides[-1])
-    if not isinstance(last, tensor) and last != 1:
+    if not isinstance(last, _sem().tensor) and last != 1:
         raise SemanticError(f"make_tensor_descriptor's last stride must be 1, got {last}")
     pad = _unwrap(padding_option)
     if pad not in ("zero", "nan"):
@@ -596,7 +383,7 @@ def swizzle2d(i, j, size_i, size_j, size_g):
 def assume(cond):
     """A promise that `cond` holds (accepted as a hint; a compile-time False is an error)."""
     c = _unwrap(cond)
-    if not isinstance(c, tensor) and not c:
+    if not isinstance(c, _sem().tensor) and not c:
         from ..frontend.context import SemanticError
 
         raise SemanticError("tl.assume of a condition that is False at compile time")
@@ -696,7 +483,7 @@ def umulhi(x, y):
 def cdiv(x, div):
     """Ceiling division, on tensors or constexprs."""
     x, div = _unwrap(x), _unwrap(div)
-    if not isinstance(x, tensor) and not isinstance(div, tensor):
+    if not isinstance(x, _sem().tensor) and not isinstance(div, _sem().tensor):
         return (x + div - 1) // div
     return _sem().floordiv(_sem().sub(_sem().add(x, div), 1), div)
 
@@ -980,35 +767,6 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     print(sep.join(str(_unwrap(v)) for v in values), end=end, file=file or sys.stdout, flush=flush)
 
 
-# ----------------------------------------------------------------------------------------------------
-# tensor methods: Triton's functions that are also methods of its tensor. Each is `tl.<name>(x, ...)`, looked up
-# when called, so a name whose op is not in the language (yet) says so, and works once it is.
-# ----------------------------------------------------------------------------------------------------
-TENSOR_METHODS = (
-    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
-    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
-    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
-    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
-)
-
-
-def _tensor_method(name):
-    def method(self, *args, **kwargs):
-        from .. import language as tl
-        from ..frontend.context import SemanticError, current
-
-        fn = getattr(tl, name, None)
-        if fn is None or not callable(fn):
-            raise SemanticError(f"tl.{name} is not supported (called as the tensor method .{name}())")
-        return current().call_function(fn, [self, *args], kwargs)
-
-    method.__name__ = name
-    method.__qualname__ = f"tensor.{name}"
-    method.__doc__ = f"`x.{name}(...)` is `tl.{name}(x, ...)`."
-    return builtin(method)
-
-
-for _name in TENSOR_METHODS:
-    setattr(tensor, _name, _tensor_method(_name))
-del _name
+# Tensor methods (x.exp(), x.sum(0), x.cast(dt), ...): Triton's functions that are also methods of its tensor,
+# installed on the value type from TENSOR_METHODS in compiler/frontend/semantic.py (one definition serves both
+# forms: the method is the tl function of the same name).

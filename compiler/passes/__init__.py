@@ -5,6 +5,9 @@ listed in TARGET_INDEPENDENT; the rest prepare the IR for `compiler.codegen.llvm
 """
 from __future__ import annotations
 
+import os
+
+from ..ir.verify import verify
 from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
@@ -27,15 +30,24 @@ PIPELINE = [
 TARGET_INDEPENDENT = ("canonicalize", "dce")
 
 
+# Verify the IR (compiler/ir/verify.py) before the first pass and after each one, naming the pass that broke it:
+# on in the test suite (tests/conftest.py) and with TILEFARM_VERIFY_IR=1; off otherwise (compile time).
+VERIFY = os.environ.get("TILEFARM_VERIFY_IR", "0") not in ("", "0")
+
+
 def run_pipeline(module, options, upto: str | None = None):
     """Run PIPELINE in order (stopping after the pass named `upto`, if given). The module remembers the last pass
     it went through, so a later call resumes there instead of running the earlier passes again."""
     done = module.meta.get("passes_done")
     started = done is None
+    if VERIFY and started:
+        verify(module, "from the frontend (before the first pass)")
     for name, fn in PIPELINE:
         if started:
             module = fn(module, options)
             module.meta["passes_done"] = name
+            if VERIFY:
+                verify(module, f"after pass {name}")
         elif name == done:
             started = True
         if name == upto:

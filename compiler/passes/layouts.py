@@ -355,3 +355,25 @@ def mma_warps(shape, num_warps, version=2, instr_n=8):
             else:
                 wm *= 2
     return ((wb,) if rank == 3 else ()) + (wm, wn)
+
+
+def wgmma_applies(op, options, num_warps) -> tuple | None:
+    """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16 -> fp32, whole warpgroups, M a
+    multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256), else None."""
+    if not str(getattr(options, "arch", "")).endswith("a") or num_warps % 4:
+        return None
+    a = op.operands[0].type
+    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits != 16:
+        return None
+    if op.result.type.element.name != "float32":
+        return None
+    M, N = op.result.type.shape
+    wm, wn = mma_warps((M, N), num_warps, version=3)
+    if M % (16 * wm) or N % wn:
+        return None
+    instr_n = N // wn
+    while instr_n > 256:
+        instr_n //= 2
+    if instr_n % 8 or (wn > 1 and instr_n % 64):
+        return None
+    return (wm, wn), instr_n

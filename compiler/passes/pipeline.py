@@ -21,8 +21,9 @@ matmul K loop) needs both operands served so; in loops with several dots (attent
 joins the ring, and the other operands are stored once before the loop (loop-invariant), read from registers
 (wgmma's register A) or written to scratch per iteration. With S slots (num_stages + 1 where shared memory
 allows, at least 3), D = S - 2 iterations load ahead (a one-warpgroup, one-dot loop takes a tighter ring, and so
-does a one-warpgroup loop of several dots where that fits two blocks per SM instead of one, see "ring_tight" and
-"ring_tight_multi" below: S = num_stages, D = S - 1, the copies after the last dot behind a second barrier):
+does a one-warpgroup loop of several dots where that fits two blocks per SM instead of one, and any loop where
+the loose ring does not fit, see "the tight ring" below: S = num_stages, D = S - 1, the copies after the last dot
+behind a second barrier):
   prologue:  async_copy(operands at iteration d, slot d) for d < D (masked by iteration < ub), one group each
   body:      async_wait(pending D - 1)      this iteration's slot has landed, for every warp (a barrier)
              a, b = smem_view(...)          the slot (iteration % S), read by the dot
@@ -37,6 +38,7 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
+from .layouts import wgmma_applies
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -303,11 +305,9 @@ def _copyable(o, info) -> bool:
 def _pipeline_async(module, loop, options) -> bool:
     """Rewrite the loop's operand loads into a ring of asynchronous copies (module docstring); False when the
     loop does not qualify (the register pipeline then applies)."""
-    from ..codegen.dot import wgmma_applies
-
     body = loop.blocks[0]
     dots = [o for o in body.ops if o.kind == "dot"]
-    if getattr(options, "debug_no_wgmma", False) or getattr(options, "debug_no_async_copy", False):
+    if options.debug_no_wgmma or options.debug_no_async_copy:
         return False
     if any(wgmma_applies(d, options, options.num_warps) is None for d in dots):
         return False
@@ -341,20 +341,19 @@ def _pipeline_async(module, loop, options) -> bool:
         bases.append(stage)
         stage += -(-o.result.type.numel * eb // 1024) * 1024
     budget = SMEM_MAX - other_bytes
-    # Switch "ring_tight" (default): a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1)
-    # and loads num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp
-    # then finished reading the slot they overwrite, the previous iteration's). One more barrier per iteration
-    # for a slot less of shared memory (64x128x32 w4 s4: 48 KiB, four blocks per SM instead of three), and the
-    # wgmmas issue right after the iteration's first barrier. Measured on the H200 (2048^3-8192^3): 64x128x32 w4
-    # s4 +3-30%, 128x128x32 w4 s4 +2-5%; 1024^3 (fewer blocks than SMs) -3-5%. Blocks of two warpgroups lost 1-8%
-    # with it (128x256x64, 64x256x64, 128x128x64 w8 at 4096^3), so they take it only with "ring_tight_all".
-    # Switch "ring_tight_multi" (default): the same for a loop of several dots (attention) when the loose ring
-    # leaves room for one block per SM and the tight one for two (counting the ring and the operands stored
-    # before the loop); its copies follow the last dot (as "copy_late"
-    # places them) behind the barrier; the slot they overwrite was read by the previous iteration's dots, whose
-    # wgmmas the first dot's wait retired (a dot leaves at most one group in flight). Measured on the H200 (BH32
-    # L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays (D=64
-    # 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
+    # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
+    # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
+    # finished reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a
+    # slot less of shared memory (64x128x32 w4 s4: 48 KiB, four blocks per SM instead of three), and the wgmmas
+    # issue right after the iteration's first barrier. Measured on the H200 (2048^3-8192^3): 64x128x32 w4 s4
+    # +3-30%, 128x128x32 w4 s4 +2-5%; 1024^3 (fewer blocks than SMs) -3-5%. Blocks of two warpgroups lost 1-8%
+    # with it (docs/EXPERIMENTS.md, ring_tight_all), so they keep the loose ring.
+    # A one-warpgroup loop of several dots (attention) takes it too when the loose ring leaves room for one block
+    # per SM and the tight one for two (counting the ring and the operands stored before the loop); its copies
+    # follow the last dot behind the barrier; the slot they overwrite was read by the previous iteration's dots,
+    # whose wgmmas the first dot's wait retired (a dot leaves at most one group in flight). Measured on the H200
+    # (BH32 L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays
+    # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
     stages = getattr(options, "num_stages", 3)
 
     def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
@@ -365,48 +364,24 @@ def _pipeline_async(module, loop, options) -> bool:
         return n
 
     if len(dots) == 1:
-        tight = options.experiment("ring_tight") and (options.num_warps == 4 or options.experiment("ring_tight_all"))
+        tight = options.num_warps == 4
     else:
-        # ("ring_tight_multi_all": for every one-warpgroup loop of several dots; the "occupancy" switch's variant)
-        tight = (options.experiment("ring_tight") and options.num_warps == 4 and (
-            options.experiment("ring_tight_multi_all")
-            or (options.experiment("ring_tight_multi") and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
-                and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)))
-    # Switch "ring_fit" (default): where even the loose ring's fewest slots (3) do not fit in shared memory, the
-    # tight ring (num_stages slots, at least 2) for any number of warps, instead of no ring at all (the register
-    # pipeline: loads into registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2:
-    # 2 x 64 KiB slots + Q's 32 KiB.
-    if (not tight and fit(False) * stage > budget and options.experiment("ring_fit")
-            and options.experiment("ring_tight")):
+        tight = (options.num_warps == 4 and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
+                 and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
+    # Where even the loose ring's fewest slots (3) do not fit in shared memory, the tight ring (num_stages slots,
+    # at least 2) for any number of warps, instead of no ring at all (the register pipeline: loads into
+    # registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2: 2 x 64 KiB slots + Q's
+    # 32 KiB; measured 327 -> 432 TFLOP/s, matmul 128x256x128 w8 s3 1.22x.
+    if not tight and fit(False) * stage > budget:
         tight = True
     slots = fit(tight)
     if slots * stage > budget:
         return False
-    # Switch "qk_ahead": in a loop of two dots whose first reads a loop-invariant `a`, a ring operand `b` and a
-    # constant accumulator (attention's QK), the code generator issues that dot one iteration early -- the
-    # wgmmas of QK(i+1) run while the softmax of iteration i does -- and the first iteration's before the loop.
-    # Iteration i then needs slot i+1 at its top: one more slot keeps the copies as far ahead as before.
-    first = dots[0] if len(dots) == 2 else None
-    qk_ahead = (first is not None and options.experiment("qk_ahead") and first.operands[1].owner in loads
-                and first.operands[0].id not in inside and first.result not in y_operands(loop)
-                and (first.operands[2].id not in inside or getattr(first.operands[2].owner, "kind", "") == "const"))
-    if qk_ahead and (slots + 1) * stage <= budget:
-        slots += 1
-    if qk_ahead and slots < 4:
-        qk_ahead = False
     ahead = slots - 1 if tight else slots - 2
-    # Switch "mbar_ring": in a loop of several dots whose copies follow the last dot, the ring's slots are handed
-    # over through mbarriers instead of a barrier of the whole block per iteration: a slot's copies arrive (as
-    # they land) on its "full" barrier, which its readers wait on; every warp arrives on the slot's "empty"
-    # barrier once its wgmmas that read it have retired (the next iteration's first dot waited for them), and
-    # the copies into a slot wait for that. Warpgroups of one block are no longer held in step every iteration
-    # (they may drift apart by up to the slots between the copies and the reads).
-    mbar = (options.experiment("mbar_ring") and len(dots) > 1 and not qk_ahead
-            and (tight or options.experiment("copy_late")) and slots * stage + 1024 <= budget)
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
-            "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "mbar": mbar}
+            "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -419,7 +394,7 @@ def _pipeline_async(module, loop, options) -> bool:
             attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == len(loads) - 1,
                      **where}
             if barrier and j == 0:
-                attrs["barrier"] = True  # every warp is past its reads of the slot first (ring_tight)
+                attrs["barrier"] = True  # every warp is past its reads of the slot first (the tight ring)
             out_ops.append(Op("async_copy", [clone(o.operands[0]), mask], [], attrs, loc=o.loc))
 
     def advance(state, at_iv, out_ops):
@@ -458,8 +433,7 @@ def _pipeline_async(module, loop, options) -> bool:
     parent.ops[i:i] = pro
 
     # body: wait + views, the address ops, the copies `ahead` iterations on, then the rest
-    pending = ahead - 2 if qk_ahead else ahead - 1  # qk_ahead: slot i+1 has landed too
-    head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": pending}, loc=loop.loc)]
+    head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
     views = []
     for j, o in enumerate(loads):
         v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
@@ -472,57 +446,15 @@ def _pipeline_async(module, loop, options) -> bool:
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
     # The tight ring's copies follow the (last) dot, whose wgmma wait leaves only this iteration's group in flight.
-    # Switch "copy_late" (default): in a loop of several dots the copies go after the last dot instead of before
-    # the first, so nothing stands between the barrier and the first wgmma (attention's QK, on the softmax's
-    # critical path); the slot they write was still last read two iterations back. Measured on the H200:
-    # attention D=64 1.02x, D=128 1.03x; the one-dot matmul loop lost up to 4% with it, so not there.
-    if tight or (len(dots) > 1 and options.experiment("copy_late")):
+    # In a loop of several dots the copies go after the last dot too, instead of before the first, so nothing
+    # stands between the barrier and the first wgmma (attention's QK, on the softmax's critical path); the slot
+    # they write was still last read two iterations back. Measured on the H200: attention D=64 1.02x, D=128
+    # 1.03x; the one-dot matmul loop lost up to 4% with it, so not there.
+    if tight or len(dots) > 1:
         cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
     _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
     loop.attrs["_ring"] = ring
-    if qk_ahead:
-        loop.attrs["_qk_ahead"] = True
-        _schedule_qk_issue(body, dots)
     return True
-
-
-def _schedule_qk_issue(body, dots):
-    """qk_ahead: where the next iteration's QK issues. The first op that reads the carried accumulator of the
-    second dot (attention's rescale acc * alpha) must run before it -- ptxas serializes wgmmas when a register
-    a later wgmma accumulates into is written while an earlier one is in flight -- so that op and what it
-    needs move up to just after the first dot, a `qk_issue` marker follows them, and the rest of the body
-    (the bulk of the softmax) runs while QK(i+1) computes."""
-    qk, pv = dots
-    y = body.terminator
-    if pv.result not in list(y.operands):
-        return
-    acc = body.args[1 + list(y.operands).index(pv.result)]
-    ops = body.ops
-    start = ops.index(qk) + 1
-    user = next((o for o in ops[start:] if any(v is acc for v in o.operands)), None)
-    if user is None or user is pv or user.blocks:
-        return
-    need, stack = set(), [user]
-    while stack:  # backward slice of `user` among the ops after the first dot
-        o = stack.pop()
-        if id(o) in need:
-            continue
-        need.add(id(o))
-        for v in o.operands:
-            w = v.owner
-            if getattr(w, "block", None) is body and ops.index(w) >= start:
-                stack.append(w)
-    moved = [o for o in ops[start:] if id(o) in need]
-    if any(o.kind in EFFECTS or o.kind == "dot" for o in moved):
-        return
-    rest = [o for o in ops[start:] if id(o) not in need]
-    marker = Op("qk_issue", [user.result], [], {}, loc=qk.loc)
-    marker.block = body
-    body.ops = ops[:start] + moved + [marker] + rest
-
-
-def y_operands(loop):
-    return list(loop.blocks[0].terminator.operands)

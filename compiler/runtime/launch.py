@@ -341,7 +341,7 @@ class Launcher:
                  "_py_launch", "_plan", "_entries")
 
     def __init__(self, kernel: Any, *args: Any, num_warps: int | None = None, shared_bytes: int | None = None,
-                 param_kinds: Sequence[str] | None = None, name: str | None = None, carveout: int | None = None):
+                 param_kinds: Sequence[str] | None = None, name: str | None = None):
         rest = list(args)
         if isinstance(kernel, (bytes, bytearray, str)):
             # Contract form: (image, name, param_kinds, num_warps, shared_bytes).
@@ -369,8 +369,6 @@ class Launcher:
             self.name = name or kernel.name
             if shared_bytes > 48 * 1024:
                 kernel.set_max_dynamic_shared(shared_bytes)
-            if carveout is not None:
-                kernel.set_carveout(carveout)
         else:  # a raw CUfunction (or an int handle): the caller set any attributes itself
             self.kernel = None
             self.function = kernel if not isinstance(kernel, int) else driver().CUfunction(kernel)

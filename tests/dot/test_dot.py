@@ -322,14 +322,14 @@ def test_k_loop_loads_are_pipelined():
         i < dot_at for i, o in enumerate(body) if o.kind == "load")
 
 
-def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a", experiments=""):
+def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a"):
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
     a = np.zeros((256, Kd), dtype)
     b = np.zeros((Kd, 256), dtype)
     mod = K_lower(a, b, Kd, BM, BN, BK)
-    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch, experiments=experiments))
+    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch))
 
 
 def K_lower(a, b, Kd, BM, BN, BK):
@@ -339,16 +339,16 @@ def K_lower(a, b, Kd, BM, BN, BK):
 
 
 @pytest.mark.parametrize("BM,BN,BK,nw,stages,slots", [(128, 128, 64, 8, 3, 4), (128, 256, 64, 8, 3, 4),
-                                                       (128, 256, 64, 8, 4, 4), (64, 128, 32, 4, 2, 3),
-                                                       (64, 64, 32, 4, 5, 6)])
+                                                       (128, 256, 64, 8, 4, 4), (128, 128, 32, 8, 2, 3),
+                                                       (128, 64, 32, 8, 5, 6)])
 def test_wgmma_operands_copied_async_into_a_ring(BM, BN, BK, nw, stages, slots):
     """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots: the
     prologue fills slots-2 slots, each iteration waits for its slot, views it for the dot and copies the
     iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory. (Blocks of two
-    warpgroups; one warpgroup takes the tight ring below unless "no_ring_tight".)"""
+    warpgroups; one warpgroup takes the tight ring below.)"""
     from compiler.passes.pipeline import SMEM_MAX
 
-    mod = _piped(BM, BN, BK, nw, stages, experiments="no_ring_tight" if nw == 4 else "")
+    mod = _piped(BM, BN, BK, nw, stages)
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     ring = loop.attrs["_ring"]
     assert ring["stages"] == slots and slots * ring["stage_bytes"] <= SMEM_MAX
@@ -386,7 +386,7 @@ def test_wgmma_ring_ptx_assembles(BM, BN, BK, nw, stages, dtype):
 @pytest.mark.parametrize("BM,BN,BK,stages,slots", [(128, 128, 32, 4, 4), (64, 128, 32, 4, 4), (64, 128, 32, 2, 2),
                                                     (128, 128, 64, 3, 3)])
 def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
-    """Switch "ring_tight" (default): a one-warpgroup K loop keeps num_stages slots and copies num_stages - 1
+    """The tight ring: a one-warpgroup K loop keeps num_stages slots and copies num_stages - 1
     iterations ahead; the copies follow the dot (its wgmma wait) behind a barrier, since the slot they write is
     the one the previous iteration's wgmmas read. 128x128x32 w4 s4: 64 KiB of ring instead of 80."""
     mod = _piped(BM, BN, BK, 4, stages)
@@ -402,30 +402,37 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 1 for op in copies)
     assert kinds.index("dot") < kinds.index("async_copy")
     assert copies[0].attrs.get("barrier") and not copies[1].attrs.get("barrier")
-    loose = _piped(BM, BN, BK, 4, stages, experiments="no_ring_tight")
-    loop = next(op for op in loose.function.body.ops if op.kind == "for")
-    assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
     wide = _piped(BM, BN, BK, 8, stages)  # two warpgroups keep the loose ring
     loop = next(op for op in wide.function.body.ops if op.kind == "for")
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
 
 
-def _attention_kernel(monkeypatch, tmp_path, experiments, D, nw, BM=128, stages=3, occupancy=False, BN=64):
-    """Attention (BLOCK_N 64, L 1024) compiled for sm_90a with the code-generation switches `experiments` (and the
-    "occupancy" switch when `occupancy`), in a cache of its own; ptxas (when present) assembles it without spills
-    (the occupancy variant: with at most 64 bytes)."""
+def _attention_kernel(monkeypatch, tmp_path, D, nw, BM=128, stages=3, BN=64):
+    """Attention (BLOCK_N 64, L 1024) compiled for sm_90a in a cache of its own; ptxas (when present) assembles
+    it without spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
-    experiments = ",".join(x for x in (experiments, "occupancy" if occupancy else "") if x)
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     q = np.zeros((4 * 1024, D), np.float16)
     ck = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
                                        num_warps=nw, num_stages=stages, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN)
-    if find_ptxas() is not None:  # the occupancy variant may spill a little (MAX_SPILL)
-        assert ptx_resources(ck.asm["ptx"], "sm_90a")["spill_stores"] <= (64 if occupancy else 0)
+    if find_ptxas() is not None:
+        assert ptx_resources(ck.asm["ptx"], "sm_90a")["spill_stores"] == 0
     return ck
+
+
+def _attention_ring(D, nw, BM, stages, BN=64):
+    """The copy ring the pipeline pass gives attention's loop (its attrs)."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+    from workloads.attention import kernel as A
+
+    q = np.zeros((4 * 1024, D), np.float16)
+    mod = run_pipeline(A.attention_fwd_kernel.lower(q, q, q, q, 0.125, 1024, 1024 * D, D, HEAD_DIM=D, BLOCK_M=BM,
+                                                    BLOCK_N=BN), Options(num_warps=nw, num_stages=stages,
+                                                                         arch="sm_90a"))
+    return next(op for op in mod.function.body.ops if op.kind == "for").attrs["_ring"]
 
 
 def _loop_body(ptx):
@@ -436,22 +443,23 @@ def _loop_body(ptx):
                                                   (64, 128, 4, 3, False), (64, 64, 4, 3, False),
                                                   (128, 128, 8, 3, False)])
 def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, tight, monkeypatch, tmp_path):
-    """Switch "ring_tight_multi" (default; "no_ring_tight_multi" turns it off): attention's loop (two dots) of one
-    warpgroup whose loose ring leaves room for one block per SM and the tight ring for two (D=128, 64-row
+    """Attention's loop (two dots) of one warpgroup whose loose ring leaves room for one block per SM and the tight ring for two (D=128, 64-row
     blocks: 144 KiB -> 112 at s3) keeps num_stages slots and copies num_stages - 1 iterations ahead, after the
     P.V wgmma and a second barrier (the slot they overwrite is the one the previous iteration's QK and P.V
     read). Other blocks (D=64: two or three blocks either way; two warpgroups) are unchanged. Assembles without
     spills or serialized wgmmas."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
-    got, loose = (_attention_kernel(monkeypatch, tmp_path, x, D, nw, BM, stages) for x in ("", "no_ring_tight_multi"))
-    if not tight:
-        assert got.asm["ptx"] == loose.asm["ptx"]
+    ring = _attention_ring(D, nw, BM, stages)
+    if not tight:  # the loose ring: num_stages + 1 slots (at least 3), two iterations ahead
+        assert ring["stages"] == max(3, stages + 1) and ring["ahead"] == ring["stages"] - 2
         return
+    got = _attention_kernel(monkeypatch, tmp_path, D, nw, BM, stages)
     tile = (2 * 64 * D) * 2  # a K and a V tile of 64 rows, fp16
     slots = max(2, stages)
-    assert loose.shared - got.shared == (max(3, stages + 1) - slots) * tile
-    assert 233472 // (got.shared + 1024) == 2 and 233472 // (loose.shared + 1024) == 1
+    assert ring["stages"] == slots and ring["ahead"] == slots - 1
+    assert got.shared == slots * tile + BM * D * 2  # the ring and q, stored once before the loop
+    assert 233472 // (got.shared + 1024) == 2 and 233472 // (got.shared + tile + 1024) == 1
     body = _loop_body(got.asm["ptx"])
     assert body.count("bar.sync") == 2 and f"cp.async.wait_group {slots - 2};" in body
     last = body.rindex("wgmma.mma_async")
@@ -461,54 +469,15 @@ def test_ring_tight_multi_where_it_doubles_the_blocks_per_sm(D, BM, nw, stages, 
 
 
 def test_ring_fit_takes_the_tight_ring_where_the_loose_one_does_not_fit(monkeypatch, tmp_path):
-    """Switch "ring_fit" (default): attention D=128 128x128 w8 s2 -- a K and a V tile of 128 rows take 64 KiB a
+    """Attention D=128 128x128 w8 s2 -- a K and a V tile of 128 rows take 64 KiB a
     slot, Q 32 KiB -- has no room for the loose ring's three slots; it gets the tight ring (two slots, copies one
     iteration ahead after the P.V and a second barrier) instead of loads through registers. Two warpgroups."""
-    got, old = (_attention_kernel(monkeypatch, tmp_path, x, 128, 8, 128, 2, BN=128) for x in ("", "no_ring_fit"))
+    got = _attention_kernel(monkeypatch, tmp_path, 128, 8, 128, 2, BN=128)
     body = _loop_body(got.asm["ptx"])
     assert got.shared == 2 * 64 * 1024 + 32 * 1024
     assert body.count("bar.sync") == 2 and "cp.async.wait_group 0;" in body and "cp.async.cg" in body
     last = body.rindex("wgmma.mma_async")
     assert body.index("cp.async.cg") > last and "bar.sync" in body[last:body.index("cp.async.cg")]
-    assert "cp.async" not in _loop_body(old.asm["ptx"])  # before: the register pipeline
-
-
-@pytest.mark.parametrize("D,BM,nw,stages,blocks,maxnreg", [(64, 128, 4, 3, 3, 168), (64, 64, 4, 3, 4, None),
-                                                          (128, 128, 8, 3, None, None)])
-def test_occupancy_builds_attention_for_one_more_block_per_sm(D, BM, nw, stages, blocks, maxnreg, monkeypatch,
-                                                                tmp_path):
-    """Switch "occupancy" (off): one-warpgroup attention is built a second time for
-    one more block per SM and that build kept when ptxas takes it without serializing and with little spilling.
-    D=64 128x64 s3 (198 registers and 80 KiB: two blocks) -> .maxnreg 168, the tight ring (64 KiB), no P.V
-    left in flight across iterations: three blocks. D=64 64x64 s3 (three blocks by its 72 KiB ring) -> the tight
-    ring alone (56 KiB): four, registers uncapped and the P.V still deferred. Two warpgroups are left alone."""
-    from compiler.codegen.ptx import find_ptxas, ptx_resources
-
-    got = _attention_kernel(monkeypatch, tmp_path, "", D, nw, BM, stages, occupancy=True)
-    plain = _attention_kernel(monkeypatch, tmp_path, "", D, nw, BM, stages)
-    occ = got.metadata.get("occupancy")
-    if blocks is None:
-        assert occ is None and got.asm["ptx"] == plain.asm["ptx"]
-        return
-    assert occ["blocks_per_sm"] == blocks and occ["maxnreg"] == maxnreg
-    assert got.shared < plain.shared and 233472 // (got.shared + 1024) >= blocks
-    ptx, body = got.asm["ptx"], _loop_body(got.asm["ptx"])
-    assert (f".maxnreg {maxnreg}" in ptx) == (maxnreg is not None) and ".maxnreg" not in plain.asm["ptx"]
-    assert body.count("bar.sync") == 2  # the tight ring's second barrier
-    # the P.V's group is waited for in its own iteration when the registers are capped, else left in flight
-    assert body.count("wgmma.wait_group") == (2 if maxnreg else 1)
-    if find_ptxas() is not None:
-        r = ptx_resources(ptx, "sm_90a")
-        assert "C751" not in r["log"] and 65536 // (-(-r["registers"] // 8) * 8 * 32 * nw) >= blocks
-
-
-def test_occupancy_leaves_matmul_alone(monkeypatch, tmp_path):
-    """The one-dot matmul loop is not the occupancy switch's business: its PTX is the same either way."""
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / "a"))
-    a = _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_90a", num_stages=4)
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "occupancy")
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / "b"))
-    assert _matmul_ptx("float16", "ieee", "float16", 128, 128, 32, 4, target="sm_90a", num_stages=4) == a
 
 
 def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
@@ -573,41 +542,10 @@ def test_attention_on_sm90a_copies_kv_async_and_reads_p_from_registers(D, BN, nw
         assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
 
 
-@pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (64, 64, 8), (128, 64, 8), (128, 32, 8)])
-def test_qk_ahead_issues_the_next_qk_during_the_softmax(D, BN, nw, monkeypatch, tmp_path):
-    """Switch "qk_ahead": the first QK issues before the loop; each iteration waits for every wgmma group, copies
-    QK(i) out, rescales the accumulator, then issues QK(i+1) from the next ring slot (scale-d 0 on its first k
-    step) before the softmax's exponentials, which run while it computes. ptxas assembles it without spills and
-    without serializing the wgmmas (its C7514/C7515 notes)."""
-    import re
-
-    from compiler.codegen.ptx import find_ptxas, ptx_resources
-    from workloads.attention import kernel as A
-
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "qk_ahead")
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    q = np.zeros((4 * 1024, D), np.float16)
-    ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * D, D, grid=(1,), target="sm_90a",
-                                        num_warps=nw, HEAD_DIM=D, BLOCK_M=128, BLOCK_N=BN).asm["ptx"]
-    pre, rest = ptx.split("$L__BB0_2:")
-    body = rest.split("$L__BB0_3:")[0]
-    assert re.search(r"wgmma\.mma_async[^\n]*, 0, 1, 1,", pre)  # QK(0), before the loop
-    wait = body.index("wgmma.wait_group.sync.aligned 0;")
-    qk = re.search(r"wgmma\.mma_async[^\n]*, 0, 1, 1,", body).start()
-    assert wait < body.index("mul.f32") < qk
-    assert body[qk:].count("ex2.approx") > 4 * body[:qk].count("ex2.approx")  # only the rescale's before it
-    assert body.count("wgmma.wait_group") == 1 and body.count("wgmma.commit_group") == 2
-    if find_ptxas() is not None:
-        r = ptx_resources(ptx, "sm_90a")
-        assert r["spill_stores"] == 0
-        assert "C7514" not in r["log"] and "C7515" not in r["log"], r["log"]
-
-
 @pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (128, 64, 8)])
 def test_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
-    """"wgmma_defer" (on by default; "no_wgmma_defer" turns it off): p is packed before one fence, the P.V wgmma
-    group stays in flight into the next iteration (waited by the QK dot's wait, and at the loop's exit); without
-    it every iteration ends with a wait. Both assemble without spills."""
+    """p is packed before one fence, the P.V wgmma group stays in flight into the next iteration (waited by the QK
+    dot's wait, and at the loop's exit): no iteration ends with a wait. It assembles without spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
     from workloads.attention import kernel as A
 
@@ -615,24 +553,17 @@ def test_wgmma_defer_leaves_pv_in_flight(D, BN, nw, monkeypatch, tmp_path):
     args = (q, q, q, q, 0.125, 1024, 1024 * D, D)
     meta = dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=BN)
 
-    def loop_body(experiments):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
-        ptx = A.attention_fwd_kernel.warmup(*args, grid=(1,), target="sm_90a", num_warps=nw, **meta).asm["ptx"]
-        if find_ptxas() is not None:
-            assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
-        return ptx, ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
-
-    _, plain = loop_body("no_wgmma_defer")
-    ptx, deferred = loop_body("")
-    assert plain.rstrip().count("wgmma.commit_group") == 2 == deferred.count("wgmma.commit_group")
-    tail = lambda body: body[body.rindex("wgmma.commit_group"):]  # noqa: E731
-    assert "wgmma.wait_group" in tail(plain) and "wgmma.wait_group" not in tail(deferred)
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    ptx = A.attention_fwd_kernel.warmup(*args, grid=(1,), target="sm_90a", num_warps=nw, **meta).asm["ptx"]
+    if find_ptxas() is not None:
+        assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
+    deferred = ptx.split("$L__BB0_2:")[1].split("$L__BB0_3:")[0]
+    assert deferred.count("wgmma.commit_group") == 2
+    assert "wgmma.wait_group" not in deferred[deferred.rindex("wgmma.commit_group"):]
     assert "wgmma.wait_group.sync.aligned 0" in ptx.split("$L__BB0_3:")[1]  # the exit waits for the last group
 
 
 def test_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
-    monkeypatch.delenv("TILEFARM_EXPERIMENTS", raising=False)
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90")
     body = ptx.split("$L__BB0_2:")[1]
@@ -641,12 +572,11 @@ def test_wgmma_defer_leaves_matmul_alone(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("BM,BN", [(128, 128), (64, 256)])
 def test_paired_cvt_keeps_wgmma_pipelined(BM, BN, monkeypatch, tmp_path):
-    """Switch "paired_cvt" (default; "no_paired_cvt" turns it off): the epilogue's float32 -> float16 rounding is one
+    """The epilogue's float32 -> float16 rounding is one
     cvt.rn.f16x2.f32 per register pair, never a scalar cvt.rn.f16.f32 of an accumulator; ptxas then keeps the wgmma
     chain pipelined in the configs where it used to serialize it (C7514)."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", BM, BN, 64, 8, target="sm_90a")
     assert "cvt.rn.f16x2.f32" in ptx and "cvt.rn.f16.f32" not in ptx
@@ -658,7 +588,6 @@ def test_paired_cvt_keeps_wgmma_pipelined(BM, BN, monkeypatch, tmp_path):
 def test_paired_cvt_bf16_and_older_targets(monkeypatch, tmp_path):
     """bf16 pairs too (cvt.rn.bf16x2.f32); sm_80 pairs as well; the element order is checked on a GPU (the cast
     and dot gpu tests)."""
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     bf = _matmul_ptx("bfloat16", "ieee", "bfloat16", 128, 128, 64, 8, target="sm_90a")
     assert "cvt.rn.bf16x2.f32" in bf and "cvt.rn.bf16.f32" not in bf  # no scalar rounding left to LLVM
@@ -668,7 +597,7 @@ def test_paired_cvt_bf16_and_older_targets(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("rows,cols", [(64, 64), (64, 128), (128, 32), (32, 16)])
 def test_swizzled_py_offset_is_a_bijection_matching_descriptor_starts(rows, cols):
-    """SwizzledTile.py_offset (what ring_dst's compile-time proof uses) places every 16-bit element of the tile at
+    """SwizzledTile.py_offset (what the ring copies' compile-time distances use) places every 16-bit element of the tile at
     its own aligned byte, keeps 16-byte chunks whole, and agrees with const_offset where the swizzle is the
     identity (rows a multiple of 8, chunk 0)."""
     from compiler.codegen.dot import SwizzledTile
@@ -686,14 +615,13 @@ def test_swizzled_py_offset_is_a_bijection_matching_descriptor_starts(rows, cols
 
 
 def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
-    """Switch "ring_dst" (default; "no_ring_dst" turns it off): a thread's cp.async chunks into a ring slot sit at
+    """A thread's cp.async chunks into a ring slot sit at
     distances fixed at compile time (rows a swizzle period apart), so one address per thread and slot, then
     constants."""
     import re
 
     from workloads.attention import kernel as A
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     q = np.zeros((4 * 1024, 64), np.float16)
     ptx = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
@@ -706,14 +634,13 @@ def test_ring_dst_copies_at_immediate_distances(monkeypatch, tmp_path):
 
 
 def test_smem_convert_epilogue_moves_vectors(monkeypatch, tmp_path):
-    """Switch "smem_convert" (default; "no_smem_convert" turns it off): the matmul epilogue's layout conversion reads
+    """The matmul epilogue's layout conversion reads
     16-byte vectors back from shared memory (the accumulator side writes its 2-element runs as 32-bit stores), with rows
     padded by 16 bytes so the fragment's 8 rows per warp land in different banks (row stride 528 bytes for a 256-wide
     fp16 tile)."""
     import collections
     import re
 
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")  # default
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     ptx = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
     epi = collections.Counter(re.findall(r"\b((?:st|ld)\.shared[\w.]*)", ptx.split("$L__BB0_3:")[1]))
@@ -732,28 +659,22 @@ def test_run_length_of_layouts():
     assert _run_length(mma, 1, 8) == 2
 
 
-def test_ring_wait_has_no_proxy_fence_unless_cp_fence(monkeypatch, tmp_path):
+def test_ring_wait_has_no_proxy_fence(monkeypatch, tmp_path):
     """The K loop waits for its copies and synchronizes without a proxy fence (as CUTLASS's cp.async + wgmma
-    mainloop and Triton); switch "cp_fence" puts the fence back."""
+    mainloop and Triton)."""
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "")
     body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert "fence.proxy.async" not in body.split("wgmma.fence")[0] and "cp.async.wait_group" in body
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "cp_fence")
-    body = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
-    assert "fence.proxy.async" in body.split("wgmma.fence")[0]
 
 
 @pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
 def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, tmp_path):
-    """Switch "copy_late" (default; "no_copy_late" turns it off): in the attention loop nothing but the wait and
-    the barrier precede the QK wgmma; the copies of a later iteration follow the P.V wgmma. Without it they come
-    first. The one-dot matmul loop keeps its copies first either way. All assemble without spills."""
-    plain, late = (_loop_body(_attention_kernel(monkeypatch, tmp_path, x, D, nw).asm["ptx"])
-                   for x in ("no_copy_late", ""))
-    assert plain.index("cp.async.cg") < plain.index("wgmma.mma_async")
+    """In the attention loop nothing but the wait and the barrier precede the QK wgmma; the copies of a later
+    iteration follow the P.V wgmma. The one-dot matmul loop keeps its copies first. Both assemble without
+    spills."""
+    late = _loop_body(_attention_kernel(monkeypatch, tmp_path, D, nw).asm["ptx"])
     last_wgmma = late.rindex("wgmma.mma_async")
-    assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") == plain.count("cp.async.cg")
+    assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") > 0
     assert late.count("cp.async.commit_group") == 1
     mm = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
@@ -761,108 +682,33 @@ def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, t
 
 @pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
 def test_desc64_multi_builds_attention_descriptors_once_per_slot(D, nw, monkeypatch, tmp_path):
-    """Switch "desc64_multi" (default; "no_desc64_multi" turns it off): in a loop of several dots (attention) the
-    wgmma descriptors of a ring slot are one 64-bit value built once per operand (a cvt.u64.u32 each for K and V),
-    the k-steps 64-bit adds of constants; without it every descriptor is rebuilt from its 32-bit address. The
-    one-dot matmul loop is the same either way. Both assemble without spills."""
-    def ptx_of(experiments):
-        ck = _attention_kernel(monkeypatch, tmp_path, experiments, D, nw)
-        return _loop_body(ck.asm["ptx"]), _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
-
-    (wide, mm), (narrow, mm_narrow) = ptx_of(""), ptx_of("no_desc64_multi")
+    """In a loop of several dots (attention) the wgmma descriptors of a ring slot are one 64-bit value built once
+    per operand (a cvt.u64.u32 each for K and V), the k-steps 64-bit adds of constants. The one-dot matmul loop
+    rebuilds each descriptor from its 32-bit address (a cvt.u64.u32 per descriptor: two per wgmma). Both assemble
+    without spills."""
+    wide = _loop_body(_attention_kernel(monkeypatch, tmp_path, D, nw).asm["ptx"])
     n = wide.count("wgmma.mma_async")
-    assert n == narrow.count("wgmma.mma_async") >= 12
-    assert wide.count("cvt.u64.u32") == 2 and wide.count("add.s64") >= n - 4
-    assert narrow.count("cvt.u64.u32") >= 8
-    assert mm == mm_narrow
-
-
-def test_smem_carveout_asks_for_the_largest_carveout(monkeypatch, tmp_path):
-    """Switch "smem_carveout": a kernel over 48 KiB of shared memory carries a carveout of 100 (percent) in its
-    metadata, which the launcher sets on the function; a small kernel, or the switch off, carries none."""
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    a = np.zeros((256, 256), np.float16)
-    bias = np.zeros(1, np.float32)
-
-    def meta(experiments, BM, BN, BK):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        return K.matmul_kernel.warmup(a, a, a, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,),
-                                      target="sm_90a", BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8,
-                                      EPILOGUE="none", PRECISION="ieee", num_warps=4, num_stages=3).metadata
-
-    big = meta("smem_carveout", 128, 256, 64)
-    assert big["shared_bytes"] > 48 * 1024 and big["smem_carveout"] == 100
-    assert "smem_carveout" not in meta("", 128, 256, 64)
-    small = meta("smem_carveout", 64, 32, 32)
-    assert small["shared_bytes"] <= 48 * 1024 and "smem_carveout" not in small
+    assert n >= 12 and wide.count("cvt.u64.u32") == 2 and wide.count("add.s64") >= n - 4
+    mm = _loop_body(_matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a"))
+    assert mm.count("cvt.u64.u32") == 2 * mm.count("wgmma.mma_async") >= 8
 
 
 def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):
-    """Switch "remat_blocked" (default; "no_remat_blocked" turns it off): index vectors wanted in a blocked layout
+    """Index vectors wanted in a blocked layout
     outside loops (the aranges of the load addresses before the K loop) are recomputed in that layout, not
-    converted through shared memory: the matmul prologue has no barrier left (4 without), attention's keeps only
-    those around storing q (2; 6 without)."""
+    converted through shared memory: the matmul prologue has no barrier left (4 when they were converted),
+    attention's keeps only those around storing q (2; 6 when converted)."""
     from workloads.attention import kernel as A
 
-    def prologues(experiments):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", experiments)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (experiments or "none")))
+    def prologues():
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
         mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
         q = np.zeros((4 * 1024, 64), np.float16)
         at = A.attention_fwd_kernel.warmup(q, q, q, q, 0.125, 1024, 1024 * 64, 64, grid=(1,), target="sm_90a",
                                            num_warps=4, HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64).asm["ptx"]
         return [p.split("$L__BB0_2:")[0].count("bar.sync") for p in (mm, at)]
 
-    assert prologues("") == [0, 2]
-    assert prologues("no_remat_blocked") == [4, 6]
-
-
-@pytest.mark.parametrize("version,shape,nw,instr_n", [(3, (128, 256), 8, 256), (3, (128, 64), 4, 64),
-                                                     (2, (64, 128), 4, 8), (2, (128, 128), 8, 8)])
-def test_stmatrix_addresses_place_every_fragment_element(version, shape, nw, instr_n):
-    """Switch "stmatrix": modelling stmatrix.m8n8.x4 (lanes 8m..8m+7 give the row addresses of block m; lane l's
-    32-bit register m holds row l/4, columns 2(l%4) and +1 of block m) with the address layout the code generator
-    uses puts every register of every thread where its coordinate says, for wgmma and mma.sync accumulators."""
-    from compiler.codegen.reduce import _stmatrix_rows
-    from compiler.passes.layouts import MmaLayout, linear, mma_warps
-
-    ll = linear(MmaLayout(version, mma_warps(shape, nw, version, instr_n), instr_n), shape, nw)
-    rows = _stmatrix_rows(ll)
-    assert rows is not None and rows.num_regs * 8 == ll.num_regs
-    xor = lambda a, b: tuple(p ^ q for p, q in zip(a, b))  # noqa: E731
-    seen = set()
-    for warp in range(nw):
-        for g in range(rows.num_regs):
-            starts = [xor(rows.reg_coord(g), rows.thread_coord(lane, warp)) for lane in range(32)]
-            for lane in range(32):
-                for m in range(4):
-                    r0, c0 = starts[8 * m + lane // 4]
-                    for c in range(2):
-                        reg = 8 * g + 2 * m + c
-                        want = xor(ll.reg_coord(reg), ll.thread_coord(lane, warp))
-                        assert (r0, c0 + 2 * (lane % 4) + c) == want
-                        seen.add(want)
-    assert len(seen) == shape[0] * shape[1]
-
-
-def test_stmatrix_epilogue_and_other_layouts(monkeypatch, tmp_path):
-    """With "stmatrix" the matmul epilogue's conversion stores one stmatrix.x4 per four 8x8 blocks (16 for a
-    128x256 tile in 8 warps, instead of 64 st.shared.b32) and reads 16-byte vectors; it assembles. A blocked
-    layout is not a fragment layout: no stmatrix for it."""
-    import collections
-    import re
-
-    from compiler.codegen.reduce import _stmatrix_rows
-    from compiler.passes.layouts import default_blocked, linear
-
-    monkeypatch.setenv("TILEFARM_EXPERIMENTS", "stmatrix")
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    ptx = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a")
-    epi = collections.Counter(re.findall(r"\b((?:st|ld)\.shared[\w.]*|stmatrix[\w.]*)", ptx.split("$L__BB0_3:")[1]))
-    assert epi == {"stmatrix.sync.aligned.m8n8.x4.shared.b16": 16, "ld.shared.v4.b32": 16}, epi
-    assert _stmatrix_rows(linear(default_blocked((64, 64), 2, 4), (64, 64), 4)) is None
-    old = _matmul_ptx("float16", "ieee", "float16", 64, 64, 32, 4, target="sm_80")
-    assert "stmatrix" not in old  # sm_80 has no stmatrix
+    assert prologues() == [0, 2]
 
 
 def _back_edge_body(ptx):
@@ -878,35 +724,28 @@ def _back_edge_body(ptx):
 
 @pytest.mark.parametrize("read_l", [False, True])
 def test_lane_partial_sum_takes_the_row_sum_shuffles_out_of_the_loop(read_l, monkeypatch, tmp_path):
-    """Switch "lane_partial_sum" (default): l = l * a + sum(x, 1) carried through a loop keeps per-lane partial
+    """l = l * a + sum(x, 1) carried through a loop keeps per-lane partial
     sums; the sum's butterfly shuffles (3 lane bits x 4 rows here) move after the loop, the max's stay. A loop
     that reads l otherwise (READ_L) keeps them inside. The PTX assembles."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
     x = np.zeros((4, 64, 32), np.float32)
     out = np.zeros((64, 32), np.float32)
-    got = {}
-    for exp in ("", "no_lane_partial_sum"):
-        monkeypatch.setenv("TILEFARM_EXPERIMENTS", exp)
-        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / (exp or "default")))
-        kern = compiler.jit(K.scaled_row_sums_kernel.fn)
-        got[exp] = kern.warmup(x, x, out, 4, grid=(1,), BM=64, BN=32, READ_L=read_l, num_warps=4,
-                               num_stages=1).asm["ptx"]
-    for ptx in got.values():
-        assert ptx.count("shfl.sync.bfly") == 24
-    inside = {k: _back_edge_body(p).count("shfl.sync.bfly") for k, p in got.items()}
-    assert inside["no_lane_partial_sum"] == 24 and inside[""] == (24 if read_l else 12)
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    ptx = K.scaled_row_sums_kernel.warmup(x, x, out, 4, grid=(1,), BM=64, BN=32, READ_L=read_l, num_warps=4,
+                                          num_stages=1).asm["ptx"]
+    assert ptx.count("shfl.sync.bfly") == 24
+    assert _back_edge_body(ptx).count("shfl.sync.bfly") == (24 if read_l else 12)
     if find_ptxas() is not None:
-        assert ptx_resources(got[""], "sm_90")["spill_stores"] == 0
+        assert ptx_resources(ptx, "sm_90")["spill_stores"] == 0
 
 
 @pytest.mark.parametrize("nw,inside", [(8, 4), (4, 8)])
 def test_attention_row_sum_shuffles_leave_the_loop(nw, inside, monkeypatch, tmp_path):
-    """Attention D=64 128x64: with lane_partial_sum the loop's only shuffles are the row max's (2 lane bits per
-    row a thread holds: two rows at w8, four at w4), half of them before."""
-    got, old = (_attention_kernel(monkeypatch, tmp_path, x, 64, nw) for x in ("", "no_lane_partial_sum"))
+    """Attention D=64 128x64: the loop's only shuffles are the row max's (2 lane bits per row a thread holds: two
+    rows at w8, four at w4); the row sum's (as many again) come after the loop."""
+    got = _attention_kernel(monkeypatch, tmp_path, 64, nw)
     assert _back_edge_body(got.asm["ptx"]).count("shfl.sync.bfly") == inside
-    assert _back_edge_body(old.asm["ptx"]).count("shfl.sync.bfly") == 2 * inside
 
 
 @pytest.mark.gpu
