@@ -57,7 +57,7 @@ def run_case(path):
 def test_every_pass_folder_names_a_pass():
     folders = {os.path.basename(os.path.dirname(p)) for p in CASES}
     assert folders <= set(PASSES), folders - set(PASSES)
-    assert len(CASES) >= 12
+    assert len(CASES) >= 30
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: os.path.relpath(p, HERE)[:-4])
