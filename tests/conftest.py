@@ -33,3 +33,25 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def skip_reasons(reports):
+    """[(count, reason)] of skipped test reports, one entry per distinct reason, most frequent first. A reason is
+    what the skip said (its "file:line: " prefix dropped), so 1,300 GPU tests skipped for want of a GPU are one
+    line, not a screen of them."""
+    counts: dict = {}
+    for rep in reports:
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(((n, r) for r, n in counts.items()), key=lambda x: (-x[0], x[1]))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    terminalreporter.section("skipped, by reason")
+    for n, reason in skip_reasons(skipped):
+        terminalreporter.write_line(f"{n:6d}  {reason}")
