@@ -20,7 +20,8 @@ import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+if ROOT not in sys.path:  # PYTHONPATH=<other tree>:$PWD then times that tree's compiler (an A/B)
+    sys.path.insert(0, ROOT)
 
 
 def main():
