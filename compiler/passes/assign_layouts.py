@@ -197,14 +197,7 @@ class _Assigner:
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
         depth = 4 if _in_loop(op) or _blocked_family(layout) else 0
-        got = self._remat(v, layout, new_ops, depth)
-        if got is None:
-            new_ops = []
-            got = self._through_broadcast(v, layout, new_ops, op, depth)
-        if got is None:
-            cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=op.loc)
-            new_ops = [cv]
-            got = cv.result
+        got, new_ops = self._materialize(v, layout, op, depth)
         for cv in new_ops:
             cv.block = op.block
             if op is self._cur_op:
@@ -213,6 +206,17 @@ class _Assigner:
                 op.block.ops.insert(op.block.ops.index(op), cv)
             self.lay[cv.result.id] = layout
         op.operands[i] = got
+
+    def _materialize(self, v, layout, user, depth):
+        """(v in `layout`, the ops that make it): recomputed where cheap, else converted before its broadcast,
+        else one convert_layout."""
+        for make in (self._remat, lambda v, layout, out, depth: self._through_broadcast(v, layout, out, user, depth)):
+            ops = []
+            got = make(v, layout, ops, depth)
+            if got is not None:
+                return got, ops
+        cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=user.loc)
+        return cv.result, [cv]
 
     def _through_broadcast(self, v, layout, out, user, depth):
         """v = broadcast(expand_dims(x)) (or either alone) made in `layout` by converting the smaller x and
@@ -226,19 +230,10 @@ class _Assigner:
             xl = layout
         else:
             xl = SliceLayout(src.attrs["axis"], layout)
-        cur = self.lay.get(x.id)
-        if cur == xl:
+        if self.lay.get(x.id) == xl:
             y = x
         else:
-            tmp = []
-            y = self._remat(x, xl, tmp, depth)
-            if y is None:
-                tmp = []
-                y = self._through_broadcast(x, xl, tmp, user, depth)
-            if y is None:
-                cv = Op("convert_layout", [x], [x.type], {"_layouts": [xl]}, loc=user.loc)
-                tmp = [cv]
-                y = cv.result
+            y, tmp = self._materialize(x, xl, user, depth)
             out.extend(tmp)
         attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
         attrs["_layouts"] = [layout]
