@@ -392,22 +392,33 @@ def _wavefronts(addrs, width):
     return total
 
 
-def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz):
+def _accesses(src, dst, perm, vs, vd):
+    """[(width in elements, [coords of lanes 0..31])] of warp 0's accesses: the writes of `src` (coordinates
+    permuted by `perm`) and the reads of `dst`, one entry per vector access."""
+    out = []
+    for ll, v, p in ((src, vs, perm), (dst, vd, None)):
+        for r in range(0, ll.num_regs, v):
+            out.append((v, [_coords(ll, r, lane, 0, p) for lane in range(32)]))
+    return out
+
+
+def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, accesses=None):
     """Wavefronts of warp 0 writing `src` and reading `dst` through the buffer described by (pad, swz)."""
     shape = dst.shape
     cost = 0
-    for ll, v, p in ((src, vs, perm), (dst, vd, None)):
-        for r in range(0, ll.num_regs, v):
-            addrs = [_buffer_index(_coords(ll, r, lane, 0, p), shape, pad, swz) * eb for lane in range(32)]
-            cost += _wavefronts(addrs, v * eb)
+    for v, lanes in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd):
+        cost += _wavefronts([_buffer_index(c, shape, pad, swz) * eb for c in lanes], v * eb)
     return cost
 
 
+@functools.lru_cache(maxsize=None)
 def _choose_swizzle(src, dst, perm, eb, vs, vd, pad):
     """A swizzled buffer (shift, mask, vec) when it moves the data in fewer shared-memory wavefronts than the padded
     row-major one, else None. Decided by counting bank conflicts of both sides' accesses (e.g. a transpose, whose
     writer holds runs along the reader's rows: padding cannot spread those rows over the banks, an XOR of the
-    16-byte chunk with the row bits the writer's lanes step through can)."""
+    16-byte chunk with the row bits the writer's lanes step through can). Cached: layouts and shapes repeat
+    between kernels and specializations; and the padded buffer is kept without trying swizzles when its accesses
+    already take the fewest wavefronts possible (the matmul epilogue's)."""
     shape = dst.shape
     vec = 16 // eb
     if len(shape) < 2 or shape[-1] % vec or shape[-1] // vec < 2 or vs > vec or vd > vec:
@@ -418,10 +429,13 @@ def _choose_swizzle(src, dst, perm, eb, vs, vd, pad):
     mask = min(shape[-1] // vec, 128 // 16) - 1
     if mask & (mask + 1):
         return None
-    best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None)
+    acc = _accesses(src, dst, perm, vs, vd)
+    best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc)
+    if best_cost <= sum(-(-32 * max(v * eb, 4) // 128) for v, _ in acc):  # one wavefront per 128 bytes
+        return None
     for shift in range(max(1, rows.bit_length() - 1)):
         swz = (shift, mask, vec)
-        cost = _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz)
+        cost = _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, acc)
         if cost < best_cost:
             best, best_cost = swz, cost
     return best
