@@ -133,6 +133,8 @@ def _dot_mma(e, op, a, b, c, ll):
         small = _tf32(e, e.b.fsub(w, e.b.bitcast(big, C.F32)))
         return big, small
 
+    if ic == "tf32" and prec in BF16_SPLIT_PRODUCTS:
+        return _dot_mma_bf16_split(e, op, a, b, c, ll, prec)
     for r0 in range(0, ll.num_regs, 4):
         anchor = ll.reg_coord(r0)
         bat = anchor[0] if rank == 3 else 0
@@ -153,6 +155,72 @@ def _dot_mma(e, op, a, b, c, ll):
                 acc = _mma(e, ic, rc, aw, bw, acc)
         regs[r0:r0 + 4] = acc
     return regs
+
+
+# (i, j): a's part i times b's part j (0 hi, 1 mid, 2 lo): the partial products summed before hi*hi, smallest
+# first (the interpreter's _BF16_SPLIT_PRODUCTS is the same list)
+BF16_SPLIT_PRODUCTS = {"bf16x3": ((1, 0), (0, 1)),
+                       "bf16x6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1))}
+
+
+def _bf16_split(e, lo, hi, n):
+    """Two f32 values -> n bf16x2 words: hi parts, then the parts of what is left (x - part is exact in f32).
+    `lo` goes to each word's low half."""
+    words = []
+    asm = ir.InlineAsm(ir.FunctionType(C.I32, [C.F32, C.F32]), "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f")
+    for i in range(n):
+        w = e.b.call(asm, [hi, lo])  # $1 -> the upper half, $2 -> the lower
+        words.append(w)
+        if i + 1 < n:
+            lo = e.b.fsub(lo, e.b.bitcast(e.b.shl(w, e.i32(16)), C.F32))
+            hi = e.b.fsub(hi, e.b.bitcast(e.b.and_(w, e.i32(-65536)), C.F32))
+    return words
+
+
+def _dot_mma_bf16_split(e, op, a, b, c, ll, prec):
+    """float32 dot as sums of bf16 tensor-core products (m16n8k16): each operand split into 2 (bf16x3) or 3
+    (bf16x6) bf16 parts, the cross products of BF16_SPLIT_PRODUCTS accumulated from zero, NaN there replaced by
+    0, then hi*hi on top, then the accumulator added.
+
+    The operands arrive in the tf32 operand layout (one f32 per register). A k16 block is two k8 blocks of it: a
+    thread holds A[g, t], A[g, t+4] (rows g and g+8) of each and B[t, g], B[t+4, g]; the bf16 instruction's slots
+    2t, 2t+1 (2t+8, 2t+9) are given k = t, t+4 (t+8, t+12) of the block, the same permutation of k for A and B,
+    so the sum over k is unchanged."""
+    rank = len(ll.shape)
+    K = op.operands[0].type.shape[-1]
+    if K % 16:
+        raise error(f"input_precision={prec!r} needs K a multiple of 16, got {K}", op.loc)
+    pairs = BF16_SPLIT_PRODUCTS[prec]
+    nparts = 1 + max(max(p) for p in pairs)
+    ai, bi = _index(a.ll), _index(b.ll)
+    zero = ir.Constant(C.F32, 0.0)
+
+    def v(tile, idx, m, n, bat):
+        return tile.regs[idx[_at(rank, m, n, bat)]]
+
+    out = list(c.regs)
+    for r0 in range(0, ll.num_regs, 4):
+        anchor = ll.reg_coord(r0)
+        bat = anchor[0] if rank == 3 else 0
+        m0, n0 = anchor[-2], anchor[-1]
+        aw, bw = [], []  # per k16 block: [part][word]
+        for k0 in range(0, K, 16):
+            pa = [_bf16_split(e, v(a, ai, m0 + 8 * (j & 1), k0 + 8 * h, bat),
+                              v(a, ai, m0 + 8 * (j & 1), k0 + 8 * h + 4, bat), nparts)
+                  for h in range(2) for j in range(2)]
+            pb = [_bf16_split(e, v(b, bi, k0 + 8 * h, n0, bat), v(b, bi, k0 + 8 * h + 4, n0, bat), nparts)
+                  for h in range(2)]
+            aw.append([[w[p] for w in pa] for p in range(nparts)])
+            bw.append([[w[p] for w in pb] for p in range(nparts)])
+        acc = [zero] * 4
+        for i, j in pairs:
+            for blk in range(len(aw)):
+                acc = _mma(e, "bf16", "f32", aw[blk][i], bw[blk][j], acc)
+        acc = [e.b.select(e.b.fcmp_unordered("uno", x, x), zero, x) for x in acc]
+        for blk in range(len(aw)):
+            acc = _mma(e, "bf16", "f32", aw[blk][0], bw[blk][0], acc)
+        out[r0:r0 + 4] = [e.b.fadd(x, y) for x, y in zip(acc, c.regs[r0:r0 + 4])]
+    return out
 
 
 def _dot_fma(e, op, a, b, c, ll):

@@ -1424,15 +1424,17 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
 # ----------------------------------------------------------------------------------------------------
 # dot
 # ----------------------------------------------------------------------------------------------------
-_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
-_DOT_PRECISIONS_UNSUPPORTED = ("bf16x3", "bf16x6")  # accepted by Triton 3.6
+# Triton 3.6's values. For float32 operands: "tf32" one tf32 tensor-core product; "tf32x3" three (each operand
+# split into tf32 big + small parts); "bf16x3" / "bf16x6" each operand split into two / three bfloat16 parts and
+# three / six partial products on the bf16 tensor cores; "ieee" float32 FMAs. Other operand types ignore it.
+_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32):
     """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
-    input_precision="ieee"; int8 inputs accumulate exactly in int32. Every dim must be at least 16.
+    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in int32. Every dim must be at least 16.
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
@@ -1483,16 +1485,12 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
         prec = "ieee" if allow is False else "tf32"
     if isinstance(prec, str):
         prec = prec.lower()  # Triton accepts any case ("TF32", "IEEE")
-    if prec not in _DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED:
-        raise SemanticError(f"input_precision must be one of "
-                            f"{', '.join(_DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED)}, got {prec!r}")
+    if prec not in _DOT_PRECISIONS:
+        raise SemanticError(f"input_precision must be one of {', '.join(_DOT_PRECISIONS)}, got {prec!r}")
     if not da.is_fp32():
         prec = "ieee" if not da.is_floating() or da.is_fp64() else prec
-    if prec in _DOT_PRECISIONS_UNSUPPORTED:
-        if da.is_fp32():
-            raise SemanticError(f"input_precision={prec!r} (float32 split into bfloat16 parts) is not supported; "
-                                "'tf32x3' gives float32-like accuracy on tensor cores, 'ieee' exact float32 FMAs")
-        prec = "ieee"  # it only concerns float32 inputs (Triton ignores it for the others too)
+        if prec.startswith("bf16"):
+            prec = "ieee"  # it only concerns float32 inputs (Triton ignores it for the others too)
     shape = a.type.shape[:-2] + (M, N)
     acc = _unwrap(acc)
     if acc is None:

@@ -196,11 +196,41 @@ def _ptr_to_int(interp, op):
     return lambda p: np.asarray(p).view(np.int64)
 
 
+# (i, j): a's part i times b's part j (0 hi, 1 mid, 2 lo), the partial products before hi*hi, in the codegen's order
+_BF16_SPLIT_PRODUCTS = {"bf16x3": ((1, 0), (0, 1)),
+                        "bf16x6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1))}
+
+
+def _bf16_round(x):
+    """float32 -> the nearest bfloat16 (ties to even), as float32; NaN stays NaN, overflow gives inf."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    r = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    return np.where(np.isnan(x), x, r.view(np.float32))
+
+
+def _bf16_parts(x, prec):
+    """float64 copies of the bfloat16 parts of float32 `x`: [hi, mid] (bf16x3) or [hi, mid, lo] (bf16x6); each
+    remainder is exact in float32."""
+    rest = np.asarray(x, np.float32)
+    parts = []
+    with np.errstate(invalid="ignore", over="ignore"):
+        for _ in range(2 if prec == "bf16x3" else 3):
+            p = _bf16_round(rest)
+            parts.append(p.astype(np.float64))
+            rest = (rest - p).astype(np.float32)
+    return parts
+
+
 @impl("dot")
 def _dot(interp, op):
     """Matrix product of the last two dims plus acc, accumulated in float64 (ints: exact, wrapped) and rounded
     once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
-    does not (its three tensor-core products are as accurate as float32 here)."""
+    does not (its three tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each
+    float32 operand into bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
+    to nearest even) and sum the partial products the codegen issues: the cross terms first (hi*mid + mid*hi; for
+    bf16x6 also mid*mid + hi*lo + lo*hi), a NaN there replaced by 0 (an infinite input leaves inf - inf in its
+    lower parts), then hi*hi, then acc. The products of bf16 parts are exact in float64; what is left out (mid*mid
+    and below for bf16x3) is the error the precision names."""
     a_el, r_el = _elem(op.operands[0]), _elem(op.results[0])
     rnd = N.np_dtype(r_el)
     prec = op.attrs.get("input_precision", "ieee") or "ieee"
@@ -212,6 +242,11 @@ def _dot(interp, op):
 
     def dot(a, b, acc):
         if a_el.is_floating():
+            if prec in _BF16_SPLIT_PRODUCTS and a_el.is_fp32():
+                pa, pb = _bf16_parts(a, prec), _bf16_parts(b, prec)
+                s = sum(np.matmul(pa[i], pb[j]) for i, j in _BF16_SPLIT_PRODUCTS[prec])
+                s = np.where(np.isnan(s), 0.0, s) + np.matmul(pa[0], pb[0])
+                return N.round_f64(s + np.asarray(acc).astype(np.float64), r_el)
             if prec == "tf32" and a_el.is_fp32():  # tf32x3 recovers float32 accuracy (three products)
                 a, b = tf32(a), tf32(b)
             p = np.matmul(np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64))

@@ -228,11 +228,86 @@ def test_tf32x3_is_float32_accurate(target):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
-def test_bf16x3_on_float32_says_so():
+@compiler.jit
+def dot_prec_k(A, B, C, Acc, PREC: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               BK: tl.constexpr):
+    """C = Acc + A @ B for one [M, K] x [K, N] problem, over K in BK steps (a loop-carried accumulator)."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    acc = tl.load(Acc + rm[:, None] * N + rn[None, :])
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc)
+
+
+# max |got - ref| / (|A| @ |B| + |Acc|) per precision: what the precision keeps of the float32 inputs (tf32: 11
+# significant bits, bf16x3: about 16, bf16x6 and tf32x3: float32's 24), plus float32 accumulation over K = 64
+# (at most 64 roundings of 2**-24: 2**-18) on the GPU
+_PREC_BOUND = {"tf32": 2 ** -10, "bf16x3": 2 ** -15, "bf16x6": 2 ** -18, "tf32x3": 2 ** -18, "ieee": 2 ** -18}
+
+
+def _prec_error(target, prec, M=64, N=32, K=64, BK=32, seed=16):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    acc = rng.standard_normal((M, N)).astype(np.float32)
+    c = poison((M, N), np.float32)
+    run(target, dot_prec_k, (1,), a, b, c, acc, PREC=prec, M=M, N=N, K=K, BK=BK, num_warps=4)
+    ref = acc.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(acc.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.isfinite(c))
+    return float(np.max(np.abs(c - ref) / scale))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("prec", ["tf32", "tf32x3", "bf16x3", "bf16x6", "ieee"])
+def test_float32_dot_precisions_against_float64(target, prec):
+    """Every input_precision Triton 3.6 accepts, on float32 operands, against float64 within the bound of what
+    the precision keeps of the inputs."""
+    err = _prec_error(target, prec)
+    assert err <= _PREC_BOUND[prec], f"{prec}: relative error {err:.3g} > {_PREC_BOUND[prec]:.3g}"
+
+
+@pytest.mark.parametrize("target", ["interp", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_bf16_splits_are_more_precise_than_tf32(target):
+    """bf16x3 (two bf16 parts, three products) beats one tf32 product; bf16x6 (three parts, six) beats bf16x3."""
+    tf32, x3, x6 = (_prec_error(target, p, seed=17) for p in ("tf32", "bf16x3", "bf16x6"))
+    assert x3 < tf32 / 8, (x3, tf32)
+    assert x6 < x3 / 4, (x6, x3)
+
+
+def test_bf16_split_dot_keeps_infinities():
+    """An infinite input leaves inf - inf in its lower parts: the cross products' NaN is dropped, so the result is
+    the hi * hi product's inf, as a float32 dot gives (interpreter; the codegen issues the same select)."""
+    M = N = K = 16
+    a = np.full((M, K), 0.5, np.float32)
+    a[3, 5] = np.inf
+    b = np.full((K, N), 0.25, np.float32)
+    for prec in ("bf16x3", "bf16x6"):
+        c = poison((M, N), np.float32)
+        dot_prec_k[(1,)](a, b, c, np.zeros((M, N), np.float32), PREC=prec, M=M, N=N, K=K, BK=K)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_array_equal(c, want.astype(np.float32))
+
+
+def test_bf16_split_ptx_uses_bf16_tensor_cores():
+    """bf16x3 on float32 operands: the PTX has bf16 mma.sync (m16n8k16) and no tf32 one; tf32x3 keeps tf32."""
     a = np.ones((32, 32), np.float32)
-    with pytest.raises(compiler.CompilationError, match="input_precision='bf16x6'.*not supported"):
-        dot_prec[(1,)](a, a, a, PREC="bf16x6", BLOCK=32)
-    with pytest.raises(compiler.CompilationError, match="input_precision must be one of"):
+    for prec, want, not_want in (("bf16x3", "m16n8k16.row.col.f32.bf16.bf16.f32", ".tf32"),
+                                 ("bf16x6", "m16n8k16.row.col.f32.bf16.bf16.f32", ".tf32"),
+                                 ("tf32x3", "m16n8k8.row.col.f32.tf32.tf32.f32", ".bf16.bf16")):
+        ptx = dot_prec.warmup(a, a, a, PREC=prec, BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"]
+        assert want in ptx and not_want not in ptx.split("mma.sync", 1)[-1], prec
+    n3 = dot_prec.warmup(a, a, a, PREC="bf16x3", BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"].count("mma.sync")
+    n6 = dot_prec.warmup(a, a, a, PREC="bf16x6", BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"].count("mma.sync")
+    assert n6 == 2 * n3  # six products against three
+
+
+def test_unknown_input_precision_says_so():
+    a = np.ones((32, 32), np.float32)
+    with pytest.raises(compiler.CompilationError, match="input_precision must be one of tf32, tf32x3, ieee, "
+                                                        "bf16x3, bf16x6, got 'fp8'"):
         dot_prec[(1,)](a, a, a, PREC="fp8", BLOCK=32)
 
 
