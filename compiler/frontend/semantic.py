@@ -216,19 +216,31 @@ class block_ptr:
 # ----------------------------------------------------------------------------------------------------
 # conversions
 # ----------------------------------------------------------------------------------------------------
+_F32_MIN_NORMAL, _F32_MAX = 2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127
+
+
 def scalar_dtype_of_python(v):
+    """The type a Python number takes as a tensor, as in Triton: an int is int32 if it fits, else uint32, else
+    int64, else uint64 (else an error); a float is float32 when its magnitude is 0, inf, NaN or a normal float32,
+    else float64 (1e-300, 1e300)."""
     if isinstance(v, bool):
         return T.int1
     if isinstance(v, int):
         if -(2**31) <= v < 2**31:
             return T.int32
+        if 2**31 <= v < 2**32:
+            return T.uint32
         if -(2**63) <= v < 2**63:
             return T.int64
-        if 0 <= v < 2**64:
+        if 2**63 <= v < 2**64:
             return T.uint64
-        raise SemanticError(f"integer constant {v} does not fit in 64 bits")
+        raise SemanticError(f"nonrepresentable integer {v}: an integer constant is int32, uint32, int64 or uint64 "
+                            "(from -2**63 to 2**64 - 1)")
     if isinstance(v, float):
-        return T.float32
+        m = abs(v)
+        if m == 0.0 or m == float("inf") or v != v or _F32_MIN_NORMAL <= m <= _F32_MAX:
+            return T.float32
+        return T.float64
     raise SemanticError(f"cannot use {type(v).__name__} value {v!r} as a tensor")
 
 
@@ -250,9 +262,8 @@ def to_tensor(v, dtype=None) -> tensor:
     v = _unwrap(v)
     if isinstance(v, tensor):
         return v
-    if dtype is None:
-        dtype = scalar_dtype_of_python(v)
-    return const(v, dtype)
+    natural = scalar_dtype_of_python(v)  # refuses integers no 64-bit type holds, whatever `dtype` is
+    return const(v, natural if dtype is None else dtype)
 
 
 def is_number(v) -> bool:
@@ -293,10 +304,11 @@ def weak_dtype(tensor_dtype, py):
     if isinstance(py, bool):
         return tensor_dtype if not tensor_dtype.is_ptr() else T.int1
     if isinstance(py, int):
+        natural = scalar_dtype_of_python(py)
         if tensor_dtype.is_ptr():
-            return scalar_dtype_of_python(py)
-        if tensor_dtype.is_bool():
-            return T.int32 if -(2**31) <= py < 2**31 else T.int64
+            return natural
+        if tensor_dtype.is_bool():  # an integer is of a higher kind than bool: its own type wins
+            return natural
         if tensor_dtype.is_int():
             lo, hi = _int_range(tensor_dtype)
             if lo <= py <= hi:
@@ -309,7 +321,7 @@ def weak_dtype(tensor_dtype, py):
                                 "wider type first")
         return tensor_dtype
     if isinstance(py, float):
-        return tensor_dtype if tensor_dtype.is_floating() else T.float32
+        return tensor_dtype if tensor_dtype.is_floating() else scalar_dtype_of_python(py)
     raise SemanticError(f"cannot combine {type(py).__name__} with a tensor")
 
 

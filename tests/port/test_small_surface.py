@@ -6,6 +6,7 @@ import pytest
 
 import compiler
 import compiler.language as tl
+from compiler.ir import types as T
 
 from .kernels import TARGETS, poison, run
 
@@ -339,6 +340,9 @@ def test_atomic_cas_16_bit(target, dt):
     ("f & 1", "operator & needs integer operands: invalid operands of type float32 and int32"),
     ("f | x", "operator | needs integer operands: invalid operands of type float32 and int8"),
     ("f << 2", "operator << needs integer operands"),
+    ("x + 2**64", "nonrepresentable integer 18446744073709551616: an integer constant is int32, uint32, int64 or "
+                  "uint64"),
+    ("x + (-2**63 - 1)", "nonrepresentable integer -9223372036854775809"),
 ])
 def test_compile_time_rejections(tmp_path, expr, msg):
     src = tmp_path / "kern_reject.py"
@@ -410,3 +414,33 @@ def test_map_elementwise_refuses_stores_in_element_loops():
 
     with pytest.raises(compiler.CompilationError, match="cannot store inside a while loop on its elements"):
         k[(1,)](np.ones(8, np.float32) * 4, BLOCK=8)
+
+
+@compiler.jit
+def const_type(Out, B, V: tl.constexpr, WANT: tl.constexpr, WITH_BOOL: tl.constexpr):
+    x = V
+    if WITH_BOOL:
+        x = (tl.load(B) > 0) + V  # an integer meets a bool tensor: the integer's own type
+    tl.static_assert(x.dtype == WANT)
+    tl.store(Out, x)
+
+
+@pytest.mark.parametrize("with_bool", [False, True])
+@pytest.mark.parametrize("value,want", [
+    (5, "int32"), (2**31 - 1, "int32"), (-2**31, "int32"), (2**31, "uint32"), (2**32 - 1, "uint32"),
+    (2**32, "int64"), (-2**31 - 1, "int64"), (2**63 - 1, "int64"), (-2**63, "int64"), (2**63, "uint64"),
+    (2**64 - 1, "uint64"), (1.5, "float32"), (1e38, "float32"), (1e39, "float64"), (1e-300, "float64")])
+def test_python_number_types(value, want, with_bool):
+    """A Python number's type as in Triton: int32 if it fits, else uint32, else int64, else uint64; a float is
+    float32 unless outside float32's normal range (then float64). The value arrives unchanged."""
+    dt = getattr(tl, want)
+    out = np.zeros(1, T.from_name(want).np) if want != "bfloat16" else None
+    b = np.full(1, -3, np.int32)  # the bool is False: x is V (+ 0)
+    const_type[(1,)](out, b, V=value, WANT=dt, WITH_BOOL=with_bool)
+    got = out[0].item()
+    assert got == value or (isinstance(value, float) and math.isclose(got, value, rel_tol=1e-6))
+
+
+def test_store_of_a_nonrepresentable_integer_is_refused():
+    with pytest.raises(compiler.CompilationError, match="nonrepresentable integer 18446744073709551616"):
+        const_type[(1,)](np.zeros(1, np.int64), np.ones(1, np.int32), V=2**64, WANT=tl.int64, WITH_BOOL=False)
