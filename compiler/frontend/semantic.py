@@ -1446,7 +1446,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
-    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in int32. Every dim must be at least 16.
+    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in
+    int32. Every dim must be at least 16.
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
