@@ -38,6 +38,7 @@ from farm import FarmError
 from farm.config import GateConfig
 from farm.jobs import GOOD, TRANSIENT
 from farm.report import meta_str, shape_str
+from farm.timing import AB
 
 Remeasure = Callable[[dict, dict], "tuple[list[float], list[float]] | None"]
 
@@ -490,7 +491,8 @@ class ABRemeasure:
 
     def _tree(self, row: dict) -> "tuple[str, dict] | None":
         from farm.planner import job_key
-        from farm.worker import compiler_version, load_workload, source_hash
+        from farm.loader import load_workload, source_hash
+        from farm.machine import compiler_version
         run = self.store.run(row["run_id"])
         job = dict(row["job"])
         try:
@@ -575,12 +577,12 @@ class ABRemeasure:
         if srvs is None:
             return None
         opts = self.store.run(new_row["run_id"])["options"]
+        side = AB.model_copy(update={"rep_ms": self.cfg.ab_rep_ms, "flush_l2": opts.get("flush_l2", AB.flush_l2)})
         samples: tuple[list, list] = ([], [])
         for i in range(self.cfg.ab_rounds):
             order = (0, 1) if i % 2 == 0 else (1, 0)  # A B, B A, A B, ...: linear drift cancels
             for s in order:
-                got = self._ask(srvs[s], {"op": "bench", "id": "ab"[s], "rep_ms": self.cfg.ab_rep_ms,
-                                          "warmup_ms": 5, "flush_l2": opts.get("flush_l2", True)})
+                got = self._ask(srvs[s], {"op": "bench", "id": "ab"[s], **side.bench_request()})
                 samples[s].extend(got["samples"])
         return samples
 
