@@ -1,4 +1,5 @@
-"""`farm dashboard`: a static HTML site from the store, readable offline (plotly.js is copied next to the pages).
+"""`farm dashboard`: a static HTML site from the store, readable offline (plotly.js is copied next to the pages
+when a page has a plot; a site without timings gets no 4.7 MB bundle and no page loads it).
 
 Pages: `index.html` (every workload and shape: latest time per GPU kind, last change, steps found) and one page
 per workload with, for each shape/dtype/meta series: the median over runs with the p10-p90 spread as error bars,
@@ -28,10 +29,15 @@ from farm.report import derive, meta_str, shape_str
 PLOTLY_JS = "plotly.min.js"
 
 
-def _plotly_js() -> str:
-    """plotly.js as shipped inside the plotly Python package (no network, no CDN)."""
+def _write_plotly_js(dest: pathlib.Path) -> None:
+    """plotly.js as shipped inside the plotly Python package (no network, no CDN), copied to `dest`."""
+    import plotly
+    src = pathlib.Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
+    if src.is_file():
+        shutil.copyfile(src, dest)
+        return
     from plotly.offline import get_plotlyjs
-    return get_plotlyjs()
+    dest.write_text(get_plotlyjs())
 
 
 def _json(obj) -> str:
@@ -155,7 +161,7 @@ def _history_fig(series_pts: dict, runs: dict, title: str, threshold: float) -> 
 
 def _roofline_fig(series: dict, runs: dict) -> dict:
     traces = []
-    for s, by_kind in series.items():
+    for s, by_kind in sorted(series.items(), key=lambda kv: series_order(kv[0])):
         for kind, pts in sorted(by_kind.items()):
             pts = [p for p in pts if p.get("roofline_pct") is not None]
             if pts:
@@ -174,11 +180,12 @@ def _gpu_fig(series: dict) -> dict | None:
                     if any(p.get("median_ms") for p in pts)})
     if not kinds:
         return None
-    names = [esc(_series_title(s)) for s in series]
+    ordered = sorted(series, key=series_order)  # as the page lists them: numbers as numbers
+    names = [esc(_series_title(s)) for s in ordered]
     traces = []
     for kind in kinds:
         y = []
-        for by_kind in series.values():
+        for by_kind in (series[s] for s in ordered):
             pts = [p for p in by_kind.get(kind, []) if p.get("median_ms")]
             y.append(pts[-1]["median_ms"] * 1e3 if pts else None)
         traces.append({"type": "bar", "name": esc(kind), "x": names, "y": y})
@@ -196,24 +203,31 @@ table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ padding: 3px 8px
 th {{ background: #f4f4f4; }} code {{ background: #f4f4f4; padding: 1px 4px; }} .slower {{ color: #c00; }} .faster {{ color: #080; }}
 .plot {{ width: 100%; max-width: 1100px; }} .muted {{ color: #777; }}
 </style>
-<script src="{js}"></script></head>
+{head}</head>
 <body>
 {body}
-<script>
+{plots}
+</body></html>
+"""
+
+PLOTS = """<script>
 const FIGS = {figs};
 for (const [id, fig] of Object.entries(FIGS)) {{
   Plotly.newPlot(id, fig.data, fig.layout, {{responsive: true, displaylogo: false}});
 }}
-</script>
-</body></html>
-"""
+</script>"""
+
+
+def _page(title: str, body: str, figs: dict) -> str:
+    """A page; it loads plotly.js (and draws `figs`) only when it has a plot."""
+    head = f'<script src="{PLOTLY_JS}"></script>' if figs else ""
+    return PAGE.format(title=title, head=head, body=body, plots=PLOTS.format(figs=_json(figs)) if figs else "")
 
 
 def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
     """Write the site into `out`; returns {"index": path, "pages": n, "plots": n, "steps": n}."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / PLOTLY_JS).write_text(_plotly_js())
     got = collect(store)
     runs, workloads = got["runs"], got["workloads"]
     taken: set = set()
@@ -255,8 +269,7 @@ def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
             body.append("<h2>Per GPU kind</h2><div id='gpu' class='plot'></div>")
             n_plots += 1
         body.append(_results_table(series, runs))
-        (out / f"{slug}.html").write_text(PAGE.format(title=esc(f"farm: {wname}"), js=PLOTLY_JS,
-                                                       body="\n".join(body), figs=_json(figs)))
+        (out / f"{slug}.html").write_text(_page(esc(f"farm: {wname}"), "\n".join(body), figs))
     n_runs = len(runs)
     run_rows = "".join(f"<tr><td>{i}</td><td>{esc(r.get('name'))}</td><td>{esc(r.get('label') or '')}</td>"
                        f"<td>{esc(r['target'])}</td><td>{esc((r.get('git_commit') or '')[:12])}</td>"
@@ -269,7 +282,9 @@ def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
             "<th>latest status</th><th>steps</th></tr>" + "".join(index_rows) + "</table>"
             "<h2>Runs</h2><table><tr><th>id</th><th>name</th><th>label</th><th>GPU kind</th><th>commit</th>"
             "<th>status</th><th>done</th></tr>" + run_rows + "</table>")
-    (out / "index.html").write_text(PAGE.format(title="farm dashboard", js=PLOTLY_JS, body=body, figs="{}"))
+    (out / "index.html").write_text(_page("farm dashboard", body, {}))
+    if n_plots:
+        _write_plotly_js(out / PLOTLY_JS)
     return {"index": str(out / "index.html"), "pages": len(workloads), "plots": n_plots, "steps": n_steps}
 
 
