@@ -2,6 +2,10 @@
 """Host-side cost against Triton 3.6, CPU only: import, fresh-process compile, warm compile, `farm --help`.
 
     python3 scripts/bench_host.py [--reps 9] [--out benchmarks/host-2026-12-01] [--only SUBSTR]
+    python3 scripts/bench_host.py --corpus [NAME_OR_GLOB ...] [--reps 3] [--out DIR]   # the corpus kernels
+
+(Run it with a Python that has Triton installed; the child processes get this tree first on PYTHONPATH. With
+--corpus, every kernel of workloads/corpus under both compilers: see scripts/_bench_host_corpus.py.)
 
 Six kernels, each written once (the workloads' kernel.py files; for Triton the same text with its two imports
 rewritten, loaded from a temporary file): vector add, row softmax, layernorm forward, fp16 matmul 128x128x64
