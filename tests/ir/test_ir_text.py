@@ -13,8 +13,10 @@ from compiler.ir.printer import print_function
 from compiler.ir.verify import IRVerifyError, verify
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# layouts are printed for reading only: the files of assign_layouts and of every pass after it carry them
+_WITH_LAYOUTS = (".assign_layouts.tile", ".dce_after_layouts.tile", ".schedule_loads.tile", ".wgmma_loops.tile")
 GOLDEN = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "frontend", "golden", "*.tile"))
-                if not p.endswith(".assign_layouts.tile"))  # layouts are printed for reading only
+                if not p.endswith(_WITH_LAYOUTS))
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=os.path.basename)
