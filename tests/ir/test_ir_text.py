@@ -14,7 +14,8 @@ from compiler.ir.verify import IRVerifyError, verify
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # layouts are printed for reading only: the files of assign_layouts and of every pass after it carry them
-_WITH_LAYOUTS = (".assign_layouts.tile", ".dce_after_layouts.tile", ".schedule_loads.tile", ".wgmma_loops.tile")
+_PASSES = [n for n, _ in __import__("compiler.passes", fromlist=["PIPELINE"]).PIPELINE]
+_WITH_LAYOUTS = tuple(f".{n}.tile" for n in _PASSES[_PASSES.index("assign_layouts"):])
 GOLDEN = sorted(p for p in glob.glob(os.path.join(ROOT, "tests", "frontend", "golden", "*.tile"))
                 if not p.endswith(_WITH_LAYOUTS))
 
