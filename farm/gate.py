@@ -230,19 +230,17 @@ def resolve_baseline(store, run_id: int, ref: str) -> int:
     if ref.isdigit():
         return store.resolve(ref)
     if ref == "latest":
-        row = store.db.execute("SELECT id FROM runs WHERE target=? AND id<>? ORDER BY id DESC LIMIT 1",
-                               (target, run_id)).fetchone()
-        if row is None:
+        rid = store.find_run(target=target, other_than=run_id)
+        if rid is None:
             raise GateInputError(f"no other run on {target} in {store.path} to compare run {run_id} with")
-        return int(row[0])
+        return rid
     if ref.startswith("latest~"):
         return store.resolve(ref)
-    row = store.db.execute("SELECT id FROM runs WHERE label=? AND target=? AND id<>? ORDER BY id DESC LIMIT 1",
-                           (ref, target, run_id)).fetchone()
-    if row is None:
+    rid = store.find_run(label=ref, target=target, other_than=run_id)
+    if rid is None:
         raise GateInputError(f"no run labelled {ref!r} on {target} other than run {run_id} in {store.path} "
                              "(see `farm runs`)")
-    return int(row[0])
+    return rid
 
 
 def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,

@@ -27,7 +27,7 @@ def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc12
     rng = np.random.default_rng(seed)
     run_id = store.create_run(name=name, label=label, config_text="", config_path="", options={"flush_l2": True},
                               target=target, gpus=[target], compiler_version="0", farm_version="0")
-    store.db.execute("UPDATE runs SET git_commit=? WHERE id=?", (commit, run_id))
+    store.update_run(run_id, git_commit=commit)
     planned = []
     for i, j in enumerate(jobs):
         key = job_key(f"src{seed}", j["workload"], j["params"], j["meta"], f"c{run_id}", target)
