@@ -36,7 +36,8 @@ def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc12
     store.add_jobs(run_id, [p[0] for p in planned], {})
     for job, j in planned:
         status = j.get("status", "ok")
-        res = Result(key=job.key, status=status, compile_s=j.get("compile_s", 0.3), flops=1e9, bytes=4e8)
+        res = Result(key=job.key, status=status, compile_s=j.get("compile_s", 0.3), flops=1e9, bytes=4e8,
+                     provenance=j.get("provenance"))
         if status == "ok":
             s = samples(j.get("median_ms", 0.1) * j.get("slow", 1.0), j.get("noise", 0.2), j.get("n", 300), rng,
                         j.get("drift", 0.0))
