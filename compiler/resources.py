@@ -104,7 +104,8 @@ def kernel_resources(kernel) -> dict | None:
     from .codegen.ptx import _run_ptxas, find_ptxas, ptx_arch
 
     asm, meta = kernel.asm, kernel.metadata
-    if find_ptxas() is None or "ptx" not in getattr(asm, "keys", lambda: asm)():
+    # Only the compiler's own artifacts (StageArtifacts): a hand-made asm dict is not known to be real PTX.
+    if find_ptxas() is None or not hasattr(asm, "cached") or asm.cached("ptx") is None:
         return None
     arch = ptx_arch(asm["ptx"], meta.get("arch", "sm_90"))
     cubin, log = _run_ptxas(asm["ptx"], arch, ("-v",))

@@ -149,7 +149,7 @@ class Store:
         if not self.url and D.is_url(path):
             path = sa.make_url(str(path)).database
         self.path = D.display(path) if self.url else pathlib.Path(path)
-        self.engine = None
+        self.engine = self._results = None
         try:
             if self.url:
                 self._open_server(str(path), write)
@@ -245,6 +245,9 @@ class Store:
             c.execute(_RUNS.delete().where(_RUNS.c.id == run_id))
 
     def close(self):
+        if self._results is not None and self._results is not self.engine:
+            self._results.dispose()
+        self._results = None
         if self.engine is not None:
             self.engine.dispose()
             self.engine = None
@@ -355,7 +358,10 @@ class Store:
         vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _R.c and c not in
                 ("id", "run_id", "key", "created")}
         stmt = D.insert_ignore(_R, self.dialect).values(run_id=run_id, key=res.key, created=time.time(), **vals)
-        with self._write() as c:
+        if self._results is None:
+            self._results = D.results_engine(self.engine)  # PostgreSQL: one statement, asynchronous commit
+        eng = self._results if self._results is not self.engine else D.writing(self.engine)
+        with eng.begin() as c:
             stmt = stmt.on_conflict_do_nothing(index_elements=["run_id", "key"]).returning(_R.c.id)
             return c.execute(stmt).first() is not None
 
