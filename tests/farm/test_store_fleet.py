@@ -49,9 +49,22 @@ def test_four_concurrent_farm_runs_lose_and_duplicate_nothing(tmp_path, store_ta
     spans = sorted((st.run(rid)["created"], st.run(rid)["finished"]) for rid in ids)
     assert any(b[0] < a[1] for a, b in zip(spans, spans[1:])), spans  # the writers did overlap
     st.close()
-    r = subprocess.run([sys.executable, "-m", "farm", "runs", "--store", store_target, "--format", "json"],
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert r.returncode == 0 and sorted(x["id"] for x in json.loads(r.stdout)) == sorted(ids), r.stderr
+    # every reader works on the shared history, in this process (CliRunner) against the same store
+    from typer.testing import CliRunner
+    from farm.cli.main import app
+    cli = CliRunner()
+    r = cli.invoke(app, ["runs", "--store", store_target, "--format", "json"])
+    assert r.exit_code == 0 and sorted(x["id"] for x in json.loads(r.stdout)) == sorted(ids), r.output
+    r = cli.invoke(app, ["report", str(ids[0]), "--store", store_target, "--format", "json"])
+    assert r.exit_code == 0 and len(json.loads(r.stdout)["results"]) == n_jobs, r.output
+    r = cli.invoke(app, ["dashboard", "--out", str(tmp_path / "site"), "--store", store_target])
+    assert r.exit_code == 0 and "wrote" in r.output and (tmp_path / "site" / "index.html").is_file(), r.output
+    r = cli.invoke(app, ["gate", str(ids[1]), "--baseline", str(ids[0]), "--store", store_target, "--format", "json",
+                         "--no-remeasure"])
+    assert r.exit_code in (0, 1) and json.loads(r.stdout)["baseline"] == ids[0], r.output
+    [(rid_res,)] = Store(store_target, write=False).sql("SELECT MIN(id) FROM results")
+    r = cli.invoke(app, ["repro", str(rid_res), "--out", str(tmp_path / "repro"), "--store", store_target])
+    assert r.exit_code == 0 and (tmp_path / "repro" / "job.yaml").is_file(), r.output
 
 
 def _fill(st, n_runs=2, n=3):
@@ -100,6 +113,13 @@ def test_store_migrate_sqlite_into_postgresql(tmp_path, pg_url):
     d.close()
     with TuningDB(pg_url) as t:
         assert [r["median_ms"] for r in t.records()] == [0.5]
+    # `farm tune` reads the server's tuning table; the compiler gets it through the export
+    p = _farm("tune", "--export", tmp_path / "tuning.json", "--store", pg_url)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    from compiler.autotune import TuningDatabase
+    assert TuningDatabase(str(tmp_path / "tuning.json")).kind == "json"
+    assert [r["config"] for r in json.loads((tmp_path / "tuning.json").read_text())["records"]] == ['{"BLOCK":64}']
     # a destination with runs: refused, nothing written
     p = _farm("store", "migrate", src, pg_url)
     out, err = p.communicate(timeout=120)
