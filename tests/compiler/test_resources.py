@@ -75,3 +75,44 @@ def test_kernel_resources_count_the_launch_shared_memory():
     r = kernel_resources(k)
     dyn = int(k.metadata.get("shared_bytes", 0))
     assert r["shared_bytes"] >= dyn and r["blocks_per_sm"] == occupancy(r["regs"], r["shared_bytes"], 256)
+
+
+def _matmul(nw=8, stages=3):
+    from workloads.matmul import kernel as MK
+
+    a = np.zeros((256, 256), np.float16)
+    bias = np.zeros(1, np.float32)
+    return MK.matmul_kernel.warmup(a, a, a, bias, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(1,), target="sm_90",
+                                   BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, EPILOGUE="none",
+                                   PRECISION="ieee", num_warps=nw, num_stages=stages)
+
+
+@needs_ptxas
+def test_matmul_resources_count_its_shared_memory_ring():
+    k = _matmul()
+    r = kernel_resources(k)
+    assert r["shared_bytes"] >= int(k.metadata["shared_bytes"]) >= 64 * 1024  # 3 stages of 128x64 + 64x128 fp16
+    assert 1 <= r["blocks_per_sm"] <= 233472 // (r["shared_bytes"] + 1024)
+
+
+@pytest.mark.gpu
+def test_resources_agree_with_the_driver():
+    """On the GPU: our registers, local bytes and blocks per SM against cuFuncGetAttribute and the driver's
+    occupancy calculator (cuOccupancyMaxActiveBlocksPerMultiprocessor) for the loaded cubins."""
+    from compiler.runtime.cuda import driver
+
+    d = driver()
+    x = np.random.default_rng(2).random(4096).astype(np.float32)
+    kernels = [_add.warmup(x, x, x, 4096, BLOCK=b, grid=(1,), target="sm_90", num_warps=w, maxnreg=m)
+               for b, w, m in ((256, 1, None), (1024, 4, None), (8192, 4, None), (8192, 4, 32), (4096, 8, None))]
+    kernels += [_matmul(8, 3), _matmul(4, 2)]
+    for k in kernels:
+        r = kernel_resources(k)
+        fn = k.launcher.function
+        attr = d.CUfunction_attribute
+        regs = d.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)[1]
+        local = d.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn)[1]
+        err, blocks = d.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, k.num_warps * 32,
+                                                                    int(k.metadata.get("shared_bytes", 0)))
+        assert int(err) == 0
+        assert (regs, local, blocks) == (r["regs"], r["local_bytes"], r["blocks_per_sm"]), (k, r)
