@@ -10,6 +10,11 @@ refuses a newer store), PostgreSQL in the one-row table `farm_schema`. A new sto
 newest version (`metadata.create_all`), an older one is brought up step by step, each step and its version bump in
 one transaction that holds the store's write lock (SQLite `BEGIN IMMEDIATE`, PostgreSQL an advisory lock), so
 several processes opening an old store at once migrate it once.
+
+Why not Alembic: the history is short and linear, every step is additive (new columns, an index), and stores are
+opened by every `farm` command on machines that never run a migration tool by hand; Alembic would add a
+dependency, an environment folder and a revision graph to carry, for steps that are each one or two statements
+here. Should a step ever need to rewrite data or drop columns, its `Operations` API is the place to move to.
 """
 from __future__ import annotations
 
