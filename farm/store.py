@@ -357,13 +357,16 @@ class Store:
         d.update({k: v for k, v in (d.pop("provenance", None) or {}).items() if k in _R.c})
         vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _R.c and c not in
                 ("id", "run_id", "key", "created")}
-        stmt = D.insert_ignore(_R, self.dialect).values(run_id=run_id, key=res.key, created=time.time(), **vals)
         if self._results is None:
             self._results = D.results_engine(self.engine)  # PostgreSQL: one statement, asynchronous commit
+            # Built once; the values go as parameters (building a statement with .values() per result cost more
+            # than the insert itself).
+            self._insert_result = (D.insert_ignore(_R, self.dialect)
+                                   .on_conflict_do_nothing(index_elements=["run_id", "key"]).returning(_R.c.id))
         eng = self._results if self._results is not self.engine else D.writing(self.engine)
         with eng.begin() as c:
-            stmt = stmt.on_conflict_do_nothing(index_elements=["run_id", "key"]).returning(_R.c.id)
-            return c.execute(stmt).first() is not None
+            row = c.execute(self._insert_result, {"run_id": run_id, "key": res.key, "created": time.time(), **vals})
+            return row.first() is not None
 
     def done_keys(self, keys: list[str]) -> dict[str, int]:
         """Key -> latest run holding a final (not transient) result for it, for keys the store has done."""
