@@ -18,6 +18,7 @@ import pathlib
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import sqlalchemy as sa
@@ -149,7 +150,9 @@ class Store:
         if not self.url and D.is_url(path):
             path = sa.make_url(str(path)).database
         self.path = D.display(path) if self.url else pathlib.Path(path)
-        self.engine = self._results = None
+        self.engine = self._results = self._rconn = None
+        self._results_lock = threading.Lock()
+        self._insert_sql: dict = {}
         try:
             if self.url:
                 self._open_server(str(path), write)
@@ -245,6 +248,9 @@ class Store:
             c.execute(_RUNS.delete().where(_RUNS.c.id == run_id))
 
     def close(self):
+        if self._rconn is not None:
+            self._rconn.close()
+            self._rconn = None
         if self._results is not None and self._results is not self.engine:
             self._results.dispose()
         self._results = None
@@ -357,16 +363,61 @@ class Store:
         d.update({k: v for k, v in (d.pop("provenance", None) or {}).items() if k in _R.c})
         vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _R.c and c not in
                 ("id", "run_id", "key", "created")}
-        if self._results is None:
-            self._results = D.results_engine(self.engine)  # PostgreSQL: one statement, asynchronous commit
-            # Built once; the values go as parameters (building a statement with .values() per result cost more
-            # than the insert itself).
-            self._insert_result = (D.insert_ignore(_R, self.dialect)
-                                   .on_conflict_do_nothing(index_elements=["run_id", "key"]).returning(_R.c.id))
-        eng = self._results if self._results is not self.engine else D.writing(self.engine)
-        with eng.begin() as c:
-            row = c.execute(self._insert_result, {"run_id": run_id, "key": res.key, "created": time.time(), **vals})
-            return row.first() is not None
+        params = {"run_id": run_id, "key": res.key, "created": time.time(), **vals}
+        # The hot path of a run (one call per job): the INSERT that SQLAlchemy compiled for this dialect, executed
+        # on the DB-API connection held for the store's life. Measured: 96 us of CPU per result, against 242 us
+        # through a SQLAlchemy Connection and 74 us for the hand-written sqlite3 code this layer replaced.
+        with self._results_lock:
+            for attempt in (0, 1):
+                raw, sql, order = self._results_conn(tuple(params))
+                args = [params[k] for k in order] if order else params
+                dbapi = self.engine.dialect.loaded_dbapi
+                try:
+                    cur = raw.cursor()
+                    if self.dialect == "sqlite":
+                        cur.execute("BEGIN IMMEDIATE")  # the write lock up front: writers queue on the busy timeout
+                        try:
+                            cur.execute(sql, args)
+                            added = cur.fetchone() is not None
+                        except BaseException:
+                            cur.execute("ROLLBACK")
+                            raise
+                        cur.execute("COMMIT")
+                        return added
+                    cur.execute(sql, args)  # PostgreSQL: autocommit, asynchronous commit (D.results_engine)
+                    return cur.fetchone() is not None
+                except (dbapi.OperationalError, dbapi.InterfaceError):
+                    # A connection the server dropped (restart, failover, idle timeout): once more on a new one.
+                    # Safe: the insert is idempotent (a row that did land makes the retry a no-op, False).
+                    self._drop_results_conn()
+                    if attempt or self.dialect == "sqlite":
+                        raise
+        raise AssertionError("unreachable")
+
+    def _results_conn(self, cols: tuple):
+        """(DB-API connection, SQL, parameter order or None) for inserting a result with columns `cols`. The
+        connection is held for the store's life (a pool checkout, ping and reset per result cost more than the
+        insert). PostgreSQL: from `D.results_engine` (autocommit, asynchronous commit); SQLite: the store's."""
+        if self._rconn is None:
+            if self._results is None:
+                self._results = D.results_engine(self.engine)
+            self._rconn = self._results.connect()
+        got = self._insert_sql.get(cols)
+        if got is None:
+            stmt = (D.insert_ignore(_R, self.dialect).on_conflict_do_nothing(index_elements=["run_id", "key"])
+                    .returning(_R.c.id))
+            comp = stmt.compile(dialect=self.engine.dialect, column_keys=list(cols))
+            got = self._insert_sql[cols] = (comp.string, list(comp.positiontup) if comp.positional else None)
+        return (self._rconn.connection.dbapi_connection, *got)
+
+    def _drop_results_conn(self):
+        if self._rconn is not None:
+            try:
+                self._rconn.invalidate()
+                self._rconn.close()
+            except Exception:
+                pass
+            self._rconn = None
 
     def done_keys(self, keys: list[str]) -> dict[str, int]:
         """Key -> latest run holding a final (not transient) result for it, for keys the store has done."""

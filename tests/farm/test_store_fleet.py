@@ -158,3 +158,20 @@ def test_postgresql_store_errors_are_clear(tmp_path, pg_url):
     with pytest.raises(FarmError, match="newer farm"):
         Store(pg_url)
     assert pg.server() is not None
+
+
+def test_a_dropped_postgresql_connection_loses_no_result(pg_url):
+    """The server ends the store's connections mid-run (a restart, a failover, an idle timeout): the next result
+    goes through a new connection, and nothing is stored twice."""
+    from farm.store import Store
+    st = Store(pg_url)
+    [rid] = _fill(st, n_runs=1, n=2)
+    other = Store(pg_url)
+    ended = other.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'tilefarm' "
+                      "AND pid <> pg_backend_pid()")
+    assert len(ended) >= 2 and all(ok for (ok,) in ended)  # the results connection and the store's pool
+    other.close()
+    assert st.add_result(rid, Result(key="after-the-drop", status=VALIDATED))
+    assert not st.add_result(rid, Result(key="after-the-drop", status=VALIDATED))
+    assert st.sql("SELECT COUNT(*) FROM results WHERE run_id=:r", r=rid) == [(3,)]
+    st.close()
