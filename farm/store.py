@@ -233,10 +233,16 @@ class Store:
             found = c.execute(sa.select(_RUNS.c.id, _RUNS.c.pid, _RUNS.c.status, _RUNS.c.created).where(
                 _RUNS.c.status.in_(("running", "planning")), _RUNS.c.host == me, _RUNS.c.pid.is_not(None))).all()
         rows = [(r.id, r.status) for r in found if not _alive(r.pid, r.created)]
+        marked = []
         for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
-            with self._write() as c:  # only if still in that state (another process may have seen it first)
-                c.execute(_RUNS.update().where(_RUNS.c.id == rid, _RUNS.c.status == status).values(
-                    status="interrupted" if status == "running" else "abandoned"))
+            try:
+                with self._write() as c:  # only if still in that state (another process may have seen it first)
+                    c.execute(_RUNS.update().where(_RUNS.c.id == rid, _RUNS.c.status == status).values(
+                        status="interrupted" if status == "running" else "abandoned"))
+                marked.append((rid, status))
+            except (sa.exc.ProgrammingError, sa.exc.OperationalError):
+                pass  # a reader that may not write (a read-only user, a read-only file) leaves it to a writer
+        rows = marked
         return [rid for rid, status in rows if status == "running"]
 
     def delete_run(self, run_id: int):

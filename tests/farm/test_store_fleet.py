@@ -175,3 +175,27 @@ def test_a_dropped_postgresql_connection_loses_no_result(pg_url):
     assert not st.add_result(rid, Result(key="after-the-drop", status=VALIDATED))
     assert st.sql("SELECT COUNT(*) FROM results WHERE run_id=:r", r=rid) == [(3,)]
     st.close()
+
+
+def test_a_postgresql_user_who_may_only_read(pg_url):
+    """A user with SELECT only: `farm run` refuses before any job (naming the tables), readers work, and a stale
+    run it cannot mark is left to a writer instead of failing the read."""
+    import sqlalchemy as sa
+    from farm import FarmError
+    from farm.store import Store
+    st = Store(pg_url)
+    [rid] = _fill(st, n_runs=1, n=2)
+    st.update_run(rid, status="running", pid=2 ** 22 + 1)  # a driver that no longer exists
+    db = sa.make_url(pg_url).database
+    st.sql("CREATE ROLE farm_reader LOGIN")
+    st.sql(f"GRANT CONNECT ON DATABASE {db} TO farm_reader")
+    st.sql("GRANT SELECT ON ALL TABLES IN SCHEMA public TO farm_reader")
+    st.close()
+    ro = pg_url.replace("postgres:@", "farm_reader:@").replace("postgresql://postgres@", "postgresql://farm_reader@")
+    assert "farm_reader" in ro
+    with pytest.raises(FarmError, match="cannot write the results store .* may not insert into or update runs"):
+        Store(ro)
+    reader = Store(ro, write=False)
+    assert reader.stale_runs() == [] and reader.run(rid)["status"] == "running" and len(reader.rows(rid)) == 2
+    reader.close()
+    assert Store(pg_url).stale_runs() == [rid]  # a writer marks it
