@@ -199,3 +199,13 @@ def test_a_postgresql_user_who_may_only_read(pg_url):
     assert reader.stale_runs() == [] and reader.run(rid)["status"] == "running" and len(reader.rows(rid)) == 2
     reader.close()
     assert Store(pg_url).stale_runs() == [rid]  # a writer marks it
+
+
+def test_a_store_url_in_a_config_is_not_taken_for_a_path(tmp_path):
+    from farm import config
+    p = fake_config(tmp_path)
+    p.write_text(p.read_text().replace(f"store: {tmp_path / 'farm.db'}", "store: postgresql://farm@db.internal/farm"))
+    cfg, _ = config.load(p)
+    assert cfg.store == "postgresql://farm@db.internal/farm"
+    from farm.db import display
+    assert display("postgresql://farm:secret@db.internal/farm") == "postgresql://farm:***@db.internal/farm"
