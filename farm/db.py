@@ -236,8 +236,12 @@ def engine_for(target, *, busy_timeout_s: float = 30.0, wal: bool = True) -> sa.
                              f"not {u.get_backend_name()}")
         return sa.create_engine(u, pool_pre_ping=True, pool_size=2, max_overflow=4,
                                 connect_args={"connect_timeout": 10, "application_name": "tilefarm"})
-    eng = sa.create_engine(f"sqlite:///{os.fspath(target)}", connect_args={"timeout": busy_timeout_s,
-                                                                           "check_same_thread": False})
+    import sqlite3
+
+    path = os.fspath(target)  # opened by sqlite3 itself: a file name is never parsed as a URL (`?`, `#`, `%`)
+    eng = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(path, timeout=busy_timeout_s,
+                                                                       check_same_thread=False),
+                           poolclass=sa.pool.QueuePool)
 
     @event.listens_for(eng, "connect")
     def _connect(dbapi_conn, _rec):
