@@ -7,8 +7,8 @@ store, typically a machine's SQLite file into a fleet's PostgreSQL database.
   gets a new id (the mapping is returned and printed), its plan and results follow it, and a run that is already
   there (same host, pid, start time and name: a migration done before) is skipped, so migrating again adds
   nothing twice. Tuning records already present (same kernel, key, config, GPU kind, compiler version) are kept.
-- One transaction on the destination: a migration that fails part way leaves it as it was. The source is only
-  read.
+- One transaction on the destination: a migration that fails part way leaves it as it was. Nothing of the
+  source changes (a source from an older farm is brought to the current schema when opened, as by any command).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def migrate(src, dst, append: bool = False) -> dict:
                     if rows:
                         bc.execute(D.run_jobs.insert(), rows)
                         out["run_jobs"] += len(rows)
-                src_cols = set(a_cols(ac, "results"))
+                src_cols = set(_columns(ac, "results"))
                 for rows in _batches(ac, sa.select(*(c for c in D.results.c if c.name in src_cols))
                                      .order_by(D.results.c.id)):
                     rows = [r for r in rows if r["run_id"] in ids]
@@ -103,6 +103,6 @@ def migrate(src, dst, append: bool = False) -> dict:
         b.close()
 
 
-def a_cols(conn, table: str) -> list[str]:
+def _columns(conn, table: str) -> list[str]:
     """The columns `table` has in this database (an old source may lack the newer ones)."""
     return [c["name"] for c in sa.inspect(conn).get_columns(table)]

@@ -15,7 +15,7 @@ app = typer.Typer(name="store", help="Results stores: `farm store migrate SRC DS
 @app.command("migrate")
 @handle_errors
 def migrate(
-    src: Annotated[str, typer.Argument(help="The store to copy from: a SQLite file (or a URL). Only read.")],
+    src: Annotated[str, typer.Argument(help="The store to copy from: a SQLite file (or a URL). Its history is left as it is.")],
     dst: Annotated[str, typer.Argument(help="The store to copy into: postgresql://user@host/db (or a file).")],
     append: Annotated[bool, typer.Option(help="Into a destination that already has runs: add the source's runs "
                                               "under new ids, skipping those migrated before.")] = False,
