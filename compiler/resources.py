@@ -88,7 +88,9 @@ def occupancy(regs: int, shared_bytes: int, threads: int, arch: str = "sm_90") -
     warps = -(-threads // 32)
     by_threads = lim["threads"] // (warps * 32)
     regs_per_warp = -(-max(regs, 1) * 32 // lim["reg_unit"]) * lim["reg_unit"]
-    by_regs = (lim["regs"] // regs_per_warp) // warps
+    # The register file is four partitions (one per warp scheduler); a warp's registers live in one of them,
+    # so whole warps are counted per partition (what the driver's occupancy calculator does).
+    by_regs = ((lim["regs"] // 4) // regs_per_warp * 4) // warps
     limits = [lim["blocks"], by_threads, by_regs]
     if shared_bytes > lim["smem_block"]:
         return 0

@@ -30,6 +30,9 @@ def test_occupancy_rule_on_sm90():
     # registers: 116/thread -> 3840 per warp (256-register units) -> 17 warps -> 4 blocks of 4 warps
     assert occupancy(116, 0, 128) == 4
     assert occupancy(255, 0, 1024) == 0 < occupancy(64, 0, 1024) == 1  # 255 x 1024 exceeds the register file
+    # warps are placed in the four 16384-register partitions: 40 regs -> 12 warps per partition, 48 per SM, so
+    # 24 blocks of 2 warps (a register file taken as one pool would say 51 warps, 25 blocks)
+    assert occupancy(40, 0, 64) == 24
     # shared memory: (100 KiB + 1 KiB reserved) per block -> 2 blocks in 228 KiB; above 227 KiB none fits
     assert occupancy(32, 100 * 1024, 128) == 2
     assert occupancy(32, 228 * 1024, 128) == 0
