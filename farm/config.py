@@ -197,6 +197,12 @@ class Cluster(_Model):
     num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all)")
     num_gpus: int | None = Field(None, ge=0, description="GPUs of the local Ray (default: all it finds)")
     max_in_flight: int | None = Field(None, ge=1, description="compile tasks in flight (default: CPU slots)")
+    gpu_kind: str | list[str] | None = Field(
+        None, description="GPU kind(s) to time on (Ray's accelerator_type: H200, H100, ...): one kind, a list (each "
+                          "job timed once on each), or `each` (every kind present); none: the only kind present")
+    wait_s: float = Field(600.0, gt=0, description="seconds jobs wait for a node with the resources they need "
+                                                   "(a GPU kind no node has) before they are recorded as timed out")
+    retries: int = Field(2, ge=0, description="times a job whose node left the cluster under it is run again")
 
 
 class Config(_Model):

@@ -34,12 +34,14 @@ class Job:
     meta: dict        # BLOCK sizes, num_warps, num_stages
     seed: int = 0
     data_bytes: int = 0  # the workload's byte count: lets executors bound host memory (not part of the key)
+    gpu_kind: str = ""   # the GPU kind it must run on ("H200"; part of the key as its target), "" for any
 
     def to_dict(self) -> dict:
         # Shallow copies of the two point dicts (their values are scalars): dataclasses.asdict's deep copy was
         # most of the time spent recording a large plan.
         return {"key": self.key, "idx": self.idx, "workload": self.workload, "name": self.name,
-                "params": dict(self.params), "meta": dict(self.meta), "seed": self.seed, "data_bytes": self.data_bytes}
+                "params": dict(self.params), "meta": dict(self.meta), "seed": self.seed, "data_bytes": self.data_bytes,
+                "gpu_kind": self.gpu_kind}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":

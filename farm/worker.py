@@ -612,22 +612,27 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
     """Compile one job without a GPU (the workload's `warmup`): PTX and, when ptxas is present, cubin.
 
     Returns a Result with status "compiled" or "compile_error"; the compiled artifacts land in the compiler's
-    content-addressed cache, so a GPU worker running the job afterwards only loads them.
+    content-addressed cache of this machine (`compile_and_export` also returns them, to send to another).
     """
+    return compile_and_export(job, res)[0]
+
+
+def compile_and_export(job: Job, res: Result | None = None) -> tuple[Result, dict | None]:
+    """`compile_job`, plus the kernel's bundle (farm.artifacts: its PTX, cubin and metadata as bytes, to install
+    on the worker that runs the job); None when the workload compiles nothing the compiler can export."""
+    from farm import artifacts
     res = res or Result(key=job.key, status=COMPILED, worker=worker_name())
     wl = load_workload(job.workload)
     t0 = time.perf_counter()
+    bundle = None
     try:
         # Stand-in arrays when the workload names its inputs: compiling needs only dtypes and alignment, and
         # generating a large job's inputs here would take CPU and memory from the GPU workers.
-        standin = getattr(wl, "standin_arrays", None)
-        arrays = standin(dict(job.params)) if standin is not None else None
-        if arrays is None:
-            arrays = _host_arrays(wl, job, _rng(job))[0]
-        compiled = wl.compile(arrays, dict(job.params), dict(job.meta))
+        compiled = wl.compile(_compile_arrays(wl, job), dict(job.params), dict(job.meta))
+        bundle = artifacts.bundle_of(compiled)  # assembles the cubin here (ptxas), not on the GPU node
     except Exception as e:
         res.compile_s = time.perf_counter() - t0
-        return _fail(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e)
+        return _fail(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e), None
     res.compile_s = time.perf_counter() - t0
     if compiled is None:
         res.notes.append("not compiled ahead: the workload declares no warmup")
@@ -638,8 +643,16 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
         if isinstance(meta, dict):
             res.artifacts.update({k: v for k, v in meta.items() if isinstance(v, (int, float, str))})
         res.artifacts["cubin"] = "cubin" in asm  # False: no ptxas here, the GPU worker loads PTX
+        if bundle is not None:
+            res.artifacts["kernel_key"] = bundle["key"]
     res.status = COMPILED
-    return res
+    return res, bundle
+
+
+def _compile_arrays(wl, job: Job) -> dict:
+    standin = getattr(wl, "standin_arrays", None)
+    arrays = standin(dict(job.params)) if standin is not None else None
+    return arrays if arrays is not None else _host_arrays(wl, job, _rng(job))[0]
 
 
 def _host_arrays(wl, job: Job, rng) -> tuple[dict, dict, list, set]:
@@ -659,11 +672,17 @@ def _host_arrays(wl, job: Job, rng) -> tuple[dict, dict, list, set]:
     return arrays, pristine, specs, aliased
 
 
-def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Result:
-    """Compile (unless `compiled` says it was), validate and, on a GPU, time one job. Never raises."""
+def run_job(job: Job, opts: RunOptions, compiled: Result | None = None, bundle: dict | None = None) -> Result:
+    """Compile (unless `compiled` says it was), validate and, on a GPU, time one job. Never raises.
+
+    `bundle`: the kernel compiled elsewhere (farm.artifacts), installed before the launch so this worker loads it;
+    `artifacts["node_compiles"]` then counts what this process still compiled or assembled for the job (0 when
+    the shipped kernel served it)."""
+    from farm import artifacts
     t_start = time.perf_counter()
     res = compiled or Result(key=job.key, status=COMPILED)
     res.worker = worker_name()
+    before = artifacts.counts()
     try:
         wl = load_workload(job.workload)
         params, meta = dict(job.params), dict(job.meta)
@@ -673,12 +692,22 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
         if res.status != COMPILED or opts.compile_only:
             return res
         on_gpu = gpu_available()[0] and opts.target != "interpreter"
+        if bundle is not None:
+            artifacts.install(bundle)
+        if compiled is not None and res.artifacts.get("kernel_key") and not on_gpu:
+            # No GPU here, so the launch below runs in the interpreter and never asks for the kernel: look up the
+            # specialization the GPU launch would load, so a kernel that did not arrive shows as compiled here.
+            wl.compile(_compile_arrays(wl, job), params, meta)
         _validate_and_time(wl, job, opts, res, params, meta, on_gpu)
     except Exception as e:  # a bug in the workload's helpers, a CUDA error, ...
         _fail(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e)
         res.replace_worker = is_cuda_error(e)  # e.g. illegal address: the context is poisoned
     finally:
         res.wall_s = time.perf_counter() - t_start
+        if compiled is not None and before:
+            after = artifacts.counts()
+            res.artifacts["node_compiles"] = sum(after[k] - before[k] for k in ("compiled", "assembled"))
+            res.artifacts["node_installed"] = after["installed"] - before["installed"]
         if res.gpu is not None:  # memory after the job's arrays are gone: flat over a sweep, or a leak
             res.gpu = dict(res.gpu, **_memory_snapshot())
     return res
