@@ -6,7 +6,7 @@ store: .tilefarm/farm.db          # SQLite file, relative to this config's folde
                                   # ./.tilefarm/farm.db, the default of every other command)
 seed: 0                           # inputs are seeded from this and the job's key
 timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
-cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "ray://h:10001": join
+cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "HOST:6379": join
 workloads:
   - workload: vector_add          # a registry name (`farm workloads`), or my_kernels.py, or my_kernels.py::NAME
     params:                       # shape parameters and dtype; a mapping is a product of its lists

@@ -92,8 +92,14 @@ class Result:
     replace_worker: bool = False  # the worker's state is suspect (poisoned CUDA context): start a fresh one
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        # One level of copies (the values below are JSON scalars, lists and dicts that nothing mutates in place once
+        # a result is done): dataclasses.asdict's deep copy was half of storing a result (0.17 of 0.35 ms/job).
+        return {f: (v.copy() if isinstance(v, (dict, list)) else v)
+                for f, v in ((f, getattr(self, f)) for f in _RESULT_FIELDS)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Result":
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(Result))

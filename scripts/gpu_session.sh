@@ -2,7 +2,8 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
-#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang] [pytest args]
+#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang,fleet,scale]
+#                                       [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -186,6 +187,16 @@ if has badinputs; then
   python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
     > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
   step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
+fi
+if has fleet; then  # issue 19: a fleet on this machine: the GPU node (no CPU slots) and two CPU-only nodes, each
+  # with its own Ray folder and kernel cache; `farm run --address` joins it; the GPU node must compile nothing
+  step fleet python3 scripts/fleet_session.py --cpus 4 --out "$OUT/fleet"
+  cp "$OUT/fleet/fleet.json" "$FINAL/fleet.json" 2>/dev/null || true
+  step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py
+fi
+if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 jobs (CPU only, ~2 min)
+  step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --json "$OUT/driver-scale.json"
+  cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"

@@ -24,7 +24,7 @@ def run(
     force: Annotated[bool, typer.Option(help="Run jobs the store already has results for (normally reused).")] = False,
     local: Annotated[bool, typer.Option(help="Run in this process, one job at a time, without Ray "
                                              "(quick to start, no timeouts, a crashing kernel ends the run).")] = False,
-    address: Annotated[str | None, typer.Option(help="Join this Ray cluster (`auto`, `ray://host:10001`) "
+    address: Annotated[str | None, typer.Option(help="Join this Ray cluster (`auto`, `HOST:6379`) "
                                                      "instead of starting a local one.")] = None,
     insecure_cluster: Annotated[bool, typer.Option(help="Allow joining a Ray cluster without authentication "
                                                         "(anyone who reaches it can run code).")] = False,

@@ -231,7 +231,10 @@ class RayExecutor:
                             + ", ".join(f"{p} ({b / 2**20:.1f} MiB)" for p, b in big)
                             + ". Put the config and its kernel files in a folder of their own")
         from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
-        node = ray._private.worker.global_worker.node
+        node = getattr(ray._private.worker.global_worker, "node", None)
+        if node is None:
+            raise FarmError("cannot send the config's folder through a Ray Client connection (ray://): join the "
+                            "cluster at its GCS address instead (--address HEAD:6379)")
         try:
             env = upload_working_dir_if_needed({"working_dir": folder, "excludes": list(SHIP_EXCLUDES)},
                                                include_gitignore=True, scratch_dir=node.get_runtime_env_dir_path())
@@ -617,7 +620,8 @@ class _Pool:
         a kernel: that is the job's result). Ray may report the actor's death a moment before the node's."""
         if slot.node is None:
             return True  # it never started: its node went before it could
-        for _ in range(20 if "node" in str(err).lower() else 1):
+        said = str(err).lower()  # Ray's words when an actor went down with its node
+        for _ in range(20 if "its node has died" in said or "node was terminated" in said else 1):
             if slot.node not in {n["NodeID"] for n in self.ex._alive(refresh=True)}:
                 return True
             time.sleep(0.25)

@@ -37,7 +37,13 @@ def fleet():
     import ray
     from ray.cluster_utils import Cluster
 
+    from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
+
     from farm.executor.ray import _init_local
+    # The kinds are the ones declared here, on a machine with GPUs too (Ray would add the real GPU's kind to
+    # every node declaring a GPU).
+    patch = pytest.MonkeyPatch()
+    patch.setattr(NvidiaGPUAcceleratorManager, "get_current_node_accelerator_type", staticmethod(lambda: None))
     was_up = ray.is_initialized()
     if was_up:  # the session's local Ray (conftest.ray_session): started again after this module
         ray.shutdown()
@@ -53,6 +59,7 @@ def fleet():
     ray.shutdown()
     cluster.shutdown()
     shutil.rmtree(root, ignore_errors=True)
+    patch.undo()
     if was_up:
         import logging
         _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
