@@ -113,22 +113,27 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
         from farm.executor.ray import RayExecutor
         ex = RayExecutor(num_cpus=2)
     st = Store(store_path)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     prep = runner.prepare(cfg, text, str(cfg_path), st, ex.resources())
-    t_plan = time.perf_counter() - t0
+    t_plan, c_plan = time.perf_counter() - t0, time.process_time() - c0
     sampler.mark("planned")
     total = len(prep.jobs)
     done = {"n": 0}
+    slices = []  # wall ms per job over each tenth of the run: flat when nothing grows with the jobs done
+    t1, c1 = time.perf_counter(), time.process_time()
+    last = [t1]
 
     def on_event(kind, job, payload, tally):
         if kind == "done":
             done["n"] += 1
             if done["n"] % marks_every == 0:
                 sampler.mark(f"done_{done['n']}")
+                now = time.perf_counter()
+                slices.append(round(1e3 * (now - last[0]) / marks_every, 4))
+                last[0] = now
 
-    t1 = time.perf_counter()
     tally = runner.execute(st, prep, ex, on_event)
-    t_run = time.perf_counter() - t1
+    t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
     sampler.mark("finished")
     ex.close()
     rows = st.db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=?",
@@ -139,6 +144,9 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     return {"executor": executor_name, "jobs": n, "plan_s": round(t_plan, 3), "run_s": round(t_run, 3),
             "plan_ms_per_job": round(1e3 * t_plan / n, 4), "run_ms_per_job": round(1e3 * t_run / n, 4),
             "total_ms_per_job": round(1e3 * (t_plan + t_run) / n, 4),
+            # the driver process's CPU time (all its threads, Ray's included): what it costs whatever else runs
+            "driver_cpu_ms_per_job": round(1e3 * (c_plan + c_run) / n, 4),
+            "run_ms_per_job_by_tenth": slices,
             "rss_mb": sampler.marks, "rss_peak_mb": round(sampler.peak, 1),
             "store_mb": round(store_path.stat().st_size / 2**20, 1)}
 
@@ -169,7 +177,7 @@ def main():
             r = json.loads(got.stdout.strip().splitlines()[-1])
             out["runs"].append(r)
             print(f"{name:5} {n:>7,} jobs: plan {r['plan_ms_per_job']:.3f} ms/job, run {r['run_ms_per_job']:.3f} "
-                  f"ms/job, total {r['total_ms_per_job']:.3f} ms/job; RSS peak {r['rss_peak_mb']} MiB "
+                  f"ms/job, total {r['total_ms_per_job']:.3f} ms/job (driver CPU {r['driver_cpu_ms_per_job']:.3f}); RSS peak {r['rss_peak_mb']} MiB "
                   f"(after planning {r['rss_mb']['planned']}, at the end {r['rss_mb']['finished']})", flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
