@@ -516,6 +516,11 @@ class _Pool:
         if slot is None:
             return
         slot.node = got.get("node")
+        gpu = (got.get("gpu") or {}).get("name") or ""
+        if slot.kind and gpu and slot.kind.lower() not in gpu.lower().replace(" ", "-"):
+            self.on_event("notice", None, f"node {slot.node[:12]} is placed as GPU kind {slot.kind} but its GPU is "
+                                          f"{gpu}: its results are stored as {slot.kind} (check the node's "
+                                          "accelerator_type resource)")
         self.idle[slot.kind].append(sid)
         if self.use_gpu:
             self.ex._arch_of.setdefault(slot.kind, got.get("arch"))
@@ -649,6 +654,12 @@ class _Pool:
     def _starved(self) -> None:
         """Jobs of a kind no live node has: a notice every `notice_s`, and after `wait_s` they time out."""
         now = time.monotonic()
+        if self.compiling and now - self.noticed.get("compile", 0.0) >= self.ex.notice_s and not any(
+                n.get("Resources", {}).get("CPU") for n in self.ex._alive()):
+            self.noticed["compile"] = now
+            self.on_event("notice", None, f"{len(self.compiling)} compile task(s) wait for a node with CPUs: no "
+                                          f"live node has one; each times out after timeout_s="
+                                          f"{self.opts.timeout_s:g} s")
         for kind in set(self.ready) | set(self.parked):
             ready, parked = self.ready[kind], self.parked[kind]
             n = len(ready) + len(parked)

@@ -54,3 +54,21 @@ def test_no_kinds_without_gpus_or_when_compiling_only():
     assert runner.kinds_for(cfg, RES, "each") is None
     with pytest.raises(FarmError, match="`each` stands alone"):
         runner.kinds_for(config.parse_text(TEXT), RES, "each,H100")
+
+
+def test_reports_keep_kinds_apart():
+    from farm import report
+
+    def row(kind, ms):
+        return report.derive({"workload": "w", "params": {"N": 1, "dtype": "float32"}, "meta": {}, "status": "ok",
+                              "median_ms": ms, "gpu_kind": kind}, None)
+    rows = [row("H100", 2.0), row("H200", 1.0)]
+    md = report.to_markdown(rows)
+    assert md.splitlines()[0].startswith("| gpu | workload") and "| H100 |" in md and "| H200 |" in md
+    assert report.table(rows).columns[0].header == "gpu"
+    # --vs pairs a row with the other run's row of the same kind only
+    other = [row("H200", 3.0)]
+    got = report.attach_vs(rows, other)
+    assert [r["vs_ms"] for r in got] == [None, 3.0]
+    one = [row("", 1.0)]
+    assert not report.to_markdown(one).startswith("| gpu")
