@@ -32,6 +32,9 @@ def run(
     gpu_kind: Annotated[str | None, typer.Option(help="GPU kind(s) to time on (Ray's accelerator_type, e.g. H200): "
                                                       "one, a comma list (each job timed on each), or `each` "
                                                       "(every kind the cluster has); overrides cluster.gpu_kind.")] = None,
+    wait_s: Annotated[float | None, typer.Option(help="Seconds jobs wait for a node with what they need (a GPU kind "
+                                                      "no node has) before they time out; overrides "
+                                                      "cluster.wait_s (600).")] = None,
     store: Annotated[str | None, typer.Option("--store", "-s", help="Results file (default: the config's "
                                                                    f"`store`, else {DEFAULT_STORE}).")] = None,
     label: Annotated[str | None, typer.Option(help="A name for this run (`farm report LABEL`).")] = None,
@@ -95,6 +98,10 @@ def run(
     cluster = cfg.cluster if cfg else config_mod.Cluster()
     if num_cpus:
         cluster.num_cpus = num_cpus
+    if wait_s is not None:
+        if not wait_s > 0:
+            raise FarmError(f"--wait-s must be a positive number of seconds, not {wait_s}")
+        cluster.wait_s = wait_s
     t0 = time.perf_counter()
     with messages_to_stderr(fmt):
         prep, tally = _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local,

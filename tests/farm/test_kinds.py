@@ -72,3 +72,13 @@ def test_reports_keep_kinds_apart():
     assert [r["vs_ms"] for r in got] == [None, 3.0]
     one = [row("", 1.0)]
     assert not report.to_markdown(one).startswith("| gpu")
+
+
+def test_the_local_executor_refuses_another_kind_s_jobs():
+    from farm.executor.local import LocalExecutor
+    from farm.jobs import RunOptions
+    job = next(planner.iter_jobs(config.parse_text(TEXT), "H100", kinds=["H100"]))
+    got = []
+    LocalExecutor().run([job], RunOptions(target="H100"), lambda kind, j, payload: got.append((kind, payload)))
+    res = got[-1][1]
+    assert res.status == "error" and "this job is for GPU kind H100; this machine's GPU is none" in res.error
