@@ -82,3 +82,11 @@ def test_the_local_executor_refuses_another_kind_s_jobs():
     LocalExecutor().run([job], RunOptions(target="H100"), lambda kind, j, payload: got.append((kind, payload)))
     res = got[-1][1]
     assert res.status == "error" and "this job is for GPU kind H100; this machine's GPU is none" in res.error
+
+
+def test_the_gate_re_measures_a_kind_only_on_that_kind():
+    from farm.gate import ABRemeasure
+    ab = ABRemeasure.__new__(ABRemeasure)  # the kind check comes before any server or store is used
+    ab.log, ab.why = [], None
+    assert ab._load({"job": {"gpu_kind": "H100"}}, {"job": {"gpu_kind": "H100"}}) is None
+    assert "timed on H100; this machine's GPU is interpreter: not re-measured here" in ab.why
