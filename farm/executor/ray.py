@@ -516,6 +516,8 @@ class _Pool:
         if slot is None:
             return
         slot.node = got.get("node")
+        if slot.node:
+            slot.label = f"{slot.label}@{slot.node[:8]}"  # which node a job runs on, in progress displays
         gpu = (got.get("gpu") or {}).get("name") or ""
         if slot.kind and gpu and slot.kind.lower() not in gpu.lower().replace(" ", "-"):
             self.on_event("notice", None, f"node {slot.node[:12]} is placed as GPU kind {slot.kind} but its GPU is "

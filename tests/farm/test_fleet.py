@@ -206,8 +206,9 @@ def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(fleet, exec
         nonlocal timer
         if kind == "start":
             starts.append(job.key)
-            if len(starts) == 3:  # both H200 workers are on their second job: take one node away under it
-                timer = threading.Timer(0.6, remove, (fleet, "victim"))
+            # (a worker's label names its node) the victim's worker has just begun a 1.5 s job: its node goes
+            if payload.endswith("@" + victim[:8]) and timer is None:
+                timer = threading.Timer(0.5, remove, (fleet, "victim"))
                 timer.start()
 
     run_id, rows, notices = _run(executor, _fake_folder(tmp_path, 6, 1.5), store, on_event=on_event)
@@ -229,8 +230,8 @@ def test_a_node_that_joins_mid_run_takes_work(fleet, executor, store, tmp_path):
             joined["id"] = add(fleet, "late", num_cpus=0, num_gpus=1, resources={"accelerator_type:H200": 1}).node_id
 
     try:
-        _, rows, _ = _run(executor, _fake_folder(tmp_path, 10, 1.0), store, on_event=on_event)
-        assert [r["status"] for r in rows] == ["validated"] * 10
+        _, rows, _ = _run(executor, _fake_folder(tmp_path, 12, 1.0), store, on_event=on_event)
+        assert [r["status"] for r in rows] == ["validated"] * 12
         assert any(r["artifacts"]["node"] == joined["id"] for r in rows), "the node that joined took no job"
     finally:
         if "late" in fleet["nodes"]:
