@@ -2,7 +2,7 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
-#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang,ab,dottests,
+#                                       farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,dottests,
 #                                       fleet,scale] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
@@ -207,6 +207,13 @@ fi
 if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 jobs (CPU only, ~2 min)
   step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --json "$OUT/driver-scale.json"
   cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
+fi
+if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
+  # every farm test (not only the gpu-marked: the subprocess tests must import ray/pydantic from /tmp/site), then
+  # how correlated real do_bench samples are (the gate's bootstrap blocks follow it: farm.gate.block_length)
+  step farm-all-tests python3 -m pytest -q -p no:cacheprovider tests/farm tests/test_layering.py "$@"
+  step farm-corr-run python3 -m farm run configs/h200-gate.yaml --local --label corr --force --format none
+  step sample-correlation python3 scripts/sample_correlation.py --store $ST
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"

@@ -40,6 +40,7 @@ def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None
     if arch:
         os.environ["TILEFARM_ARCH"] = arch
     from farm import worker
+    from farm.machine import compiler_version
     job = Job.from_dict(job)
     try:
         res, bundle = worker.compile_and_export(job)
@@ -47,7 +48,7 @@ def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None
         res, bundle = Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}",
                              worker=worker.worker_name()), None
     res.artifacts["compile_node"] = ray.get_runtime_context().get_node_id()
-    res.artifacts["compiler_version"] = worker.compiler_version()
+    res.artifacts["compiler_version"] = compiler_version()
     return res.to_dict(), bundle
 
 
@@ -347,7 +348,7 @@ class RayExecutor:
 def _checked(job: Job, res: Result) -> Result:
     """A compile result from a node whose compiler differs from the driver's (another installed version) is an
     error: its kernel is not the one the job's key names."""
-    from farm.worker import compiler_version
+    from farm.machine import compiler_version
     theirs = res.artifacts.get("compiler_version")
     if theirs and theirs != compiler_version():
         return Result(key=job.key, status=ERROR, worker=res.worker, compile_s=res.compile_s,
