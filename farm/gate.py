@@ -607,7 +607,7 @@ class ABRemeasure:
         was timed on another GPU kind than this machine's: kinds are never compared)."""
         kind = (new_row.get("job") or {}).get("gpu_kind") or ""
         if kind:
-            from farm.worker import gpu_kind
+            from farm.machine import gpu_kind
             here = gpu_kind()
             if here != kind:
                 self.why = f"this job was timed on {kind}; this machine's GPU is {here}: not re-measured here"
