@@ -1,16 +1,21 @@
 """Run jobs on Ray (the only farm module that imports ray).
 
-- Compile runs as Ray CPU tasks (`_compile_task`): kernels are built on CPU workers into the compiler's
-  content-addressed cache, so GPU workers only load them. A compile-only run is nothing but these tasks.
+- Compile runs as Ray CPU tasks (`_compile_task`). Each returns its result and, as a second object, the kernel's
+  bundle (farm.artifacts: PTX, the cubin assembled there, metadata); the driver keeps one ref per kernel key, and a
+  GPU worker fetches it only when its node lacks that kernel, installs it and loads it: a GPU node compiles
+  nothing and needs no shared disk. A compile-only run is nothing but these tasks.
 - Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
-  warm CUDA context); without GPUs one actor per CPU slot, validating in the interpreter (compile included,
-  one round trip per job).
+  warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
+  CPU slot, validating in the interpreter (compile included, one round trip per job).
+- `ship(folder)`: the config's folder goes to every node as the tasks' and actors' working folder (runtime_env).
 - An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on.
-- In-flight work is bounded (compile tasks: the CPU slots; actors: one job each, so a job's deadline starts
-  when it starts) and results are handled in completion order with `ray.wait`.
+- Jobs stream from the store; a bounded window of them is held (compiling, ready, running), so the driver's memory
+  does not grow with the sweep; results are handled in completion order with `ray.wait`.
 - Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
-  process died (segfault, os._exit, node lost) gives WORKER_DIED and the actor is replaced; a result that
-  says its CUDA context is poisoned gets its actor replaced too. The sweep goes on.
+  process died (segfault, os._exit) gives WORKER_DIED and the actor is replaced; a result that says its CUDA
+  context is poisoned gets its actor replaced too. A node that leaves gives its running jobs back to the line
+  (`retries` times, then WORKER_DIED); a node that joins gets actors; jobs that no live node can take wait with a
+  notice, then time out (`wait_s`). The sweep goes on.
 """
 from __future__ import annotations
 
