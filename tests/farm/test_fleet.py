@@ -76,6 +76,15 @@ def remove(fleet, name):
 
 
 @pytest.fixture
+def store(tmp_path):
+    """One SQLite store per test (the store layer is tested on both backends elsewhere; here it is the fleet)."""
+    from farm.store import Store
+    s = Store(tmp_path / "farm.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
 def executor(fleet, monkeypatch):
     from farm.executor.ray import RayExecutor
     monkeypatch.delenv("FARM_FORCE_NO_GPU", raising=False)  # the driver sees the declared GPUs
@@ -214,7 +223,7 @@ def test_a_node_removed_mid_run_loses_nothing_and_duplicates_nothing(fleet, exec
     run_id, rows, notices = _run(executor, _fake_folder(tmp_path, 6, 1.5), store, on_event=on_event)
     timer.join()
     assert [r["status"] for r in rows] == ["validated"] * 6
-    n = store.db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=?", (run_id,)).fetchone()
+    n = store.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=run_id)[0]
     assert tuple(n) == (6, 6)
     assert any("left the cluster" in m for m in notices), notices
     assert len(starts) > 6  # the lost job started again
