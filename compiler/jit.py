@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import types
 import inspect
 import os
 import sys
@@ -228,8 +229,9 @@ class JITFunction:
         """sha256 of this function's source and of every jit function it calls (transitively)."""
         if self._src_hash is None:
             h = hashlib.sha256()
-            for name, fp in sorted(_dependency_sources(self).items()):
-                h.update(name.encode())
+            # the code alone (each fingerprint holds its function's name and qualified name), not the module names,
+            # which for a user's file depend on where it lies: machines of a fleet hold it at different paths
+            for fp in sorted(_dependency_sources(self).values()):
                 h.update(fp)
             self._src_hash = h.hexdigest()
         return self._src_hash
@@ -474,7 +476,14 @@ def _code_fingerprint(code) -> bytes:
     """
     import marshal
 
-    return marshal.dumps(code)
+    return marshal.dumps(_without_path(code))
+
+
+def _without_path(code):
+    """`code` with its file name (and its nested code's) blanked: the same kernel compiles to the same code
+    wherever its file lies (a debug build, which writes the path into asserts, keys on the path separately)."""
+    consts = tuple(_without_path(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename="", co_consts=consts)
 
 
 def _dependency_sources(jitfn, seen=None) -> dict:

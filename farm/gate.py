@@ -570,7 +570,7 @@ class ABRemeasure:
         try:
             wl = load_workload(job["workload"])
             here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"], compiler_version(),
-                               run["target"])
+                               job.get("gpu_kind") or run["target"])  # a multi-kind run keys each job by its kind
         except Exception:
             here_key = None
         if here_key == row["key"]:
@@ -633,7 +633,16 @@ class ABRemeasure:
         return self._read(srv)
 
     def _load(self, base_row: dict, new_row: dict):
-        """The A/B servers with each side's job loaded as "a" and "b", or None when a side cannot be rebuilt."""
+        """The A/B servers with each side's job loaded as "a" and "b", or None when a side cannot be rebuilt (or
+        was timed on another GPU kind than this machine's: kinds are never compared)."""
+        kind = (new_row.get("job") or {}).get("gpu_kind") or ""
+        if kind:
+            from farm.machine import gpu_kind
+            here = gpu_kind()
+            if here != kind:
+                self.why = f"this job was timed on {kind}; this machine's GPU is {here}: not re-measured here"
+                self.log.append(self.why)
+                return None
         sides = [self._tree(base_row), self._tree(new_row)]
         if None in sides:
             return None

@@ -66,9 +66,11 @@ class Stats:
     per_workload: dict = field(default_factory=dict)
 
 
-def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None):
+def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None,
+              kinds: list[str] | None = None):
     """Expand every workload's sweep into jobs for `target`, lazily, in plan order (workloads as listed, params
-    points outer, meta points inner); duplicates are dropped (by a 16-byte digest of the key, so a million-job
+    points outer, meta points inner); with `kinds` (GPU kinds), one job per point and kind, each keyed for its
+    kind and placed on it (`Job.gpu_kind`), the kinds innermost; duplicates are dropped (by a 16-byte digest of the key, so a million-job
     sweep holds ~80 MB of digests, not its jobs).
 
     Every problem found (a workload that cannot be loaded, a sweep over the job limit, a point without a dtype,
@@ -94,10 +96,13 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         n_params = count(entry.params)
         n_meta = count(entry.meta) or 1
         n_params = len(wl.default_sweep) if n_params is None else n_params
-        total += n_params * n_meta
+        n_kinds = len(kinds or ("",))
+        total += n_params * n_meta * n_kinds
         if total > limit:
-            problems.append(f"{where}: the sweep has up to {n_params * n_meta:,} points ({n_params:,} params x "
-                            f"{n_meta:,} meta), {total:,} with the workloads before it: over the limit of "
+            what = "points" if n_kinds == 1 else "jobs"
+            problems.append(f"{where}: the sweep has up to {n_params * n_meta * n_kinds:,} {what} ({n_params:,} params x "
+                            f"{n_meta:,} meta" + (f" x {n_kinds} GPU kinds" if n_kinds > 1 else "") +
+                            f"), {total:,} with the workloads before it: over the limit of "
                             f"{limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
             continue
         src = source_hash(wl)
@@ -132,15 +137,16 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
                         continue
                     if problems:  # the plan will be refused: keep checking, stop building
                         continue
-                    key = job_key(src, f"{wl.name}", p, m, cver, target)
-                    digest = bytes.fromhex(key[:32])
-                    if digest in seen:
-                        continue
-                    seen.add(digest)
-                    yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
-                              meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p))
-                    idx += 1
-                    n += 1
+                    for kind in kinds or ("",):
+                        key = job_key(src, f"{wl.name}", p, m, cver, kind or target)
+                        digest = bytes.fromhex(key[:32])
+                        if digest in seen:
+                            continue
+                        seen.add(digest)
+                        yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
+                                  meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p), gpu_kind=kind)
+                        idx += 1
+                        n += 1
             except FarmError as e:
                 problems.append(str(e))
                 break

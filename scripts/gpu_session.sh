@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests] [pytest args]
+#                                       dottests,fleet,scale] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -204,6 +204,16 @@ if has badinputs; then
   python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
     > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
   step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
+fi
+if has fleet; then  # issue 19: a fleet on this machine: the GPU node (no CPU slots) and two CPU-only nodes, each
+  # with its own Ray folder and kernel cache; `farm run --address` joins it; the GPU node must compile nothing
+  step fleet python3 scripts/fleet_session.py --cpus 4 --out "$OUT/fleet"
+  cp "$OUT/fleet/fleet.json" "$FINAL/fleet.json" 2>/dev/null || true
+  step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py
+fi
+if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 jobs (CPU only, ~2 min)
+  step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --json "$OUT/driver-scale.json"
+  cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
   # every farm test (not only the gpu-marked: the subprocess tests must import ray/pydantic from /tmp/site), then
