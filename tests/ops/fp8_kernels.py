@@ -33,6 +33,16 @@ def fp8_arith(A, B, Y, N, BLOCK: tl.constexpr):
 
 
 @compiler.jit
+def fp8_constants(X, Y, N, BLOCK: tl.constexpr):
+    """fp8 constants in three places: a load's `other`, tl.full, and a Python float operand."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m & (offs % 3 == 0), other=-1.5)
+    two = tl.full([BLOCK], 2.0, tl.float8e4nv)
+    tl.store(Y + offs, two * x - 0.75, mask=m)
+
+
+@compiler.jit
 def fp8_row_max(X, Y, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(X + tl.program_id(0) * BLOCK + offs)
