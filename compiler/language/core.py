@@ -107,6 +107,7 @@ class tensor_descriptor:
     def __init__(self, base, shape, strides, block_shape, padding):
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.block_shape, self.padding = tuple(block_shape), padding
+        self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
 
     @property
     def dtype(self):
