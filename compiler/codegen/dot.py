@@ -16,6 +16,7 @@ import llvmlite.ir as ir
 
 from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
 from . import common as C
+from . import tma as _tma
 from .common import Tile, emits, error, uses
 
 
@@ -843,12 +844,19 @@ def _e_async_copy(e, op):
     j = op.attrs["operand"]
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
         nbytes = ring.spec["stages"] * ring.spec["stage_bytes"]
-        e.smem_begin(nbytes)
+        e.smem_begin(nbytes + _tma.barrier_bytes(ring.spec))
         ring.start = e.smem_base
-        e.smem_base += nbytes
+        e.smem_base += nbytes + _tma.barrier_bytes(ring.spec)
         ring.started = True
+        if _tma.ring_has_tma(ring.spec):
+            _tma.init_barriers(e, ring)
     if op.attrs.get("barrier"):
         e.barrier()
+    if op.attrs.get("tma"):
+        _tma_copy(e, op, ring, j)
+        if op.attrs.get("commit") and not all(ring.spec["tma"]):  # closes the group of the cp.async operands
+            _asm_void(e, "cp.async.commit_group;")
+        return
     p = e.get(op.operands[0])
     ll = p.ll
     elem = op.operands[0].type.element.element_ty
@@ -896,6 +904,21 @@ def _e_async_copy(e, op):
         _asm_void(e, "cp.async.commit_group;")
 
 
+def _tma_copy(e, op, ring, j):
+    """A ring copy by TMA (codegen/tma.py): the tile's inner dim is its last (the descriptor's contiguous one)."""
+    if ring.inner[j] is None:
+        ring.inner[j] = 1
+    st = _tile_of(ring, j, 1)
+    stages = ring.spec["stages"]
+    if "slot" in op.attrs:
+        slot = e.i32(op.attrs["slot"])
+    else:
+        it = _loop_iteration(e, op.block.parent)
+        slot = e.b.urem(e.b.add(it, e.i32(op.attrs["ahead"])), e.i32(stages))
+    st.dyn = e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
+    _tma.copy(e, op, ring, st, slot)
+
+
 def _constant_deltas(st, ll, inner, starts, num_warps):
     """{r0: byte distance of register r0's chunk from register starts[0]'s} when that distance is the same for
     every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
@@ -928,7 +951,11 @@ def _e_async_wait(e, op):
     # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
     # Triton emit none after a cp.async wait, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test
     # passes without it; attention D=64 about 3%; docs/EXPERIMENTS.md, cp_fence).
-    _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    ring = _ring(e, op)
+    if not all(ring.spec.get("tma", ())):  # some operand comes by cp.async
+        _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    if _tma.ring_has_tma(ring.spec):  # and the TMA operands by the slot's mbarrier
+        _tma.wait(e, ring, _loop_iteration(e, op.block.parent))
     e.barrier()
 
 
@@ -948,6 +975,10 @@ def finish_ring(e, loop):
     land before shared memory is used for anything else."""
     if "_ring" not in loop.attrs:
         return
-    _asm_void(e, "cp.async.wait_group 0;")
+    ring = _ring(e, loop)
+    if not all(ring.spec.get("tma", ())):
+        _asm_void(e, "cp.async.wait_group 0;")
+    if _tma.ring_has_tma(ring.spec):
+        _tma.release(e, ring)
     e.barrier()
-    e.smem_base = _ring(e, loop).start
+    e.smem_base = ring.start

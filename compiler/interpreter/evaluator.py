@@ -233,11 +233,12 @@ def _load(interp, op):
     mem, loc, name = interp.memory, op.loc, repr(elem)
     has_mask, has_other = op.attrs.get("has_mask", False), op.attrs.get("has_other", False)
     # Memory.load/store take the address as an ndarray (0-d for scalars); other values may be NumPy scalars.
+    # (a descriptor load's trailing `tma` operands, for the code generator, are not read here)
     if has_mask and has_other:
-        return lambda p, m, o: mem.load(p, m, o, nd, name, loc)
+        return lambda p, m, o, *_tma: mem.load(p, m, o, nd, name, loc)
     if has_mask:
-        return lambda p, m: mem.load(p, m, None, nd, name, loc)
-    return lambda p: mem.load(p, None, None, nd, name, loc)
+        return lambda p, m, *_tma: mem.load(p, m, None, nd, name, loc)
+    return lambda p, *_tma: mem.load(p, None, None, nd, name, loc)
 
 
 @impl("store")

@@ -127,8 +127,16 @@ class tensor_descriptor:
     def load(self, offsets):
         """The tile at `offsets` (out-of-bounds elements: zero, or NaN with padding_option="nan")."""
         p = self._at(offsets)
-        return _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
-                                     False)
+        out = _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
+                                    False)
+        op = getattr(out.handle, "owner", None)
+        if self.tmap is not None and getattr(op, "kind", None) == "load" and self.padding == "zero":
+            # a host-side descriptor: the load also carries its tensor map and the tile's start, so a K loop's
+            # pipeliner can serve it by TMA (passes/pipeline.py tma_served); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     @builtin
     def store(self, offsets, value):
