@@ -466,16 +466,18 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     loop = _pipelined_loop(op)
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
-    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw)
+    eb = _operand_bytes(op)
+    reg_a = isinstance(a, Tile) and eb == 2 and register_a_applies(a.ll, lay, M, K, e.nw)
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
+    # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
-        sta = SwizzledTile((M, K), _inner_dim(a.ll))
+        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
     if isinstance(b, Tile):
         base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
-        stb = SwizzledTile((K, N), _inner_dim(b.ll), base=base)
+        stb = SwizzledTile((K, N), _inner_dim(b.ll) if eb == 2 else 0, eb, base=base)
         scratch.append((b, stb))
     if scratch:
         last = scratch[-1][1]
@@ -503,6 +505,14 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
+
+
+def _operand_bytes(op) -> int:
+    """Bytes per operand element of a wgmma dot: 2, or 1 for fp8 (passes/fp8_dot.py)."""
+    return 1 if op.operands[0].type.element.bits == 8 else 2
+
+
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
 
 
 def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
@@ -534,9 +544,11 @@ def hoist_operands(e, loop):
             x = e.env.get(v.id)
             if not isinstance(x, Tile) or v.id in e.hoisted or any(t[0] is v for t in tiles):
                 continue
-            if i == 0 and register_a_applies(x.ll, lay, M, K, e.nw):
+            eb = _operand_bytes(op)
+            if i == 0 and eb == 2 and register_a_applies(x.ll, lay, M, K, e.nw):
                 continue
-            st = SwizzledTile((M, K) if i == 0 else (K, N), _inner_dim(x.ll), base=base + off)
+            inner = _inner_dim(x.ll) if eb == 2 else 1 - i  # fp8: K-major (a: K inner, b: K rows inner)
+            st = SwizzledTile((M, K) if i == 0 else (K, N), inner, eb, base=base + off)
             st.absolute = True
             off += (st.nbytes + 1023) // 1024 * 1024
             tiles.append((v, x, st))
@@ -559,7 +571,9 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     K = op.operands[0].type.shape[-1]
     wm, wn = lay.wpc
     instr_n = lay.instr_n
-    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
+    ta, tb = (_WGMMA_TYPE[v.type.element.name] for v in op.operands[:2])
+    eb = _operand_bytes(op)
+    kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8)
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
     if a_regs is not None:
@@ -580,12 +594,17 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     MR = M // (16 * wm)
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
-    if a_regs is None:
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, ${n_acc}, ${n_acc + 1}, "
+    if a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
+        assert a_k and b_k, "fp8 wgmma operands must be K-major"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
+                "1, 1, 1;")
+        ins = ["l", "l"]
+    elif a_regs is None:
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
                 f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
         ins = ["l", "l"]
     else:  # A from registers: four .b32 words of two 16-bit values each
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, "
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
         ins = ["r", "r", "r", "r", "l"]
     cons = ",".join(["=f"] * n_acc + ins + [str(i) for i in range(n_acc)])
@@ -596,7 +615,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
-            for k0 in range(0, K, 16):
+            for k0 in range(0, K, kstep):
                 # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
                 # are selected below (few warpgroups, so a select chain is cheap)
                 db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,

@@ -220,6 +220,34 @@ def test_fp8_dot(target, ta, tb):
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e4nv")])
+@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8), (64, 128, 32, 4)])
+def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
+    """A K loop of fp8 dots (native fp8 wgmma on sm_90a: passes/fp8_dot.py), edges masked in M, N and K."""
+    M, N, Kd = 2 * BM - 16, BN + 24, 3 * BK + 32
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
+    b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
+    c = np.full((M, N), np.nan, np.float32)
+    grid = (-(-M // BM), -(-N // BN))
+    run(target, K.fp8_matmul, grid, [a, b, c], [M, N, Kd], BM=BM, BN=BN, BK=BK, num_warps=warps)
+    ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_fp8_dot_runs_on_fp8_wgmma():
+    """On sm_90a the fp8 dot is one k32 wgmma per 32 K (both operands K-major), not the fp16 conversions."""
+    a = np.zeros((64, 64), E4M3)
+    b = np.zeros((64, 64), E5M2)
+    c = np.zeros((64, 64), np.float32)
+    ptx = K.fp8_dot.warmup(a, b, c, M=64, N=64, K=64, grid=(1,), target="sm_90a").asm["ptx"]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2") == 2
+    assert "cvt.rn.f16x2.e4m3x2" not in ptx and "cvt.rn.f16x2.e5m2x2" not in ptx
+    ptx80 = K.fp8_dot.warmup(a, b, c, M=64, N=64, K=64, grid=(1,), target="sm_80").asm["ptx"]
+    assert "wgmma" not in ptx80 and "mma.sync" in ptx80  # elsewhere: the exact fp16 path
+
+
 @pytest.mark.gpu
 def test_torch_float8_tensors():
     """torch float8 tensors as kernel arguments on the GPU (the interpreter takes ml_dtypes arrays)."""
