@@ -56,10 +56,10 @@ def attention(q, k, v, o, m, sm_scale, causal=False, BLOCK_M=128, BLOCK_N=64, nu
     (the log2-sum-exp2 per row, for a backward pass). N_CTX must be a multiple of BLOCK_M and BLOCK_N."""
     Z, H, N_CTX, D = q.shape
     rows = Z * H * N_CTX
-    dq = TensorDescriptor(q, [rows, D], [D, 1], [BLOCK_M, D])
-    dk = TensorDescriptor(k, [rows, D], [D, 1], [BLOCK_N, D])
-    dv = TensorDescriptor(v, [rows, D], [D, 1], [BLOCK_N, D])
-    do = TensorDescriptor(o, [rows, D], [D, 1], [BLOCK_M, D])
+    dq = TensorDescriptor.from_tensor(q.reshape(rows, D), [BLOCK_M, D])
+    dk = TensorDescriptor.from_tensor(k.reshape(rows, D), [BLOCK_N, D])
+    dv = TensorDescriptor.from_tensor(v.reshape(rows, D), [BLOCK_N, D])
+    do = TensorDescriptor.from_tensor(o.reshape(rows, D), [BLOCK_M, D])
     grid = (triton.cdiv(N_CTX, BLOCK_M), Z * H)
     _attn_fwd[grid](sm_scale, m, Z, H, dq, dk, dv, do, N_CTX, HEAD_DIM=D, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                     CAUSAL=causal, num_warps=num_warps, num_stages=num_stages)
