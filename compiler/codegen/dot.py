@@ -848,9 +848,14 @@ def _slot_offset(e, op, ring, ahead):
     return e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
 
 
-def _tile_of(ring, j, inner):
-    shape = ring.spec["tiles"][j]
-    st = SwizzledTile(tuple(shape), inner, 2, base=ring.start + ring.spec["bases"][j])
+def _tile_of(ring, j, inner, view=False):
+    """The SwizzledTile of ring operand j (copies run along dim `inner` of the loaded tile); `view`: as the dot
+    reads it, the transposed tile where the slot is read through a transpose (the same bytes)."""
+    shape = tuple(ring.spec["tiles"][j])
+    if view and ring.spec.get("trans", ())[j:j + 1] == (True,):
+        shape, inner = shape[::-1], 1 - inner
+    eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
+    st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j])
     st.absolute = True
     return st
 
@@ -984,7 +989,7 @@ def _e_smem_view(e, op):
     j = op.attrs["operand"]
     if ring.inner[j] is None:
         raise error("a ring slot is read before any copy into it (compiler bug)", op.loc)
-    st = _tile_of(ring, j, ring.inner[j])
+    st = _tile_of(ring, j, ring.inner[j], view=True)
     st.dyn = _slot_offset(e, op, ring, 0)
     e.env[op.result.id] = SmemOperand(st)
 

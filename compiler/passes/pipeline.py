@@ -278,12 +278,35 @@ def tma_served(o) -> bool:
     tensor map, then the tile's start per dim): a 2-d tile of 16-bit elements whose rows are at least 32 bytes
     (a wgmma swizzle mode), each dim at most 256 elements (a TMA box). The copy then lands in the swizzled
     layout the ring's wgmmas read (codegen/tma.py); other descriptor loads use the pointers (cp.async)."""
-    r = o.attrs.get("tma")
-    if not r or r != 2 or o.kind != "load":
+    if o.kind != "load" or o.attrs.get("tma") != 2:
         return False
     shape = o.result.type.shape
-    return (len(shape) == 2 and o.result.type.element.bits == 16 and shape[1] * 2 >= 32 and shape[0] <= 256
+    eb = o.result.type.element.bits // 8
+    return (len(shape) == 2 and eb in (1, 2) and shape[1] * eb >= 32 and shape[0] <= 256
             and not o.attrs.get("volatile"))
+
+
+def _ring_candidate(v, body):
+    """(load, transposed) when dot operand v is a load of the loop body, or the 2-D transpose (`k.T`) of one
+    whose only use it is (the ring slot is then read as the transposed tile: same bytes, the other inner dim);
+    else (None, False)."""
+    o = getattr(v, "owner", None)
+    if getattr(o, "kind", None) == "permute" and o.attrs.get("order") == (1, 0) and getattr(o, "block", None) is body:
+        src = o.operands[0]
+        if getattr(src.owner, "kind", None) == "load" and \
+                sum(x is src for op in body.walk() for x in op.operands) == 1:
+            return src.owner, True
+        return None, False
+    return (o, False) if getattr(o, "kind", None) == "load" else (None, False)
+
+
+def _fp8_operand_ok(d, o, j, trans) -> bool:
+    """An 8-bit ring operand: only of an fp8 dot (wgmma reads 8-bit operands K-major only), served by TMA (whose
+    tile's inner dim is the load's last), with K that inner dim: a [M, K] load for a, a [N, K] load under a
+    transpose for b (or a transposed [K, M] load never)."""
+    if not (d.operands[0].type.element.is_fp8() and d.operands[1].type.element.is_fp8()) or not tma_served(o):
+        return False
+    return (j == 0 and not trans) or (j == 1 and trans)
 
 
 def _zero_other(o) -> bool:
@@ -331,17 +354,20 @@ def _pipeline_async(module, loop, options) -> bool:
     inside, indep_ops, movable, addr_args = got
     info = None
     loads, other_bytes, fixed_bytes = [], 0, 0
+    trans = {}  # id(load) -> the transpose op its slot is read through
     for d in dots:
-        for v in d.operands[:2]:
-            o = v.owner
+        for j, v in enumerate(d.operands[:2]):
+            o, tr = _ring_candidate(v, body)
             eb = v.type.element.bits // 8
             nbytes = -(-v.type.numel * eb // 1024) * 1024
             uses = sum(x is v for op in body.walk() for x in op.operands)
-            if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and uses == 1 and o not in loads):
+            if (o is not None and getattr(o, "block", None) is body and movable(o) and _zero_other(o)
+                    and uses == 1 and o not in loads and (eb == 2 or _fp8_operand_ok(d, o, j, tr))):
                 info = info or axisinfo.analyze(module.function)
-                if tma_served(o) or _copyable(o, info):
+                if tma_served(o) or (not tr and _copyable(o, info)):
                     loads.append(o)
+                    if tr:
+                        trans[id(o)] = v.owner
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
             # from registers: attention's P, which the code generator decides)
@@ -349,11 +375,10 @@ def _pipeline_async(module, loop, options) -> bool:
             fixed_bytes += nbytes if v.id not in inside else 0
     if not loads or (len(dots) == 1 and len(loads) < 2):
         return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
-    eb = 2
     bases, stage = [], 0
     for o in loads:
         bases.append(stage)
-        stage += -(-o.result.type.numel * eb // 1024) * 1024
+        stage += -(-o.result.type.numel * (o.result.type.element.bits // 8) // 1024) * 1024
     budget = SMEM_MAX - other_bytes - (128 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
     # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
@@ -396,7 +421,9 @@ def _pipeline_async(module, loop, options) -> bool:
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead,
-            "tma": tuple(tma_served(o) for o in loads)}
+            "tma": tuple(tma_served(o) for o in loads),
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads),
+            "trans": tuple(id(o) in trans for o in loads)}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -455,13 +482,14 @@ def _pipeline_async(module, loop, options) -> bool:
     head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
     views = []
     for j, o in enumerate(loads):
-        v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
+        vt = trans[id(o)].result.type if id(o) in trans else o.result.type  # a transposed view: the dot's operand
+        v = Op("smem_view", [], [vt], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
         head.append(v)
         views.append(v.result)
     nxt_ops = []
     state, at = later(list(carried), iv, ahead, nxt_ops, first=list(y.operands))
     copies_at(state, at, nxt_ops, barrier=tight, ahead=ahead)
-    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
+    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops) | set(id(t) for t in trans.values())
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
     # The tight ring's copies follow the (last) dot, whose wgmma wait leaves only this iteration's group in flight.
@@ -474,6 +502,6 @@ def _pipeline_async(module, loop, options) -> bool:
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
-    _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
+    _replace_uses(body, {(trans[id(o)] if id(o) in trans else o).result.id: v for o, v in zip(loads, views)})
     loop.attrs["_ring"] = ring
     return True
