@@ -129,7 +129,7 @@ def _np_scalar_handler(a):
 def _desc_handler(a):
     """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
     padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
-    (descriptor, base pointer or host array)."""
+    (descriptor, base pointer or host array, element dtype)."""
     base = a.base
     bh = _HANDLERS.get(type(base)) or _handler_for(base)
     bk, bv, bkind = bh(base) if bh is not None else (None, None, None)
@@ -143,7 +143,7 @@ def _desc_handler(a):
     block = tuple(int(b) for b in a.block_shape)
     tma = tma_applies(block, max(1, dt.bits // 8), aligned, a.strides, a.shape)
     key = ("desc", dt, aligned, block, a.padding, strides, tma)
-    return key, (a, bv), "hostdesc" if bkind == "host" else "desc"
+    return key, (a, bv, dt), "hostdesc" if bkind == "host" else "desc"
 
 
 # NumPy is not imported here (`import compiler` does not load it): a NumPy argument means the caller loaded it,

@@ -28,12 +28,6 @@ _DTYPES = {  # numpy dtype name -> CUtensorMapDataType member (8-bit floats and 
 }
 
 
-def _dtype_of(base):
-    from ..jit import _handler_for
-
-    return _handler_for(base)(base)[0][0]
-
-
 def encode_tiled(ptr: int, dtype, shape, strides, block_shape, padding="zero") -> bytes:
     """The 128 bytes of a tiled CUtensorMap of the row-major array at `ptr` (shape/strides in elements, the last
     stride 1), with the box and swizzle of `tma_box`."""
@@ -61,12 +55,9 @@ def encode_tiled(ptr: int, dtype, shape, strides, block_shape, padding="zero") -
     return words.tobytes()
 
 
-def tensor_map_address(desc, ptr: int) -> int:
-    """Device address of the tensor map of TensorDescriptor `desc` whose base is at `ptr` (0: not a TMA
-    descriptor: unaligned base or strides, boxes over 256)."""
-    from ..jit import _handler_for
-
-    dtype = _handler_for(desc.base)(desc.base)[0][0]
+def tensor_map_address(desc, ptr: int, dtype) -> int:
+    """Device address of the tensor map of TensorDescriptor `desc` whose base (of element type `dtype`) is at
+    `ptr` (0: not a TMA descriptor: unaligned base or strides, boxes over 256)."""
     eb = dtype.bits // 8
     shape, strides = tuple(int(x) for x in desc.shape), tuple(int(x) for x in desc.strides)
     block = tuple(int(x) for x in desc.block_shape)
@@ -89,12 +80,13 @@ def tensor_map_address(desc, ptr: int) -> int:
 
 
 def expand_descriptors(launch_vals):
-    """The launch values with each (TensorDescriptor, base pointer) replaced by the kernel's parameters for it."""
+    """The launch values with each (TensorDescriptor, base pointer, dtype) replaced by the kernel's parameters for
+    it."""
     out = []
     for v in launch_vals:
-        if isinstance(v, tuple) and len(v) == 2 and hasattr(v[0], "block_shape"):
-            desc, ptr = v
-            out += [tensor_map_address(desc, int(ptr)), int(ptr)] + [int(x) for x in desc.shape] + \
+        if isinstance(v, tuple) and len(v) == 3 and hasattr(v[0], "block_shape"):
+            desc, ptr, dtype = v
+            out += [tensor_map_address(desc, int(ptr), dtype), int(ptr)] + [int(x) for x in desc.shape] + \
                 [int(x) for x in desc.strides[:-1]]
         else:
             out.append(v)

@@ -158,3 +158,57 @@ def test_torch_tensor_descriptors():
     synchronize()
     ref = a.double() @ b.double()
     np.testing.assert_allclose(c.double().cpu().numpy(), ref.cpu().numpy(), rtol=1e-2, atol=5e-2)
+
+
+def test_launch_values_of_a_descriptor(monkeypatch):
+    """What the GPU launch passes for a TensorDescriptor (the frontend's parameter order), with the driver's
+    encoder and the device copy stubbed: the map's address (cached per array and block; 0 when TMA cannot
+    apply), the base, the shape and the strides but the last."""
+    import compiler.runtime.tma as R
+    from compiler.ir import types as T
+
+    calls = []
+
+    class Buf:
+        def __init__(self, a):
+            self.a = a
+
+        def data_ptr(self):
+            return 0x7000 + 128 * len(calls)
+
+    def fake_encode(ptr, dtype, shape, strides, block, padding):
+        calls.append((ptr, dtype.name, shape, strides, block, padding))
+        return bytes(128)
+
+    monkeypatch.setattr(R, "encode_tiled", fake_encode)
+    monkeypatch.setattr(R, "ensure_context", lambda: None)
+    monkeypatch.setattr("compiler.runtime.memory.DeviceArray.from_numpy", staticmethod(lambda a: Buf(a)))
+    R._CACHE.clear()
+    x = np.zeros((100, 320), np.float16)
+    d = TensorDescriptor.from_tensor(x, [64, 64])
+    vals = R.expand_descriptors([5, (d, 0x10000, T.float16), 7])
+    assert vals[0] == 5 and vals[-1] == 7
+    assert vals[2:-1] == [0x10000, 100, 320, 320] and vals[1] != 0
+    assert calls == [(0x10000, "float16", (100, 320), (320, 1), (64, 64), "zero")]
+    again = R.expand_descriptors([(TensorDescriptor.from_tensor(x, [64, 64]), 0x10000, T.float16)])
+    assert again[0] == vals[1] and len(calls) == 1  # cached
+    odd = R.expand_descriptors([(TensorDescriptor(x, [100, 300], [300, 1], [64, 64]), 0x10000, T.float16)])
+    assert odd[0] == 0 and len(calls) == 1  # 600-byte rows: no tensor map
+
+
+def test_tensor_map_enum_names_exist():
+    """Every driver enum member encode_tiled names exists in the installed cuda-python bindings."""
+    import compiler.runtime.tma as R
+    from compiler.runtime.cuda import driver
+
+    d = driver()
+    for name in R._DTYPES.values():
+        getattr(d.CUtensorMapDataType, name)
+    for name in ("CU_TENSOR_MAP_SWIZZLE_NONE", "CU_TENSOR_MAP_SWIZZLE_32B", "CU_TENSOR_MAP_SWIZZLE_64B",
+                 "CU_TENSOR_MAP_SWIZZLE_128B"):
+        getattr(d.CUtensorMapSwizzle, name)
+    d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE
+    d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+    d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+    d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+    d.cuuint64_t(5), d.cuuint32_t(5)
