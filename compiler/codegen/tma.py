@@ -33,8 +33,10 @@ def ring_has_tma(spec) -> bool:
 
 
 def barrier_bytes(spec) -> int:
-    """Shared memory the ring's mbarriers take after its slots."""
-    return 8 * spec["stages"] if ring_has_tma(spec) else 0
+    """Shared memory the ring's mbarriers take after its slots: 8 bytes each, rounded up to 1024 so that what
+    is placed after the ring (scratch operand tiles of other dots) stays on the 1024-byte boundary wgmma's
+    swizzled tiles need."""
+    return -(-8 * spec["stages"] // 1024) * 1024 if ring_has_tma(spec) else 0
 
 
 def _bar_addr(e, ring, slot):

@@ -246,9 +246,9 @@ def _store(interp, op):
     elem = _elem(op.operands[1])
     nd = N.np_dtype(elem)
     mem, loc, name = interp.memory, op.loc, repr(elem)
-    if op.attrs.get("has_mask", False):
-        return lambda p, v, m: mem.store(p, v, m, nd, name, loc)
-    return lambda p, v: mem.store(p, v, None, nd, name, loc)
+    if op.attrs.get("has_mask", False):  # (a descriptor store's trailing `tma` operands are not read here)
+        return lambda p, v, m, *_tma: mem.store(p, v, m, nd, name, loc)
+    return lambda p, v, *_tma: mem.store(p, v, None, nd, name, loc)
 
 
 _ACCUMULATE = {"add", "and", "or", "xor", "max", "min", "xchg"}

@@ -142,7 +142,21 @@ class tensor_descriptor:
     def store(self, offsets, value):
         """Write `value` (a tile of block_shape) at `offsets`; out-of-bounds elements are not written."""
         p = self._at(offsets)
-        return _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        from ..frontend.context import current
+
+        blk = current().builder.block
+        n = len(blk.ops)
+        out = _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        op = blk.ops[-1] if len(blk.ops) > n else None
+        if self.tmap is not None and getattr(op, "kind", None) == "store":
+            # a host-side descriptor: the store also carries its tensor map and the tile's start, so the code
+            # generator can write the tile by TMA (codegen/tma.py store); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            blk.ops.remove(op)  # the casts go before the store
+            blk.ops.append(op)
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     def __repr__(self):
         return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"

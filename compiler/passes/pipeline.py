@@ -379,7 +379,7 @@ def _pipeline_async(module, loop, options) -> bool:
     for o in loads:
         bases.append(stage)
         stage += -(-o.result.type.numel * (o.result.type.element.bits // 8) // 1024) * 1024
-    budget = SMEM_MAX - other_bytes - (128 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
+    budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
     # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
     # finished reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a

@@ -22,7 +22,7 @@ def _descs(arrays, blocks):
     return [TensorDescriptor.from_tensor(a, b) for a, b in zip(arrays, blocks)]
 
 
-def run(target, kernel, grid, arrays, blocks, scalars=(), expect_tma=None, **meta):
+def run(target, kernel, grid, arrays, blocks, scalars=(), expect_tma=None, expect_store=None, **meta):
     """Launch with descriptors of `arrays` (tiles `blocks`); results copied back in place. On ptxas,
     expect_tma (True/False) checks whether the PTX copies by TMA."""
     if target == "interp":
@@ -32,8 +32,10 @@ def run(target, kernel, grid, arrays, blocks, scalars=(), expect_tma=None, **met
         ck = kernel.warmup(*_descs(arrays, blocks), *scalars, grid=grid, target="sm_90a", **meta)
         ptx = ck.asm["ptx"]
         if expect_tma is not None:
-            used = "cp.async.bulk.tensor.2d" in ptx and "mbarrier.try_wait.parity" in ptx
-            assert used == expect_tma, f"TMA {'not ' if expect_tma else ''}used"
+            used = "cp.async.bulk.tensor.2d.shared::cluster" in ptx and "mbarrier.try_wait.parity" in ptx
+            assert used == expect_tma, f"TMA loads {'not ' if expect_tma else ''}used"
+        if expect_store is not None:
+            assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == expect_store
         assert isinstance(ck.asm["cubin"], bytes) and len(ck.asm["cubin"]) > 0
         raise CompiledOnly()
     from compiler.runtime import DeviceArray, synchronize
@@ -52,7 +54,8 @@ def test_descriptor_load_store_edges(target, dtype):
     M, N, BM, BN = 100, 72, 32, 32
     x = rng.standard_normal((M, N)).astype(dtype)
     y = np.full((M, N), np.nan, dtype)
-    run(target, K.desc_scale, (4, 3), [x, y], [[BM, BN], [BM, BN]], [1.5], BM=BM, BN=BN)
+    run(target, K.desc_scale, (4, 3), [x, y], [[BM, BN], [BM, BN]], [1.5], BM=BM, BN=BN,
+        expect_store=True)
     np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) * 1.5, rtol=1e-3)
 
 
@@ -74,7 +77,7 @@ def test_tma_matmul(target, dtype, BM, BN, BK, warps):
     a, b, c, ref = _matmul_case(rng, M, N, Kd, dtype)
     grid = (-(-M // BM), -(-N // BN))
     run(target, K.desc_matmul, grid, [a, b, c], [[BM, BK], [BK, BN], [BM, BN]], [Kd], expect_tma=True,
-        BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
+        expect_store=True, BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
 
 
@@ -84,7 +87,7 @@ def test_unaligned_rows_fall_back(target):
     rng = np.random.default_rng(2)
     a, b, c, ref = _matmul_case(rng, 96, 64, 300, "float16")
     run(target, K.desc_matmul, (2, 1), [a, b, c], [[64, 64], [64, 64], [64, 64]], [300], expect_tma=False,
-        BM=64, BN=64, BK=64)
+        expect_store=True, BM=64, BN=64, BK=64)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
 
 
@@ -111,17 +114,21 @@ def _tma_smem_offset(row, col, box_cols, rows, ebytes, swizzle):
     return blk * rows * box_cols * ebytes + off
 
 
+@pytest.mark.parametrize("eb", [1, 2, 4])
 @pytest.mark.parametrize("shape", [(64, 64), (128, 32), (64, 16), (32, 128), (256, 64), (64, 256), (16, 8)])
-def test_tma_box_matches_the_wgmma_tile(shape):
-    """Where TMA puts every element (its box and swizzle from tma_box) is where the ring's SwizzledTile, which
-    the wgmma descriptors read, expects it."""
+def test_tma_box_matches_the_wgmma_tile(shape, eb):
+    """Where TMA puts (or reads) every element, its box and swizzle from tma_box, is where the ring's and the
+    TMA store's SwizzledTile (which the wgmma descriptors read) has it; for 1-, 2- and 4-byte elements."""
     rows, cols = shape
-    box, sw = tma_box(shape, 2)
+    if cols * eb < 16:
+        assert not tma_applies(shape, eb, True, (cols, 1))
+        return
+    box, sw = tma_box(shape, eb)
     assert box[0] == rows
-    st = SwizzledTile(shape, 1, 2)
+    st = SwizzledTile(shape, 1, eb)
     for r in range(rows):
         for c in range(cols):
-            assert _tma_smem_offset(r, c, box[1], rows, 2, sw) == st.py_offset(r, c), (r, c)
+            assert _tma_smem_offset(r, c, box[1], rows, eb, sw) == st.py_offset(r, c), (r, c)
 
 
 def test_tma_applies():
@@ -212,3 +219,13 @@ def test_tensor_map_enum_names_exist():
     d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
     d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
     d.cuuint64_t(5), d.cuuint32_t(5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_unaligned_store_falls_back(target):
+    """Rows of 70 halfs (140 bytes) cannot be a tensor map: the store is the masked pointer store, same result."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((50, 70)).astype(np.float16)
+    y = np.full((50, 70), np.nan, np.float16)
+    run(target, K.desc_scale, (2, 3), [x, y], [[32, 32], [32, 32]], [-2.0], BM=32, BN=32, expect_store=False)
+    np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) * -2.0, rtol=1e-3)
