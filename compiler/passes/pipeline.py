@@ -275,7 +275,7 @@ def _replace_uses(block, repl):
 
 def tma_served(o) -> bool:
     """A load of a host-side tensor descriptor that TMA can serve as a ring copy (its `tma` operands: the
-    tensor map, then the tile's start per dim): a 2-d tile of 16-bit elements whose rows are at least 32 bytes
+    tensor map, then the tile's start per dim): a 2-d tile of 16-bit (or fp8) elements whose rows are at least 32 bytes
     (a wgmma swizzle mode), each dim at most 256 elements (a TMA box). The copy then lands in the swizzled
     layout the ring's wgmmas read (codegen/tma.py); other descriptor loads use the pointers (cp.async)."""
     if o.kind != "load" or o.attrs.get("tma") != 2:
@@ -284,20 +284,6 @@ def tma_served(o) -> bool:
     eb = o.result.type.element.bits // 8
     return (len(shape) == 2 and eb in (1, 2) and shape[1] * eb >= 32 and shape[0] <= 256
             and not o.attrs.get("volatile"))
-
-
-def _ring_candidate(v, body):
-    """(load, transposed) when dot operand v is a load of the loop body, or the 2-D transpose (`k.T`) of one
-    whose only use it is (the ring slot is then read as the transposed tile: same bytes, the other inner dim);
-    else (None, False)."""
-    o = getattr(v, "owner", None)
-    if getattr(o, "kind", None) == "permute" and o.attrs.get("order") == (1, 0) and getattr(o, "block", None) is body:
-        src = o.operands[0]
-        if getattr(src.owner, "kind", None) == "load" and \
-                sum(x is src for op in body.walk() for x in op.operands) == 1:
-            return src.owner, True
-        return None, False
-    return (o, False) if getattr(o, "kind", None) == "load" else (None, False)
 
 
 def _fp8_operand_ok(d, o, j, trans) -> bool:
@@ -319,6 +305,13 @@ def _zero_other(o) -> bool:
         v = src.operands[0]
         src = v.owner
     return getattr(src, "kind", None) == "const" and src.attrs.get("value") == 0
+
+
+def _swaps_matrix_dims(o) -> bool:
+    """A permute that swaps the two matrix dims (the last two) and keeps any batch dim in front."""
+    order = tuple(o.attrs.get("order", ()))
+    r = len(order)
+    return r >= 2 and order == tuple(range(r - 2)) + (r - 1, r - 2)
 
 
 def _copyable(o, info) -> bool:
@@ -354,20 +347,27 @@ def _pipeline_async(module, loop, options) -> bool:
     inside, indep_ops, movable, addr_args = got
     info = None
     loads, other_bytes, fixed_bytes = [], 0, 0
-    trans = {}  # id(load) -> the transpose op its slot is read through
     for d in dots:
         for j, v in enumerate(d.operands[:2]):
-            o, tr = _ring_candidate(v, body)
+            o = v.owner
             eb = v.type.element.bits // 8
             nbytes = -(-v.type.numel * eb // 1024) * 1024
             uses = sum(x is v for op in body.walk() for x in op.operands)
-            if (o is not None and getattr(o, "block", None) is body and movable(o) and _zero_other(o)
+            # An operand read transposed (tl.trans(k), attention's K): the load goes to the ring as it is, and the
+            # transpose stays, reading the slot as the other operand order (a K-major tile read MN-major, or the
+            # reverse: the same bytes, codegen's permute of a shared-memory operand)
+            tr = False
+            if (getattr(o, "kind", None) == "permute" and _swaps_matrix_dims(o) and uses == 1
+                    and getattr(o, "block", None) is body):
+                v = o.operands[0]
+                o = v.owner
+                uses = sum(x is v for op in body.walk() for x in op.operands)
+                tr = True
+            if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
                     and uses == 1 and o not in loads and (eb == 2 or _fp8_operand_ok(d, o, j, tr))):
                 info = info or axisinfo.analyze(module.function)
-                if tma_served(o) or (not tr and _copyable(o, info)):
+                if tma_served(o) or (eb == 2 and _copyable(o, info)):
                     loads.append(o)
-                    if tr:
-                        trans[id(o)] = v.owner
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
             # from registers: attention's P, which the code generator decides)
@@ -422,8 +422,7 @@ def _pipeline_async(module, loop, options) -> bool:
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead,
             "tma": tuple(tma_served(o) for o in loads),
-            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads),
-            "trans": tuple(id(o) in trans for o in loads)}
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads)}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -482,14 +481,13 @@ def _pipeline_async(module, loop, options) -> bool:
     head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
     views = []
     for j, o in enumerate(loads):
-        vt = trans[id(o)].result.type if id(o) in trans else o.result.type  # a transposed view: the dot's operand
-        v = Op("smem_view", [], [vt], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
+        v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
         head.append(v)
         views.append(v.result)
     nxt_ops = []
     state, at = later(list(carried), iv, ahead, nxt_ops, first=list(y.operands))
     copies_at(state, at, nxt_ops, barrier=tight, ahead=ahead)
-    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops) | set(id(t) for t in trans.values())
+    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
     # The tight ring's copies follow the (last) dot, whose wgmma wait leaves only this iteration's group in flight.
@@ -502,6 +500,6 @@ def _pipeline_async(module, loop, options) -> bool:
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
-    _replace_uses(body, {(trans[id(o)] if id(o) in trans else o).result.id: v for o, v in zip(loads, views)})
+    _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
     loop.attrs["_ring"] = ring
     return True
