@@ -109,6 +109,8 @@ def _params_repr(params) -> str:
     for p in params:
         if p[0] == "const":
             parts.append(f"c:{p[1]!r}")
+        elif p[0] == "desc":
+            parts.append(f"d:{p[1:]!r}")
         else:
             parts.append(f"a:{p[1]}:{sorted(p[2].items())}")
     return "|".join(parts)

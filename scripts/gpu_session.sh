@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale] [pytest args]
+#                                       dottests,fleet,scale,tutorials] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -41,6 +41,14 @@ if has lang; then
   # debug_barrier, float64 parameters): gpu-marked tests only, each against float64/bit-exact references
   step lang-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests/ops/test_libdevice.py \
     tests/ops/test_fp8.py tests/ops/test_random.py tests/ops/test_block_ptr.py tests/ops/test_shape_ops.py "$@"
+fi
+if has tutorials; then
+  # issue 20: TMA (host TensorDescriptor), fp8 wgmma, fp8 constants, tutorials 01-09 on the GPU (gpu-marked tests
+  # against float64 references), then matmul / attention / persistent matmul / layernorm beside Triton
+  step tutorial-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=900 tests/tutorials \
+    tests/ops/test_tma.py tests/ops/test_fp8.py "$@"
+  step bench-tutorials python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-5}" ${TUTS:+--select "$TUTS"} \
+    --out "$OUT"
 fi
 if has bench; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"

@@ -16,6 +16,7 @@ import llvmlite.ir as ir
 
 from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
 from . import common as C
+from . import tma as _tma
 from .common import Tile, emits, error, uses
 
 
@@ -544,16 +545,18 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     loop = _pipelined_loop(op)
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
-    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw)
+    eb = _operand_bytes(op)
+    reg_a = isinstance(a, Tile) and eb == 2 and register_a_applies(a.ll, lay, M, K, e.nw)
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
+    # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
-        sta = SwizzledTile((M, K), _inner_dim(a.ll))
+        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
     if isinstance(b, Tile):
         base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
-        stb = SwizzledTile((K, N), _inner_dim(b.ll), base=base)
+        stb = SwizzledTile((K, N), _inner_dim(b.ll) if eb == 2 else 0, eb, base=base)
         scratch.append((b, stb))
     if scratch:
         last = scratch[-1][1]
@@ -581,6 +584,14 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
+
+
+def _operand_bytes(op) -> int:
+    """Bytes per operand element of a wgmma dot: 2, or 1 for fp8 (passes/fp8_dot.py)."""
+    return 1 if op.operands[0].type.element.bits == 8 else 2
+
+
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
 
 
 def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
@@ -612,9 +623,11 @@ def hoist_operands(e, loop):
             x = e.env.get(v.id)
             if not isinstance(x, Tile) or v.id in e.hoisted or any(t[0] is v for t in tiles):
                 continue
-            if i == 0 and register_a_applies(x.ll, lay, M, K, e.nw):
+            eb = _operand_bytes(op)
+            if i == 0 and eb == 2 and register_a_applies(x.ll, lay, M, K, e.nw):
                 continue
-            st = SwizzledTile((M, K) if i == 0 else (K, N), _inner_dim(x.ll), base=base + off)
+            inner = _inner_dim(x.ll) if eb == 2 else 1 - i  # fp8: K-major (a: K inner, b: K rows inner)
+            st = SwizzledTile((M, K) if i == 0 else (K, N), inner, eb, base=base + off)
             st.absolute = True
             off += (st.nbytes + 1023) // 1024 * 1024
             tiles.append((v, x, st))
@@ -637,7 +650,9 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     K = op.operands[0].type.shape[-1]
     wm, wn = lay.wpc
     instr_n = lay.instr_n
-    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
+    ta, tb = (_WGMMA_TYPE[v.type.element.name] for v in op.operands[:2])
+    eb = _operand_bytes(op)
+    kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8)
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
     if a_regs is not None:
@@ -658,12 +673,17 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     MR = M // (16 * wm)
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
-    if a_regs is None:
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, ${n_acc}, ${n_acc + 1}, "
+    if a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
+        assert a_k and b_k, "fp8 wgmma operands must be K-major"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
+                "1, 1, 1;")
+        ins = ["l", "l"]
+    elif a_regs is None:
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
                 f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
         ins = ["l", "l"]
     else:  # A from registers: four .b32 words of two 16-bit values each
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, "
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
         ins = ["r", "r", "r", "r", "l"]
     cons = ",".join(["=f"] * n_acc + ins + [str(i) for i in range(n_acc)])
@@ -674,7 +694,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
-            for k0 in range(0, K, 16):
+            for k0 in range(0, K, kstep):
                 # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
                 # are selected below (few warpgroups, so a select chain is cheap)
                 db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
@@ -908,8 +928,11 @@ def _slot_offset(e, op, ring, ahead):
 
 
 def _tile_of(ring, j, inner):
-    shape = ring.spec["tiles"][j]
-    st = SwizzledTile(tuple(shape), inner, 2, base=ring.start + ring.spec["bases"][j])
+    """The SwizzledTile of ring operand j (copies run along dim `inner` of the loaded tile; 16-bit, or 8-bit
+    elements of an fp8 dot's TMA operands)."""
+    shape = tuple(ring.spec["tiles"][j])
+    eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
+    st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j])
     st.absolute = True
     return st
 
@@ -922,12 +945,19 @@ def _e_async_copy(e, op):
     j = op.attrs["operand"]
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
         nbytes = ring.spec["stages"] * ring.spec["stage_bytes"]
-        e.smem_begin(nbytes)
+        e.smem_begin(nbytes + _tma.barrier_bytes(ring.spec))
         ring.start = e.smem_base
-        e.smem_base += nbytes
+        e.smem_base += nbytes + _tma.barrier_bytes(ring.spec)
         ring.started = True
+        if _tma.ring_has_tma(ring.spec):
+            _tma.init_barriers(e, ring)
     if op.attrs.get("barrier"):
         e.barrier()
+    if op.attrs.get("tma"):
+        _tma_copy(e, op, ring, j)
+        if op.attrs.get("commit") and not all(ring.spec["tma"]):  # closes the group of the cp.async operands
+            _asm_void(e, "cp.async.commit_group;")
+        return
     p = e.get(op.operands[0])
     ll = p.ll
     elem = op.operands[0].type.element.element_ty
@@ -973,6 +1003,21 @@ def _e_async_copy(e, op):
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")
+
+
+def _tma_copy(e, op, ring, j):
+    """A ring copy by TMA (codegen/tma.py): the tile's inner dim is its last (the descriptor's contiguous one)."""
+    if ring.inner[j] is None:
+        ring.inner[j] = 1
+    st = _tile_of(ring, j, 1)
+    stages = ring.spec["stages"]
+    if "slot" in op.attrs:
+        slot = e.i32(op.attrs["slot"])
+    else:
+        it = _loop_iteration(e, op.block.parent)
+        slot = e.b.urem(e.b.add(it, e.i32(op.attrs["ahead"])), e.i32(stages))
+    st.dyn = e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
+    _tma.copy(e, op, ring, st, slot)
 
 
 def _constant_deltas(st, ll, inner, starts, num_warps):
@@ -1028,7 +1073,11 @@ def _e_async_wait(e, op):
     # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
     # Triton emit none after a cp.async wait, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test
     # passes without it; attention D=64 about 3%; docs/EXPERIMENTS.md, cp_fence).
-    _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    ring = _ring(e, op)
+    if not all(ring.spec.get("tma", ())):  # some operand comes by cp.async
+        _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    if _tma.ring_has_tma(ring.spec):  # and the TMA operands by the slot's mbarrier
+        _tma.wait(e, ring, _loop_iteration(e, op.block.parent))
     e.barrier()
 
 
@@ -1048,6 +1097,10 @@ def finish_ring(e, loop):
     land before shared memory is used for anything else."""
     if "_ring" not in loop.attrs:
         return
-    _asm_void(e, "cp.async.wait_group 0;")
+    ring = _ring(e, loop)
+    if not all(ring.spec.get("tma", ())):
+        _asm_void(e, "cp.async.wait_group 0;")
+    if _tma.ring_has_tma(ring.spec):
+        _tma.release(e, ring)
     e.barrier()
-    e.smem_base = _ring(e, loop).start
+    e.smem_base = ring.start

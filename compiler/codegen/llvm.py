@@ -1003,5 +1003,5 @@ def _e_terminator(e, op):
 def emit_llvm(module, options):
     """Lower a module that went through `compiler.passes.PIPELINE` to LLVM IR text and launch metadata
     {"name", "num_warps", "shared_bytes", "params": [{"name", "type", "abi"}]}."""
-    from . import dot, memory, reduce  # noqa: F401  (register their emitters)
+    from . import dot, memory, reduce, tma_store  # noqa: F401  (register their emitters; tma_store's store last)
     return Emitter(module, options).emit()

@@ -268,11 +268,12 @@ def _load(interp, op):
     mem, loc, name = interp.memory, op.loc, repr(elem)
     has_mask, has_other = op.attrs.get("has_mask", False), op.attrs.get("has_other", False)
     # Memory.load/store take the address as an ndarray (0-d for scalars); other values may be NumPy scalars.
+    # (a descriptor load's trailing `tma` operands, for the code generator, are not read here)
     if has_mask and has_other:
-        return lambda p, m, o: mem.load(p, m, o, nd, name, loc)
+        return lambda p, m, o, *_tma: mem.load(p, m, o, nd, name, loc)
     if has_mask:
-        return lambda p, m: mem.load(p, m, None, nd, name, loc)
-    return lambda p: mem.load(p, None, None, nd, name, loc)
+        return lambda p, m, *_tma: mem.load(p, m, None, nd, name, loc)
+    return lambda p, *_tma: mem.load(p, None, None, nd, name, loc)
 
 
 @impl("store")
@@ -280,9 +281,9 @@ def _store(interp, op):
     elem = _elem(op.operands[1])
     nd = N.np_dtype(elem)
     mem, loc, name = interp.memory, op.loc, repr(elem)
-    if op.attrs.get("has_mask", False):
-        return lambda p, v, m: mem.store(p, v, m, nd, name, loc)
-    return lambda p, v: mem.store(p, v, None, nd, name, loc)
+    if op.attrs.get("has_mask", False):  # (a descriptor store's trailing `tma` operands are not read here)
+        return lambda p, v, m, *_tma: mem.store(p, v, m, nd, name, loc)
+    return lambda p, v, *_tma: mem.store(p, v, None, nd, name, loc)
 
 
 _ACCUMULATE = {"add", "and", "or", "xor", "max", "min", "xchg"}

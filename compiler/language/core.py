@@ -107,6 +107,7 @@ class tensor_descriptor:
     def __init__(self, base, shape, strides, block_shape, padding):
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.block_shape, self.padding = tuple(block_shape), padding
+        self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
 
     @property
     def dtype(self):
@@ -126,14 +127,36 @@ class tensor_descriptor:
     def load(self, offsets):
         """The tile at `offsets` (out-of-bounds elements: zero, or NaN with padding_option="nan")."""
         p = self._at(offsets)
-        return _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
-                                     False)
+        out = _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
+                                    False)
+        op = getattr(out.handle, "owner", None)
+        if self.tmap is not None and getattr(op, "kind", None) == "load" and self.padding == "zero":
+            # a host-side descriptor: the load also carries its tensor map and the tile's start, so a K loop's
+            # pipeliner can serve it by TMA (passes/pipeline.py tma_served); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     @builtin
     def store(self, offsets, value):
         """Write `value` (a tile of block_shape) at `offsets`; out-of-bounds elements are not written."""
         p = self._at(offsets)
-        return _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        from ..frontend.context import current
+
+        blk = current().builder.block
+        n = len(blk.ops)
+        out = _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        op = blk.ops[-1] if len(blk.ops) > n else None
+        if self.tmap is not None and getattr(op, "kind", None) == "store":
+            # a host-side descriptor: the store also carries its tensor map and the tile's start, so the code
+            # generator can write the tile by TMA (codegen/tma.py store); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            blk.ops.remove(op)  # the casts go before the store
+            blk.ops.append(op)
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     def __repr__(self):
         return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"

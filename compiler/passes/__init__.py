@@ -11,6 +11,7 @@ from ..ir.verify import verify
 from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
+from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
 from .schedule import schedule_loads
 
@@ -22,6 +23,9 @@ PIPELINE = [
     ("dce", dce),
     # Rotate the loads of K loops with a dot (num_stages >= 2) so the next tiles load while this one's MMA runs;
     # before layouts, so the carried tiles get the loads' coalesced layouts like any loop-carried value.
+    # fp8 dots that run on wgmma take their fp8 operands directly (the frontend's exact fp16 conversions dropped);
+    # before the pipeliner, whose copy ring then serves their K-major descriptor loads, and before layouts.
+    ("fp8_dots", fp8_dots),
     ("pipeline_loads", pipeline_loads),
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
