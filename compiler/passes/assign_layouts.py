@@ -15,15 +15,14 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 """
 from __future__ import annotations
 
+from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, mma_warps,
                       permute_layout, wgmma_applies)
 
-ELEMENTWISE = frozenset(("add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi neg not exp exp2 log "
-                         "log2 sqrt rsqrt sin cos erf floor ceil abs fma cmp select cast bitcast addptr "
-                         "ptr_to_int int_to_ptr convert_layout extern_elementwise").split())
+ELEMENTWISE = optable.kinds("elementwise")  # a layout passes through these unchanged
 SOURCES = frozenset(("const", "arange", "splat"))
 
 
