@@ -124,6 +124,8 @@ _math("rsqrt", "1/sqrt(x)", lambda np, x: 1.0 / np.sqrt(x),
 _math("sin", "sine", lambda np, x: np.sin(x), {"float32": "__nv_sinf", "float64": "__nv_sin"})
 _math("cos", "cosine", lambda np, x: np.cos(x), {"float32": "__nv_cosf", "float64": "__nv_cos"})
 _math("erf", "error function", _scalar(math.erf), {"float32": "__nv_erff", "float64": "__nv_erf"})
+_math("erfc", "complementary error function, 1 - erf(x) without its cancellation for large x", _scalar(math.erfc),
+      {"float32": "__nv_erfcf", "float64": "__nv_erfc"})
 _math("floor", "round down", lambda np, x: np.floor(x), {"float32": "llvm.floor", "float64": "llvm.floor"},
       exact=True, ints="identity")
 _math("ceil", "round up", lambda np, x: np.ceil(x), {"float32": "llvm.ceil", "float64": "llvm.ceil"},
