@@ -10,6 +10,11 @@
   region       has nested blocks
   terminator   ends a block
   target       created only by the target passes (never by the frontend, never run by the interpreter)
+`layout` is the op's rule in passes/assign_layouts.py: "elementwise" (the default of elementwise ops: operands
+and result share one layout), "source" (materialized directly in the layout its users want), "anchor" (a
+memory access: a coalesced layout from the pointer's axis info), "own" (a rule of its own there: dot, shape ops,
+reductions, loops), None (no rule: scalar-only ops, ops without block results, and smem_view, which only a dot
+reads, from shared memory).
 Who reads it: ir/ops.py (the Builder's op lists), ir/verify.py (operand counts and the "same" result rule),
 passes/canonicalize.py and passes/dce.py (pure, effects), passes/assign_layouts.py (elementwise),
 interpreter/evaluator.py (commutative) and, for the unary math ops, everything below.
@@ -47,6 +52,11 @@ class OpDef:
     operands: int | None
     result: str
     traits: frozenset = frozenset()
+    layout: str | None = None
+
+    def __post_init__(self):
+        if self.layout is None and "elementwise" in self.traits:
+            object.__setattr__(self, "layout", "elementwise")
 
     def has(self, trait: str) -> bool:
         return trait in self.traits
@@ -72,9 +82,9 @@ OPS: dict[str, OpDef] = {}
 MATH: dict[str, MathDef] = {}
 
 
-def _op(names: str, operands, result, traits: str = "") -> None:
+def _op(names: str, operands, result, traits: str = "", layout=None) -> None:
     for n in names.split():
-        OPS[n] = OpDef(name=n, operands=operands, result=result, traits=frozenset(traits.split()))
+        OPS[n] = OpDef(name=n, operands=operands, result=result, traits=frozenset(traits.split()), layout=layout)
 
 
 def _math(name: str, doc: str, ref, lower: dict, **kw) -> None:
@@ -100,8 +110,10 @@ def _rsqrt_ftz(np, x):
 _F32_TINY = 2.0 ** -126  # the smallest normal float32
 
 # ---- sources and shapes --------------------------------------------------------------------------------------
-_op("const program_id num_programs arange", 0, "op", "pure")
-_op("splat broadcast expand_dims reshape permute", 1, "op", "pure")
+_op("const arange", 0, "op", "pure", layout="source")
+_op("program_id num_programs", 0, "op", "pure")
+_op("splat", 1, "op", "pure", layout="source")
+_op("broadcast expand_dims reshape permute", 1, "op", "pure", layout="own")
 
 # ---- elementwise arithmetic ------------------------------------------------------------------------------------
 for _n in "add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi".split():
@@ -142,21 +154,21 @@ _op("cast bitcast ptr_to_int int_to_ptr", 1, "op", "pure elementwise")
 _op("addptr", 2, "op", "pure elementwise")
 
 # ---- memory ------------------------------------------------------------------------------------------------------
-_op("load", None, "op", "reads_memory")
-_op("store", None, "none", "effects")
-_op("atomic_rmw", None, "op", "reads_memory effects")
-_op("atomic_cas", 3, "op", "reads_memory effects")
+_op("load", None, "op", "reads_memory", layout="anchor")
+_op("store", None, "none", "effects", layout="anchor")
+_op("atomic_rmw", None, "op", "reads_memory effects", layout="anchor")
+_op("atomic_cas", 3, "op", "reads_memory effects", layout="anchor")
 
 # ---- regions, terminators, the rest ----------------------------------------------------------------------------
-_op("reduce scan", None, "op", "pure region")
-_op("for if while", None, "op", "effects region")
+_op("reduce scan", None, "op", "pure region", layout="own")
+_op("for if while", None, "op", "effects region", layout="own")
 _op("yield condition return", None, "none", "effects terminator")
 _op("print assert", None, "none", "effects")
-_op("dot", 3, "op", "pure")
+_op("dot", 3, "op", "pure", layout="own")
 
 # ---- made by the target passes ---------------------------------------------------------------------------------
 _op("convert_layout", 1, "same", "elementwise target")
-_op("async_copy", None, "none", "reads_memory effects target")
+_op("async_copy", None, "none", "reads_memory effects target", layout="anchor")
 _op("async_wait", 0, "none", "effects target")
 _op("smem_view", 0, "op", "reads_memory target")
 _op("barrier", 0, "none", "effects target")
@@ -167,10 +179,15 @@ def kinds(*traits: str, without: tuple = ()) -> frozenset:
     return frozenset(k for k, d in OPS.items() if all(d.has(t) for t in traits) and not any(d.has(t) for t in without))
 
 
+def with_layout(rule: str) -> frozenset:
+    """The op kinds whose layout rule is `rule`."""
+    return frozenset(k for k, d in OPS.items() if d.layout == rule)
+
+
 def lookup(kind: str) -> OpDef | None:
     return OPS.get(kind)
 
 
 del _n
 
-__all__ = ["OpDef", "MathDef", "OPS", "MATH", "kinds", "lookup"]
+__all__ = ["OpDef", "MathDef", "OPS", "MATH", "kinds", "with_layout", "lookup"]

@@ -22,8 +22,11 @@ from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, mma_warps,
                       permute_layout, wgmma_applies)
 
-ELEMENTWISE = optable.kinds("elementwise")  # a layout passes through these unchanged
-SOURCES = frozenset(("const", "arange", "splat"))
+# The op table's layout rules (compiler/ir/optable.py): a layout passes through ELEMENTWISE ops unchanged; SOURCES
+# materialize in the layout their users want; ANCHORS (memory accesses) pick one from the pointer's axis info.
+ELEMENTWISE = optable.with_layout("elementwise")
+SOURCES = optable.with_layout("source")
+ANCHORS = optable.with_layout("anchor")
 
 
 def dot_uses_mma(op) -> bool:
@@ -295,7 +298,7 @@ class _Assigner:
         blockops = [i for i, v in enumerate(op.operands) if v.type.shape]
         if k in SOURCES:
             self.set(op, [self.open_layout(op.result, final) if op.result.type.shape else None])
-        elif k in ("load", "atomic_rmw", "atomic_cas", "store", "async_copy"):
+        elif k in ANCHORS:
             if not op.operands[0].type.shape:
                 if k != "store":
                     self.set(op, [None])
@@ -504,7 +507,7 @@ class _Assigner:
 
     def _back(self, op):
         k = op.kind
-        if "_anchor" in op.attrs and k in ("load", "store", "atomic_rmw", "atomic_cas", "async_copy"):
+        if "_anchor" in op.attrs and k in ANCHORS:
             for v in op.operands:
                 self._push(v, op.attrs["_anchor"])
             return

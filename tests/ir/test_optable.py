@@ -32,6 +32,8 @@ def test_traits_are_consistent():
         assert not d.has("terminator") or d.has("effects"), k
         assert not d.has("commutative") or (d.operands == 2 and d.result == "same"), k
         assert d.result in ("same", "i1", "none", "op"), k
+        assert d.layout in ("elementwise", "source", "anchor", "own", None), k
+        assert (d.layout == "elementwise") == d.has("elementwise"), k
     assert set(TERMINATORS) == {"yield", "condition", "return"}
     assert "add" in BINARY_SAME and "sub" in BINARY_SAME and "cmp" not in BINARY_SAME
     assert {"neg", "not"} | set(optable.MATH) == set(UNARY_SAME)
