@@ -263,6 +263,7 @@ class Emitter:
         self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
         self.rings: dict = {}
         self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
+        self.hoisted_by_loop: dict = {}  # id(for op) -> (shared memory base, value ids) hoisted before that loop
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.cf_depth = 0
         self._coord_cache: dict = {}
