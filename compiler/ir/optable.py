@@ -116,8 +116,9 @@ _op("splat", 1, "op", "pure", layout="source")
 _op("broadcast expand_dims reshape permute", 1, "op", "pure", layout="own")
 
 # ---- elementwise arithmetic ------------------------------------------------------------------------------------
+_COMMUTATIVE = "add mul and or xor max min umulhi".split()
 for _n in "add sub mul fdiv idiv irem frem and or xor shl shr max min umulhi".split():
-    _op(_n, 2, "same", "pure elementwise" + (" commutative" if _n in "add mul and or xor max min umulhi".split() else ""))
+    _op(_n, 2, "same", "pure elementwise" + (" commutative" if _n in _COMMUTATIVE else ""))
 _op("neg not", 1, "same", "pure elementwise")
 
 # The unary math ops. f32 fast paths are Triton's choices: exp2 and rsqrt flush denormals (.ftz), as Triton's do
