@@ -12,6 +12,7 @@ from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
 from .pipeline import pipeline_loads
+from .schedule import schedule_loads
 from .wgmma_loops import wgmma_loops
 
 
@@ -26,8 +27,11 @@ PIPELINE = [
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
     ("assign_layouts", assign_layouts),
-    # Which wgmma dots stay in flight across K-loop iterations and which loops wait for them at their exit: it
-    # reads the layouts just chosen, and codegen reads its answers instead of deciding (and recording) them itself.
+    # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
+    # before the first conversion's barrier (which ptxas never moves a load across).
+    ("schedule_loads", schedule_loads),
+    # Which wgmma dots stay in flight across K-loop iterations and which loops wait for them at their exit: last,
+    # on the final op order and layouts; codegen reads its answers instead of deciding (and recording) them itself.
     ("wgmma_loops", wgmma_loops),
 ]
 
