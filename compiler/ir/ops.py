@@ -1,5 +1,8 @@
 """The op kinds of the tile IR, what each means, and a Builder that creates them with checked result types.
 
+The op table, compiler/ir/optable.py, declares every kind once with the facts the compiler reads (operand
+count, result rule, traits, layout rule; the unary math ops completely); this docstring says what each means.
+
 Conventions
 - Every value has a TensorType: element (a dtype or pointer_type) and shape; shape () is a scalar.
 - Elementwise ops require all tensor operands to have the same shape (the frontend inserts `splat` /
