@@ -176,6 +176,7 @@ def snapshot(monkeypatch):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("TILEFARM_CACHE", "0")
     monkeypatch.setattr(C, "_mem_cache", {})
+    monkeypatch.setattr(C, "_disk", False)  # no disk cache either (the process may have opened one already)
     return P
 
 
