@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from farm import FarmError, exprs
 from farm.config import Config, ConfigError, count, iter_points
 from farm.jobs import Job
-from farm.worker import compiler_version, load_workload, source_hash
+from farm.loader import load_workload, source_hash
+from farm.machine import compiler_version
 
 META_KEYS = ("num_warps", "num_stages")
 KNOWN_DTYPES = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
