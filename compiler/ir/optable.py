@@ -38,7 +38,7 @@ one (say `tl.erfc`) is one entry here. From it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 
@@ -165,6 +165,7 @@ _op("reduce scan", None, "op", "pure region", layout="own")
 _op("for if while", None, "op", "effects region", layout="own")
 _op("yield condition return", None, "none", "effects terminator")
 _op("print assert", None, "none", "effects")
+_op("barrier", 0, "none", "effects")  # tl.debug_barrier
 _op("dot", 3, "op", "pure", layout="own")
 
 # ---- made by the target passes ---------------------------------------------------------------------------------
@@ -172,7 +173,6 @@ _op("convert_layout", 1, "same", "elementwise target")
 _op("async_copy", None, "none", "reads_memory effects target", layout="anchor")
 _op("async_wait", 0, "none", "effects target")
 _op("smem_view", 0, "op", "reads_memory target")
-_op("barrier", 0, "none", "effects target")
 
 
 def kinds(*traits: str, without: tuple = ()) -> frozenset:
