@@ -16,6 +16,9 @@ def report(
                                                 "(its median / this run's median; >1 means this run is faster).")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = "table",
     failed: Annotated[bool, typer.Option(help="Only failed jobs, with their full error messages.")] = False,
+    details: Annotated[bool, typer.Option("--details", help="Also the compiled kernel's registers per thread, "
+                                          "spill bytes, shared and local memory, blocks per SM and ptxas release "
+                                          "(always in --format json and csv).")] = False,
     store: StoreOpt = DEFAULT_STORE,
 ):
     """Show a stored run: workload, shape, dtype, meta, median time and spread, TFLOP/s, GB/s, % of the
@@ -42,7 +45,7 @@ def report(
         rows = rep.failures(rows)
     title = f"run {run_id} ({info['name']}, {info['target']}, {info['status']})"
     if fmt == "table":
-        console.print(rep.table(rows, title=title, vs=vs is not None))
+        console.print(rep.table(rows, title=title, vs=vs is not None, details=details))
         if failed:
             for r in rows:
                 head = f"{r['workload']} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}"
