@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
+from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout
+from ..passes.wgmma_loops import register_a_applies
 from . import common as C
 from . import tma as _tma
-from .common import Tile, emits, error, uses
+from .common import Tile, emits, error
 
 
 def _index(ll):
@@ -577,8 +578,6 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
         _asm_void(e, "fence.proxy.async.shared::cta;")
         e.barrier()
-    if loop is not None:
-        loop.attrs["_wgmma_pending"] = True
     if scratch and defer_to_loop(e, op) is not None:
         raise error("a deferred wgmma with an operand in scratch shared memory (compiler bug)", op.loc)
     a_k = sta is None or sta.inner == 1
@@ -592,17 +591,6 @@ def _operand_bytes(op) -> int:
 
 
 _WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
-
-
-def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
-    """`a` can feed wgmma from registers: it is laid out like a wgmma accumulator of shape [M, K] with this dot's
-    warps (one warpgroup column, K at most 256), whose fragments are exactly wgmma's register A fragments."""
-    from ..passes.layouts import linear
-
-    wm, wn = lay.wpc
-    if wn != 1 or K > 256 or K % 16:
-        return False
-    return a_ll == linear(MmaLayout(3, (wm, wn), K), (M, K), num_warps)
 
 
 def hoist_operands(e, loop):
@@ -639,7 +627,7 @@ def hoist_operands(e, loop):
         e.hoisted[v.id] = SmemOperand(st)
     _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
-    loop.attrs["_hoisted"] = (base, [v.id for v, _, _ in tiles])
+    e.hoisted_by_loop[id(loop)] = (base, [v.id for v, _, _ in tiles])
     e.smem_base = base + off
 
 
@@ -730,52 +718,10 @@ def _fence_tied(e, words):
 
 
 def defer_to_loop(e, op):
-    """The body index of the first dot of op's loop, when op -- a later dot of the same
-    loop body whose result only goes back through the loop's yield (attention's P.V) -- may leave its wgmma in
-    flight into the next iteration: that first dot waits for everything (wait_group 0) before any use of the
-    carried value, and the loop's exit waits too. None otherwise. Measured on the H200 (2026-11-29): attention
-    D=128 419.5 -> 440.2 TFLOP/s, D=64 unchanged."""
-    blk = op.block
-    loop = getattr(blk, "parent", None)
-    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
-        return None
-    y = blk.terminator
-    if uses(blk, op.result) != 1 or op.result not in y.operands:
-        return None
-    dots = [i for i, o in enumerate(blk.ops) if o.kind == "dot"]
-    if len(dots) < 2 or blk.ops[dots[0]] is op or _pipelined_loop(blk.ops[dots[0]]) is not None:
-        return None
-    arg = blk.args[1 + y.operands.index(op.result)]
-    for i, o in enumerate(blk.ops[:dots[0] + 1]):  # the carried value is read only after the first dot
-        if any(x is arg for x in o.operands) or any(uses(b, arg) for b in o.blocks):
-            return None
-    # Its operands must not be in per-iteration scratch shared memory (the next iteration could overwrite it while
-    # the wgmma reads): ring slots, operands from outside the loop (stored once), or `a` in registers.
-    lay = op.attrs["_layouts"][0]
-    M, N = op.result.type.shape
-    K = op.operands[0].type.shape[-1]
-    for i, v in enumerate(op.operands[:2]):
-        owner = v.owner
-        if getattr(owner, "kind", None) == "smem_view" or not _inside(blk, v):
-            continue
-        lays = getattr(owner, "attrs", {}).get("_layouts") if i == 0 else None
-        la = lays[v.index] if lays else None
-        if la is None or not register_a_applies(linear(la, (M, K), e.nw), lay, M, K, e.nw):
-            return None
-    loop.attrs["_wgmma_pending"] = True
-    return dots[0]
-
-
-def _inside(blk, v) -> bool:
-    """v is defined in block blk or in a region nested in it."""
-    owner = v.owner
-    b = owner if not hasattr(owner, "kind") else getattr(owner, "block", None)
-    while b is not None:
-        if b is blk:
-            return True
-        parent = getattr(b, "parent", None)
-        b = getattr(parent, "block", None) if parent is not None else None
-    return False
+    """The body index of the first dot of op's loop when op, a later wgmma dot of the same loop body, leaves its
+    wgmma in flight into the next iteration (attention's P.V); None otherwise. The analysis is the pass
+    compiler/passes/wgmma_loops.py's (attr `_defer_to`)."""
+    return op.attrs.get("_defer_to")
 
 
 def _wait_retiring(e, op, regs, pending):
@@ -824,29 +770,19 @@ def _deferred_accumulators(e, op):
 
 
 def _pipelined_loop(op):
-    """The enclosing `for` when op's accumulator is a loop-carried value used only by this dot and the dot's
-    result only goes back through the loop's yield at the same position; else None."""
-    blk = op.block
-    loop = getattr(blk, "parent", None)
-    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
-        return None
-    acc = op.operands[2]
-    if acc.owner is not blk or acc not in blk.args:
-        return None
-    j = blk.args.index(acc) - 1
-    y = blk.terminator
-    if uses(blk, acc) != 1 or uses(blk, op.result) != 1 or j < 0 or y.operands[j] is not op.result:
-        return None
-    return loop
+    """The enclosing `for` when op's accumulator is carried by it and used only by this dot (compiler/passes/
+    wgmma_loops.py, attr `_acc_carried`); else None."""
+    return op.block.parent if op.attrs.get("_acc_carried") else None
 
 
 def finish_loop(e, loop):
     """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results; then
     release the loop's copy ring, if it had one."""
-    if loop.attrs.get("_wgmma_pending"):
+    if loop.attrs.get("_wgmma_in_flight"):  # compiler/passes/wgmma_loops.py
         _finish_wgmma(e, loop)
-    if "_hoisted" in loop.attrs:  # the hoisted operands' shared memory is free again once every warp is done
-        base, ids = loop.attrs["_hoisted"]
+    hoisted = e.hoisted_by_loop.pop(id(loop), None)
+    if hoisted is not None:  # the hoisted operands' shared memory is free again once every warp is done
+        base, ids = hoisted
         for i in ids:
             e.hoisted.pop(i, None)
         e.barrier()

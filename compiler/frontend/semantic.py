@@ -10,7 +10,7 @@ SemanticError; the frontend attaches the source location. Rules follow Triton's 
 """
 from __future__ import annotations
 
-from ..ir import types as T
+from ..ir import optable, types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
 from ..language.values import _unwrap, constexpr
@@ -549,17 +549,19 @@ def logical_not(x):
 
 
 def unary(kind, x):
+    """A unary math op of the op table (compiler/ir/optable.py MATH), its operand checked by the entry's rule."""
+    rule = optable.MATH[kind].ints
     x = to_tensor(x)
     if not x.dtype.is_ptr() and x.dtype.is_fp8():
         return cast(unary(kind, _fp8_compute(x)), x.dtype)
-    if kind in ("abs",):
+    if rule == "abs":
         if x.dtype.is_ptr():
             raise SemanticError("abs of a pointer")
         if x.dtype.is_int_unsigned() or x.dtype.is_bool():
             return x
         return tensor(_b().unary(kind, x.handle), x.type)
     if not x.dtype.is_floating():
-        if kind in ("floor", "ceil") and x.dtype.is_int():
+        if rule == "identity" and x.dtype.is_int():
             return x
         raise SemanticError(f"{kind} needs a floating-point operand, got {x.dtype!r}; cast it with .to(tl.float32)")
     return tensor(_b().unary(kind, x.handle), x.type)
@@ -1529,13 +1531,13 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
 # when called (through the active code generator), so a name whose op is not in the language (yet) says so, and
 # works once it is.
 # ----------------------------------------------------------------------------------------------------
-TENSOR_METHODS = (
-    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
-    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
-    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
-    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
-)
+TENSOR_METHODS = tuple(sorted({
+    "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv",
+    "cumprod", "cumsum", "expand_dims", "flip", "gather", "histogram", "item", "max", "min", "permute", "ravel",
+    "reduce", "reduce_or", "reshape", "sigmoid", "softmax", "sort", "split", "sqrt_rn", "store", "sum", "trans",
+    "view", "xor_sum",
+} | {k for k, d in optable.MATH.items() if d.method}))  # the op table's math ops: x.exp() is tl.exp(x)
 
 
 def _tensor_method(name):

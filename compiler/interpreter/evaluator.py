@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from compiler.errors import KernelRuntimeError
-from compiler.ir import ops as irops
+from compiler.ir import ops as irops, optable
 
 from . import numerics as N
 from .memory import Memory
@@ -346,7 +346,7 @@ def _single_binop(block, n):
     o, y = block.ops
     if y.kind != "yield" or len(y.operands) != 1 or len(o.results) != 1 or y.operands[0] is not o.results[0]:
         return None
-    if o.kind not in irops.BINARY_SAME or o.kind in ("sub", "fdiv", "idiv", "irem", "frem", "shl", "shr"):
+    if o.kind not in irops.BINARY_SAME or not optable.OPS[o.kind].has("commutative"):
         return None
     a, b = block.args
     if list(o.operands) not in ([a, b], [b, a]):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins as _py
 import enum as _enum
 
-from ..ir import types as _T
+from ..ir import optable as _optable, types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
     TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, int1, int8, int16, int32, int64,
     pointer_type, uint8, uint16, uint32, uint64,
@@ -515,24 +515,16 @@ def _unary(kind, doc):
     def fn(x):
         return _sem().unary(kind, x)
 
-    fn.__name__ = kind
+    fn.__name__ = fn.__qualname__ = kind
     fn.__doc__ = doc
     return builtin(fn)
 
 
-exp = _unary("exp", "e**x")
-exp2 = _unary("exp2", "2**x")
-log = _unary("log", "natural logarithm")
-log2 = _unary("log2", "base-2 logarithm")
-sqrt = _unary("sqrt", "square root (IEEE rounded)")
-sqrt_rn = sqrt
-rsqrt = _unary("rsqrt", "1/sqrt(x)")
-sin = _unary("sin", "sine")
-cos = _unary("cos", "cosine")
-erf = _unary("erf", "error function")
-floor = _unary("floor", "round down")
-ceil = _unary("ceil", "round up")
-abs = _unary("abs", "absolute value (ints too)")
+# tl.exp, tl.sqrt, tl.abs ...: one function per unary math op of the op table (compiler/ir/optable.py MATH).
+for _name, _d in _optable.MATH.items():
+    globals()[_name] = _unary(_name, _d.doc)
+del _name, _d
+sqrt_rn = globals()["sqrt"]  # noqa: F821 (tl.sqrt is IEEE rounded already)
 
 
 @builtin
