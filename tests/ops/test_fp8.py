@@ -216,8 +216,23 @@ def test_fp8_dot(target, ta, tb):
     b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
     c = np.full((M, N), np.nan, np.float32)
     run(target, K.fp8_dot, (1,), [a, b, c], [], M=M, N=N, K=Kd)
-    ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
-    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    _check_fp8_dot(target, c, a, b, ta, tb)
+
+
+def _check_fp8_dot(target, c, a, b, ta, tb):
+    """Products of fp8 values are exact in float32; the interpreter sums them in float32 (rtol 1e-5). The H200's fp8
+    wgmma accumulates with fewer mantissa bits than float32 (seen 2024 in public FP8 training reports as about 14
+    bits; on the H200, 2026-12-01: absolute errors up to 0.0067 at K = 64, where sum |a*b| is about 40), so on the GPU
+    every element must be within 2^-11 of the sum of the magnitudes of its products. NaN never passes."""
+    da, db = decode(a.view(np.uint8), ta), decode(b.view(np.uint8), tb)
+    ref = da @ db
+    assert np.isfinite(c).all()
+    if target != "gpu":
+        np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+        return
+    bound = 2.0 ** -11 * (np.abs(da) @ np.abs(db)) + 1e-6
+    err = np.abs(c.astype(np.float64) - ref)
+    assert (err <= bound).all(), f"max error {err.max():.3g}, worst bound ratio {(err / bound).max():.3g}"
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -232,8 +247,7 @@ def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
     c = np.full((M, N), np.nan, np.float32)
     grid = (-(-M // BM), -(-N // BN))
     run(target, K.fp8_matmul, grid, [a, b, c], [M, N, Kd], BM=BM, BN=BN, BK=BK, num_warps=warps)
-    ref = decode(a.view(np.uint8), ta) @ decode(b.view(np.uint8), tb)
-    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+    _check_fp8_dot(target, c, a, b, ta, tb)
 
 
 def test_fp8_dot_runs_on_fp8_wgmma():

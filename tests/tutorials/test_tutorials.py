@@ -156,10 +156,12 @@ def test_04_dropout(target):
     assert abs(kept.mean() - (1 - p)) < 0.03
     np.testing.assert_array_equal(o1, o2)  # the same seed: the same mask
     assert (kept != (o3 != 0)).mean() > 0.2  # another seed: another mask
-    if target == "gpu":  # the GPU's Philox bits are the interpreter's
+    if target == "gpu":  # the GPU's Philox bits are the interpreter's: the same elements kept
         ref = nan(n)
         m.seeded_dropout(x, ref, p, 123)
-        np.testing.assert_array_equal(o1, ref)
+        np.testing.assert_array_equal(o1 != 0, ref != 0)
+        # x / (1 - p): the GPU's float32 division is within 2 ulp (Triton's too), the interpreter's is exact
+        np.testing.assert_allclose(o1, ref, rtol=3e-7, atol=0)
 
 
 # ------------------------------------------------------------------------------------------------ 05 layernorm
