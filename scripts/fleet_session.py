@@ -64,6 +64,9 @@ def main():
 
     gpu_res = {"accelerator_type:H200": 1} if args.fake_gpu else {}  # a real GPU: Ray names its kind
     t0 = time.perf_counter()
+    # Ray's cluster helper records the head's address under its default folder whatever temp_dir the nodes
+    # use; on a fresh machine that folder does not exist yet
+    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args=node("cpu-a", num_cpus=args.cpus, num_gpus=0))
     nodes = {"cpu-a": cluster.head_node, "cpu-b": cluster.add_node(**node("cpu-b", num_cpus=args.cpus, num_gpus=0)),
              "gpu": cluster.add_node(**node("gpu", num_cpus=0, num_gpus=1, resources=gpu_res))}

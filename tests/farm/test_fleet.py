@@ -49,6 +49,9 @@ def fleet():
         ray.shutdown()
     root = pathlib.Path(tempfile.mkdtemp(prefix="tf-fleet-", dir="/tmp"))  # short: Ray's socket paths
     fast = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 3}
+    # Ray's cluster helper records the head's address under its default folder whatever temp_dir the nodes
+    # use; on a fresh machine that folder does not exist yet
+    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args=_node_args(root, "head", num_cpus=1, _system_config=fast))
     nodes = {"head": cluster.head_node,
              "cpu": cluster.add_node(**_node_args(root, "cpu", num_cpus=1)),
