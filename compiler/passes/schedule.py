@@ -14,12 +14,11 @@ stays. Volatile loads stay where they are. Everything else keeps its order.
 """
 from __future__ import annotations
 
-# ops a load may move above: no memory effect, no barrier of the program's own
-_CROSSABLE = frozenset((
-    "convert_layout", "const", "splat", "arange", "broadcast", "expand_dims", "reshape", "permute", "trans",
-    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "select",
-    "addptr", "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "fma",
-))
+from ..ir.optable import kinds
+
+# ops a load may move above: the op table's pure ops outside regions (arithmetic, math, shape ops), and layout
+# conversions (shared memory only, never global); not dot, whose lowering is worth keeping where it is
+_CROSSABLE = (kinds("pure", without=("region",)) - {"dot"}) | {"convert_layout"}
 
 
 def _schedule_block(block):
