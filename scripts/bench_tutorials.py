@@ -84,8 +84,14 @@ def _persistent(M, N, K, fp8):
         mod.matmul_persistent(inp["a"], inp["b"], out["c"], nsm, b_kmajor=fp8, BM=128, BN=128,
                               BK=128 if fp8 else 64, GROUP_SIZE_M=8, num_warps=8, num_stages=3)
         return out["c"]
+    def bound(torch, inp, ref):
+        # fp8 wgmma accumulates in fewer bits than float32 (about 2^-11 of the sum of |products| seen on the H200,
+        # tests/ops/test_fp8.py), and C is fp16 (half an ulp: 2^-11 relative)
+        a, b = inp["a"].double().abs(), inp["b"].double().abs()
+        return 2.0 ** -11 * (a @ b.T) + 2.0 ** -11 * ref.abs() + 1e-3
+
     return {"file": "t09_persistent_matmul", "make": make, "outs": outs, "call": call, "flops": 2 * M * N * K,
-            "tol": (1e-2, 1e-2) if not fp8 else (2e-2, 1.0)}
+            "tol": (1e-2, 1e-2), **({"bound": bound} if fp8 else {})}
 
 
 def _attention(Z, H, L, D, causal, fp8=False):
@@ -188,7 +194,10 @@ def run_case(name, case, rounds, rep_ms):
             torch.cuda.synchronize()
             g = got.double()
             rtol, atol = case["tol"]
-            bad = ~torch.isclose(g, ref, rtol=rtol, atol=atol)
+            if "bound" in case:  # a per-element bound of the arithmetic's own error (fp8 accumulation)
+                bad = ~((g - ref).abs() <= case["bound"](torch, inp, ref))
+            else:
+                bad = ~torch.isclose(g, ref, rtol=rtol, atol=atol)
             if torch.isnan(g).any() or bad.any():
                 raise AssertionError(f"{int(bad.sum())} of {bad.numel()} elements off (max |err| "
                                      f"{float((g - ref).abs().nan_to_num(float('inf')).max()):.3g})")
