@@ -2,7 +2,8 @@
 
 Jobs are matched on what they measure, not on their content key (which also hashes the kernel source and the
 compiler version, the very things a change changes): workload name, shape parameters with dtype, meta-parameters,
-and the GPU kind (both runs must have the same target).
+the compiler that built the kernel (tilefarm with tilefarm, triton with triton: never across) and the GPU kind
+(both runs must have the same target).
 
 The statistic: a bootstrap confidence interval of the ratio of medians (new / baseline), from the stored
 per-repetition samples. We use it rather than a Mann-Whitney U test because the question is about an effect
@@ -118,14 +119,20 @@ class JobVerdict:
     notes: list = field(default_factory=list)
     base_result: int | None = None
     new_result: int | None = None
+    compiler: str = "tilefarm"
 
     @property
     def failed(self) -> bool:
         return self.verdict in FAILING
 
     @property
+    def label(self) -> str:
+        """The workload, and the compiler when it is not the default one."""
+        return self.workload + (f" [{self.compiler}]" if self.compiler != "tilefarm" else "")
+
+    @property
     def name(self) -> str:
-        return " ".join(x for x in (self.workload, self.shape, self.dtype, self.meta) if x)
+        return " ".join(x for x in (self.label, self.shape, self.dtype, self.meta) if x)
 
     def change(self) -> str:
         return "" if self.ratio is None else f"{(self.ratio - 1) * 100:+.1f}%"
@@ -175,8 +182,11 @@ class GateResult:
 
 
 def ident(row: dict) -> str:
-    """What a job measures, minus everything run-specific (source, compiler version, seed, run)."""
-    return json.dumps([row["workload"], row["params"], row["meta"]], sort_keys=True, default=str)
+    """What a job measures, minus everything run-specific (source, compiler version, seed, run). The compiler is
+    part of it: a compiler's job is only ever compared with the same compiler's (tilefarm with tilefarm, triton
+    with triton), never across."""
+    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm"],
+                      sort_keys=True, default=str)
 
 
 def resolve_baseline(store, run_id: int, ref: str) -> int:
@@ -241,7 +251,7 @@ def run_shift(base_rows: dict, new_rows: list) -> float:
 
 def _verdict(row: dict, verdict: str, **kw) -> JobVerdict:
     return JobVerdict(row["workload"], shape_str(row["params"]), str(row["params"].get("dtype", "")),
-                      meta_str(row["meta"]), verdict, **kw)
+                      meta_str(row["meta"]), verdict, compiler=row.get("compiler") or "tilefarm", **kw)
 
 
 def _good(status: str) -> bool:
@@ -407,7 +417,7 @@ def table(res: GateResult, all_rows: bool = True):
     for j in rows if all_rows else [j for j in rows if j.verdict != SAME]:
         style = "bold red" if j.failed else VERDICT_STYLE.get(j.verdict, "")
         # Text() everywhere: kernel names and messages are shown as typed, never read as rich markup.
-        t.add_row(*(Text(x) for x in (j.workload, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms),
+        t.add_row(*(Text(x) for x in (j.label, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms),
                                       j.change(), j.interval(), j.ab(), f"{j.threshold * 100:.0f}%")),
                   Text(j.verdict, style=style), Text("; ".join(j.notes)))
     return t
@@ -427,7 +437,7 @@ def to_markdown(res: GateResult, max_rows: int = 50) -> str:
             f"{(1 - res.alpha) * 100:.0f}% interval", "A/B", "limit", "verdict", "why"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for j in shown[:max_rows]:
-        cells = [_md(c) for c in (j.workload, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms), j.change(),
+        cells = [_md(c) for c in (j.label, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms), j.change(),
                                   j.interval(), j.ab(), f"{j.threshold * 100:.0f}%")]
         verdict = f"**{j.verdict}**" if j.failed else j.verdict
         lines.append("| " + " | ".join([":x:" if j.failed else "", *cells, verdict, _md("; ".join(j.notes))]) + " |")
@@ -447,7 +457,8 @@ def to_junit(res: GateResult) -> str:
                        skipped=str(sum(j.verdict in (NEW, MISSING, NO_TIMING) for j in res.jobs)))
     for j in res.jobs:
         case = ET.SubElement(suite, "testcase", classname=f"farm.{j.workload}",
-                             name=" ".join(x for x in (j.shape, j.dtype, j.meta) if x) or j.workload)
+                             name=" ".join(x for x in (j.shape, j.dtype, j.meta) if x) + (
+                                 f" [{j.compiler}]" if j.compiler != "tilefarm" else "") or j.workload)
         msg = f"{j.verdict}: {j.change()} {j.interval()}".strip() + (f"; {'; '.join(j.notes)}" if j.notes else "")
         if j.failed:
             f = ET.SubElement(case, "failure", message=msg, type=j.verdict)

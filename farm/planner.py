@@ -1,9 +1,9 @@
 """Config -> jobs. Each job gets a content key, so the store can tell which jobs it has already done.
 
 The key hashes everything that changes a result: the kernel's and workload's source, the workload name (the
-specialization: which kernel, which launch), shape parameters and dtype, meta-parameters, the compiler version
-(a hash of its sources) and the target (GPU kind, "interpreter" or "compile-only"). The plan's order is the
-config's order: workloads as listed, params points outer, meta points inner.
+specialization: which kernel, which launch), shape parameters and dtype, meta-parameters, the compiler and its
+version (tilefarm: a hash of its sources; triton: its release) and the target (GPU kind, "interpreter" or "compile-only"). The plan's order is the
+config's order: workloads as listed, params points outer, meta points inner, compilers innermost.
 """
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 from farm import FarmError, exprs
 from farm.config import Config, ConfigError, count, iter_points
+from farm.compilers import DEFAULT as DEFAULT_COMPILER
+from farm.compilers import job_version, key_part
 from farm.jobs import Job
-from farm.worker import compiler_version, load_workload, source_hash
+from farm.worker import compiler_version, load_file, load_workload, source_hash
 
 META_KEYS = ("num_warps", "num_stages")
 KNOWN_DTYPES = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
@@ -27,6 +29,8 @@ def canonical(obj) -> str:
 
 
 def job_key(src_hash: str, spec: str, params: dict, meta: dict, compiler: str, target: str) -> str:
+    """`compiler`: the compiler's part of the key (farm.compilers.key_part: tilefarm's source fingerprint, or
+    `triton==<version>`)."""
     return hashlib.sha256(canonical({"src": src_hash, "spec": spec, "params": params, "meta": meta,
                                      "compiler": compiler, "target": target}).encode()).hexdigest()
 
@@ -83,32 +87,40 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
     idx = 0
     cver = compiler_version()
     total = 0
-    for wi, entry in enumerate(cfg.workloads):
+    compilers = list(getattr(cfg, "compilers", None) or [DEFAULT_COMPILER])
+    keyed = {c: key_part(c, cver) for c in compilers}
+    versions = {c: job_version(c) for c in compilers}
+    for wi, entry, ref in _entries(cfg, problems):
         where = f"workloads.{wi}"
         try:
-            wl = load_workload(entry.workload)
+            wl = load_workload(ref)
         except FarmError as e:
             problems.append(f"{where}.workload: {e}")
             continue
+        gpu_sizes = getattr(entry, "sizes", "default") == "gpu"
+        own_sweep = wl.gpu_sweep if gpu_sizes else wl.default_sweep
+        base_meta = dict((getattr(wl, "gpu_meta", None) or wl.default_meta) if gpu_sizes else wl.default_meta)
         n_params = count(entry.params)
         n_meta = count(entry.meta) or 1
-        n_params = len(wl.default_sweep) if n_params is None else n_params
-        total += n_params * n_meta
+        n_params = len(own_sweep) if n_params is None else n_params
+        total += n_params * n_meta * len(compilers)
         if total > limit:
-            problems.append(f"{where}: the sweep has up to {n_params * n_meta:,} points ({n_params:,} params x "
-                            f"{n_meta:,} meta), {total:,} with the workloads before it: over the limit of "
+            problems.append(f"{where}: the sweep has up to {n_params * n_meta * len(compilers):,} jobs "
+                            f"({n_params:,} params x {n_meta:,} meta x {len(compilers)} compilers), {total:,} with "
+                            f"the workloads before it: over the limit of "
                             f"{limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
             continue
         src = source_hash(wl)
         points = iter_points(entry.params)
         if points is None:
-            points = [dict(p) for p in wl.default_sweep]
+            points = [dict(p) for p in own_sweep]
             if not points:
-                problems.append(f"{where}.params: {wl.name} has no default sweep; give `params:`")
+                which = "gpu sweep (`sizes: gpu`)" if gpu_sizes else "default sweep"
+                problems.append(f"{where}.params: {wl.name} has no {which}; give `params:`")
                 continue
         metas = iter_points(entry.meta)
-        metas = [dict(wl.default_meta)] if metas is None else list(metas)
-        bad = [msg for m in metas for msg in _meta_problems({**wl.default_meta, **m})]
+        metas = [dict(base_meta)] if metas is None else list(metas)
+        bad = [msg for m in metas for msg in _meta_problems({**base_meta, **m})]
         if bad:
             problems += [f"{where}.meta: {msg}" for msg in dict.fromkeys(bad)]
             continue
@@ -124,28 +136,53 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
                 break
             try:
                 for m in metas:
-                    m = {**wl.default_meta, **m}
+                    m = {**base_meta, **m}
                     env = {**p, **m}
                     if not _accepted(trees, env, where):
                         stats.skipped += 1
                         continue
                     if problems:  # the plan will be refused: keep checking, stop building
                         continue
-                    key = job_key(src, f"{wl.name}", p, m, cver, target)
-                    digest = bytes.fromhex(key[:32])
-                    if digest in seen:
-                        continue
-                    seen.add(digest)
-                    yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
-                              meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p))
-                    idx += 1
-                    n += 1
+                    for comp in compilers:  # innermost: a point's jobs under each compiler are neighbours
+                        key = job_key(src, f"{wl.name}", p, m, keyed[comp], target)
+                        digest = bytes.fromhex(key[:32])
+                        if digest in seen:
+                            continue
+                        seen.add(digest)
+                        yield Job(key=key, idx=idx, workload=ref, name=wl.name, params=dict(p),
+                                  meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p), compiler=comp,
+                                  compiler_version=versions[comp])
+                        idx += 1
+                        n += 1
             except FarmError as e:
                 problems.append(str(e))
                 break
         stats.per_workload[wl.name] = stats.per_workload.get(wl.name, 0) + n
     if problems:
         raise ConfigError(problems, source)
+
+
+def _entries(cfg: Config, problems: list):
+    """(index, entry, workload reference) per workload of the config: `file.py::GLOB` (a name with * ? or [)
+    stands for every workload of the file whose name matches, in the file's order."""
+    import fnmatch
+
+    for wi, entry in enumerate(cfg.workloads):
+        path, sep, name = entry.workload.partition("::")
+        if not (sep and path.endswith(".py") and any(c in name for c in "*?[")):
+            yield wi, entry, entry.workload
+            continue
+        try:
+            names = [w.name for w in load_file(path)]
+        except FarmError as e:
+            problems.append(f"workloads.{wi}.workload: {e}")
+            continue
+        hits = [n for n in names if fnmatch.fnmatchcase(n, name)]
+        if not hits:
+            problems.append(f"workloads.{wi}.workload: no workload of {path} matches {name!r} "
+                            f"(it has {', '.join(names)})")
+        for n in hits:
+            yield wi, entry, f"{path}::{n}"
 
 
 def _meta_problems(meta: dict) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import farm
 from farm import FarmError
+from farm.compilers import key_part
 from farm.config import Config
 from farm.jobs import GOOD, Job, Result, RunOptions
 from farm.planner import Stats, iter_jobs, job_key
@@ -104,7 +105,7 @@ def rekey(jobs: list[Job], target: str) -> tuple[list[Job], dict[str, Job]]:
     out, changed = [], {}
     for job in jobs:
         wl = load_workload(job.workload)  # a file that is gone or broken now: a FarmError naming it
-        key = job_key(source_hash(wl), wl.name, job.params, job.meta, cver, target)
+        key = job_key(source_hash(wl), wl.name, job.params, job.meta, key_part(job.compiler, cver), target)
         if key != job.key:
             new = dataclasses.replace(job, key=key)
             changed[job.key] = new

@@ -343,7 +343,8 @@ class Store:
             d["result_id"] = d.pop("id", None)  # the stored result's id (`farm repro ID`)
             for c in _JSON_COLS:
                 d[c] = json.loads(d[c]) if d.get(c) else None
-            d.update(workload=job["name"], params=job["params"], meta=job["meta"], key=job["key"], idx=job["idx"])
+            d.update(workload=job["name"], params=job["params"], meta=job["meta"], key=job["key"], idx=job["idx"],
+                     compiler=job.get("compiler") or "tilefarm")  # plans from before compilers were an axis
             if samples:
                 d["job"] = job
             else:

@@ -37,8 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from farm.jobs import (COMPILE_ERROR, COMPILED, ERROR, MAX_SAMPLES, MISMATCH, OK, VALIDATED, Job, Result,
-                       RunOptions)
+from farm import compilers
+from farm.jobs import (COMPILE_ERROR, COMPILED, ERROR, MAX_SAMPLES, MISMATCH, NOT_RUNNABLE, OK, VALIDATED, Job,
+                       Result, RunOptions)
 
 # ---------------------------------------------------------------- compiler adapters (the only compiler use)
 
@@ -167,18 +168,19 @@ def _sync():
 # ---------------------------------------------------------------- workloads
 
 
-def load_workload(ref: str):
-    """A Workload from a registry name, a path to a kernel file, or path::NAME (cached per process)."""
-    return _load_workload(ref)
+def load_workload(ref: str, compiler: str = "tilefarm"):
+    """A Workload from a registry name, a path to a kernel file, or path::NAME (cached per process), its kernel
+    file loaded for `compiler` (farm.compilers: a file with `import triton` resolves it per compiler)."""
+    return _load_workload(ref, compiler)
 
 
 @functools.lru_cache(maxsize=None)
-def _load_workload(ref: str):
+def _load_workload(ref: str, compiler: str = "tilefarm"):
     import workloads
     from farm import FarmError
     path, _, name = ref.partition("::")
     if path.endswith(".py"):
-        wls = load_file(path)
+        wls = load_file(path, compiler)
         if name:
             by_name = {w.name: w for w in wls}
             if name not in by_name:
@@ -195,7 +197,7 @@ def _load_workload(ref: str):
     return reg[ref]
 
 
-def load_file(path: str):
+def load_file(path: str, compiler: str = "tilefarm"):
     """workloads.load_file, with any failure (no such file, a Python error while importing it or a kernel file it
     imports) as one FarmError naming the file and line where it happened, never a traceback into the farm."""
     import workloads
@@ -203,7 +205,7 @@ def load_file(path: str):
     if not str(path).endswith(".py"):
         raise FarmError(f"{path} is not a Python file: a kernel file is a .py that declares WORKLOAD or WORKLOADS")
     try:
-        return workloads.load_file(path)
+        return workloads.load_file(path, compiler)
     except (FileNotFoundError, ValueError, TypeError) as e:
         if e.__traceback__ is not None and _user_frame(e) is None:
             raise FarmError(str(e)) from None  # raised by load_file itself: its message names the file
@@ -553,6 +555,9 @@ def _check_outputs(wl, specs, outputs: dict, ref: dict) -> tuple[bool, dict, lis
         if spec.name not in ref:
             return False, agg, [f"the reference returned no {spec.name!r} (it has {sorted(ref)})"]
         rtol, atol = wl.tol(spec.dtype)
+        if getattr(wl, "atol_relative", False):  # atol given as a fraction of the reference's largest magnitude
+            r = np.asarray(ref[spec.name])
+            atol *= float(np.max(np.abs(r))) if r.size and np.isfinite(r).all() else 1.0
         good, stats, msg = compare(spec.name, outputs[spec.name], ref[spec.name], rtol, atol)
         for k in agg:
             agg[k] = max(agg[k], stats.get(k, 0.0))
@@ -615,6 +620,11 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
     content-addressed cache, so a GPU worker running the job afterwards only loads them.
     """
     res = res or Result(key=job.key, status=COMPILED, worker=worker_name())
+    if job.compiler != "tilefarm":
+        # Triton compiles on the worker that runs the job, for its device: this process never imports it (a
+        # pooled compile process must not hold a Triton set up for the wrong mode; farm.compilers)
+        res.status = COMPILED
+        return res
     wl = load_workload(job.workload)
     t0 = time.perf_counter()
     try:
@@ -665,14 +675,23 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
     res = compiled or Result(key=job.key, status=COMPILED)
     res.worker = worker_name()
     try:
-        wl = load_workload(job.workload)
+        on_gpu = gpu_available()[0] and opts.target != "interpreter"
+        why = compilers.not_runnable(job.compiler, job.compiler_version)
+        if why is None:
+            compilers.prepare_process(job.compiler, on_gpu and not opts.compile_only)
+        wl = load_workload(job.workload, job.compiler) if why is None else load_workload(job.workload)
+        why = why or compilers.foreign_kernel(job.compiler, wl.kernel)
         params, meta = dict(job.params), dict(job.meta)
         res.flops, res.bytes = float(wl.flops(params)), float(wl.bytes(params))
+        if why is None and opts.compile_only and job.compiler != "tilefarm":
+            why = "a compile-only run compiles ahead of the GPU, and Triton compiles on the GPU it runs on"
+        if why is not None:
+            res.status, res.error = NOT_RUNNABLE, f"not runnable under {job.compiler}: {why}"
+            return res
         if compiled is None:
             compile_job(job, res)
         if res.status != COMPILED or opts.compile_only:
             return res
-        on_gpu = gpu_available()[0] and opts.target != "interpreter"
         _validate_and_time(wl, job, opts, res, params, meta, on_gpu)
     except Exception as e:  # a bug in the workload's helpers, a CUDA error, ...
         _fail(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e)
@@ -712,15 +731,20 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     specs = list(wl.output_specs(params))
     aliased = {s.inplace for s in specs if s.inplace}
     poison = [s for s in specs if not s.inplace]
+    # The compiler's own arrays (farm.compilers): NumPy / DeviceArray for tilefarm, torch tensors for Triton
+    arr = compilers.arrays_for(job.compiler)
+    to_device = getattr(arr, "to_device", _to_device)
+    device_empty = getattr(arr, "empty", _device_empty)
+    sync = getattr(arr, "sync", _sync)
     if on_gpu:
         # The kernel gets device uploads only: the host arrays (cached or not) are read, never written.
         res.gpu = gpu_info()
-        dev = {k: _to_device(v) for k, v in pristine.items()}
+        dev = {k: to_device(v) for k, v in pristine.items()}
         for s in specs:
-            dev[s.name] = dev[s.inplace] if s.inplace else _device_empty(s.shape, np_dtype(s.dtype))
+            dev[s.name] = dev[s.inplace] if s.inplace else device_empty(s.shape, np_dtype(s.dtype))
         arrays_run = {**{k: v for k, v in inputs.items() if k not in pristine}, **dev}
         for s in poison:
-            dev[s.name].fill(poison_value(np_dtype(s.dtype)))
+            _fill(dev[s.name], poison_value(np_dtype(s.dtype)))
     else:
         # The interpreter writes host arrays: the kernel gets make_inputs' own arrays (a miss) or copies of the
         # pristine ones (a hit), fresh outputs, and in-place outputs aliasing those inputs.
@@ -731,14 +755,29 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
         for s in poison:
             arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
     del fresh
+    host_of = getattr(arr, "host", None)
 
     def host(name):
         v = arrays_run[name]
-        return v if isinstance(v, np.ndarray) else v.numpy()
+        if isinstance(v, np.ndarray):
+            return v
+        return host_of(v) if host_of is not None else v.numpy()
 
-    wl.launch(arrays_run, params, meta)
+    # What the kernel is handed: the arrays above, or (Triton's interpreter) torch views of the same memory
+    launch_arrays = arrays_run if on_gpu else {k: arr.wrap(v) for k, v in arrays_run.items()}
+    if on_gpu and job.compiler != "tilefarm":
+        # Triton compiles here, for this device: the compile (cold, or a load from Triton's cache) timed apart
+        # from the first run when the workload can compile without running
+        t_c = time.perf_counter()
+        if wl.compile(launch_arrays, params, meta) is not None:
+            res.compile_s = time.perf_counter() - t_c
+        else:
+            res.notes.append("compile time not measured: the workload declares no warmup")
+    elif job.compiler != "tilefarm":
+        res.notes.append("Triton's interpreter: no compile step")
+    wl.launch(launch_arrays, params, meta)
     if on_gpu:
-        _sync()
+        sync()
     ok, stats, msgs = _check_outputs(wl, specs, {s.name: host(s.name) for s in specs}, ref)
     msgs += _check_inputs(pristine, {k: host(k) for k in pristine}, aliased)
     res.max_abs_err, res.max_rel_err = stats["max_abs_err"], stats["max_rel_err"]
@@ -753,11 +792,11 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     # Timed runs, then check what they left behind.
     t1 = time.perf_counter()
     for s in poison:
-        arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
+        _fill(arrays_run[s.name], poison_value(np_dtype(s.dtype)))
     bench = _do_bench(lambda: wl.launch(arrays_run, params, meta), opts)
     if opts.cuda_graphs and not bench.get("cuda_graphs"):
         res.notes.append("cuda_graphs asked for, but compiler.runtime.do_bench does not replay graphs yet")
-    _sync()
+    sync()
     res.median_ms, res.p10_ms, res.p90_ms = bench["median_ms"], bench.get("p10_ms"), bench.get("p90_ms")
     res.n_reps = bench.get("n")
     res.samples = thin(bench.get("samples"))
@@ -782,6 +821,15 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
             res.notes.append(f"baseline not timed: {type(e).__name__}: {e}")
     res.bench_s = time.perf_counter() - t1
     res.status = OK
+
+
+def _fill(a, value):
+    """Poison an array: DeviceArray.fill / ndarray.fill, or a torch tensor's fill_."""
+    f = getattr(a, "fill_", None)
+    if f is not None:
+        f(value)
+    else:
+        a.fill(value)
 
 
 def worker_name() -> str:

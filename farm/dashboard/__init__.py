@@ -68,7 +68,9 @@ def collect(store) -> dict:
             d = derive(r, kind if kind not in ("interpreter", "compile-only") else None)
             d["run_id"], d["kind"] = run_id, kind
             series = json.dumps([r["params"], r["meta"]], sort_keys=True, default=str)
-            data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(kind, []).append(d)
+            # each compiler its own trace beside the others in a series' plots (tilefarm's keep the GPU kind's name)
+            trace = trace_name(kind, r.get("compiler") or "tilefarm")
+            data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(trace, []).append(d)
     return {"runs": runs, "workloads": data}
 
 
@@ -104,6 +106,12 @@ def _run_text(info: dict) -> str:
     when = datetime.datetime.fromtimestamp(info["created"]).strftime("%Y-%m-%d %H:%M") if info.get("created") else ""
     return (f"run {info['id']}" + (f" [{info['label']}]" if info.get("label") else "")
             + f" {(info.get('git_commit') or '')[:9]} {when}")
+
+
+def trace_name(kind: str, compiler: str = "tilefarm") -> str:
+    """A plotted line: one GPU kind under one compiler ("H200", "H200 triton"); steps are found per line, so a
+    compiler's history is only ever compared with itself."""
+    return kind if compiler == "tilefarm" else f"{kind} {compiler}"
 
 
 def _series_title(series: str) -> str:
@@ -287,7 +295,8 @@ def _results_table(series: dict, runs: dict, limit: int = 300) -> str:
         cmd = f"farm repro {rid}" if rid else f"farm repro {p['run_id']}:{p['key'][:12]}"
         err = f"<br><span class='muted'>{esc((p.get('error') or '').splitlines()[0][:200])}</span>" if p.get("error") else ""
         out.append(f"<tr><td>{esc(_run_text(runs[p['run_id']]))}</td><td>{esc(p['kind'])}</td>"
-                   f"<td>{esc(_series_title(json.dumps([p['params'], p['meta']], sort_keys=True, default=str)))}</td>"
+                   f"<td>{esc(_series_title(json.dumps([p['params'], p['meta']], sort_keys=True, default=str)))}"
+                   f"{esc(' [' + p['compiler'] + ']' if p.get('compiler', 'tilefarm') != 'tilefarm' else '')}</td>"
                    f"<td>{esc(p['status'])}{err}</td><td>{med}</td><td>{spread}</td><td>{roof}</td>"
                    f"<td><code>{esc(cmd)}</code></td></tr>")
     if len(rows) > limit:

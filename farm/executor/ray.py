@@ -24,7 +24,7 @@ import time
 import ray
 
 from farm import FarmError
-from farm.executor.affinity import input_key, pick
+from farm.executor.affinity import input_key, pick, suits
 from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
 
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
@@ -54,7 +54,9 @@ class _Worker:
             os.environ["FARM_FORCE_NO_GPU"] = "1"
         from farm import worker
         self._worker = worker
-        self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind()}
+        from farm.compilers import triton_version
+        self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind(),
+                      "triton": triton_version()}  # placement: Triton jobs prefer workers that have it
         if self._info["gpu"]:
             from compiler.compile import default_arch
             self._info["arch"] = default_arch()
@@ -199,6 +201,7 @@ class RayExecutor:
         elif use_gpu and self._arch is None:
             self._arch = ray.get(actors[0].info.remote()).get("arch")
         n = len(actors)
+        infos: list = [None] * n  # each actor's info() once it is up (None: not known, takes any job)
         label = "gpu" if use_gpu else "cpu"
         idle = collections.deque(i for i in range(n) if i not in warming.values())
         slot_key: list = [None] * n  # the inputs each worker last ran with (kept in its cache): see affinity.py
@@ -216,10 +219,15 @@ class RayExecutor:
                 else:
                     while queue and len(ready) < len(idle):
                         ready.append((queue.popleft(), None))
-                while ready and idle:
+                for _ in range(len(idle)):
+                    if not ready:
+                        break
                     slot = idle.popleft()
                     busy = {slot_key[s] for s, _, _ in running.values()}
-                    i = pick(ready, slot_key[slot], busy)
+                    i = pick(ready, slot_key[slot], busy, suits(infos[slot], infos))
+                    if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
+                        idle.append(slot)
+                        continue
                     ready.rotate(-i)
                     job, compiled = ready.popleft()
                     ready.rotate(i)
@@ -238,6 +246,7 @@ class RayExecutor:
                 for ref in done:
                     if ref in warming:
                         got = ray.get(ref)  # an actor that cannot start fails the run, as a pool start always did
+                        infos[warming[ref]] = got
                         idle.append(warming.pop(ref))
                         if use_gpu and self._arch is None:
                             self._arch = got.get("arch")
