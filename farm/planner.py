@@ -95,8 +95,13 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         try:
             wl = load_workload(ref)
         except FarmError as e:
-            problems.append(f"{where}.workload: {e}")
-            continue
+            # A Triton-style file that tilefarm's compatibility layer cannot load (a Triton internal at import)
+            # is still planned from Triton's view of it when the sweep has Triton: its tilefarm jobs then fail one
+            # by one, each naming what is missing, and its Triton jobs run.
+            wl = _plan_with_triton(ref) if "triton" in compilers else None
+            if wl is None:
+                problems.append(f"{where}.workload: {e}")
+                continue
         gpu_sizes = getattr(entry, "sizes", "default") == "gpu"
         own_sweep = wl.gpu_sweep if gpu_sizes else wl.default_sweep
         base_meta = dict((getattr(wl, "gpu_meta", None) or wl.default_meta) if gpu_sizes else wl.default_meta)
@@ -160,6 +165,15 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         stats.per_workload[wl.name] = stats.per_workload.get(wl.name, 0) + n
     if problems:
         raise ConfigError(problems, source)
+
+
+def _plan_with_triton(ref: str):
+    from farm.worker import load_for_plan
+
+    try:
+        return load_for_plan(ref)
+    except FarmError:
+        return None
 
 
 def _entries(cfg: Config, problems: list):

@@ -126,7 +126,7 @@ def table(rows: list[dict], title: str = "", vs: bool = False) -> Table:
     caption = None if timed or not rows else "no timings: timing needs a GPU (jobs were compiled and validated)"
     t = Table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left",
               box=box.SIMPLE_HEAD)
-    if len(compilers_of(rows)) > 1:
+    if compilers_of(rows) not in ([], ["tilefarm"]):
         cols.insert(1, ("compiler", "left", lambda r: r.get("compiler") or "tilefarm"))
     for name, just, _ in cols:
         t.add_column(name, justify=just, no_wrap=name in ("median", "workload"))

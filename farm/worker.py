@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from farm import compilers
+from farm import FarmError, compilers
 from farm.jobs import (COMPILE_ERROR, COMPILED, ERROR, MAX_SAMPLES, MISMATCH, NOT_RUNNABLE, OK, VALIDATED, Job,
                        Result, RunOptions)
 
@@ -197,6 +197,39 @@ def _load_workload(ref: str, compiler: str = "tilefarm"):
     return reg[ref]
 
 
+def load_for_plan(ref: str):
+    """The workload `ref` loaded against the real Triton in its interpreter, for planning only (its name, sweeps,
+    counts and source): what the planner uses when a Triton-style file does not load under tilefarm (it uses a
+    name the compatibility layer lacks at import), so that only its tilefarm jobs fail, each naming the name.
+    Never cached where jobs look: workers load their own copy for their own mode. FarmError when it fails."""
+    import workloads
+    from compiler.triton_compat import load_kernel_file
+    from farm import FarmError
+    path, _, name = ref.partition("::")
+    if not path.endswith(".py") or compilers.triton_version() is None:
+        raise FarmError(f"{ref}: cannot be planned without tilefarm (Triton is not installed here)")
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"  # decorated, never launched here
+    try:
+        stem = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:10]
+        module = load_kernel_file(path, compiler="triton", module_name=f"_tilefarm_plan_{stem}")
+        wls = workloads._declared(module, path)
+    except Exception as e:
+        raise FarmError(describe_import_error(e, path)) from None
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    by_name = {w.name: w for w in wls}
+    wl = by_name.get(name) if name else (wls[0] if len(wls) == 1 else None)
+    if wl is None:
+        raise FarmError(f"{path}: no single workload {name!r} among {', '.join(by_name) or 'none'}")
+    if not wl.source_file:
+        wl.source_file = os.path.abspath(path)
+    return wl
+
+
 def load_file(path: str, compiler: str = "tilefarm"):
     """workloads.load_file, with any failure (no such file, a Python error while importing it or a kernel file it
     imports) as one FarmError naming the file and line where it happened, never a traceback into the farm."""
@@ -241,6 +274,8 @@ def describe_import_error(e: BaseException, path: str) -> str:
             caret = "\n    " + " " * max(0, e.offset - 1 - (len(text) - len(stripped))) + "^"
             text = stripped
         return f"{where}: {type(e).__name__}: {e.msg}" + (f"\n    {text}{caret}" if text else "")
+    if type(e).__name__ == "TritonCompatImportError":  # already file:line:col, the line and a caret
+        return f"{e}\n  (while importing {path} with `triton` resolved to tilefarm's compatibility layer)"
     frame = _user_frame(e)
     msg = f"{type(e).__name__}: {e}"
     if frame is None:
@@ -679,10 +714,17 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
         why = compilers.not_runnable(job.compiler, job.compiler_version)
         if why is None:
             compilers.prepare_process(job.compiler, on_gpu and not opts.compile_only)
-        wl = load_workload(job.workload, job.compiler) if why is None else load_workload(job.workload)
-        why = why or compilers.foreign_kernel(job.compiler, wl.kernel)
         params, meta = dict(job.params), dict(job.meta)
-        res.flops, res.bytes = float(wl.flops(params)), float(wl.bytes(params))
+        try:
+            wl = load_workload(job.workload, job.compiler if why is None else "tilefarm")
+        except FarmError as e:  # e.g. a Triton-style file using a name tilefarm's compatibility layer lacks
+            if why is None:
+                res.status, res.error = COMPILE_ERROR if job.compiler == "tilefarm" else ERROR, str(e)
+                return res
+            wl = None
+        if wl is not None:
+            why = why or compilers.foreign_kernel(job.compiler, wl.kernel)
+            res.flops, res.bytes = float(wl.flops(params)), float(wl.bytes(params))
         if why is None and opts.compile_only and job.compiler != "tilefarm":
             why = "a compile-only run compiles ahead of the GPU, and Triton compiles on the GPU it runs on"
         if why is not None:

@@ -57,7 +57,8 @@ def report(
         console.print(rep.table(rows, title=title, vs=vs is not None))
         if failed:
             for r in rows:
-                head = f"{r['workload']} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}"
+                comp = f" [{r.get('compiler') or 'tilefarm'}]" if len(names) > 1 else ""
+                head = f"{r['workload']}{comp} {r['shape']} {r['dtype']} {r['meta_text']}: {r['status']}"
                 if console.is_terminal:
                     console.rule(head)
                 else:  # a rule would be as wide as the unlimited width of a pipe

@@ -223,7 +223,8 @@ def _finish(say, st, prep, tally, fmt, ratio_to=None) -> int:
     fails = report.failures(rows)
     for r in fails[:10]:
         first = (r.get("error") or "").strip().splitlines()[:1]
-        say.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']} {r['shape']} {r['dtype']} "
+        comp = f" [{r.get('compiler') or 'tilefarm'}]" if len(report.compilers_of(rows)) > 1 else ""
+        say.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']}{comp} {r['shape']} {r['dtype']} "
                       f"{r['meta_text']}: {first[0] if first else ''}"), soft_wrap=True)
     if len(fails) > 10:
         say.print(f"... and {len(fails) - 10} more failures: farm report {prep.run_id} --format json")

@@ -44,4 +44,6 @@ def pick(ready, own: str | None, busy: set, can=None) -> int:
             fallback = i
     if fallback is not None:
         return fallback
-    return -1 if first is None else first
+    if first is None:
+        return 0 if can is None else -1
+    return first
