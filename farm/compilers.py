@@ -150,9 +150,13 @@ class TorchArrays:
         return self.torch.from_numpy(a)
 
     def to_device(self, a):
+        import warnings
+
         import numpy as np
 
-        return self.wrap(np.ascontiguousarray(a)).to("cuda")
+        with warnings.catch_warnings():  # the farm's cached inputs are read-only: torch only reads them here
+            warnings.simplefilter("ignore", UserWarning)
+            return self.wrap(np.ascontiguousarray(a)).to("cuda")
 
     def empty(self, shape, np_dtype):
         return self.torch.empty(tuple(shape), dtype=self.dtype(np_dtype), device="cuda")
