@@ -143,9 +143,9 @@ def failures(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["status"] not in GOOD and r["status"] != "pending"]
 
 
-EXPORT = ["idx", "workload", "compiler", "shape", "dtype", "meta_text", "status", "median_ms", "p10_ms", "p90_ms", "n_reps",
+EXPORT = ["idx", "workload", "shape", "dtype", "meta_text", "status", "median_ms", "p10_ms", "p90_ms", "n_reps",
           "tflops", "gbs", "roofline_pct", "baseline_ms", "speedup", "max_abs_err", "max_rel_err", "compile_s",
-          "validate_s", "bench_s", "wall_s", "worker", "error", "key"]
+          "validate_s", "bench_s", "wall_s", "worker", "error", "key", "compiler"]
 
 
 def strict(obj):
