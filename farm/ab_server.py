@@ -41,12 +41,21 @@ def main():
             req = json.loads(line)
             if req["op"] == "load":
                 job = Job.from_dict(req["job"])
-                wl = W.load_workload(job.workload)
+                comp = getattr(job, "compiler", "tilefarm")
+                arr = None
+                if comp != "tilefarm":  # the job's own compiler (farm.compilers), set up before it is loaded
+                    from farm import compilers
+                    compilers.prepare_process(comp, on_gpu)
+                    arr = compilers.arrays_for(comp)
+                wl = W.load_workload(job.workload, comp) if arr is not None else W.load_workload(job.workload)
                 params, meta = dict(job.params), dict(job.meta)
                 arrays = W._host_arrays(wl, job, W._rng(job))[0]
+                to_device = getattr(arr, "to_device", None) or W._to_device
                 if on_gpu:
-                    arrays = {k: W._to_device(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
+                    arrays = {k: to_device(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
                               for k, v in arrays.items()}
+                elif arr is not None:
+                    arrays = {k: arr.wrap(v) for k, v in arrays.items()}
                 fn = (lambda wl=wl, a=arrays, p=params, m=meta: wl.launch(a, p, m))
                 fn()
                 loaded[req["id"]] = fn

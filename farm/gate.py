@@ -506,8 +506,9 @@ class ABRemeasure:
         job = dict(row["job"])
         try:
             wl = load_workload(job["workload"])
-            here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"], compiler_version(),
-                               run["target"])
+            from farm.compilers import key_part
+            here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"],
+                               key_part(job.get("compiler") or "tilefarm", compiler_version()), run["target"])
         except Exception:
             here_key = None
         if here_key == row["key"]:

@@ -291,3 +291,28 @@ workloads:
     sbs = doc["compilers"]
     assert all(0.2 < q["ratio"]["tilefarm"] < 5 for q in sbs["points"])
     assert set(sbs["geomean"]) == {"axpy_triton", "softmax_rows_keepdims_f32"} and sbs["overall"]["tilefarm"]["n"] == 3
+
+
+@needs_triton
+def test_gate_remeasures_a_triton_job_with_triton():
+    """farm gate's A/B server loads a job under its own compiler: a Triton job is re-timed as Triton's kernel."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("TRITON_INTERPRET", None)
+    srv = subprocess.Popen([sys.executable, str(REPO / "farm" / "ab_server.py")], cwd=REPO, env=env, text=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert json.loads(srv.stdout.readline())["ready"]
+        # internal_triton's file only loads against the real Triton: "b" cannot quietly run under tilefarm
+        for name, comp, ref in (("a", "tilefarm", f"{KERNELS}::axpy_triton"), ("b", "triton", str(INTERNAL))):
+            job = Job(key=name, idx=0, workload=ref, name=ref.rpartition("::")[2] or "internal_triton",
+                      params={"N": 300, "dtype": "float32"}, meta={"BLOCK": 128}, compiler=comp,
+                      compiler_version=compilers.triton_version() if comp == "triton" else "")
+            srv.stdin.write(json.dumps({"op": "load", "id": name, "job": job.to_dict()}) + "\n")
+            srv.stdin.flush()
+            assert json.loads(srv.stdout.readline()) == {"ok": True}
+            srv.stdin.write(json.dumps({"op": "bench", "id": name, "rep_ms": 5}) + "\n")
+            srv.stdin.flush()
+            assert len(json.loads(srv.stdout.readline())["samples"]) >= 3
+    finally:
+        srv.stdin.close()
+        srv.wait(timeout=30)
