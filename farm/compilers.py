@@ -111,6 +111,51 @@ def foreign_kernel(compiler: str, kernel) -> str | None:
             "written with `import triton` / `import triton.language as tl` run")
 
 
+def tilefarm_cache_state(compiled, since: float) -> str | None:
+    """How a tilefarm compile went: "cold" when it wrote the kernel's disk-cache entry (at or after `since`, a
+    time.time()), "cached" when the entry was there before (loaded from disk, or from this process's memory);
+    None when it cannot be told (disk cache off, no key)."""
+    key = getattr(compiled, "key", None)
+    if not key or os.environ.get("TILEFARM_CACHE", "1") in ("0", "off", "false"):
+        return None
+    try:
+        from compiler.runtime.cache import KernelCache
+
+        mtime = os.stat(KernelCache().path_of(key)).st_mtime
+    except Exception:  # no entry (not written), an unusable cache directory, an unexpected key
+        return None
+    return "cold" if mtime >= since - 0.01 else "cached"
+
+
+class triton_compile_state:
+    """`with triton_compile_state() as st: kernel.warmup(...)`, then `st.state`: "cold" (Triton compiled), "cached"
+    (loaded from Triton's disk cache) or "memory" (this process had it: Triton's compile was not called), from
+    Triton's compilation listener (restored afterwards)."""
+
+    def __enter__(self):
+        from triton import knobs
+
+        self._knobs, self._saved, self._hits = knobs, knobs.compilation.listener, []
+        saved = self._saved
+
+        def listen(*args, cache_hit=False, **kw):
+            self._hits.append(bool(cache_hit))
+            if saved is not None:
+                saved(*args, cache_hit=cache_hit, **kw)
+        knobs.compilation.listener = listen
+        return self
+
+    def __exit__(self, *exc):
+        self._knobs.compilation.listener = self._saved
+        return False
+
+    @property
+    def state(self) -> str:
+        if not self._hits:
+            return "memory"
+        return "cached" if all(self._hits) else "cold"
+
+
 class NumpyArrays:
     """tilefarm's arrays in the interpreter: the NumPy arrays themselves."""
 

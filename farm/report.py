@@ -235,7 +235,8 @@ def side_by_side(rows: list[dict], ratio_to: str | None = None) -> dict:
                                       "by": {}, "ratio": {}})
         p["by"][r.get("compiler") or "tilefarm"] = {
             "status": r["status"], "median_ms": r.get("median_ms") if r["status"] == "ok" else None,
-            "compile_s": r.get("compile_s"), "result_id": r.get("result_id"), "error": r.get("error")}
+            "compile_s": r.get("compile_s"), "compile_cache": (r.get("artifacts") or {}).get("compile_cache"),
+            "result_id": r.get("result_id"), "error": r.get("error")}
     per_wl: dict[str, dict[str, list]] = {}
     for p in points.values():
         base = p["by"].get(ref, {}).get("median_ms") if ref else None
@@ -250,6 +251,15 @@ def side_by_side(rows: list[dict], ratio_to: str | None = None) -> dict:
             allv.setdefault(c, []).extend(v)
     overall = {c: {"ratio": _geomean(v), "n": len(v)} for c, v in allv.items()}
     return {"names": names, "ratio_to": ref, "points": list(points.values()), "geomean": geo, "overall": overall}
+
+
+def _compile_cell(e: dict | None) -> str:
+    """A compile time, and whether it was a cold compile or a cache load where the compiler said."""
+    cs = (e or {}).get("compile_s")
+    if not cs:
+        return ""
+    state = (e or {}).get("compile_cache")
+    return f"{cs * 1e3:.0f} ms" + (f" ({state})" if state else "")
 
 
 def _cell(e: dict | None) -> Text:
@@ -282,8 +292,7 @@ def compiler_tables(rows: list[dict], title: str = "", ratio_to: str | None = No
         for c in names:
             e = p["by"].get(c)
             cells.append(_cell(e))
-            cs = (e or {}).get("compile_s")
-            cells.append(Text(f"{cs * 1e3:.0f} ms" if cs else ""))
+            cells.append(Text(_compile_cell(e)))
         for c in others:
             cells.append(Text(_num(p["ratio"].get(c), ".2f")))
         t.add_row(*cells)
@@ -318,7 +327,7 @@ def compiler_markdown(rows: list[dict], title: str = "", ratio_to: str | None = 
         for c in names:
             e = p["by"].get(c) or {}
             cells.append(_time(e.get("median_ms")) if e.get("median_ms") else e.get("status", "-"))
-            cells.append(f"{e['compile_s'] * 1e3:.0f} ms" if e.get("compile_s") else "")
+            cells.append(_compile_cell(e))
         cells += [_num(p["ratio"].get(c), ".3f") for c in others]
         out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
     if others and sbs["overall"]:

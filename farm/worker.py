@@ -661,7 +661,7 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
         res.status = COMPILED
         return res
     wl = load_workload(job.workload)
-    t0 = time.perf_counter()
+    t0, t0_wall = time.perf_counter(), time.time()
     try:
         # Stand-in arrays when the workload names its inputs: compiling needs only dtypes and alignment, and
         # generating a large job's inputs here would take CPU and memory from the GPU workers.
@@ -683,6 +683,9 @@ def compile_job(job: Job, res: Result | None = None) -> Result:
         if isinstance(meta, dict):
             res.artifacts.update({k: v for k, v in meta.items() if isinstance(v, (int, float, str))})
         res.artifacts["cubin"] = "cubin" in asm  # False: no ptxas here, the GPU worker loads PTX
+        state = compilers.tilefarm_cache_state(compiled, t0_wall)
+        if state:  # compile_s of a cold compile, or of a load from the kernel cache
+            res.artifacts["compile_cache"] = state
     res.status = COMPILED
     return res
 
@@ -811,8 +814,11 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
         # Triton compiles here, for this device: the compile (cold, or a load from Triton's cache) timed apart
         # from the first run when the workload can compile without running
         t_c = time.perf_counter()
-        if wl.compile(launch_arrays, params, meta) is not None:
+        with compilers.triton_compile_state() as cstate:
+            done = wl.compile(launch_arrays, params, meta)
+        if done is not None:
             res.compile_s = time.perf_counter() - t_c
+            res.artifacts["compile_cache"] = cstate.state
         else:
             res.notes.append("compile time not measured: the workload declares no warmup")
     elif job.compiler != "tilefarm":

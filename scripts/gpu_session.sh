@@ -189,6 +189,7 @@ if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through t
   # configs/corpus.yaml: 66 corpus kernels at their H200 sizes, compilers [tilefarm, triton], one farm run; the
   # report shows both times, tilefarm/triton and geomeans. Run `corpus` too (before or after, same node) and the
   # farm's ratios are compared with bench_corpus.py's on the same kernels (farm-vs-bench-corpus.md).
+  step farm-compilers-gpu python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm/test_compilers.py
   rm -f "$OUT/farm-corpus.db"
   step farm-corpus python3 -m farm run configs/corpus.yaml --allow-outside --store "$OUT/farm-corpus.db" \
     --label corpus --format none

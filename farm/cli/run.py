@@ -128,6 +128,11 @@ def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cl
             prep = runner.prepare(cfg, text, str(config), st, resources, force=force, label=label,
                                   max_jobs=max_jobs)
         _header(say, prep, resources, executor, time.perf_counter() - t0)
+        if cfg is not None and cfg.compilers != ["tilefarm"]:
+            from farm.compilers import triton_version
+            say.print("  compilers: " + ", ".join(
+                c if c != "triton" else f"triton {triton_version() or '(not installed here)'}" for c in cfg.compilers),
+                markup=False)
         tally = _execute(say, st, prep, executor)
     except KeyboardInterrupt:
         if prep is None:

@@ -29,8 +29,9 @@ HAVE_TRITON = importlib.util.find_spec("triton") is not None and importlib.util.
 needs_triton = pytest.mark.skipif(not HAVE_TRITON, reason="Triton and torch not installed (pip install -e '.[triton]')")
 
 
-def _farm(*args, check_rc=None, timeout=600):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+def _farm(*args, check_rc=None, timeout=600, **extra_env):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+               **extra_env)
     env.pop("TRITON_INTERPRET", None)  # the farm decides, per worker process
     p = subprocess.run([sys.executable, "-m", "farm", *args], capture_output=True, text=True, env=env,
                        timeout=timeout, cwd=REPO)
@@ -66,7 +67,8 @@ def swept(tmp_path_factory):
         pytest.skip("Triton and torch not installed (pip install -e '.[triton]')")
     tmp = tmp_path_factory.mktemp("compilers")
     cfg = _config(tmp)
-    p = _farm("run", str(cfg), "--format", "json", check_rc=1)  # some jobs fail on purpose
+    # some jobs fail on purpose; a kernel cache of its own, so tilefarm's first compiles are cold
+    p = _farm("run", str(cfg), "--format", "json", check_rc=1, TILEFARM_CACHE_DIR=str(tmp / "kcache"))
     return cfg, tmp / "farm.db", json.loads(p.stdout)
 
 
@@ -85,7 +87,13 @@ def test_both_compilers_validate_and_store_every_job(swept):
         assert r["max_abs_err"] is not None and r["max_abs_err"] < 2e-2
     tri = [r for r in axpy if r["compiler"] == "triton"]
     assert all("Triton's interpreter: no compile step" in r["notes"] for r in tri)
-    assert all(r["compile_s"] and r["compile_s"] > 0 for r in axpy if r["compiler"] == "tilefarm")
+    ours = [r for r in axpy if r["compiler"] == "tilefarm"]
+    assert all(r["compile_s"] and r["compile_s"] > 0 for r in ours)
+    # compile time per compiler, cold or from the cache: two kernels (one per dtype), each compiled cold at least
+    # once (twice where two workers raced to it), the other points loading them
+    states = [(r["params"]["dtype"], r["artifacts"].get("compile_cache")) for r in ours]
+    assert {d for d, st in states if st == "cold"} == {"float32", "float16"}, states
+    assert {st for _, st in states} <= {"cold", "cached"}, states
     # the corpus kernel, through the farm's checks under both
     ln = {r["compiler"]: r["status"] for r in rows if r["workload"] == "layernorm_fwd_f16"}
     assert ln == {"tilefarm": "validated", "triton": "validated"}
@@ -138,6 +146,7 @@ def test_report_columns_ratio_and_json(swept):
     axpy = [q for q in sbs["points"] if q["workload"] == "axpy_triton"]
     assert len(axpy) == 4 and all(set(q["by"]) == {"tilefarm", "triton"} for q in axpy)
     assert all(e["status"] == "validated" and e["median_ms"] is None for q in axpy for e in q["by"].values())
+    assert "cold" in {q["by"]["tilefarm"]["compile_cache"] for q in axpy}
     assert sbs["geomean"] == {} and sbs["overall"] == {}  # nothing timed without a GPU: no ratios invented
     doc2 = json.loads(_farm("report", "latest", "--store", str(db), "--format", "json", "--ratio-to", "tilefarm",
                             check_rc=0).stdout)
