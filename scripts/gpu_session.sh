@@ -2,8 +2,8 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
-#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang,farmcorpus]
-#                                       [pytest args]
+#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang,ab,dottests,
+#                                       farmcorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -199,6 +199,16 @@ if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through t
   python3 -m farm report corpus --store "$OUT/farm-corpus.db" --format json > "$OUT/farm-corpus.json" \
     && cp "$OUT/farm-corpus.json" "$KEEP/farm-corpus.json" && compare_corpus
   tail -n 90 "$OUT/farm-corpus.txt"
+fi
+if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM_AB=<variant> per run ("none": off)
+  # AB_VARIANTS (space-separated), AB_SELECT (bench_corpus --select); each variant its own kernel cache
+  for v in ${AB_VARIANTS:-none}; do
+    step ab-$v env TILEFARM_AB=$v TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
+      --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
+  done
+fi
+if [[ ",$what," == *",dottests,"* ]]; then  # named only: the gpu tests of dot (tensor cores and FMA)
+  step dot-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests/dot tests/corpus "$@"
 fi
 if has farmtests; then
   step farm-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm

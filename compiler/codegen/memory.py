@@ -14,7 +14,7 @@ import llvmlite.ir as ir
 from ..ir import types as T
 from ..passes import axisinfo
 from . import common as C
-from .common import Tile, emits, error
+from .common import Tile, emits, error, uses
 
 
 def _ai(e, v):
@@ -333,7 +333,9 @@ def _atomic(e, op, one, nvals):
         if mask is not None:
             pred = e.b.and_(pred, e.get(mask))
         r = one(e, op, p, *[e.get(v) for v in vals], pred)
-        e.put(op.result, [_broadcast_scalar(e, r)])
+        # the old value goes to every thread only when something reads it (a lock's release, a flag set:
+        # no shared-memory round trip and its two barriers)
+        e.put(op.result, [_broadcast_scalar(e, r) if uses(op.block, op.result) else r])
         return
     ll = p.ll
     uniq = e.unique_pred(ll)

@@ -11,7 +11,7 @@ import functools
 
 import llvmlite.ir as ir
 
-from ..passes.layouts import linear
+from ..passes.layouts import DotOperandLayout, MmaLayout, linear
 from . import common as C
 from .common import Tile, emits, error, uses
 
@@ -309,6 +309,32 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     if src_shape_perm is None and dst_shape is None and _same_threads(x.ll, dst_ll):
         index = {x.ll.reg_coord(r): r for r in range(x.ll.num_regs)}
         return Tile(dst_ll, [x.regs[index[dst_ll.reg_coord(r)]] for r in range(dst_ll.num_regs)])
+    plan = _plan(x, dst_ll, src_shape_perm, dst_shape)
+    e.smem_begin(plan["bytes"])
+    _store_plan(e, x, dst_ll, plan, 0)
+    e.barrier()
+    return _load_plan(e, dst_ll, plan, 0)
+
+
+def convert_together(e, pairs):
+    """Several conversions through shared memory at once: every source stored in a region of its own, one
+    barrier, then every destination read. The reads follow no store, so the code generator and ptxas may place
+    each of them next to its first use (what an FMA dot needs of its two operands: converted one after the other,
+    the first operand's reads were pinned before the second's stores, and all of its registers lived at once)."""
+    plans, offs, total = [], [], 0
+    for x, dst_ll in pairs:
+        plan = _plan(x, dst_ll, None, None)
+        plans.append(plan)
+        offs.append(total)
+        total += -(-plan["bytes"] // 128) * 128
+    e.smem_begin(total)
+    for (x, dst_ll), plan, off in zip(pairs, plans, offs):
+        _store_plan(e, x, dst_ll, plan, off)
+    e.barrier()
+    return [_load_plan(e, dst_ll, plan, off) for (_, dst_ll), plan, off in zip(pairs, plans, offs)]
+
+
+def _plan(x, dst_ll, src_shape_perm, dst_shape):
     t = x.regs[0].type
     eb = 1 if t == C.I1 else _bytes(x.regs[0])
     # (1) 16 bytes of padding after each row of 128
@@ -332,29 +358,37 @@ def convert(e, x, dst_ll, src_shape_perm=None, dst_shape=None):
     for s in dst_ll.shape[:-1]:
         numel *= s
     numel *= last + pad
-    e.smem_begin(numel * eb)
+    return {"t": t, "eb": eb, "fast": fast, "pad": pad, "vs": vs, "vd": vd, "swz": swz, "perm": src_shape_perm,
+            "bytes": numel * eb}
+
+
+def _store_plan(e, x, dst_ll, plan, off):
+    t, eb, pad, vs, swz, perm = plan["t"], plan["eb"], plan["pad"], plan["vs"], plan["swz"], plan["perm"]
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
     for r in range(0, x.ll.num_regs, vs):
         if swz is not None:
-            idx = _swizzled_index(e, x.ll, r, dst_ll.shape, src_shape_perm, swz)
-        elif src_shape_perm is not None:
-            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=src_shape_perm, row_pad=pad)
+            idx = _swizzled_index(e, x.ll, r, dst_ll.shape, perm, swz)
+        elif perm is not None:
+            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=perm, row_pad=pad)
         else:
-            idx = e.linear_index(x.ll, r, shape=dst_ll.shape if fast else None, row_pad=pad)
+            idx = e.linear_index(x.ll, r, shape=dst_ll.shape if plan["fast"] else None, row_pad=pad)
         if vs == 1:
-            _st_smem(e, idx, 0, x.regs[r])
+            _st_smem(e, idx, off, x.regs[r])
         else:
             from .dot import _store_vector
-            _store_vector(e, x.regs[r:r + vs], e.b.gep(e.smem_ptr(0), [idx], source_etype=t), vs * eb)
-    e.barrier()
+            _store_vector(e, x.regs[r:r + vs], e.b.gep(e.smem_ptr(off), [idx], source_etype=t), vs * eb)
+
+
+def _load_plan(e, dst_ll, plan, off):
+    t, eb, pad, vd, swz = plan["t"], plan["eb"], plan["pad"], plan["vd"], plan["swz"]
     regs = []
     for r in range(0, dst_ll.num_regs, vd):
         idx = _swizzled_index(e, dst_ll, r, dst_ll.shape, None, swz) if swz is not None else \
             e.linear_index(dst_ll, r, row_pad=pad)
         if vd == 1:
-            regs.append(_ld_smem(e, idx, 0, t))
+            regs.append(_ld_smem(e, idx, off, t))
         else:
-            v = e.b.load(e.b.gep(e.smem_ptr(0), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
+            v = e.b.load(e.b.gep(e.smem_ptr(off), [idx], source_etype=t), typ=ir.VectorType(t, vd), align=vd * eb)
             regs += [e.b.extract_element(v, e.i32(i)) for i in range(vd)]
     return Tile(dst_ll, regs)
 
@@ -475,11 +509,45 @@ def _e_convert(e, op):
         return
     from . import dot
 
+    if op.result.id in e.env:
+        return  # converted together with the previous conversion (_fma_operands)
     lay = op.attrs["_layouts"][0]
     if dot.ldmatrix_applies(lay, op.result.type.element.bits) and not _same_threads(x.ll, ll):
         e.env[op.result.id] = dot.to_dot_operand(e, x, ll, lay)
         return
+    other = _fma_operands(e, op, x, ll)
+    if other is not None:
+        y = e.get(other.operands[0])
+        a, b = convert_together(e, [(x, ll), (y, e.result_ll(other))])
+        e.env[op.result.id], e.env[other.result.id] = a, b
+        return
     e.env[op.result.id] = convert(e, x, ll)
+
+
+def _fma_operands(e, op, x, ll):
+    """The conversion of the other operand when `op` converts one operand of an FMA dot (a dot without tensor
+    cores, whose operand layouts have a blocked parent) and the other operand's conversion is the next op: both
+    then go through shared memory together (convert_together)."""
+    lay = op.attrs["_layouts"][0]
+    if not isinstance(lay, DotOperandLayout) or isinstance(lay.parent, MmaLayout) or _same_threads(x.ll, ll):
+        return None
+    ops = op.block.ops
+    i = next(k for k, o in enumerate(ops) if o is op)
+    if i + 1 >= len(ops) or ops[i + 1].kind != "convert_layout":
+        return None
+    other = ops[i + 1]
+    olay = other.attrs["_layouts"][0]
+    y = e.get(other.operands[0])
+    if (not isinstance(olay, DotOperandLayout) or olay.parent != lay.parent or olay.op_idx == lay.op_idx
+            or not isinstance(y, Tile) or other.operands[0] is op.result):
+        return None
+    oll = e.result_ll(other)
+    if _same_threads(y.ll, oll):
+        return None
+    users = [o for o in ops[i + 2:] if op.result in o.operands or other.result in o.operands]
+    if not users or users[0].kind != "dot" or not (op.result in users[0].operands and other.result in users[0].operands):
+        return None
+    return other
 
 
 @emits("permute")

@@ -12,6 +12,7 @@ from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
 from .pipeline import pipeline_loads
+from .schedule import schedule_loads
 
 
 PIPELINE = [
@@ -25,6 +26,9 @@ PIPELINE = [
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
     ("assign_layouts", assign_layouts),
+    # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
+    # before the first conversion's barrier (which ptxas never moves a load across).
+    ("schedule_loads", schedule_loads),
 ]
 
 TARGET_INDEPENDENT = ("canonicalize", "dce")

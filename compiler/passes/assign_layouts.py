@@ -241,7 +241,7 @@ class _Assigner:
         out.append(n)
         return n.result
 
-    _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min"))
+    _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "addptr"))
 
     def _remat(self, v, layout, out, depth):
         """A copy of v computed in `layout` (ops appended to out), or None when v is not cheap to recompute."""
