@@ -220,6 +220,19 @@ class TorchArrays:
         self.torch.cuda.synchronize()
 
 
+def release(compiler: str) -> None:
+    """After a job on a GPU: give the memory torch's allocator keeps cached for Triton's tensors back to the
+    driver, so the next job (of either compiler) finds the GPU as empty as the farm left it."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if compiler == "triton" and torch is not None:
+        try:
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
 def arrays_for(compiler: str):
     """The array adapter of `compiler` (NumpyArrays for tilefarm, whose GPU path is the farm's DeviceArray)."""
     return TorchArrays() if compiler == "triton" else NumpyArrays()

@@ -2,8 +2,9 @@
 
 The key hashes everything that changes a result: the kernel's and workload's source, the workload name (the
 specialization: which kernel, which launch), shape parameters and dtype, meta-parameters, the compiler and its
-version (tilefarm: a hash of its sources; triton: its release) and the target (GPU kind, "interpreter" or "compile-only"). The plan's order is the
-config's order: workloads as listed, params points outer, meta points inner, compilers innermost.
+version (tilefarm: a hash of its sources; triton: its release) and the target (GPU kind, "interpreter" or
+"compile-only"). The plan's order is the config's order: workloads as listed, params points outer, meta points
+inner, compilers innermost.
 """
 from __future__ import annotations
 

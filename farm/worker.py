@@ -11,6 +11,10 @@ dtype, NaN never passing where the reference is finite; inputs compared bit for 
 unless an output aliases them (declared in-place); and on a GPU the output of the timed runs is checked again,
 so a kernel cannot be right once and wrong while timed.
 
+The compiler is the job's (farm.compilers: tilefarm, or the real Triton): whichever it is, the inputs, poisoned
+outputs, reference, tolerances and timing below are the same; only the arrays the kernel is handed differ
+(NumPy / DeviceArray for tilefarm, torch tensors for Triton).
+
 Inputs and reference are cached per process (`InputCache`): the pristine inputs and the reference outputs of a
 (workload, params, seed) are made once and reused by every later job of that shape (a float64 4096^3 matmul
 reference takes about a second; a tuning sweep times dozens of candidates per shape). Cached arrays are
@@ -743,6 +747,8 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
         res.replace_worker = is_cuda_error(e)  # e.g. illegal address: the context is poisoned
     finally:
         res.wall_s = time.perf_counter() - t_start
+        if res.gpu is not None:
+            compilers.release(job.compiler)  # torch's cached blocks of a Triton job back to the driver
         if res.gpu is not None:  # memory after the job's arrays are gone: flat over a sweep, or a leak
             res.gpu = dict(res.gpu, **_memory_snapshot())
     return res

@@ -22,7 +22,8 @@ def samples(median_ms: float, noise: float, n: int, rng, drift: float = 0.0) -> 
 
 def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc123", name="synthetic",
             seed=0) -> int:
-    """A run of `jobs`, each a dict: workload, params, meta, compiler (default tilefarm), median_ms, noise, n (samples), status, compile_s,
+    """A run of `jobs`, each a dict: workload, params, meta, compiler (default tilefarm), median_ms, noise, n
+    (samples), status, compile_s,
     launch_us, slow (factor), drift (run-level shift), with_samples (False: an old store's row)."""
     rng = np.random.default_rng(seed)
     run_id = store.create_run(name=name, label=label, config_text="", config_path="", options={"flush_l2": True},

@@ -195,7 +195,8 @@ class Case:
         return Workload(
             name=self.name, description=self.idiom or self.name, kernel=self.kernel,
             make_inputs=lambda p, rng: case.inputs(plain(p), rng),
-            output_specs=lambda p: [OutputSpec(n, tuple(shape), dt) for n, (shape, dt) in case.outputs(plain(p)).items()],
+            output_specs=lambda p: [OutputSpec(n, tuple(shape), dt)
+                                    for n, (shape, dt) in case.outputs(plain(p)).items()],
             input_specs=lambda p: [OutputSpec(n, (), dt) for n, dt in in_dtypes.items()],
             launch=launch, warmup=warmup,
             reference=lambda x, p: case.reference(plain(p), {k: f64(v) for k, v in x.items()}),
