@@ -189,10 +189,17 @@ if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through t
   # configs/corpus.yaml: 66 corpus kernels at their H200 sizes, compilers [tilefarm, triton], one farm run; the
   # report shows both times, tilefarm/triton and geomeans. Run `corpus` too (before or after, same node) and the
   # farm's ratios are compared with bench_corpus.py's on the same kernels (farm-vs-bench-corpus.md).
-  step farm-compilers-gpu python3 -m pytest -q -m gpu -p no:cacheprovider tests/farm/test_compilers.py
+  # CORPUS_FILES="elementwise softmax" keeps only those corpus files; the farm step stops at FARM_TIMEOUT (540 s)
+  # so that what it stored still comes back. tests/farm/test_compilers.py's gpu test runs in `farmtests`.
+  sel=configs/corpus.yaml
+  if [ -n "${CORPUS_FILES:-}" ]; then
+    sel=configs/.corpus-selected.yaml
+    grep -vE '^  - \{workload' configs/corpus.yaml > "$sel"
+    for f in $CORPUS_FILES; do grep -E "corpus/$f\.py" configs/corpus.yaml >> "$sel"; done
+  fi
   rm -f "$OUT/farm-corpus.db"
-  step farm-corpus python3 -m farm run configs/corpus.yaml --allow-outside --store "$OUT/farm-corpus.db" \
-    --label corpus --format none
+  step farm-corpus timeout "${FARM_TIMEOUT:-540}" python3 -m farm run "$sel" --allow-outside \
+    --store "$OUT/farm-corpus.db" --label corpus --format none
   python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton > "$OUT/farm-corpus.txt" 2>&1
   python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton --format markdown \
     > "$OUT/farm-corpus.md" 2>/dev/null
