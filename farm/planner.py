@@ -111,10 +111,11 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         n_params = len(own_sweep) if n_params is None else n_params
         total += n_params * n_meta * len(compilers)
         if total > limit:
-            problems.append(f"{where}: the sweep has up to {n_params * n_meta * len(compilers):,} jobs "
-                            f"({n_params:,} params x {n_meta:,} meta x {len(compilers)} compilers), {total:,} with "
-                            f"the workloads before it: over the limit of "
-                            f"{limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
+            k = len(compilers)
+            size = (f"{n_params * n_meta:,} points ({n_params:,} params x {n_meta:,} meta)" if k == 1 else
+                    f"{n_params * n_meta * k:,} jobs ({n_params:,} params x {n_meta:,} meta x {k} compilers)")
+            problems.append(f"{where}: the sweep has up to {size}, {total:,} with the workloads before it: over "
+                            f"the limit of {limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
             continue
         src = source_hash(wl)
         points = iter_points(entry.params)

@@ -723,7 +723,8 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
             compilers.prepare_process(job.compiler, on_gpu and not opts.compile_only)
         params, meta = dict(job.params), dict(job.meta)
         try:
-            wl = load_workload(job.workload, job.compiler if why is None else "tilefarm")
+            comp = job.compiler if why is None else "tilefarm"
+            wl = load_workload(job.workload) if comp == "tilefarm" else load_workload(job.workload, comp)
         except FarmError as e:  # e.g. a Triton-style file using a name tilefarm's compatibility layer lacks
             if why is None:
                 res.status, res.error = COMPILE_ERROR if job.compiler == "tilefarm" else ERROR, str(e)
