@@ -325,3 +325,19 @@ def test_gate_remeasures_a_triton_job_with_triton():
     finally:
         srv.stdin.close()
         srv.wait(timeout=30)
+
+
+def test_resume_replans_triton_jobs_for_the_triton_installed_now(monkeypatch):
+    from farm import runner
+
+    cfg = config.parse_text(f"""compilers: [tilefarm, triton]
+workloads:
+  - workload: {REPO / 'configs/examples/scaled_add.py'}
+    params: {{N: [1000], dtype: [float32]}}
+""")
+    monkeypatch.setattr(compilers, "triton_version", lambda: "3.5.0")
+    jobs = planner.plan(cfg, "H200").jobs
+    monkeypatch.setattr(compilers, "triton_version", lambda: "3.6.0")
+    out, changed = runner.rekey(jobs, "H200")
+    assert list(changed) == [jobs[1].key]  # tilefarm's key stands; Triton's is made again for 3.6.0
+    assert out[1].compiler_version == "3.6.0" and compilers.not_runnable("triton", out[1].compiler_version) is None
