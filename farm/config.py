@@ -40,6 +40,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from farm import FarmError, exprs
+from farm.timing import AB, Timing
 
 
 
@@ -72,6 +73,9 @@ class ConfigError(FarmError):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+Model = _Model  # public: the base of every farm config model (farm.tune's too); an unknown field is an error
 
 
 class Sweep(_Model):
@@ -182,17 +186,6 @@ class WorkloadEntry(_Model):
                                              "sweep (small, CI sizes) or its gpu sweep (and gpu meta)")
 
 
-class Timing(_Model):
-    """How each job is timed on a GPU (ignored without one)."""
-
-    warmup_ms: float = Field(25.0, gt=0, description="warm-up by time before measuring")
-    rep_ms: float = Field(100.0, gt=0, description="measure for about this long")
-    flush_l2: bool = Field(True, description="flush L2 between repetitions")
-    cuda_graphs: bool = Field(False, description="replay launches from a CUDA graph (less launch overhead)")
-    timeout_s: float = Field(120.0, gt=0, description="a job running longer is killed and recorded as a timeout")
-    baseline: bool = Field(True, description="also time the workload's reference implementation for speedups")
-
-
 class Cluster(_Model):
     """Where jobs run."""
 
@@ -236,6 +229,9 @@ def _format(e: ValidationError) -> list[str]:
             msg = "unknown field (check the spelling; see the config reference in farm/config.py)"
         lines.append(f"{path}: {msg}")
     return lines
+
+
+format_errors = _format  # public: pydantic's errors as the farm prints them (field path: problem)
 
 
 MAX_FILE_BYTES = 4 * 2**20  # a sweep config is a page of text; this is far above any real one
@@ -366,6 +362,9 @@ def _percent(v):
     return f
 
 
+percent = _percent  # public: '5%' or 0.05 -> 0.05 (the CLI's --threshold reads it too)
+
+
 Percent = Annotated[float, BeforeValidator(_percent)]
 
 
@@ -391,7 +390,7 @@ class GateConfig(GateLimits):
     remeasure: bool = Field(True, description="re-measure suspects A/B on the GPU before failing them")
     max_remeasure: int = Field(20, ge=0, description="at most this many suspects are re-measured per gate")
     ab_rounds: int = Field(10, ge=2, description="A/B rounds (A then B, alternating) per re-measured job")
-    ab_rep_ms: float = Field(50.0, gt=0, description="time per side per A/B round")
+    ab_rep_ms: float = Field(AB.rep_ms, gt=0, description="time per side per A/B round")
     workloads: dict[str, GateLimits] = Field(default_factory=dict)
 
     def limits(self, workload: str) -> dict:

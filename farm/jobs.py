@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from farm.timing import MAX_SAMPLES, RUN  # noqa: F401  (MAX_SAMPLES: how many samples a Result keeps)
+
 # Final states of a job. Only the "transient" ones are retried when a later run plans the same key.
 OK = "ok"                        # validated and timed on a GPU
 VALIDATED = "validated"          # validated in the interpreter; timing needs a GPU
@@ -20,7 +22,6 @@ NOT_RUNNABLE = "not_runnable"    # the job's compiler is not on the node that go
 STATUSES = (OK, VALIDATED, COMPILED, COMPILE_ERROR, MISMATCH, ERROR, TIMEOUT, WORKER_DIED, NOT_RUNNABLE)
 GOOD = (OK, VALIDATED, COMPILED)
 TRANSIENT = (TIMEOUT, WORKER_DIED, NOT_RUNNABLE)  # not runnable here may run elsewhere: planned again next time
-MAX_SAMPLES = 2000  # samples kept per result: enough for a bootstrap, small enough to store (~20 kB)
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,18 @@ class Job:
 
 @dataclass
 class RunOptions:
-    """How jobs run: what the config's `timing` and `compile_only` say, plus the target the keys were made for."""
+    """How jobs run: what the config's `timing` and `compile_only` say, plus the target the keys were made for.
+
+    A plain dataclass (it crosses to Ray workers with every batch); its timing defaults are farm.timing.RUN's."""
 
     target: str = "interpreter"   # "compile-only", "interpreter" or the GPU kind (e.g. "NVIDIA H200")
     compile_only: bool = False
-    warmup_ms: float = 25.0
-    rep_ms: float = 100.0
-    flush_l2: bool = True
-    cuda_graphs: bool = False
-    timeout_s: float = 120.0
-    baseline: bool = True
+    warmup_ms: float = RUN.warmup_ms
+    rep_ms: float = RUN.rep_ms
+    flush_l2: bool = RUN.flush_l2
+    cuda_graphs: bool = RUN.cuda_graphs
+    timeout_s: float = RUN.timeout_s
+    baseline: bool = RUN.baseline
 
 
 @dataclass

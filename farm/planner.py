@@ -18,7 +18,8 @@ from farm.config import Config, ConfigError, count, iter_points
 from farm.compilers import DEFAULT as DEFAULT_COMPILER
 from farm.compilers import job_version, key_part
 from farm.jobs import Job
-from farm.worker import compiler_version, load_file, load_workload, source_hash
+from farm.loader import load_file, load_workload, source_hash
+from farm.machine import compiler_version
 
 META_KEYS = ("num_warps", "num_stages")
 KNOWN_DTYPES = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"}
@@ -170,7 +171,7 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
 
 
 def _plan_with_triton(ref: str):
-    from farm.worker import load_for_plan
+    from farm.loader import load_for_plan
 
     try:
         return load_for_plan(ref)

@@ -66,7 +66,9 @@ def one_job_config(row: dict, run: dict) -> dict:
 def write(store, ref: str, out: str | pathlib.Path | None = None) -> Repro:
     """Write the reproducer folder for `ref` (default ./repro-<result id or key prefix>) and return it."""
     from farm.planner import job_key
-    from farm.worker import _host_arrays, _rng, compiler_version, load_workload, source_hash
+    from farm.inputs import host_arrays, input_rng
+    from farm.loader import load_workload, source_files, source_hash
+    from farm.machine import compiler_version
     from farm.jobs import Job
     row = find(store, ref)
     run = store.run(row["plan_run_id"])
@@ -84,7 +86,7 @@ def write(store, ref: str, out: str | pathlib.Path | None = None) -> Repro:
     job = row["job"]
     wl = load_workload(job["workload"])
     # Kernel source: the workload file and the kernel's file, as they are in this checkout.
-    for src in _sources(wl):
+    for src in (f for f in source_files(wl) if pathlib.Path(f).is_file()):
         shutil.copyfile(src, folder / f"src_{pathlib.Path(src).parent.name}_{pathlib.Path(src).name}")
         files.append(f"src_{pathlib.Path(src).parent.name}_{pathlib.Path(src).name}")
     cfg = one_job_config(row, run)
@@ -109,7 +111,7 @@ def write(store, ref: str, out: str | pathlib.Path | None = None) -> Repro:
         if comp != "tilefarm":
             raise RuntimeError(f"a {comp} job: its stages come from {comp} on the GPU (the rerun compiles it)")
         j = Job.from_dict(job)
-        arrays = _host_arrays(wl, j, _rng(j))[0]
+        arrays = host_arrays(wl, j, input_rng(j))[0]
         compiled = wl.compile(arrays, dict(job["params"]), dict(job["meta"]))
         asm = getattr(compiled, "asm", None) or {}
         for stage, fname in STAGE_FILES.items():
@@ -129,21 +131,6 @@ def write(store, ref: str, out: str | pathlib.Path | None = None) -> Repro:
     command = f"farm run {folder / 'job.yaml'} --force --local --store {folder / 'farm.db'}"
     put("README.md", _readme(row, run, command, notes))
     return Repro(folder, command, files, notes)
-
-
-def _sources(wl) -> list[str]:
-    import inspect
-    files = []
-    if wl.source_file:
-        files.append(wl.source_file)
-    fn = getattr(wl.kernel, "fn", None) or getattr(wl.kernel, "__wrapped__", None) or wl.kernel
-    try:
-        f = inspect.getsourcefile(fn)
-        if f and f not in files:
-            files.append(f)
-    except TypeError:
-        pass
-    return [f for f in files if pathlib.Path(f).is_file()]
 
 
 def _readme(row, run, command, notes) -> str:

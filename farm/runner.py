@@ -17,7 +17,8 @@ from farm.config import Config
 from farm.jobs import GOOD, Job, Result, RunOptions
 from farm.planner import Stats, iter_jobs, job_key
 from farm.store import Store
-from farm.worker import compiler_version, load_workload, source_hash
+from farm.loader import load_workload, source_hash
+from farm.machine import compiler_version
 
 
 PLAN_CHUNK = 2000  # jobs recorded per transaction while a plan streams into the store

@@ -50,28 +50,31 @@ import numpy as np
 from pydantic import Field
 
 from farm import FarmError, exprs
-from farm.config import (Cluster, ConfigError, Constraint, SweepSpec, Timing, _format, _Model, expand, read_data)
+from farm.config import Cluster, ConfigError, Constraint, Model, SweepSpec, expand, format_errors, read_data
 from farm.jobs import COMPILED, OK, VALIDATED, Job, Result, RunOptions
 from farm.planner import job_key
 from farm.tuning_db import TuningDB, make_record
-from farm.worker import _host_arrays, compiler_version, load_workload, normalize_kind, source_hash
+from farm.inputs import host_arrays
+from farm.loader import load_workload, source_hash
+from farm.machine import compiler_version, normalize_kind
+from farm.timing import RUN, TUNE, Timing
 
 
-class Search(_Model):
+class Search(Model):
     """How the space is searched."""
 
     strategy: Literal["halving", "exhaustive"] = "halving"
     budget_s: float = Field(60.0, gt=0, description="no halving round starts that would end past this")
     eta: int = Field(3, ge=2, description="keep the best 1/eta per round; the next round times eta x longer")
-    min_rep_ms: float = Field(10.0, gt=0)
-    max_rep_ms: float = Field(100.0, gt=0)
-    warmup_ms: float = Field(10.0, gt=0)
+    min_rep_ms: float = Field(TUNE.rep_ms, gt=0, description="the first round's timing budget per candidate")
+    max_rep_ms: float = Field(RUN.rep_ms, gt=0, description="the last round's: as long as a `farm run` job")
+    warmup_ms: float = Field(TUNE.warmup_ms, gt=0)
     max_candidates: int | None = Field(None, ge=1, description="per shape: a seeded sample when the space is larger")
     seed: int = 0
     timer: str | None = Field(None, description="path.py::fn(params, meta, rep_ms) -> ms, for runs without a GPU")
 
 
-class TuneEntry(_Model):
+class TuneEntry(Model):
     workload: str
     key: list[str] | None = None
     params: SweepSpec | None = None
@@ -79,7 +82,7 @@ class TuneEntry(_Model):
     constraints: list[Constraint] = Field(default_factory=list)
 
 
-class TuneConfig(_Model):
+class TuneConfig(Model):
     name: str = "tune"
     workloads: list[TuneEntry] = Field(min_length=1)
     search: Search = Field(default_factory=Search)
@@ -107,7 +110,7 @@ def load_config(path) -> tuple[TuneConfig, str]:
     try:
         cfg = TuneConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format(e), str(p)) from None
+        raise ConfigError(format_errors(e), str(p)) from None
     if cfg.store is not None:
         cfg.store = os.path.normpath(p.parent.resolve() / os.path.expanduser(cfg.store))
     for entry in cfg.workloads:
@@ -197,7 +200,7 @@ def shape_key(wl, params: dict, meta: dict, entry: TuneEntry, seed: int = 0) -> 
     at = sys.modules["compiler.autotune"]
     jf = _jit_of(wl.kernel)
     job = Job(key="0" * 64, idx=0, workload="", name=wl.name, params=dict(params), meta=dict(meta), seed=seed)
-    arrays = _host_arrays(wl, job, np.random.default_rng(seed))[0]
+    arrays = host_arrays(wl, job, np.random.default_rng(seed))[0]
     with at.capture_call(jf) as named:
         if wl.warmup is not None:
             wl.compile(arrays, dict(params), dict(meta))

@@ -2,8 +2,8 @@
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
-#                                       farmtests,badinputs,startup,ncu,asm,host,corpus,lang,ab,dottests,
-#                                       farmcorpus] [pytest args]
+#                                       farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
+#                                       dottests,farmcorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -227,6 +227,13 @@ if has badinputs; then
   python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
     > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
   step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
+fi
+if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
+  # every farm test (not only the gpu-marked: the subprocess tests must import ray/pydantic from /tmp/site), then
+  # how correlated real do_bench samples are (the gate's bootstrap blocks follow it: farm.gate.block_length)
+  step farm-all-tests python3 -m pytest -q -p no:cacheprovider tests/farm tests/test_layering.py "$@"
+  step farm-corr-run python3 -m farm run configs/h200-gate.yaml --local --label corr --force --format none
+  step sample-correlation python3 scripts/sample_correlation.py --store $ST
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"

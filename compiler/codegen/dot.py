@@ -225,6 +225,16 @@ class SwizzledTile:
         self.absolute = False  # offsets count from the start of shared memory (a copy ring's slots)
         self.nbytes = self.batch * self.rows * self.cols * ebytes
 
+    def transposed(self):
+        """The same bytes as the tile of the matrix dims swapped: the stored rows stay the stored rows, the inner
+        (contiguous) dim becomes the other matrix dim of the view."""
+        shape = ([self.batch] if self.rank == 3 else []) + [0, 0]
+        inner = (2 * self.rank - 3) - self.inner
+        shape[inner], shape[self.inner] = self.cols, self.rows
+        t = SwizzledTile(tuple(shape), inner, self.eb, base=self.base)
+        t.dyn, t.absolute = self.dyn, self.absolute
+        return t
+
     @property
     def swizzle_mode(self) -> int:
         """wgmma descriptor swizzle field: 1 = 128B, 2 = 64B, 3 = 32B."""

@@ -555,6 +555,11 @@ def _e_permute(e, op):
     x = e.get(op.operands[0])
     ll = e.result_ll(op)
     order = op.attrs["order"]
+    from .dot import SmemOperand
+
+    if isinstance(x, SmemOperand):  # a copy-ring slot read transposed by a dot (passes/pipeline.py)
+        e.env[op.result.id] = SmemOperand(x.st.transposed())
+        return
     if not isinstance(x, Tile):
         e.put(op.result, [x] * ll.num_regs, ll)
         return

@@ -26,6 +26,9 @@ PIPELINE = [
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
     ("assign_layouts", assign_layouts),
+    # Drop what the layout pass left unused (a value recomputed in a new layout leaves its first copy, and any
+    # conversion of it, dead): a dead conversion would still cost codegen a shared-memory round trip and barriers.
+    ("dce_after_layouts", dce),
     # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
     # before the first conversion's barrier (which ptxas never moves a load across).
     ("schedule_loads", schedule_loads),

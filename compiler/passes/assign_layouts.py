@@ -196,7 +196,7 @@ class _Assigner:
         # straight from wgmma accumulators make it serialize the wgmma pipeline), and outside loops too when the
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
-        depth = 4 if _in_loop(op) or _blocked_family(layout) else 0
+        depth = 8 if _blocked_family(layout) else 4 if _in_loop(op) else 0
         got, new_ops = self._materialize(v, layout, op, depth)
         for cv in new_ops:
             cv.block = op.block
@@ -247,6 +247,9 @@ class _Assigner:
         """A copy of v computed in `layout` (ops appended to out), or None when v is not cheap to recompute."""
         src = v.owner
         kind = getattr(src, "kind", None)
+        if kind == "convert_layout":  # an earlier conversion of a cheap value: recompute from its source instead
+            x = src.operands[0]
+            return x if self.lay.get(x.id) == layout else self._remat(x, layout, out, depth)
         if kind in ("const", "splat", "arange")[:3 if depth else 2] and not (
                 src.operands and src.operands[0].type.shape):
             ops = list(src.operands)

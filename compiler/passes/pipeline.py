@@ -284,6 +284,13 @@ def _zero_other(o) -> bool:
     return getattr(src, "kind", None) == "const" and src.attrs.get("value") == 0
 
 
+def _swaps_matrix_dims(o) -> bool:
+    """A permute that swaps the two matrix dims (the last two) and keeps any batch dim in front."""
+    order = tuple(o.attrs.get("order", ()))
+    r = len(order)
+    return r >= 2 and order == tuple(range(r - 2)) + (r - 1, r - 2)
+
+
 def _copyable(o, info) -> bool:
     """16-byte chunks along the pointer's contiguous dim: contiguity and alignment of 8 halfs, a mask constant
     over them."""
@@ -323,6 +330,14 @@ def _pipeline_async(module, loop, options) -> bool:
             eb = v.type.element.bits // 8
             nbytes = -(-v.type.numel * eb // 1024) * 1024
             uses = sum(x is v for op in body.walk() for x in op.operands)
+            # An operand read transposed (tl.trans(k), attention's K): the load goes to the ring as it is, and the
+            # transpose stays, reading the slot as the other operand order (a K-major tile read MN-major, or the
+            # reverse: the same bytes, codegen's permute of a shared-memory operand)
+            if (getattr(o, "kind", None) == "permute" and _swaps_matrix_dims(o) and uses == 1
+                    and getattr(o, "block", None) is body):
+                v = o.operands[0]
+                o = v.owner
+                uses = sum(x is v for op in body.walk() for x in op.operands)
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
                     and uses == 1 and o not in loads):
                 info = info or axisinfo.analyze(module.function)

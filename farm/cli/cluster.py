@@ -23,7 +23,7 @@ def cluster(
     Without --address this starts a local Ray (a few seconds) and reports this machine; whether this
     process sees a GPU is shown too, since that decides between timing and interpreter-only validation.
     """
-    from farm import worker
+    from farm import machine
     from farm.config import Cluster
     from farm.executor import make_executor
     check_format(fmt)
@@ -36,7 +36,7 @@ def cluster(
             info = ex.details()
         finally:
             ex.close()
-    ok, why = worker.gpu_available()
+    ok, why = machine.gpu_available()
     if fmt != "table":
         nodes = [{"address": n["NodeManagerAddress"], "alive": n["Alive"], "cpus": n["Resources"].get("CPU", 0),
                   "gpus": n["Resources"].get("GPU", 0), "memory_gib": n["Resources"].get("memory", 0) / 2**30,
@@ -44,8 +44,8 @@ def cluster(
         if fmt == "csv":
             return print_csv(nodes, list(nodes[0]) if nodes else ["address"])
         return print_json({"resources": res, "available": info["available"], "nodes": nodes,
-                           "this_process": {"gpu": worker.gpu_kind() if ok else None, "why_not": None if ok else why},
-                           "compiler": worker.compiler_version()})
+                           "this_process": {"gpu": machine.gpu_kind() if ok else None, "why_not": None if ok else why},
+                           "compiler": machine.compiler_version()})
     console.print(f"Ray: {res['nodes']} node(s), {res['cpus']} CPUs, {res['gpus']} GPUs "
                   f"{', '.join(res['gpu_names'])} [dim](ready in {res['init_s']:.1f} s)[/]")
     t = Table(header_style="bold")
@@ -57,5 +57,5 @@ def cluster(
                   f"{r.get('memory', 0) / 2**30:.1f}", f"{r.get('object_store_memory', 0) / 2**30:.1f}")
     console.print(t)
     console.print(f"available now: {info['available']}")
-    console.print(f"this process: {'GPU ' + worker.gpu_kind() if ok else 'no GPU (' + why + ')'}")
-    console.print(f"compiler: {worker.compiler_version()}")
+    console.print(f"this process: {'GPU ' + machine.gpu_kind() if ok else 'no GPU (' + why + ')'}")
+    console.print(f"compiler: {machine.compiler_version()}")

@@ -88,8 +88,10 @@ def compile_(
 def _compile(target: str, args: dict, metas: dict, arch: str):
     import numpy as np
 
-    from farm import worker
+    from farm.inputs import host_arrays, np_dtype
     from farm.jobs import Job
+    from farm.loader import describe_import_error, load_workload
+    from farm.machine import is_compilation_error
     path, _, name = target.partition("::")
     kernel = None
     if path.endswith(".py") and name:
@@ -103,7 +105,7 @@ def _compile(target: str, args: dict, metas: dict, arch: str):
         except ValueError as e:  # declares no workload: maybe a bare kernel
             wls = {}
         except Exception as e:
-            raise FarmError(worker.describe_import_error(e, path)) from None
+            raise FarmError(describe_import_error(e, path)) from None
         if name not in wls:
             p = pathlib.Path(path).resolve()
             mod = sys.modules.get(next((m for m in sys.modules if m.startswith(f"_tilefarm_user_{p.stem}_")), ""))
@@ -113,26 +115,26 @@ def _compile(target: str, args: dict, metas: dict, arch: str):
                 try:
                     spec.loader.exec_module(mod)
                 except Exception as e:
-                    raise FarmError(worker.describe_import_error(e, path)) from None
+                    raise FarmError(describe_import_error(e, path)) from None
             kernel = getattr(mod, name, None)
             if kernel is None or not hasattr(kernel, "warmup"):
                 raise FarmError(f"{path} has no workload or @compiler.jit kernel named {name!r}")
     try:
         if kernel is not None:
-            vals = [np.empty(16, worker.np_dtype(v[1:])) if isinstance(v, str) and v.startswith("*") else v
+            vals = [np.empty(16, np_dtype(v[1:])) if isinstance(v, str) and v.startswith("*") else v
                     for v in args.values()]
             return kernel.warmup(*vals, grid=(1,), target=arch, **metas)
-        wl = worker.load_workload(target)
+        wl = load_workload(target)
         if wl.warmup is None:
             raise FarmError(f"workload {wl.name} declares no warmup, so it cannot be compiled ahead")
         params = {**(wl.default_sweep[0] if wl.default_sweep else {}), **args}
         job = Job(key="0" * 64, idx=0, workload=target, name=wl.name, params=params, meta={**wl.default_meta, **metas})
-        arrays = worker._host_arrays(wl, job, np.random.default_rng(0))[0]
+        arrays = host_arrays(wl, job, np.random.default_rng(0))[0]
         return wl.compile(arrays, params, job.meta)
     except FarmError:
         raise
     except Exception as e:
-        if worker.is_compilation_error(e):
+        if is_compilation_error(e):
             raise KernelFailed(f"compilation failed:\n{e}") from None
         raise KernelFailed(f"{type(e).__name__}: {e}") from None
 

@@ -44,7 +44,7 @@ def gate(
     """
     from farm import gate as G
     from farm.cli.common import open_store
-    from farm.config import ConfigError, _percent, load_gate
+    from farm.config import ConfigError, load_gate, percent
     check_format(fmt)
     say = human(fmt)
     try:
@@ -52,7 +52,7 @@ def gate(
         limit = None
         if threshold is not None:
             try:
-                limit = _percent(threshold)
+                limit = percent(threshold)
             except ValueError as e:
                 raise FarmError(f"--threshold: {e}") from None
         st = open_store(store)
@@ -60,7 +60,7 @@ def gate(
         base_id = G.resolve_baseline(st, run_id, baseline)
         ab = None
         if remeasure and cfg.remeasure:
-            from farm.worker import gpu_available
+            from farm.machine import gpu_available
             ok, why = gpu_available()
             if ok:
                 ab = G.ABRemeasure(st, cfg)

@@ -29,7 +29,7 @@ def _version(value: bool):
 
         import farm
         from farm.store import git_commit
-        from farm.worker import compiler_version
+        from farm.machine import compiler_version
         commit = git_commit(str(pathlib.Path(farm.__file__).resolve().parents[1])) or "unknown (not a git checkout)"
         print(f"farm {farm.__version__}\ncompiler {compiler_version()}\ncommit {commit}")
         raise typer.Exit()

@@ -21,7 +21,7 @@ def workloads(
     """
     check_format(fmt)
     if file:
-        from farm.worker import load_file
+        from farm.loader import load_file
         wls = load_file(file)
     else:
         import workloads as reg

@@ -1,4 +1,5 @@
-"""`farm dashboard`: a static HTML site from the store, readable offline (plotly.js is copied next to the pages).
+"""`farm dashboard`: a static HTML site from the store, readable offline (plotly.js is copied next to the pages
+when a page has a plot; a site without timings gets no 4.7 MB bundle and no page loads it).
 
 Pages: `index.html` (every workload and shape: latest time per GPU kind, last change, steps found) and one page
 per workload with, for each shape/dtype/meta series: the median over runs with the p10-p90 spread as error bars,
@@ -10,7 +11,9 @@ Steps (changepoints) use the gate's own test between consecutive runs of a serie
 interval of the ratio of medians excludes 1 and the change exceeds the threshold, and the next run (when there
 is one) stays at the new level -- so a one-run spike is not a step.
 
-All user text (workload and kernel names, params, labels, errors) is HTML-escaped in the pages and reaches
+The pages are Jinja2 templates (templates/ beside this file) rendered with autoescaping: the Python here builds
+values, never markup, and all user text (workload and kernel names, params, labels, errors) is escaped by the
+template engine. Text inside the figures, which plotly renders as markup, is escaped with `esc` and reaches
 plotly only inside JSON with `<`, `>` and `&` escaped, so it shows as text and never runs.
 """
 from __future__ import annotations
@@ -28,10 +31,15 @@ from farm.report import derive, meta_str, shape_str
 PLOTLY_JS = "plotly.min.js"
 
 
-def _plotly_js() -> str:
-    """plotly.js as shipped inside the plotly Python package (no network, no CDN)."""
+def _write_plotly_js(dest: pathlib.Path) -> None:
+    """plotly.js as shipped inside the plotly Python package (no network, no CDN), copied to `dest`."""
+    import plotly
+    src = pathlib.Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
+    if src.is_file():
+        shutil.copyfile(src, dest)
+        return
     from plotly.offline import get_plotlyjs
-    return get_plotlyjs()
+    dest.write_text(get_plotlyjs())
 
 
 def _json(obj) -> str:
@@ -68,7 +76,7 @@ def collect(store) -> dict:
             d = derive(r, kind if kind not in ("interpreter", "compile-only") else None)
             d["run_id"], d["kind"] = run_id, kind
             series = json.dumps([r["params"], r["meta"]], sort_keys=True, default=str)
-            # each compiler its own trace beside the others in a series' plots (tilefarm's keep the GPU kind's name)
+            # each compiler its own line beside the others in a series' plots (tilefarm's keep the GPU kind's name)
             trace = trace_name(kind, r.get("compiler") or "tilefarm")
             data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(trace, []).append(d)
     return {"runs": runs, "workloads": data}
@@ -163,7 +171,7 @@ def _history_fig(series_pts: dict, runs: dict, title: str, threshold: float) -> 
 
 def _roofline_fig(series: dict, runs: dict) -> dict:
     traces = []
-    for s, by_kind in series.items():
+    for s, by_kind in sorted(series.items(), key=lambda kv: series_order(kv[0])):
         for kind, pts in sorted(by_kind.items()):
             pts = [p for p in pts if p.get("roofline_pct") is not None]
             if pts:
@@ -182,11 +190,12 @@ def _gpu_fig(series: dict) -> dict | None:
                     if any(p.get("median_ms") for p in pts)})
     if not kinds:
         return None
-    names = [esc(_series_title(s)) for s in series]
+    ordered = sorted(series, key=series_order)  # as the page lists them: numbers as numbers
+    names = [esc(_series_title(s)) for s in ordered]
     traces = []
     for kind in kinds:
         y = []
-        for by_kind in series.values():
+        for by_kind in (series[s] for s in ordered):
             pts = [p for p in by_kind.get(kind, []) if p.get("median_ms")]
             y.append(pts[-1]["median_ms"] * 1e3 if pts else None)
         traces.append({"type": "bar", "name": esc(kind), "x": names, "y": y})
@@ -195,33 +204,32 @@ def _gpu_fig(series: dict) -> dict | None:
                                        "margin": {"l": 55, "r": 10, "t": 35, "b": 90}}}
 
 
-PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body {{ font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }} td, th {{ padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: left; }}
-th {{ background: #f4f4f4; }} code {{ background: #f4f4f4; padding: 1px 4px; }} .slower {{ color: #c00; }} .faster {{ color: #080; }}
-.plot {{ width: 100%; max-width: 1100px; }} .muted {{ color: #777; }}
-</style>
-<script src="{js}"></script></head>
-<body>
-{body}
-<script>
-const FIGS = {figs};
-for (const [id, fig] of Object.entries(FIGS)) {{
-  Plotly.newPlot(id, fig.data, fig.layout, {{responsive: true, displaylogo: false}});
-}}
-</script>
-</body></html>
-"""
+_ENV = None
+
+
+def _env():
+    """The pages' Jinja2 environment: templates/ beside this file, every value HTML-escaped unless marked safe
+    (only the figures' JSON, escaped for <script> by _json), an undefined name an error."""
+    global _ENV
+    if _ENV is None:
+        import jinja2
+        _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
+                                  autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                  lstrip_blocks=True, keep_trailing_newline=True)
+    return _ENV
+
+
+def _page(template: str, title: str, figs: dict, **values) -> str:
+    """A page; it loads plotly.js (and draws `figs`) only when it has a plot."""
+    from markupsafe import Markup
+    return _env().get_template(template).render(title=title, figs=figs, figs_json=Markup(_json(figs)),
+                                                 plotly_js=PLOTLY_JS, **values)
 
 
 def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
     """Write the site into `out`; returns {"index": path, "pages": n, "plots": n, "steps": n}."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / PLOTLY_JS).write_text(_plotly_js())
     got = collect(store)
     runs, workloads = got["runs"], got["workloads"]
     taken: set = set()
@@ -229,76 +237,60 @@ def build(store, out: str | pathlib.Path, threshold: float = 0.05) -> dict:
     for wname in sorted(workloads):
         series = workloads[wname]
         slug = _slug(wname, taken)
-        figs, body = {}, [f"<p><a href='index.html'>&larr; all workloads</a></p><h1>{esc(wname)}</h1>"]
-        step_lines = []
+        figs, history, step_items = {}, [], []
         for si, (s, by_kind) in enumerate(sorted(series.items(), key=lambda kv: series_order(kv[0]))):
             title = _series_title(s)
             fig, found = _history_fig(by_kind, runs, title, threshold)
             latest = {k: next((p for p in reversed(pts) if p.get("median_ms")), None) for k, pts in by_kind.items()}
-            last = [f"{esc(k)}: {p['median_ms'] * 1e3:.2f} us" for k, p in sorted(latest.items()) if p]
             statuses = {p["status"] for pts in by_kind.values() for p in pts[-1:]}
             n_steps += len(found)
-            for kind, run_id, verdict, ratio in found:
-                step_lines.append(f"<li class='{verdict}'>{esc(title)} on {esc(kind)}: {verdict} "
-                                  f"{(ratio - 1) * 100:+.1f}% at {esc(_run_text(runs[run_id]))}</li>")
-            index_rows.append(f"<tr><td><a href='{slug}.html'>{esc(wname)}</a></td><td>{esc(title)}</td>"
-                              f"<td>{'; '.join(last) or '<span class=muted>not timed</span>'}</td>"
-                              f"<td>{esc(', '.join(sorted(statuses)))}</td>"
-                              + "<td>" + " ".join(f"<span class='{v}'>{v} {(r - 1) * 100:+.0f}% (run {rid})</span>"
-                                                  for _, rid, v, r in found) + "</td></tr>")
+            step_items += [{"title": title, "kind": kind, "verdict": verdict, "pct": (ratio - 1) * 100,
+                            "run": _run_text(runs[run_id])} for kind, run_id, verdict, ratio in found]
+            index_rows.append({"slug": slug, "workload": wname, "title": title,
+                               "latest": [(k, p["median_ms"] * 1e3) for k, p in sorted(latest.items()) if p],
+                               "statuses": sorted(statuses),
+                               "steps": [{"verdict": v, "pct": (r - 1) * 100, "run_id": rid} for _, rid, v, r in found]})
             if fig["data"]:
                 figs[f"h{si}"] = fig
-                body.append(f"<div id='h{si}' class='plot'></div>")
+                history.append(f"h{si}")
                 n_plots += 1
-        if step_lines:
-            body.insert(1, "<h2>Steps</h2><ul>" + "".join(step_lines) + "</ul>")
         roof = _roofline_fig(series, runs)
         if roof["data"]:
             figs["roof"] = roof
-            body.append("<h2>% of roofline</h2><div id='roof' class='plot'></div>")
             n_plots += 1
         gpu = _gpu_fig(series)
         if gpu is not None:
             figs["gpu"] = gpu
-            body.append("<h2>Per GPU kind</h2><div id='gpu' class='plot'></div>")
             n_plots += 1
-        body.append(_results_table(series, runs))
-        (out / f"{slug}.html").write_text(PAGE.format(title=esc(f"farm: {wname}"), js=PLOTLY_JS,
-                                                       body="\n".join(body), figs=_json(figs)))
-    n_runs = len(runs)
-    run_rows = "".join(f"<tr><td>{i}</td><td>{esc(r.get('name'))}</td><td>{esc(r.get('label') or '')}</td>"
-                       f"<td>{esc(r['target'])}</td><td>{esc((r.get('git_commit') or '')[:12])}</td>"
-                       f"<td>{esc(r['status'])}</td><td>{r['n_done']}/{r['n_jobs']}</td></tr>"
-                       for i, r in sorted(runs.items(), reverse=True)[:50])
-    body = (f"<h1>farm dashboard</h1><p class='muted'>{n_runs} runs in {esc(store.path)}; built "
-            f"{datetime.datetime.now():%Y-%m-%d %H:%M}. Steps: a significant change above "
-            f"{threshold * 100:.0f}% that the next run confirms.</p>"
-            "<h2>Workloads</h2><table><tr><th>workload</th><th>shape dtype meta</th><th>latest median</th>"
-            "<th>latest status</th><th>steps</th></tr>" + "".join(index_rows) + "</table>"
-            "<h2>Runs</h2><table><tr><th>id</th><th>name</th><th>label</th><th>GPU kind</th><th>commit</th>"
-            "<th>status</th><th>done</th></tr>" + run_rows + "</table>")
-    (out / "index.html").write_text(PAGE.format(title="farm dashboard", js=PLOTLY_JS, body=body, figs="{}"))
+        results, more = _results(series, runs)
+        (out / f"{slug}.html").write_text(_page("workload.html", f"farm: {wname}", figs, workload=wname,
+                                                steps=step_items, history=history, results=results, more=more))
+    run_rows = [{"id": i, "name": r.get("name"), "label": r.get("label") or "", "target": r["target"],
+                 "commit": (r.get("git_commit") or "")[:12], "status": r["status"], "n_done": r["n_done"],
+                 "n_jobs": r["n_jobs"]} for i, r in sorted(runs.items(), reverse=True)]
+    (out / "index.html").write_text(_page("index.html", "farm dashboard", {}, rows=index_rows, runs=run_rows,
+                                          store_path=str(store.path), threshold=threshold,
+                                          built=f"{datetime.datetime.now():%Y-%m-%d %H:%M}"))
+    if n_plots:
+        _write_plotly_js(out / PLOTLY_JS)
     return {"index": str(out / "index.html"), "pages": len(workloads), "plots": n_plots, "steps": n_steps}
 
 
-def _results_table(series: dict, runs: dict, limit: int = 300) -> str:
+def _results(series: dict, runs: dict, limit: int = 300) -> tuple[list[dict], int]:
+    """The results table of a workload page: newest run first, at most `limit` rows (and how many more)."""
     rows = [p for by_kind in series.values() for pts in by_kind.values() for p in pts]
     rows.sort(key=lambda p: (-p["run_id"], p.get("idx") or 0))
-    out = ["<h2>Results and reproducers</h2><table><tr><th>run</th><th>GPU kind</th><th>shape dtype meta</th>"
-           "<th>status</th><th>median</th><th>p10-p90</th><th>% roof</th><th>reproduce</th></tr>"]
+    out = []
     for p in rows[:limit]:
-        med = f"{p['median_ms'] * 1e3:.2f} us" if p.get("median_ms") else ""
-        spread = (f"{p['p10_ms'] * 1e3:.2f}-{p['p90_ms'] * 1e3:.2f} us"
-                  if p.get("p10_ms") is not None and p.get("p90_ms") is not None else "")
-        roof = f"{p['roofline_pct']:.0f}%" if p.get("roofline_pct") is not None else ""
         rid = p.get("result_id")
-        cmd = f"farm repro {rid}" if rid else f"farm repro {p['run_id']}:{p['key'][:12]}"
-        err = f"<br><span class='muted'>{esc((p.get('error') or '').splitlines()[0][:200])}</span>" if p.get("error") else ""
-        out.append(f"<tr><td>{esc(_run_text(runs[p['run_id']]))}</td><td>{esc(p['kind'])}</td>"
-                   f"<td>{esc(_series_title(json.dumps([p['params'], p['meta']], sort_keys=True, default=str)))}"
-                   f"{esc(' [' + p['compiler'] + ']' if p.get('compiler', 'tilefarm') != 'tilefarm' else '')}</td>"
-                   f"<td>{esc(p['status'])}{err}</td><td>{med}</td><td>{spread}</td><td>{roof}</td>"
-                   f"<td><code>{esc(cmd)}</code></td></tr>")
-    if len(rows) > limit:
-        out.append(f"<tr><td colspan=8 class=muted>... {len(rows) - limit} older results not listed</td></tr>")
-    return "".join(out) + "</table>"
+        out.append({
+            "run": _run_text(runs[p["run_id"]]), "kind": p["kind"], "status": p["status"],
+            "title": _series_title(json.dumps([p["params"], p["meta"]], sort_keys=True, default=str)) + (
+                f" [{p['compiler']}]" if p.get("compiler", "tilefarm") != "tilefarm" else ""),
+            "error": (p.get("error") or "").splitlines()[0][:200] if p.get("error") else "",
+            "median_us": p["median_ms"] * 1e3 if p.get("median_ms") else None,
+            "spread": ((p["p10_ms"] * 1e3, p["p90_ms"] * 1e3)
+                       if p.get("p10_ms") is not None and p.get("p90_ms") is not None else None),
+            "roof": p.get("roofline_pct"),
+            "command": f"farm repro {rid}" if rid else f"farm repro {p['run_id']}:{p['key'][:12]}"})
+    return out, max(0, len(rows) - limit)

@@ -1,6 +1,6 @@
 """Which ready job an idle worker takes next: the one whose inputs it already holds.
 
-Every worker process caches each shape's inputs and float64 reference (farm.worker.InputCache), and all the jobs of
+Every worker process caches each shape's inputs and float64 reference (farm.inputs.InputCache), and all the jobs of
 one shape (its meta-parameter variants) share them. Handing a worker the next job of the shape it just ran, and
 keeping two workers off the same shape, makes each shape's inputs be generated once per run instead of once per
 worker that happens to get one of its jobs.
@@ -11,7 +11,7 @@ import json
 
 
 def input_key(job) -> str:
-    """What a job's inputs depend on (as farm.worker.input_seed): workload, shape params and seed."""
+    """What a job's inputs depend on (as farm.inputs.input_seed): workload, shape params and seed."""
     return json.dumps([job.name or job.workload, job.params, job.seed], sort_keys=True, default=str)
 
 

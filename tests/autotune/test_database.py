@@ -180,4 +180,4 @@ def test_database_path_attribute_and_env(tmp_path, monkeypatch):
     assert [d.path for d in dbs] == [str(tmp_path / "a.db")]
     compiler.autotune.set_database(str(tmp_path / "a.db"))
     assert AT.get_database()[0].kind == "sqlite"
-    assert compiler.autotune.compiler_version() == __import__("farm.worker").worker.compiler_version()
+    assert compiler.autotune.compiler_version() == __import__("farm.machine").machine.compiler_version()

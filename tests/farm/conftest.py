@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from farm_testing import FAKES, REPO, fake_config  # noqa: F401  (re-exported for older imports)
+from farm_testing import FAKES, REPO, child_pythonpath, fake_config  # noqa: F401  (re-exported for older imports)
 
 # The fake kernels are NumPy: keep the farm off any GPU this machine has (GPU paths are tested on the node).
 os.environ["FARM_FORCE_NO_GPU"] = "1"
@@ -17,8 +17,7 @@ def ray_session():
     import ray
 
     from farm.executor.ray import _init_local, _remove_session, _session_dir
-    paths = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), paths) if p)
+    os.environ["PYTHONPATH"] = child_pythonpath()  # Ray's workers import what this process imports
     _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     session = _session_dir()
     yield ray

@@ -1,11 +1,11 @@
-"""farm.worker.compare (chunked, with a short path for chunks within tolerance) against the straightforward
+"""farm.validate.compare (chunked, with a short path for chunks within tolerance) against the straightforward
 implementation it replaced, kept here as the reference: the same verdicts, the same statistics (bit for bit)
-and the same messages, on tricky hand-made inputs and on random ones across many seeds; and _check_inputs'
+and the same messages, on tricky hand-made inputs and on random ones across many seeds; and check_inputs'
 bitwise comparison."""
 import numpy as np
 import pytest
 
-from farm import worker
+from farm import inputs as farm_inputs, validate
 
 
 def compare_reference(name, got, want, rtol, atol):
@@ -16,7 +16,7 @@ def compare_reference(name, got, want, rtol, atol):
     exact = got.dtype.kind in "iub" and want.dtype.kind in "iub"
     if exact:
         bad = got != want
-        sentinel = worker.poison_value(got.dtype)
+        sentinel = validate.poison_value(got.dtype)
         unwritten = (got == sentinel) & (want != sentinel)
         err = np.abs(got.astype(np.float64) - want.astype(np.float64))
         with np.errstate(over="ignore"):  # (the old code warned here; compare no longer does)
@@ -41,14 +41,14 @@ def compare_reference(name, got, want, rtol, atol):
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     msg = (f"{name}: {stats['n_bad']}/{bad.size} elements wrong"
            + (f" ({int(unwritten.sum())} NaN or unwritten)" if unwritten.any() else "")
-           + f"; first at {first}: got {worker._show(got[first])}, want {worker._show(want[first])}"
+           + f"; first at {first}: got {validate.show(got[first])}, want {validate.show(want[first])}"
            + ("" if exact else f"; max abs err {stats['max_abs_err']:.3g}, rtol={rtol:g} atol={atol:g}"))
     return False, stats, msg
 
 
 def same(got, want, rtol, atol, name="o"):
     """compare and the reference agree exactly (verdict, statistics, message); returns compare's answer."""
-    new = worker.compare(name, got, want, rtol, atol)
+    new = validate.compare(name, got, want, rtol, atol)
     old = compare_reference(name, got, want, rtol, atol)
     assert new == old, (new, old)
     for k, v in new[1].items():  # == and the types: floats stay floats, n_bad an int
@@ -60,8 +60,8 @@ def same(got, want, rtol, atol, name="o"):
 def chunk(request, monkeypatch):
     """Small chunks put chunk boundaries (and many chunks) into small arrays."""
     if request.param is not None:
-        monkeypatch.setattr(worker, "_CHUNK", request.param)
-    return worker._CHUNK
+        monkeypatch.setattr(validate, "CHUNK", request.param)
+    return validate.CHUNK
 
 
 def _bf16():
@@ -140,7 +140,7 @@ def test_integers_are_exact(chunk):
         rng = np.random.default_rng(3)
         w = rng.integers(0, 2 if dt is bool else 100, size=(5, 13)).astype(dt)
         g = w.copy()
-        g[1, 2] = worker.poison_value(np.dtype(dt))
+        g[1, 2] = validate.poison_value(np.dtype(dt))
         g[4, 12] = not g[4, 12] if dt is bool else g[4, 12] + 1
         same(g, w, 0, 0)
         same(w, w, 0, 0)
@@ -175,7 +175,7 @@ def test_shapes(chunk, shape):
 
 
 def test_shape_mismatch_and_views():
-    assert worker.compare("o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0) == compare_reference(
+    assert validate.compare("o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0) == compare_reference(
         "o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0)
     rng = np.random.default_rng(0)
     w = rng.standard_normal((40, 60))
@@ -211,7 +211,7 @@ def _random_case(rng):
     kind = rng.choice(["float", "float", "float", "int", "int_vs_float"])
     w = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4)
     if kind == "float":
-        dt = worker.np_dtype(str(rng.choice(FLOATS)))
+        dt = farm_inputs.np_dtype(str(rng.choice(FLOATS)))
         rtol, atol = [(1e-2, 1e-2), (1.6e-2, 1e-2), (1e-5, 1e-6), (0.0, 0.0), (0.5, 0.25), (0, 1e-3)][
             int(rng.integers(0, 6))]
         g = (w + rng.standard_normal(shape) * atol * rng.choice([0.0, 0.5, 3.0])).astype(dt)
@@ -227,7 +227,7 @@ def _random_case(rng):
             if where != 0:
                 flat_w[i] = special if rng.random() < 0.7 else rng.choice([np.nan, np.inf, -np.inf])
         if rng.random() < 0.2 and flat_g.size:  # a poisoned tail
-            flat_g[int(rng.integers(0, flat_g.size)):] = worker.poison_value(dt)
+            flat_g[int(rng.integers(0, flat_g.size)):] = validate.poison_value(dt)
         if rng.random() < 0.2 and flat_g.size:  # exactly on the tolerance, and an ulp past it
             i = int(rng.integers(0, flat_g.size))
             flat_w[i] = 2.0
@@ -240,7 +240,7 @@ def _random_case(rng):
     flat = g.reshape(-1)
     for _ in range(int(rng.integers(0, 4))):
         if flat.size:
-            flat[int(rng.integers(0, flat.size))] = worker.poison_value(idt) if rng.random() < 0.5 else \
+            flat[int(rng.integers(0, flat.size))] = validate.poison_value(idt) if rng.random() < 0.5 else \
                 rng.integers(lo, hi)
     want = wi.astype(np.float64) if kind == "int_vs_float" else wi.astype(rng.choice([idt, np.int64]))
     return g, want, 0, 0
@@ -249,55 +249,55 @@ def _random_case(rng):
 @pytest.mark.parametrize("seed", range(300))
 def test_random_against_reference(seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    monkeypatch.setattr(worker, "_CHUNK", int(rng.choice([1, 5, 16, 100, 1 << 15])))
+    monkeypatch.setattr(validate, "CHUNK", int(rng.choice([1, 5, 16, 100, 1 << 15])))
     g, w, rtol, atol = _random_case(rng)
     same(g, w, rtol, atol)
 
 
-# ---------------------------------------------------------------- _check_inputs
+# ---------------------------------------------------------------- check_inputs
 
-def test_check_inputs_bitwise():
+def testcheck_inputs_bitwise():
     rng = np.random.default_rng(1)
     a = rng.standard_normal((33, 7)).astype(np.float16)
     b = rng.integers(0, 255, size=13, dtype=np.uint8)
     pristine = {"a": a, "b": b, "c": np.zeros(8)}
-    assert worker._check_inputs(pristine, {k: v.copy() for k, v in pristine.items()}, set()) == []
+    assert validate.check_inputs(pristine, {k: v.copy() for k, v in pristine.items()}, set()) == []
     cur = {k: v.copy() for k, v in pristine.items()}
     cur["a"][5, 2] = -cur["a"][5, 2]  # a sign bit: one byte
     cur["b"][12] ^= 1
     cur["c"][0] = -0.0  # equal as numbers, not as bytes
-    msgs = worker._check_inputs(pristine, cur, set())
+    msgs = validate.check_inputs(pristine, cur, set())
     assert msgs == [f"input {k!r} was modified by the kernel (1 bytes differ) but no output declares it in-place"
                     for k in "abc"]
-    assert worker._check_inputs(pristine, cur, {"a", "b", "c"}) == []
+    assert validate.check_inputs(pristine, cur, {"a", "b", "c"}) == []
     # NaN payloads differ: bitwise, not numeric
     n1 = np.array([np.nan], np.float32)
     n2 = n1.view(np.uint32).copy()
     n2 += 1
-    assert worker._check_inputs({"n": n1}, {"n": n2.view(np.float32)}, set())
-    assert worker._check_inputs({"n": n1}, {"n": n1.copy()}, set()) == []
+    assert validate.check_inputs({"n": n1}, {"n": n2.view(np.float32)}, set())
+    assert validate.check_inputs({"n": n1}, {"n": n1.copy()}, set()) == []
     # non-contiguous or other dtype: the bytes of the C-order copies, as before
     m = rng.standard_normal((6, 4))
-    assert worker._check_inputs({"m": m}, {"m": np.asfortranarray(m)}, set()) == []
-    assert worker._check_inputs({"m": m}, {"m": m.view(np.int64)}, set()) == []
-    assert worker._check_inputs({"m": m}, {"m": m.reshape(4, 6).copy()}, set()) == []
+    assert validate.check_inputs({"m": m}, {"m": np.asfortranarray(m)}, set()) == []
+    assert validate.check_inputs({"m": m}, {"m": m.view(np.int64)}, set()) == []
+    assert validate.check_inputs({"m": m}, {"m": m.reshape(4, 6).copy()}, set()) == []
 
 
-def test_check_inputs_layouts_and_dtypes():
+def testcheck_inputs_layouts_and_dtypes():
     rng = np.random.default_rng(2)
     f = np.asfortranarray(rng.standard_normal((5, 6)).astype(np.float32))  # np.array(v, copy=True) keeps F order
-    assert worker._check_inputs({"f": f}, {"f": f.copy(order="C")}, set()) == []
+    assert validate.check_inputs({"f": f}, {"f": f.copy(order="C")}, set()) == []
     g = f.copy(order="C")
     g[4, 5] = np.nextafter(g[4, 5], np.inf)
-    assert worker._check_inputs({"f": f}, {"f": g}, set()) == [
+    assert validate.check_inputs({"f": f}, {"f": g}, set()) == [
         "input 'f' was modified by the kernel (1 bytes differ) but no output declares it in-place"]
     bf = rng.standard_normal(10).astype(_bf16())
-    assert worker._check_inputs({"x": bf}, {"x": bf.copy()}, set()) == []
+    assert validate.check_inputs({"x": bf}, {"x": bf.copy()}, set()) == []
     c = rng.standard_normal(4) + 1j  # itemsize 16: bytes, as before
     d = c.copy()
-    assert worker._check_inputs({"c": c}, {"c": d}, set()) == []
+    assert validate.check_inputs({"c": c}, {"c": d}, set()) == []
     d[3] += 1
-    assert "bytes differ)" in worker._check_inputs({"c": c}, {"c": d}, set())[0]
+    assert "bytes differ)" in validate.check_inputs({"c": c}, {"c": d}, set())[0]
     z = np.array(3.5)  # 0-d
-    assert worker._check_inputs({"z": z}, {"z": np.array(3.5)}, set()) == []
-    assert worker._check_inputs({"z": z}, {"z": np.array(-3.5)}, set())
+    assert validate.check_inputs({"z": z}, {"z": np.array(3.5)}, set()) == []
+    assert validate.check_inputs({"z": z}, {"z": np.array(-3.5)}, set())

@@ -223,7 +223,8 @@ workloads:
     jobs = planner.plan(cfg, "H200").jobs
     assert [j.compiler for j in jobs] == ["tilefarm", "triton"] and jobs[0].key != jobs[1].key
     assert jobs[1].compiler_version == "9.9.9"
-    from farm.worker import compiler_version, load_workload, source_hash
+    from farm.loader import load_workload, source_hash
+    from farm.machine import compiler_version
     wl = load_workload(jobs[0].workload)
     old = planner.job_key(source_hash(wl), wl.name, jobs[0].params, jobs[0].meta, compiler_version(), "H200")
     assert jobs[0].key == old  # stores made before compilers were an axis keep their results
@@ -319,7 +320,8 @@ def test_gate_remeasures_a_triton_job_with_triton():
             srv.stdin.write(json.dumps({"op": "load", "id": name, "job": job.to_dict()}) + "\n")
             srv.stdin.flush()
             assert json.loads(srv.stdout.readline()) == {"ok": True}
-            srv.stdin.write(json.dumps({"op": "bench", "id": name, "rep_ms": 5}) + "\n")
+            srv.stdin.write(json.dumps({"op": "bench", "id": name, "rep_ms": 5, "warmup_ms": 1,
+                                        "flush_l2": True}) + "\n")
             srv.stdin.flush()
             assert len(json.loads(srv.stdout.readline())["samples"]) >= 3
     finally:

@@ -196,7 +196,7 @@ def test_store_samples_roundtrip_and_old_store(tmp_path):
 
 
 def test_worker_thins_samples():
-    from farm.worker import thin
+    from farm.timing import thin
     s = list(np.linspace(1, 2, 10_000))
     t = thin(s, 2000)
     assert len(t) == 2000 and t[0] == 1 and t[-1] == 2

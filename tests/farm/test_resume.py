@@ -1,5 +1,4 @@
 """The driver is killed mid-run (SIGKILL, as a crash or a lost terminal would) and the run is resumed."""
-import os
 import signal
 import sqlite3
 import subprocess
@@ -11,7 +10,7 @@ from typer.testing import CliRunner
 
 from farm.cli.main import app
 
-from farm_testing import REPO, fake_config
+from farm_testing import child_env, fake_config
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +29,7 @@ def test_driver_killed_then_resumed_nothing_lost_or_duplicated(tmp_path, ray_ses
     cfg = fake_config(tmp_path, modes=("ok", "wrong"), ns=(10, 20, 30, 40, 50, 60), sleep=0.4)
     db = tmp_path / "farm.db"
     address = ray_session.get_runtime_context().gcs_address
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     proc = subprocess.Popen([sys.executable, "-m", "farm.cli.main", "run", str(cfg), "--address", address],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

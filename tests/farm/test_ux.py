@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from farm.cli.main import app
 
-from farm_testing import FAKES, REPO, fake_config
+from farm_testing import FAKES, REPO, child_env, fake_config
 
 runner = CliRunner()
 
@@ -89,7 +89,7 @@ def test_report_json_pipes_into_json_tool(tmp_path):
     cfg = fake_config(tmp_path, modes=("ok", "nan"), ns=(64,))
     invoke("run", cfg, "--local")
     out = subprocess.run([sys.executable, "-m", "farm", "report", "latest", "--store", tmp_path / "farm.db",
-                          "--format", "json"], capture_output=True, text=True, cwd=tmp_path)
+                          "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=child_env())
     assert out.returncode == 0, out.stderr
     tool = subprocess.run([sys.executable, "-m", "json.tool", "--no-ensure-ascii"], input=out.stdout,
                           capture_output=True, text=True)
@@ -122,7 +122,7 @@ def test_store_and_workloads_resolve_against_the_config_folder(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     r = subprocess.run([sys.executable, "-m", "farm", "run", str(tmp_path / "proj" / "c.yaml"), "--local"],
-                       capture_output=True, text=True, cwd=elsewhere, env={**os.environ, "PYTHONPATH": str(REPO)})
+                       capture_output=True, text=True, cwd=elsewhere, env=child_env())
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "proj" / "out" / "farm.db").is_file() and not list(elsewhere.iterdir())
     assert f"workload file: {tmp_path / 'proj' / 'kern.py'}" in r.stdout
@@ -178,8 +178,7 @@ def test_ctrl_c_while_running_keeps_results_and_prints_resume(tmp_path):
     """A real SIGINT to a real `farm run` (in this process's executor: --local), halfway through."""
     cfg = fake_config(tmp_path, modes=("ok",), ns=tuple(range(64, 64 + 20)), sleep=0.1)
     p = subprocess.Popen([sys.executable, "-m", "farm", "run", str(cfg), "--local"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO),
-                                                                               "FARM_PROGRESS_S": "0"})
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=child_env(FARM_PROGRESS_S="0"))
     db = tmp_path / "farm.db"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -206,7 +205,7 @@ def test_ctrl_c_while_running_keeps_results_and_prints_resume(tmp_path):
 def test_sigkilled_run_is_shown_interrupted_with_the_resume_hint(tmp_path):
     cfg = fake_config(tmp_path, modes=("ok",), ns=tuple(range(64, 64 + 40)), sleep=0.5)
     p = subprocess.Popen([sys.executable, "-m", "farm", "run", str(cfg), "--local"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+                         stderr=subprocess.DEVNULL, cwd=tmp_path, env=child_env())
     db = tmp_path / "farm.db"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -230,7 +229,7 @@ def test_sigkilled_run_is_shown_interrupted_with_the_resume_hint(tmp_path):
 
 def test_resume_after_the_kernel_changed_replans_the_changed_keys(tmp_path):
     from farm import runner as farm_runner
-    from farm import config, worker
+    from farm import config, loader
     from farm.executor.local import LocalExecutor
     from farm.store import Store
     kern = tmp_path / "kern.py"
@@ -244,7 +243,7 @@ def test_resume_after_the_kernel_changed_replans_the_changed_keys(tmp_path):
     prep.jobs = list(prep.jobs)[:1]
     farm_runner.execute(st, prep, LocalExecutor())
     kern.write_text(kern.read_text() + "\n# edited: a different kernel now\n")
-    worker._load_workload.cache_clear()
+    loader.load_workload.cache_clear()
     import workloads
     workloads._FILES.clear()
     again = farm_runner.resume(st, str(prep.run_id))
@@ -298,7 +297,7 @@ ex.close()
 print(json.dumps({"gcs": gcs, "session": session, "exists": pathlib.Path(session).exists(), "ss": ss, "pids": pids}))
 """)
     r = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+                       env=child_env())
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["gcs"].startswith("127.0.0.1:") and not got["exists"]

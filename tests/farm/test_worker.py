@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from farm import worker
+from farm import inputs as farm_inputs, machine, validate, worker
 from farm.jobs import RunOptions
 
 from farm_testing import FAKES
@@ -50,7 +50,7 @@ def test_inputs_are_seeded_from_seed_workload_and_params_not_the_key():
 
     def inputs(**change):
         job = _job().__class__(**{**_job().to_dict(), **change})
-        return worker._host_arrays(wl, job, worker._rng(job))[1]["x"]
+        return farm_inputs.host_arrays(wl, job, farm_inputs.input_rng(job))[1]["x"]
 
     a = inputs()
     assert np.array_equal(a, inputs()) and np.count_nonzero(a) == a.size  # seeded, random, never zeros
@@ -67,35 +67,35 @@ def test_inputs_are_seeded_from_seed_workload_and_params_not_the_key():
 
 def test_compare_rules():
     w = np.array([1.0, 2.0, np.nan, np.inf])
-    ok, stats, _ = worker.compare("o", np.array([1.0, 2.0, np.nan, np.inf], np.float32), w, 1e-5, 1e-6)
+    ok, stats, _ = validate.compare("o", np.array([1.0, 2.0, np.nan, np.inf], np.float32), w, 1e-5, 1e-6)
     assert ok  # NaN where the reference is NaN, and equal infinities, pass
-    ok, _, msg = worker.compare("o", np.array([1.0, np.nan, 3.0, np.inf], np.float32), np.array([1.0, 2.0, 3.0, np.inf]),
+    ok, _, msg = validate.compare("o", np.array([1.0, np.nan, 3.0, np.inf], np.float32), np.array([1.0, 2.0, 3.0, np.inf]),
                                 1.0, 1.0)
     assert not ok and "NaN or unwritten" in msg  # NaN never passes, however loose the tolerance
     sentinel = np.iinfo(np.int32).min
-    ok, _, msg = worker.compare("i", np.array([1, sentinel], np.int32), np.array([1, 2]), 0, 0)
+    ok, _, msg = validate.compare("i", np.array([1, sentinel], np.int32), np.array([1, 2]), 0, 0)
     assert not ok and "1 NaN or unwritten" in msg
-    ok, _, msg = worker.compare("o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0)
+    ok, _, msg = validate.compare("o", np.zeros((2, 2)), np.zeros((2, 3)), 0, 0)
     assert not ok and "shape" in msg
 
 
 def test_bfloat16_compare():
     import ml_dtypes
     w = np.linspace(-3, 3, 50)
-    ok, _, _ = worker.compare("o", w.astype(ml_dtypes.bfloat16), w, 1.6e-2, 1e-2)
+    ok, _, _ = validate.compare("o", w.astype(ml_dtypes.bfloat16), w, 1.6e-2, 1e-2)
     assert ok
-    assert np.isnan(worker.poison_value(worker.np_dtype("bfloat16")))
+    assert np.isnan(validate.poison_value(farm_inputs.np_dtype("bfloat16")))
 
 
 def test_poison_values():
-    assert np.isnan(worker.poison_value(np.dtype("float16")))
-    assert worker.poison_value(np.dtype("int8")) == -128
-    assert worker.poison_value(np.dtype("uint16")) == 65535
+    assert np.isnan(validate.poison_value(np.dtype("float16")))
+    assert validate.poison_value(np.dtype("int8")) == -128
+    assert validate.poison_value(np.dtype("uint16")) == 65535
 
 
 def test_compiler_version_is_stable_and_hashes_sources():
-    v = worker.compiler_version()
-    assert v == worker.compiler_version() and "+" in v
+    v = machine.compiler_version()
+    assert v == machine.compiler_version() and "+" in v
 
 
 def test_compile_job_with_an_arch_never_initializes_cuda(monkeypatch):

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from farm import worker
+from farm import inputs as farm_inputs, loader, worker
 from farm.jobs import Job, RunOptions
 
 from farm_testing import FAKES
@@ -16,10 +16,10 @@ INPLACE = f"{FAKES}::fake_inplace"
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
-    monkeypatch.delenv(worker.CACHE_ENV, raising=False)
-    worker.clear_input_cache()
+    monkeypatch.delenv(farm_inputs.CACHE_ENV, raising=False)
+    farm_inputs.clear_input_cache()
     yield
-    worker.clear_input_cache()
+    farm_inputs.clear_input_cache()
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def _job(ref=VEC, n=100, mode="ok", block=128, key=None, seed=0):
 
 def _made(ref, params, job):
     """Inputs made afresh for `job` by the (uncounted) workload."""
-    return worker._load_workload(ref).make_inputs(params, worker._rng(job))
+    return loader.load_workload(ref).make_inputs(params, farm_inputs.input_rng(job))
 
 
 def _run(job):
@@ -78,10 +78,10 @@ def test_candidates_of_a_shape_share_one_make_inputs_and_reference(counted):
         assert r.artifacts["inputs_make_s"] == pytest.approx(first.artifacts["inputs_make_s"])
         assert r.validate_s is not None and r.validate_s >= r.artifacts["inputs_s"]
     assert counted == {"make_inputs": 1, "reference": 1}
-    assert worker.input_cache_stats()["hits"] == 3 and worker.input_cache_stats()["misses"] == 1
+    assert farm_inputs.input_cache_stats()["hits"] == 3 and farm_inputs.input_cache_stats()["misses"] == 1
     # A hit gives the very arrays made on the miss (read-only), equal to freshly made, seeded inputs.
     wl = worker.load_workload(VEC)
-    inputs, ref, fresh, hit, _ = worker._inputs_and_reference(wl, _job(block=64), {"N": 100, "dtype": "float32"})
+    inputs, ref, fresh, hit, _ = farm_inputs.inputs_and_reference(wl, _job(block=64), {"N": 100, "dtype": "float32"})
     assert fresh is None and hit
     again = _made(VEC, {"N": 100, "dtype": "float32"}, _job(block=2))
     for k in ("x", "y"):
@@ -97,10 +97,10 @@ def test_candidates_of_a_shape_share_one_make_inputs_and_reference(counted):
 def test_byte_bound_evicts_least_recently_used(counted, monkeypatch):
     n = 20_000  # x, y float32 and a float64 reference: 320 kB an entry
     entry = n * 4 * 2 + n * 8
-    monkeypatch.setenv(worker.CACHE_ENV, str(2.5 * entry / 2**20))  # room for two entries
+    monkeypatch.setenv(farm_inputs.CACHE_ENV, str(2.5 * entry / 2**20))  # room for two entries
     for size in (n, n + 1, n, n + 2):  # n+2 evicts n+1 (n was used more recently)
         assert _run(_job(n=size)).status == "validated"
-    st = worker.input_cache_stats()
+    st = farm_inputs.input_cache_stats()
     assert st["entries"] == 2 and st["evictions"] == 1 and st["bytes"] <= st["limit_bytes"]
     assert counted["make_inputs"] == 3
     _run(_job(n=n))
@@ -113,24 +113,24 @@ def test_byte_bound_evicts_least_recently_used(counted, monkeypatch):
     assert _run(_job(n=big)).status == "validated"
     assert _run(_job(n=big, block=256)).status == "validated"
     assert counted["make_inputs"] == before + 2
-    st = worker.input_cache_stats()
+    st = farm_inputs.input_cache_stats()
     assert st["entries"] == 2 and st["evictions"] == 2 and st["bytes"] <= st["limit_bytes"]
     _run(_job(n=n))
     assert counted["make_inputs"] == before + 2  # still cached
 
 
 def test_zero_turns_the_cache_off(counted, monkeypatch):
-    monkeypatch.setenv(worker.CACHE_ENV, "0")
+    monkeypatch.setenv(farm_inputs.CACHE_ENV, "0")
     for block in (128, 256):
         r = _run(_job(block=block))
         assert r.status == "validated" and r.artifacts["inputs_cached"] is False
-    assert counted == {"make_inputs": 2, "reference": 2} and len(worker._CACHE) == 0
+    assert counted == {"make_inputs": 2, "reference": 2} and len(farm_inputs.INPUT_CACHE) == 0
 
 
 def test_bad_cache_setting_is_reported(monkeypatch):
-    monkeypatch.setenv(worker.CACHE_ENV, "lots")
+    monkeypatch.setenv(farm_inputs.CACHE_ENV, "lots")
     r = _run(_job())
-    assert r.status == "error" and worker.CACHE_ENV in r.error
+    assert r.status == "error" and farm_inputs.CACHE_ENV in r.error
 
 
 def test_inplace_workload_validates_on_every_cached_job(counted):
@@ -141,7 +141,7 @@ def test_inplace_workload_validates_on_every_cached_job(counted):
         assert r.artifacts["inputs_cached"] is (i > 0)
     assert counted == {"make_inputs": 1, "reference": 1}
     # The kernel's x += 1 went to copies: the cached x is still what make_inputs made.
-    inputs, ref, _, _, _ = worker._inputs_and_reference(wl, _job(INPLACE, n=64), {"N": 64, "dtype": "float32"})
+    inputs, ref, _, _, _ = farm_inputs.inputs_and_reference(wl, _job(INPLACE, n=64), {"N": 64, "dtype": "float32"})
     made = _made(INPLACE, {"N": 64, "dtype": "float32"}, _job(INPLACE, n=64))
     np.testing.assert_array_equal(inputs["x"], made["x"])
     np.testing.assert_allclose(ref["x"], made["x"].astype(np.float64) + 1)
@@ -155,7 +155,7 @@ def test_kernel_writing_its_inputs_is_caught_on_a_hit_and_does_not_corrupt_the_c
     again = _run(_job(mode="ok", block=256))
     assert again.status == "validated" and again.artifacts["inputs_cached"] is True, again.error
     wl = worker.load_workload(VEC)
-    inputs = worker._inputs_and_reference(wl, _job(), {"N": 100, "dtype": "float32"})[0]
+    inputs = farm_inputs.inputs_and_reference(wl, _job(), {"N": 100, "dtype": "float32"})[0]
     made = _made(VEC, {"N": 100, "dtype": "float32"}, _job())
     assert inputs["x"][0] != 42 and np.array_equal(inputs["x"], made["x"])
     assert counted["make_inputs"] == 1
@@ -199,7 +199,7 @@ def test_gpu_path_uploads_cached_arrays_without_host_copies(counted, monkeypatch
     assert [r.status for r in results] == ["ok", "ok", "mismatch", "ok"], [r.error for r in results]
     assert "input 'x' was modified" in results[2].error
     assert counted == {"make_inputs": 1, "reference": 1}
-    cached, _, _, _, _ = worker._inputs_and_reference(wl, _job(), params)
+    cached, _, _, _, _ = farm_inputs.inputs_and_reference(wl, _job(), params)
     # Every upload after the first job read the cached arrays themselves; no kernel ever got one of them.
     assert all(any(u is c for c in cached.values()) for u in uploads)
     assert not any(a is c for arrays in seen for a in arrays.values() for c in cached.values())
@@ -225,5 +225,5 @@ def test_farm_tune_reuses_inputs_across_candidates_and_rounds():
         raise
     jobs = sum(rd["jobs"] for rd in rep.rounds)
     assert [rd["jobs"] for rd in rep.rounds] == [8, 4] and not rep.errors
-    st = worker.input_cache_stats()
+    st = farm_inputs.input_cache_stats()
     assert st["misses"] == 2 and st["hits"] == jobs - 2, st  # two shapes, every other job a hit
