@@ -57,6 +57,7 @@ def compile_job(job: Job, res: Result | None = None, wl=None) -> Result:
         res.notes.append("not compiled ahead: the workload declares no warmup")
     else:
         asm = getattr(compiled, "asm", {}) or {}
+        res.provenance = _provenance(compiled, res)  # first: its ptxas run makes the cubin counted below
         res.artifacts = {f"{k}_bytes": len(v) for k, v in asm.items() if isinstance(v, (str, bytes))}
         meta = getattr(compiled, "metadata", None)
         if isinstance(meta, dict):
@@ -67,3 +68,16 @@ def compile_job(job: Job, res: Result | None = None, wl=None) -> Result:
             res.artifacts["compile_cache"] = state
     res.status = COMPILED
     return res
+
+
+def _provenance(compiled, res: Result) -> dict | None:
+    """Registers, spills, shared memory, blocks per SM and ptxas release of the compiled kernel (compiler.resources),
+    or None where there is no ptxas or the workload's compile result is not a compiled kernel."""
+    if not (hasattr(compiled, "asm") and hasattr(compiled, "metadata")):
+        return None
+    from compiler.resources import kernel_resources
+    try:
+        return kernel_resources(compiled)
+    except ValueError as e:  # ptxas printed no resource line: the run goes on without them, saying so
+        res.notes.append(f"kernel resources not recorded: {e}")
+        return None

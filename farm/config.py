@@ -3,7 +3,8 @@
 ```yaml
 name: quick                       # shown in `farm runs`
 store: .tilefarm/farm.db          # SQLite file, relative to this config's folder (left out: FARM_STORE, else
-                                  # ./.tilefarm/farm.db, the default of every other command)
+                                  # ./.tilefarm/farm.db, the default of every other command), or a fleet's
+                                  # PostgreSQL: postgresql://user@host:5432/farm (password: PGPASSWORD/.pgpass)
 seed: 0                           # inputs are seeded from this and the job's key
 timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
 cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "ray://h:10001": join
@@ -206,7 +207,8 @@ class Config(_Model):
     compile_only: bool = Field(False, description="compile every job to PTX, do not validate or time")
     timing: Timing = Field(default_factory=Timing)
     cluster: Cluster = Field(default_factory=Cluster)
-    store: str | None = Field(None, description="results file, relative to this config's folder")
+    store: str | None = Field(None, description="results file, relative to this config's folder, or a "
+                               "postgresql://user@host/db URL")
     compilers: list[Literal["tilefarm", "triton"]] = Field(
         default_factory=lambda: ["tilefarm"], min_length=1,
         description="who compiles each kernel: every sweep point is one job per compiler (farm.compilers)")
@@ -306,7 +308,7 @@ def parse_text(text: str, fmt: str = "yaml", base_dir: str | pathlib.Path = ".",
         raise ConfigError(_format(e)) from None
     base = pathlib.Path(base_dir).resolve()
     problems = []
-    if cfg.store is not None:
+    if cfg.store is not None and "://" not in cfg.store:  # a URL (postgresql://...) is not a path
         cfg.store = os.path.normpath(base / os.path.expanduser(cfg.store))
     for i, entry in enumerate(cfg.workloads):
         path_part = entry.workload.split("::")[0]

@@ -162,6 +162,7 @@ class JobVerdict:
     notes: list = field(default_factory=list)
     base_result: int | None = None
     new_result: int | None = None
+    resource_changes: list = field(default_factory=list)  # regs/spills/shared memory that changed (a regression)
     compiler: str = "tilefarm"
 
     @property
@@ -240,19 +241,17 @@ def resolve_baseline(store, run_id: int, ref: str) -> int:
     if ref.isdigit():
         return store.resolve(ref)
     if ref == "latest":
-        row = store.db.execute("SELECT id FROM runs WHERE target=? AND id<>? ORDER BY id DESC LIMIT 1",
-                               (target, run_id)).fetchone()
-        if row is None:
+        rid = store.find_run(target=target, other_than=run_id)
+        if rid is None:
             raise GateInputError(f"no other run on {target} in {store.path} to compare run {run_id} with")
-        return int(row[0])
+        return rid
     if ref.startswith("latest~"):
         return store.resolve(ref)
-    row = store.db.execute("SELECT id FROM runs WHERE label=? AND target=? AND id<>? ORDER BY id DESC LIMIT 1",
-                           (ref, target, run_id)).fetchone()
-    if row is None:
+    rid = store.find_run(label=ref, target=target, other_than=run_id)
+    if rid is None:
         raise GateInputError(f"no run labelled {ref!r} on {target} other than run {run_id} in {store.path} "
                              "(see `farm runs`)")
-    return int(row[0])
+    return rid
 
 
 def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
@@ -332,7 +331,38 @@ def _judge(b: dict | None, r: dict, cfg: GateConfig, remeasure: Remeasure | None
         _judge_compile(b, r, v, lim["compile_threshold"], cfg)
     if v.verdict in (SAME, FASTER, NOISE, NO_TIMING):
         _judge_launch(b, r, v, lim["launch_threshold"], cfg, remeasure, result)
+    if v.failed:  # what ptxas made of the kernel differently: the usual first lead on a regression
+        v.resource_changes = resource_changes(b, r)
+        if v.resource_changes:
+            v.notes.append("the kernel changed: " + "; ".join(v.resource_changes))
     return v
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+def resource_changes(b: dict, r: dict) -> list[str]:
+    """The differences in registers, spills, shared memory, local memory and blocks per SM between a baseline
+    row and a new row (both as the store gives them), spills first; [] where either has none recorded."""
+    out = []
+
+    def both(k):
+        x, y = b.get(k), r.get(k)
+        return (x, y) if x is not None and y is not None and x != y else None
+
+    st, ld = both("spill_stores"), both("spill_loads")
+    if st or ld:
+        out.append(f"spills {b.get('spill_stores')}/{b.get('spill_loads')} -> {r.get('spill_stores')}/"
+                   f"{r.get('spill_loads')} B stored/loaded per thread")
+    for key, name, fmt in (("regs", "registers per thread", str), ("shared_bytes", "shared memory", _kib),
+                           ("local_bytes", "local memory", _kib), ("blocks_per_sm", "blocks per SM", str)):
+        d = both(key)
+        if d:
+            out.append(f"{name} {fmt(d[0])} -> {fmt(d[1])}")
+    if b.get("ptxas_version") and r.get("ptxas_version") and b["ptxas_version"] != r["ptxas_version"]:
+        out.append(f"ptxas {b['ptxas_version']} -> {r['ptxas_version']}")
+    return out
 
 
 def _judge_time(b, r, v: JobVerdict, threshold: float, cfg: GateConfig, remeasure, result: GateResult):

@@ -94,6 +94,8 @@ class Result:
     artifacts: dict = field(default_factory=dict)
     samples: list | None = None   # per-repetition times in ms (thinned to at most MAX_SAMPLES): what `farm gate` tests
     launch: dict | None = None    # host cost of one launch: {"median_us", "p10_us", "p90_us", "n"} (GPU runs)
+    provenance: dict | None = None  # the compiled kernel: regs, spill_stores, spill_loads, shared_bytes, local_bytes,
+    #                                 blocks_per_sm, ptxas_version (compiler.resources; stored as columns)
     replace_worker: bool = False  # the worker's state is suspect (poisoned CUDA context): start a fresh one
 
     def to_dict(self) -> dict:

@@ -76,7 +76,8 @@ def load_file(path: str, compiler: str = "tilefarm"):
     if not str(path).endswith(".py"):
         raise FarmError(f"{path} is not a Python file: a kernel file is a .py that declares WORKLOAD or WORKLOADS")
     try:
-        return workloads.load_file(path, compiler)
+        # (tilefarm: the one-argument call, which a tree's older `workloads` package also answers)
+        return workloads.load_file(path) if compiler == "tilefarm" else workloads.load_file(path, compiler)
     except (FileNotFoundError, ValueError, TypeError) as e:
         if e.__traceback__ is not None and _user_frame(e) is None:
             raise FarmError(str(e)) from None  # raised by load_file itself: its message names the file

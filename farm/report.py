@@ -103,8 +103,25 @@ def _time(ms) -> str:
     return f"{ms * 1e3:.1f} us" if ms < 1 else f"{ms:.3f} ms"
 
 
-def table(rows: list[dict], title: str = "", vs: bool = False) -> Table:
-    """The rich table `farm run` ends with and `farm report` prints (timing columns only when something was timed)."""
+def _bytes(n) -> str:
+    if n is None:
+        return ""
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+
+
+# `farm report --details`: what ptxas made of each kernel (compiler.resources), stored with every result.
+DETAILS = [("regs", "right", lambda r: _num(r.get("regs"), "d")),
+           ("spills st/ld", "right", lambda r: "" if r.get("spill_stores") is None else
+            f"{r['spill_stores']}/{r['spill_loads']} B"),
+           ("smem", "right", lambda r: _bytes(r.get("shared_bytes"))),
+           ("local", "right", lambda r: _bytes(r.get("local_bytes"))),
+           ("blocks/SM", "right", lambda r: _num(r.get("blocks_per_sm"), "d")),
+           ("ptxas", "left", lambda r: r.get("ptxas_version") or "")]
+
+
+def table(rows: list[dict], title: str = "", vs: bool = False, details: bool = False) -> Table:
+    """The rich table `farm run` ends with and `farm report` prints (timing columns only when something was timed;
+    with `details`, the kernel's registers, spills, shared and local memory, blocks per SM and ptxas release)."""
     timed = any(r.get("median_ms") for r in rows)
     cols: list[tuple[str, str, object]] = [
         ("workload", "left", lambda r: r["workload"]), ("shape", "left", lambda r: r["shape"]),
@@ -121,6 +138,8 @@ def table(rows: list[dict], title: str = "", vs: bool = False) -> Table:
         cols += [("compile", "right", lambda r: _num(r.get("compile_s") and r["compile_s"] * 1e3, ".0f") + (
                      " ms" if r.get("compile_s") else "")),
                  ("max rel err", "right", lambda r: _num(r.get("max_rel_err"), ".1e"))]
+    if details:
+        cols += DETAILS
     if vs:
         cols.append(("vs", "right", lambda r: _num(r.get("vs_speedup"), ".2f") + ("x" if r.get("vs_speedup") else "")))
     caption = None if timed or not rows else "no timings: timing needs a GPU (jobs were compiled and validated)"
@@ -145,7 +164,8 @@ def failures(rows: list[dict]) -> list[dict]:
 
 EXPORT = ["idx", "workload", "shape", "dtype", "meta_text", "status", "median_ms", "p10_ms", "p90_ms", "n_reps",
           "tflops", "gbs", "roofline_pct", "baseline_ms", "speedup", "max_abs_err", "max_rel_err", "compile_s",
-          "validate_s", "bench_s", "wall_s", "worker", "error", "key", "compiler"]
+          "validate_s", "bench_s", "wall_s", "worker", "error", "key", "regs", "spill_stores", "spill_loads",
+          "shared_bytes", "local_bytes", "blocks_per_sm", "ptxas_version", "compiler"]
 
 
 def strict(obj):

@@ -1,9 +1,14 @@
-"""Where results live: SQLite (WAL mode), one row per job result, written as each result arrives.
+"""Where results live: one row per job result, written as each result arrives, in a SQLite file (WAL mode, the
+embedded default) or a PostgreSQL database (one history for a fleet: `store: postgresql://user@host/db`).
 
-Tables: `runs` (one per `farm run`, with provenance: git commit, host, GPUs, compiler version, config text,
-label), `run_jobs` (the plan of each run: every job's spec, or the earlier run whose result it reuses) and
-`results` (one row per (run, job key), enforced by a unique constraint: a resumed run cannot duplicate a row).
-A run's rows are its own results plus the reused ones, so `farm report` shows the whole sweep.
+Tables (`farm.db` declares them, for both back ends): `runs` (one per `farm run`, with provenance: git commit,
+host, GPUs, compiler version, config text, label), `run_jobs` (the plan of each run: every job's spec, or the
+earlier run whose result it reuses) and `results` (one row per (run, job key), enforced by a unique constraint
+and written with INSERT ... ON CONFLICT DO NOTHING: a resumed run, or two processes finishing the same job,
+cannot duplicate a row; each result also carries the compiled kernel's registers, spills, shared memory,
+occupancy and ptxas version). A run's rows are its own results plus the reused ones, so `farm report` shows the
+whole sweep. Run ids come from the database (AUTOINCREMENT / an identity sequence), so any number of `farm run`
+processes on any number of machines can write to one PostgreSQL store at once.
 """
 from __future__ import annotations
 
@@ -11,63 +16,23 @@ import json
 import os
 import pathlib
 import socket
-import sqlite3
 import subprocess
 import tempfile
+import threading
 import time
 
+import sqlalchemy as sa
+
 from farm import FarmError
-from farm.jobs import TRANSIENT, Job, Result
+from farm import db as D
+from farm.jobs import GOOD, TRANSIENT, Job, Result
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT, label TEXT, created REAL, finished REAL, status TEXT, target TEXT,
-    config_text TEXT, config_path TEXT, options TEXT,
-    git_commit TEXT, host TEXT, gpus TEXT, compiler_version TEXT, farm_version TEXT,
-    n_jobs INTEGER, n_reused INTEGER
-);
-CREATE TABLE IF NOT EXISTS run_jobs (
-    run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL, idx INTEGER NOT NULL,
-    job TEXT NOT NULL, reused_from INTEGER,
-    PRIMARY KEY (run_id, key)
-);
-CREATE TABLE IF NOT EXISTS results (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL, status TEXT NOT NULL,
-    median_ms REAL, p10_ms REAL, p90_ms REAL, n_reps INTEGER, baseline_ms REAL, flops REAL, bytes REAL,
-    max_abs_err REAL, max_rel_err REAL, compile_s REAL, validate_s REAL, bench_s REAL, wall_s REAL,
-    gpu TEXT, worker TEXT, error TEXT, detail TEXT, notes TEXT, artifacts TEXT, created REAL,
-    samples TEXT, launch TEXT,
-    UNIQUE (run_id, key)
-);
-CREATE INDEX IF NOT EXISTS results_key ON results(key);
-"""
-
-
-def _add_missing(table: str, cols: list[tuple[str, str]]):
-    """A migration adding columns that stores from before the version table may or may not have."""
-    def migrate(db):
-        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-        for name, typ in cols:
-            if name not in have:
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {typ}")
-    return migrate
-
-
-# The schema's history, oldest first: a store at `PRAGMA user_version` N has had the first N applied (stores from
-# before the version table read 0; every step is safe on them). Append only; never edit a released step.
-MIGRATIONS = [
-    lambda db: [db.execute(stmt) for stmt in SCHEMA.split(";") if stmt.strip()],  # 1: the first schema
-    _add_missing("results", [("samples", "TEXT"), ("launch", "TEXT")]),      # 2: timing samples, launch cost
-    _add_missing("runs", [("pid", "INTEGER")]),                              # 3: the driver's pid (stale runs)
-    lambda db: db.execute("CREATE INDEX IF NOT EXISTS run_jobs_order ON run_jobs(run_id, idx)"),  # 4: paging
-]
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _JSON_COLS = ("gpu", "notes", "artifacts", "samples", "launch")
 _RESULT_COLS = ("status", "median_ms", "p10_ms", "p90_ms", "n_reps", "baseline_ms", "flops", "bytes", "max_abs_err",
                 "max_rel_err", "compile_s", "validate_s", "bench_s", "wall_s", "gpu", "worker", "error", "detail",
-                "notes", "artifacts", "samples", "launch")
+                "notes", "artifacts", "samples", "launch", *D.PROVENANCE_COLS, "ptxas_version")
+MIGRATIONS = D.STEPS  # the schema's history (farm.db)
 
 
 def git_commit(cwd: str | None = None) -> str:
@@ -139,18 +104,15 @@ def _check_path(path: pathlib.Path, write: bool) -> None:
 
 
 def _create(path: pathlib.Path) -> None:
-    """Create a new store atomically: built whole beside `path`, then linked into place, so no process ever sees
-    the empty file sqlite would leave there (an empty file is refused as a store: it may be a truncated one)."""
+    """Create a new SQLite store atomically: built whole beside `path`, then linked into place, so no process ever
+    sees the empty file sqlite would leave there (an empty file is refused as a store: it may be a truncated one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-new-", dir=path.parent)
     os.close(fd)
     try:
-        db = sqlite3.connect(tmp, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        for n, step in enumerate(MIGRATIONS):
-            step(db)
-            db.execute(f"PRAGMA user_version={n + 1}")
-        db.close()  # the last connection: the WAL is checkpointed into the file and removed
+        eng = D.engine_for(tmp)
+        D.upgrade(eng)
+        eng.dispose()  # the last connection: the WAL is checkpointed into the file and removed
         try:
             os.link(tmp, path)  # fails when another process created the store first: theirs is used
         except FileExistsError:
@@ -166,160 +128,330 @@ def _create(path: pathlib.Path) -> None:
                 pass
 
 
+def _db_reason(e: BaseException) -> str:
+    """The database's own words for an error, without SQLAlchemy's statement dump."""
+    orig = getattr(e, "orig", None) or e
+    return " ".join(str(orig).split())[:400]
+
+
+_R, _J, _RUNS = D.results, D.run_jobs, D.runs
+
+
+_DONE_KEYS = (sa.select(_R.c.key, sa.func.max(_R.c.run_id))
+              .where(_R.c.key.in_(sa.bindparam("keys", expanding=True)), _R.c.status.not_in(TRANSIENT))
+              .group_by(_R.c.key))
+
+
 class Store:
-    """A farm results database (created on first use). One writer (the driver); readers may come and go."""
+    """A farm results database (created on first use): a SQLite path or a PostgreSQL URL. Any number of writers
+    (each `farm run` process) and readers at once."""
 
     def __init__(self, path: str | os.PathLike, write: bool = True):
         """Open (or create) the store. A file that is not a store (empty, not SQLite, damaged, from a newer farm)
         is a FarmError before anything is written to it; with `write`, so is a store or folder this process
-        cannot write (checked now, before any job runs, rather than when the first result arrives)."""
-        self.path = pathlib.Path(path)
+        cannot write (checked now, before any job runs, rather than when the first result arrives). A PostgreSQL
+        server that cannot be reached, or (with `write`) where this user may not write, is a FarmError too."""
+        self.url = D.is_url(path) and not str(path).startswith("sqlite:")
+        if not self.url and D.is_url(path):
+            path = sa.make_url(str(path)).database
+        self.path = D.display(path) if self.url else pathlib.Path(path)
+        self.engine = self._results = self._rconn = None
+        self._results_lock = threading.Lock()
+        self._insert_sql: dict = {}
+        try:
+            if self.url:
+                self._open_server(str(path), write)
+            else:
+                self._open_file(write)
+        except FarmError:
+            self.close()
+            raise
+
+    def _open_file(self, write: bool) -> None:
         _check_path(self.path, write)
         try:
             if not self.path.exists():
                 _create(self.path)
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # autocommit: each write lands
-            self.db.row_factory = sqlite3.Row
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise FarmError(f"{self.path} was written by a newer farm (schema {version}, this one knows "
-                                f"{len(MIGRATIONS)}): upgrade tilefarm to use it")
-            if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
-            for n in range(version, len(MIGRATIONS)):
-                with self.db:
-                    self.db.execute("BEGIN IMMEDIATE")
-                    if self.db.execute("PRAGMA user_version").fetchone()[0] == n:  # another process may be ahead
-                        MIGRATIONS[n](self.db)
-                        self.db.execute(f"PRAGMA user_version={n + 1}")
-        except sqlite3.DatabaseError as e:
-            raise FarmError(f"{self.path} is not a usable results store ({e}); nothing was written to it. "
-                            "Move it aside to start a new one, or restore it from a copy") from None
-        except sqlite3.Error as e:
-            raise FarmError(f"cannot open the results store {self.path}: {e}") from None
+            self.engine = D.engine_for(self.path)
+            D.upgrade(self.engine)
+        except D.NewerSchema as e:
+            raise FarmError(f"{self.path} was written by a newer farm (schema {e.version}, this one knows "
+                            f"{D.HEAD}): upgrade tilefarm to use it") from None
+        except sa.exc.DatabaseError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                raise FarmError(f"cannot open the results store {self.path}: {_db_reason(e)}") from None
+            raise FarmError(f"{self.path} is not a usable results store ({_db_reason(e)}); nothing was written "
+                            "to it. Move it aside to start a new one, or restore it from a copy") from None
+        except sa.exc.SQLAlchemyError as e:
+            raise FarmError(f"cannot open the results store {self.path}: {_db_reason(e)}") from None
+
+    def _open_server(self, url: str, write: bool) -> None:
+        try:
+            self.engine = D.engine_for(url)
+        except ModuleNotFoundError as e:
+            raise FarmError(f"a PostgreSQL store needs the {e.name} package: pip install 'tilefarm[postgres]'"
+                            ) from None
+        except (ValueError, sa.exc.ArgumentError) as e:
+            raise FarmError(f"store {self.path}: {e}") from None
+        try:
+            D.upgrade(self.engine, create=write)
+            if write:
+                with self.engine.connect() as c:
+                    denied = [t for t in ("runs", "run_jobs", "results") if not c.execute(
+                        sa.text("SELECT has_table_privilege(:t, 'INSERT') AND has_table_privilege(:t, 'UPDATE')"),
+                        {"t": t}).scalar()]
+                if denied:
+                    raise FarmError(f"cannot write the results store {self.path}: this user may not insert into or "
+                                    f"update {', '.join(denied)}")
+        except LookupError:
+            raise FarmError(f"no results store in {self.path} (run `farm run CONFIG --store URL` first)") from None
+        except D.NewerSchema as e:
+            raise FarmError(f"{self.path} was written by a newer farm (schema {e.version}, this one knows "
+                            f"{D.HEAD}): upgrade tilefarm to use it") from None
+        except sa.exc.OperationalError as e:
+            raise FarmError(f"cannot reach the results store {self.path}: {_db_reason(e)}") from None
+        except sa.exc.SQLAlchemyError as e:
+            raise FarmError(f"cannot use the results store {self.path}: {_db_reason(e)}") from None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def _read(self):
+        return self.engine.connect()
+
+    def _write(self):
+        return D.writing(self.engine).begin()
+
+    def sql(self, statement: str, **params) -> list[tuple]:
+        """Rows of a raw SQL statement with :named parameters (for tests and one-off queries)."""
+        with self._write() as c:
+            res = c.execute(sa.text(statement), params)
+            return [tuple(r) for r in res] if res.returns_rows else []
 
     def stale_runs(self) -> list[int]:
         """Mark interrupted the runs still "running" whose driver (on this host) no longer exists: it was killed
-        (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`)."""
+        (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`).
+        Runs of other hosts (a fleet's shared store) are left to their own hosts."""
         me = socket.gethostname()
-        rows = [(r["id"], r["status"]) for r in self.db.execute(
-            "SELECT id, pid, status, created FROM runs WHERE status IN ('running', 'planning') AND host=? "
-            "AND pid IS NOT NULL", (me,)) if not _alive(r["pid"], r["created"])]
+        with self._read() as c:
+            found = c.execute(sa.select(_RUNS.c.id, _RUNS.c.pid, _RUNS.c.status, _RUNS.c.created).where(
+                _RUNS.c.status.in_(("running", "planning")), _RUNS.c.host == me, _RUNS.c.pid.is_not(None))).all()
+        rows = [(r.id, r.status) for r in found if not _alive(r.pid, r.created)]
+        marked = []
         for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
-            self.set_status(rid, "interrupted" if status == "running" else "abandoned")
+            try:
+                with self._write() as c:  # only if still in that state (another process may have seen it first)
+                    c.execute(_RUNS.update().where(_RUNS.c.id == rid, _RUNS.c.status == status).values(
+                        status="interrupted" if status == "running" else "abandoned"))
+                marked.append((rid, status))
+            except (sa.exc.ProgrammingError, sa.exc.OperationalError):
+                pass  # a reader that may not write (a read-only user, a read-only file) leaves it to a writer
+        rows = marked
         return [rid for rid, status in rows if status == "running"]
 
     def delete_run(self, run_id: int):
         """Remove a run that has no results (one stopped while its plan was being recorded)."""
-        with self.db:
-            self.db.execute("BEGIN")
-            if self.db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()[0]:
+        with self._write() as c:
+            if c.execute(sa.select(sa.func.count()).select_from(_R).where(_R.c.run_id == run_id)).scalar():
                 raise FarmError(f"run {run_id} has results: not deleted")
-            self.db.execute("DELETE FROM run_jobs WHERE run_id=?", (run_id,))
-            self.db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+            c.execute(_J.delete().where(_J.c.run_id == run_id))
+            c.execute(_RUNS.delete().where(_RUNS.c.id == run_id))
 
     def close(self):
-        self.db.close()
+        if self._rconn is not None:
+            self._rconn.close()
+            self._rconn = None
+        if self._results is not None and self._results is not self.engine:
+            self._results.dispose()
+        self._results = None
+        if self.engine is not None:
+            self.engine.dispose()
+            self.engine = None
 
     # ------------------------------------------------------------ runs
 
     def create_run(self, *, name: str, label: str | None, config_text: str, config_path: str, options: dict,
                    target: str, gpus: list, compiler_version: str, farm_version: str, status: str = "running") -> int:
-        cur = self.db.execute(
-            "INSERT INTO runs (name, label, created, status, target, config_text, config_path, options, git_commit,"
-            " host, gpus, compiler_version, farm_version, n_jobs, n_reused, pid)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,0,0,?)",
-            (name, label, time.time(), status, target, config_text, config_path, json.dumps(options),
-             git_commit(), socket.gethostname(), json.dumps(gpus), compiler_version, farm_version, os.getpid()))
-        return int(cur.lastrowid)
+        with self._write() as c:
+            res = c.execute(_RUNS.insert().values(
+                name=name, label=label, created=time.time(), status=status, target=target, config_text=config_text,
+                config_path=config_path, options=json.dumps(options), git_commit=git_commit(),
+                host=socket.gethostname(), gpus=json.dumps(gpus), compiler_version=compiler_version,
+                farm_version=farm_version, n_jobs=0, n_reused=0, pid=os.getpid()))
+            return int(res.inserted_primary_key[0])
 
     def add_jobs(self, run_id: int, jobs: list[Job], reused: dict[str, int]):
         """Record the run's plan; `reused` maps job keys to the earlier run whose result stands for them."""
-        with self.db:  # one transaction: these jobs are recorded whole or not at all (a plan may come in parts)
-            self.db.execute("BEGIN")
-            added = self.db.executemany(
-                "INSERT OR IGNORE INTO run_jobs (run_id, key, idx, job, reused_from) VALUES (?,?,?,?,?)",
-                [(run_id, j.key, j.idx, json.dumps(j.to_dict()), reused.get(j.key)) for j in jobs]).rowcount
+        if not jobs:
+            return
+        stmt = D.insert_ignore(_J, self.dialect).on_conflict_do_nothing()
+        rows = [{"run_id": run_id, "key": j.key, "idx": j.idx, "job": json.dumps(j.to_dict()),
+                 "reused_from": reused.get(j.key)} for j in jobs]
+        with self._write() as c:  # one transaction: these jobs are recorded whole or not at all (plans come in parts)
+            if self.dialect == "sqlite":  # sqlite3's executemany counts what it inserted (RETURNING: 2x the CPU)
+                added = c.execute(stmt, rows).rowcount
+            else:  # psycopg's batched executemany has no total count: the keys inserted say it
+                added = len(c.execute(stmt.returning(_J.c.key), rows).all())
             n_reused = len({j.key for j in jobs if j.key in reused})
-            self.db.execute("UPDATE runs SET n_jobs=n_jobs+?, n_reused=n_reused+? WHERE id=?",
-                            (added, n_reused, run_id))
+            c.execute(_RUNS.update().where(_RUNS.c.id == run_id).values(n_jobs=_RUNS.c.n_jobs + added,
+                                                                         n_reused=_RUNS.c.n_reused + n_reused))
 
     def rekey_jobs(self, run_id: int, changed: dict[str, Job]):
         """Give planned jobs of a run new keys ({old key: job with its new key}), in one transaction."""
-        with self.db:
-            self.db.execute("BEGIN")
+        with self._write() as c:
             for old, job in changed.items():
-                self.db.execute("UPDATE run_jobs SET key=?, job=? WHERE run_id=? AND key=?",
-                                (job.key, json.dumps(job.to_dict()), run_id, old))
+                c.execute(_J.update().where(_J.c.run_id == run_id, _J.c.key == old).values(
+                    key=job.key, job=json.dumps(job.to_dict())))
+
+    def update_run(self, run_id: int, **cols):
+        """Set columns of a run's row (status, finished, git_commit, ...)."""
+        with self._write() as c:
+            c.execute(_RUNS.update().where(_RUNS.c.id == run_id).values(**cols))
 
     def finish_run(self, run_id: int, status: str):
-        self.db.execute("UPDATE runs SET status=?, finished=? WHERE id=?", (status, time.time(), run_id))
+        self.update_run(run_id, status=status, finished=time.time())
 
     def set_status(self, run_id: int, status: str):
-        self.db.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id))
+        self.update_run(run_id, status=status)
 
     def resolve(self, ref: str | int) -> int:
         """A run id from "12", "latest", "latest~1" or a label; FarmError when there is none."""
         ref = str(ref)
+        q = sa.select(_RUNS.c.id)
         if ref.isdigit():
-            row = self.db.execute("SELECT id FROM runs WHERE id=?", (int(ref),)).fetchone()
+            q = q.where(_RUNS.c.id == int(ref))
         elif ref.startswith("latest"):
             back = ref.partition("~")[2] or "0"
             if ref not in ("latest", f"latest~{back}") or not back.isdigit():
                 raise FarmError(f"run {ref!r}: `latest` or `latest~N` (N runs before the latest), N a number")
-            back = int(back)
-            row = self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?", (back,)).fetchone()
+            q = q.order_by(_RUNS.c.id.desc()).limit(1).offset(int(back))
         else:
-            row = self.db.execute("SELECT id FROM runs WHERE label=? ORDER BY id DESC LIMIT 1", (ref,)).fetchone()
-        if row is None:
+            q = q.where(_RUNS.c.label == ref).order_by(_RUNS.c.id.desc()).limit(1)
+        with self._read() as c:
+            rid = c.execute(q).scalar()
+        if rid is None:
             raise FarmError(f"no run {ref!r} in {self.path} (see `farm runs`)")
-        return int(row["id"])
+        return int(rid)
 
     def run(self, run_id: int) -> dict:
-        row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        if row is None:
-            raise FarmError(f"no run {run_id} in {self.path}")
-        d = dict(row)
+        with self._read() as c:
+            row = c.execute(sa.select(_RUNS).where(_RUNS.c.id == run_id)).mappings().first()
+            if row is None:
+                raise FarmError(f"no run {run_id} in {self.path}")
+            d = dict(row)
+            count = sa.select(sa.func.count()).select_from(_R).where(_R.c.run_id == run_id)
+            d["n_done"] = c.execute(count).scalar()
+            d["n_failed"] = c.execute(count.where(_R.c.status.not_in(GOOD))).scalar()
         d["gpus"], d["options"] = json.loads(d["gpus"] or "[]"), json.loads(d["options"] or "{}")
-        d["n_done"] = self.db.execute("SELECT COUNT(*) FROM results WHERE run_id=?", (run_id,)).fetchone()[0]
-        d["n_failed"] = self.db.execute("SELECT COUNT(*) FROM results WHERE run_id=? AND status NOT IN "
-                                        "('ok','validated','compiled')", (run_id,)).fetchone()[0]
         return d
 
     def runs(self, limit: int = 20) -> list[dict]:
-        ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT ?", (limit,))]
+        with self._read() as c:
+            ids = c.execute(sa.select(_RUNS.c.id).order_by(_RUNS.c.id.desc()).limit(limit)).scalars().all()
         return [self.run(i) for i in ids]
+
+    def find_run(self, *, label: str | None = None, target: str | None = None, before: int | None = None,
+                 other_than: int | None = None) -> int | None:
+        """The newest run matching every filter given (None: none)."""
+        q = sa.select(_RUNS.c.id)
+        if label is not None:
+            q = q.where(_RUNS.c.label == label)
+        if target is not None:
+            q = q.where(_RUNS.c.target == target)
+        if before is not None:
+            q = q.where(_RUNS.c.id < before)
+        if other_than is not None:
+            q = q.where(_RUNS.c.id != other_than)
+        with self._read() as c:
+            rid = c.execute(q.order_by(_RUNS.c.id.desc()).limit(1)).scalar()
+        return None if rid is None else int(rid)
 
     # ------------------------------------------------------------ results
 
     def add_result(self, run_id: int, res: Result) -> bool:
-        """Store one result; False when the run already has one for that key (nothing is duplicated)."""
+        """Store one result; False when the run already has one for that key (nothing is duplicated).
+
+        Every field of the result that names a column is written (JSON text for dicts and lists); the kernel's
+        `provenance` dict fills the provenance columns."""
         d = res.to_dict()
-        vals = [json.dumps(d[c]) if c in _JSON_COLS else d[c] for c in _RESULT_COLS]
-        cur = self.db.execute(
-            f"INSERT OR IGNORE INTO results (run_id, key, {', '.join(_RESULT_COLS)}, created) "
-            f"VALUES (?, ?, {', '.join('?' * len(_RESULT_COLS))}, ?)", (run_id, res.key, *vals, time.time()))
-        return cur.rowcount == 1
+        d.update({k: v for k, v in (d.pop("provenance", None) or {}).items() if k in _R.c})
+        vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _R.c and c not in
+                ("id", "run_id", "key", "created")}
+        params = {"run_id": run_id, "key": res.key, "created": time.time(), **vals}
+        # The hot path of a run (one call per job): the INSERT that SQLAlchemy compiled for this dialect, executed
+        # on the DB-API connection held for the store's life. Measured: 96 us of CPU per result, against 242 us
+        # through a SQLAlchemy Connection and 74 us for the hand-written sqlite3 code this layer replaced.
+        with self._results_lock:
+            for attempt in (0, 1):
+                raw, sql, order = self._results_conn(tuple(params))
+                args = [params[k] for k in order] if order else params
+                dbapi = self.engine.dialect.loaded_dbapi
+                try:
+                    cur = raw.cursor()
+                    if self.dialect == "sqlite":
+                        cur.execute("BEGIN IMMEDIATE")  # the write lock up front: writers queue on the busy timeout
+                        try:
+                            cur.execute(sql, args)
+                            added = cur.fetchone() is not None
+                        except BaseException:
+                            cur.execute("ROLLBACK")
+                            raise
+                        cur.execute("COMMIT")
+                        return added
+                    cur.execute(sql, args)  # PostgreSQL: autocommit, asynchronous commit (D.results_engine)
+                    return cur.fetchone() is not None
+                except (dbapi.OperationalError, dbapi.InterfaceError):
+                    # A connection the server dropped (restart, failover, idle timeout): once more on a new one.
+                    # Safe: the insert is idempotent (a row that did land makes the retry a no-op, False).
+                    self._drop_results_conn()
+                    if attempt or self.dialect == "sqlite":
+                        raise
+        raise AssertionError("unreachable")
+
+    def _results_conn(self, cols: tuple):
+        """(DB-API connection, SQL, parameter order or None) for inserting a result with columns `cols`. The
+        connection is held for the store's life (a pool checkout, ping and reset per result cost more than the
+        insert). PostgreSQL: from `D.results_engine` (autocommit, asynchronous commit); SQLite: the store's."""
+        if self._rconn is None:
+            if self._results is None:
+                self._results = D.results_engine(self.engine)
+            self._rconn = self._results.connect()
+        got = self._insert_sql.get(cols)
+        if got is None:
+            stmt = (D.insert_ignore(_R, self.dialect).on_conflict_do_nothing(index_elements=["run_id", "key"])
+                    .returning(_R.c.id))
+            comp = stmt.compile(dialect=self.engine.dialect, column_keys=list(cols))
+            got = self._insert_sql[cols] = (comp.string, list(comp.positiontup) if comp.positional else None)
+        return (self._rconn.connection.dbapi_connection, *got)
+
+    def _drop_results_conn(self):
+        if self._rconn is not None:
+            try:
+                self._rconn.invalidate()
+                self._rconn.close()
+            except Exception:
+                pass
+            self._rconn = None
 
     def done_keys(self, keys: list[str]) -> dict[str, int]:
         """Key -> latest run holding a final (not transient) result for it, for keys the store has done."""
         out: dict[str, int] = {}
-        q = ",".join("?" * len(TRANSIENT))
-        for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
-            rows = self.db.execute(
-                f"SELECT key, MAX(run_id) FROM results WHERE key IN ({','.join('?' * len(chunk))}) "
-                f"AND status NOT IN ({q}) GROUP BY key", (*chunk, *TRANSIENT))
-            out.update({k: r for k, r in rows})
+        q = _DONE_KEYS  # one statement, the keys bound as an expanding parameter (no statement built per chunk)
+        with self._read() as c:
+            for i in range(0, len(keys), 500):
+                out.update({k: int(r) for k, r in c.execute(q, {"keys": keys[i:i + 500]})})
         return out
+
+    def _pending_query(self, run_id: int, *cols):
+        return (sa.select(*cols).select_from(_J.outerjoin(_R, sa.and_(_R.c.run_id == _J.c.run_id, _R.c.key == _J.c.key)))
+                .where(_J.c.run_id == run_id, _J.c.reused_from.is_(None), _R.c.id.is_(None)))
 
     def pending_jobs(self, run_id: int) -> list[Job]:
         """The run's planned jobs that have no result yet (what `--resume` runs), in plan order."""
-        rows = self.db.execute(
-            "SELECT j.job FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
-            "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL ORDER BY j.idx", (run_id,))
-        return [Job.from_dict(json.loads(r[0])) for r in rows]
+        with self._read() as c:
+            rows = c.execute(self._pending_query(run_id, _J.c.job).order_by(_J.c.idx)).scalars().all()
+        return [Job.from_dict(json.loads(r)) for r in rows]
 
     def pending(self, run_id: int) -> "Pending":
         """The run's planned jobs without a result (what `--resume` runs), in plan order, read lazily page by page:
@@ -330,21 +462,27 @@ class Store:
         """Every job of a run with its result (its own, or the reused one), in plan order; None result if pending.
 
         With `samples`, each row also has the per-repetition `samples` (None in stores older than that column)
-        and the planned `job` (workload reference, seed); without, rows stay small for reports.
+        and the planned `job` (workload reference, seed); without, rows stay small for reports. Each row's
+        `provenance` holds the compiled kernel's resources where they were recorded.
         """
-        rows = self.db.execute(
-            "SELECT j.job, j.reused_from, r.* FROM run_jobs j LEFT JOIN results r "
-            "ON r.key=j.key AND r.run_id=COALESCE(j.reused_from, j.run_id) WHERE j.run_id=? ORDER BY j.idx",
-            (run_id,))
+        cols = [c for c in _R.c if samples or c.name != "samples"]
+        q = (sa.select(_J.c.job, _J.c.reused_from, *cols)
+             .select_from(_J.outerjoin(_R, sa.and_(_R.c.key == _J.c.key,
+                                                   _R.c.run_id == sa.func.coalesce(_J.c.reused_from, _J.c.run_id))))
+             .where(_J.c.run_id == run_id).order_by(_J.c.idx))
+        with self._read() as c:
+            fetched = c.execute(q).mappings().all()
         out = []
-        for row in rows:
+        for row in fetched:
             d = dict(row)
             job = json.loads(d.pop("job"))
             d["result_id"] = d.pop("id", None)  # the stored result's id (`farm repro ID`)
-            for c in _JSON_COLS:
-                d[c] = json.loads(d[c]) if d.get(c) else None
+            for col in _JSON_COLS:
+                d[col] = json.loads(d[col]) if d.get(col) else None
             d.update(workload=job["name"], params=job["params"], meta=job["meta"], key=job["key"], idx=job["idx"],
                      compiler=job.get("compiler") or "tilefarm")  # plans from before compilers were an axis
+            prov = {k: d[k] for k in (*D.PROVENANCE_COLS, "ptxas_version") if d.get(k) is not None}
+            d["provenance"] = prov or None
             if samples:
                 d["job"] = job
             else:
@@ -356,25 +494,22 @@ class Store:
 
     def locate(self, result_id: int) -> tuple[int, str]:
         """(run id, job key) of a stored result; FarmError when there is none."""
-        row = self.db.execute("SELECT run_id, key FROM results WHERE id=?", (int(result_id),)).fetchone()
+        with self._read() as c:
+            row = c.execute(sa.select(_R.c.run_id, _R.c.key).where(_R.c.id == int(result_id))).first()
         if row is None:
             raise FarmError(f"no result {result_id} in {self.path} (result ids are in `farm report RUN --format json`)")
-        return int(row["run_id"]), row["key"]
+        return int(row.run_id), row.key
 
     def latest_with_label(self, label: str, target: str | None = None, before: int | None = None) -> int:
         """The newest run labelled `label` (on GPU kind `target` when given, older than run `before` when given)."""
-        q, args = "SELECT id FROM runs WHERE label=?", [label]
-        if target is not None:
-            q, args = q + " AND target=?", args + [target]
-        if before is not None:
-            q, args = q + " AND id<?", args + [before]
-        row = self.db.execute(q + " ORDER BY id DESC LIMIT 1", args).fetchone()
-        if row is None:
+        rid = self.find_run(label=label, target=target, before=before)
+        if rid is None:
             raise FarmError(f"no run labelled {label!r}" + (f" on {target}" if target else "") + f" in {self.path}")
-        return int(row["id"])
+        return rid
 
     def all_run_ids(self) -> list[int]:
-        return [int(r[0]) for r in self.db.execute("SELECT id FROM runs ORDER BY id")]
+        with self._read() as c:
+            return [int(r) for r in c.execute(sa.select(_RUNS.c.id).order_by(_RUNS.c.id)).scalars()]
 
 
 class Pending:
@@ -385,9 +520,8 @@ class Pending:
 
     def __init__(self, store: Store, run_id: int):
         self.store, self.run_id = store, run_id
-        self._n = store.db.execute(
-            "SELECT COUNT(*) FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
-            "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL", (run_id,)).fetchone()[0]
+        with store._read() as c:
+            self._n = c.execute(store._pending_query(run_id, sa.func.count())).scalar()
 
     def __len__(self) -> int:
         return self._n
@@ -395,10 +529,9 @@ class Pending:
     def pages(self):
         last = -1
         while True:
-            rows = self.store.db.execute(
-                "SELECT j.idx, j.job FROM run_jobs j LEFT JOIN results r ON r.run_id=j.run_id AND r.key=j.key "
-                "WHERE j.run_id=? AND j.reused_from IS NULL AND r.id IS NULL AND j.idx>? ORDER BY j.idx LIMIT ?",
-                (self.run_id, last, self.PAGE)).fetchall()
+            q = self.store._pending_query(self.run_id, _J.c.idx, _J.c.job).where(_J.c.idx > last)
+            with self.store._read() as c:
+                rows = c.execute(q.order_by(_J.c.idx).limit(self.PAGE)).all()
             if not rows:
                 return
             last = rows[-1][0]
@@ -410,6 +543,7 @@ class Pending:
 
     def workloads(self) -> list[str]:
         """The workload references of the pending jobs (for saying which files a run imports)."""
-        rows = self.store.db.execute(
-            "SELECT DISTINCT json_extract(job, '$.workload') FROM run_jobs WHERE run_id=?", (self.run_id,))
-        return sorted(r[0] for r in rows if r[0])
+        field = D.json_field(self.store.dialect, _J.c.job, "workload")
+        with self.store._read() as c:
+            rows = c.execute(sa.select(field).distinct().where(_J.c.run_id == self.run_id)).scalars().all()
+        return sorted(r for r in rows if r)

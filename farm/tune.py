@@ -111,7 +111,7 @@ def load_config(path) -> tuple[TuneConfig, str]:
         cfg = TuneConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(format_errors(e), str(p)) from None
-    if cfg.store is not None:
+    if cfg.store is not None and "://" not in cfg.store:  # a URL (postgresql://...) is not a path
         cfg.store = os.path.normpath(p.parent.resolve() / os.path.expanduser(cfg.store))
     for entry in cfg.workloads:
         entry.workload = _resolve(entry.workload, p.parent)

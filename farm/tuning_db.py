@@ -6,13 +6,14 @@ kind ("H200", or "interpreter"), the compiler version, median/p10/p90 in ms, the
 the timing budget (rep_ms) the measurement had, when and where it was made. Measuring the same config again
 (same kernel, key, config, GPU kind and compiler version) replaces its row; everything else adds a row.
 
-Writers: any number of processes at once (WAL, `BEGIN IMMEDIATE` transactions, a long busy timeout), nothing
-lost. Readers: `compiler.autotune` reads this table directly with sqlite3 (the compiler never imports farm),
-or the JSON file `export_json` writes (`{"format": "tilefarm-tuning", "version": 1, "records": [...]}`), which
-can ship inside a package and be loaded back with `import_json`.
+Where: a SQLite file (usually the farm's store file) or a PostgreSQL database (`postgresql://...`, the same
+database as a fleet's results store), through the one storage layer of `farm.db`.
 
-This module needs only the standard library and the compiler (no pydantic, no ray): the GPU node's
-benchmark scripts use it as is.
+Writers: any number of processes at once (SQLite: WAL, `BEGIN IMMEDIATE` transactions, a long busy timeout;
+PostgreSQL: INSERT ... ON CONFLICT DO UPDATE), nothing lost. Readers: `compiler.autotune` reads SQLite files
+directly with sqlite3 (the compiler never imports farm), or the JSON file `export_json` writes (`{"format":
+"tilefarm-tuning", "version": 1, "records": [...]}`), which can ship inside a package and be loaded back with
+`import_json`; a PostgreSQL tuning table reaches the compiler through such an export (`farm tune --export`).
 """
 from __future__ import annotations
 
@@ -20,19 +21,12 @@ import json
 import os
 import pathlib
 import socket
-import sqlite3
 import time
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tuning (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kernel TEXT NOT NULL, kernel_name TEXT, key TEXT NOT NULL, config TEXT NOT NULL, gpu TEXT NOT NULL,
-    compiler_version TEXT NOT NULL, median_ms REAL, p10_ms REAL, p90_ms REAL, n INTEGER, rep_ms REAL,
-    created REAL, source TEXT,
-    UNIQUE (kernel, key, config, gpu, compiler_version)
-);
-CREATE INDEX IF NOT EXISTS tuning_lookup ON tuning(kernel, key, gpu);
-"""
+import sqlalchemy as sa
+
+from farm import db as D
+
 COLUMNS = ("kernel", "kernel_name", "key", "config", "gpu", "compiler_version", "median_ms", "p10_ms", "p90_ms",
            "n", "rep_ms", "created", "source")
 FORMAT = "tilefarm-tuning"
@@ -57,21 +51,25 @@ def make_record(*, kernel: str, key: str, config, gpu: str, compiler_version: st
             "source": source if source is not None else f"{socket.gethostname()}:{os.getpid()}"}
 
 
+_T = D.tuning
+_UNIQUE = ("kernel", "key", "config", "gpu", "compiler_version")
+
+
 class TuningDB:
-    """Read-write access to the `tuning` table of a SQLite file (created on first use)."""
+    """Read-write access to the `tuning` table of a SQLite file or a PostgreSQL database (created on first use)."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = pathlib.Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=120, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA busy_timeout=120000")
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self._write("executescript", SCHEMA)
+        if D.is_url(path):
+            self.path = D.display(path)
+        else:
+            self.path = pathlib.Path(path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.engine = D.engine_for(path if D.is_url(path) else self.path, busy_timeout_s=120)
+        with D.writing(self.engine).begin() as c:
+            D.tuning_metadata.create_all(c, checkfirst=True)
 
     def close(self):
-        self.db.close()
+        self.engine.dispose()
 
     def __enter__(self):
         return self
@@ -79,60 +77,31 @@ class TuningDB:
     def __exit__(self, *exc):
         self.close()
 
-    def _write(self, how: str, sql: str, rows=None):
-        # One IMMEDIATE transaction per write: takes the write lock up front, so concurrent writers queue on
-        # the busy timeout instead of failing on a read->write lock upgrade.
-        for attempt in range(50):
-            try:
-                if how == "executescript":
-                    self.db.executescript(sql)
-                    return
-                self.db.execute("BEGIN IMMEDIATE")
-                try:
-                    self.db.executemany(sql, rows) if how == "many" else self.db.execute(sql, rows or ())
-                except BaseException:
-                    self.db.execute("ROLLBACK")
-                    raise
-                self.db.execute("COMMIT")
-                return
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) and "busy" not in str(e):
-                    raise
-                time.sleep(0.05 * (attempt + 1))
-        raise sqlite3.OperationalError(f"{self.path}: database stayed locked")
-
     def add(self, records: list[dict]) -> int:
         """Insert records in one transaction (a re-measured config replaces its row); returns how many."""
-        rows = []
-        for r in records:
-            r = {**r, "config": _canonical_config(r["config"])}
-            rows.append(tuple(r.get(c) for c in COLUMNS))
+        rows = [{c: (_canonical_config(r["config"]) if c == "config" else r.get(c)) for c in COLUMNS} for r in records]
         if not rows:
             return 0
-        sets = ", ".join(f"{c}=excluded.{c}" for c in COLUMNS if c not in ("kernel", "key", "config", "gpu",
-                                                                           "compiler_version"))
-        self._write("many", f"INSERT INTO tuning ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
-                            f"ON CONFLICT (kernel, key, config, gpu, compiler_version) DO UPDATE SET {sets}", rows)
+        stmt = D.insert_ignore(_T, self.engine.dialect.name)
+        stmt = stmt.on_conflict_do_update(index_elements=list(_UNIQUE), set_={
+            c: stmt.excluded[c] for c in COLUMNS if c not in _UNIQUE})
+        with D.writing(self.engine).begin() as c:  # SQLite: BEGIN IMMEDIATE, writers queue on the busy timeout
+            c.execute(stmt, rows)
         return len(rows)
 
     def records(self, kernel: str | None = None, key: str | None = None, gpu: str | None = None,
                 kernel_name: str | None = None) -> list[dict]:
         """Records matching every filter given, oldest first."""
-        where, args = [], []
+        q = sa.select(*(_T.c[c] for c in COLUMNS))
         for col, val in (("kernel", kernel), ("key", key), ("gpu", gpu), ("kernel_name", kernel_name)):
             if val is not None:
-                where.append(f"{col}=?")
-                args.append(val)
-        sql = "SELECT * FROM tuning" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
-        out = []
-        for row in self.db.execute(sql, args):
-            d = dict(row)
-            d.pop("id", None)
-            out.append(d)
-        return out
+                q = q.where(_T.c[col] == val)
+        with self.engine.connect() as c:
+            return [dict(r) for r in c.execute(q.order_by(_T.c.id)).mappings()]
 
     def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM tuning").fetchone()[0]
+        with self.engine.connect() as c:
+            return c.execute(sa.select(sa.func.count()).select_from(_T)).scalar()
 
     def best(self, kernel: str, key: str, gpu: str, compiler_version: str | None = None) -> dict | None:
         """The record an autotuner would launch with (compiler.autotune.select_best's rule)."""

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU node: gpu tests, runtime checks, benchmarks; logs and JSON under $OUT.
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
-#                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,ncu128,diag,diaghit,
-#                                       farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
+#                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
+#                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
 #                                       dottests,farmcorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
@@ -134,6 +134,13 @@ if has tunematmul; then
 fi
 if has tuneexh; then  # every candidate timed at max_rep_ms: what the halving's picks are checked against
   step tune-matmul-exh python3 -m farm tune configs/tune-matmul.yaml --exhaustive -s /tmp/exh.db
+fi
+if has provenance; then
+  # registers, local bytes and blocks per SM from ptxas -v against the driver (cuFuncGetAttribute, occupancy
+  # calculator); then a timed sweep whose rows carry them (needs sqlalchemy: EXTRA=sqlalchemy bundle.sh)
+  step provenance-driver python3 -m pytest -q -m gpu -p no:cacheprovider tests/compiler/test_resources.py
+  step provenance-run python3 -m farm run configs/quick.yaml --local --label provenance --force --format none
+  step provenance-report python3 -m farm report latest -s $ST --details
 fi
 if has occ; then  # blocks per SM of our matmul per config
   step occupancy python3 scripts/bench_matmul.py --occupancy

@@ -44,7 +44,8 @@ console = _Console(highlight=False)
 err_console = _Console(stderr=True, highlight=False)
 
 DEFAULT_STORE = os.environ.get("FARM_STORE", ".tilefarm/farm.db")
-StoreOpt = Annotated[str, typer.Option("--store", "-s", help="SQLite results file (env FARM_STORE).",
+StoreOpt = Annotated[str, typer.Option("--store", "-s", help="Results store: a SQLite file, or a postgresql://user@host/db URL "
+                                                                "(env FARM_STORE).",
                                        show_default=True)]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table (for people), json or csv (data only on "
                                                                 "stdout; messages go to stderr).")]
@@ -128,7 +129,7 @@ _opened: list = []
 def open_store(path: str, must_exist: bool = True, write: bool = False):
     """The store at `path`; FarmError (exit 2) when it is missing (`must_exist`), corrupt, or not writable."""
     from farm.store import Store
-    if must_exist and not os.path.exists(path):
+    if must_exist and "://" not in str(path) and not os.path.exists(path):
         raise FarmError(f"no results store at {path} (run `farm run CONFIG` first, or pass --store)")
     st = Store(path, write=write)
     _opened.append(st)

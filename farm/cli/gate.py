@@ -83,6 +83,7 @@ def gate(
         rows = [{"workload": j.workload, "shape": j.shape, "dtype": j.dtype, "meta": j.meta, "verdict": j.verdict,
                  "failed": j.failed, "baseline_ms": j.base_ms, "new_ms": j.new_ms, "ratio": j.ratio,
                  "interval_lo": j.lo, "interval_hi": j.hi, "ab_ratio": j.ab_ratio, "threshold": j.threshold,
+                 "resource_changes": j.resource_changes if fmt == "json" else "; ".join(j.resource_changes),
                  "notes": "; ".join(j.notes)} for j in res.jobs if show_all or j.verdict != G.SAME]
         if fmt == "json":
             print_json({"passed": res.passed, "run": res.run_id, "baseline": res.baseline_id, "target": res.target,

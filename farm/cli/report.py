@@ -19,6 +19,9 @@ def report(
     ratio_to: Annotated[str | None, typer.Option(help="A run with several compilers: each compiler's time over "
                                                       "this compiler's, per point and as a geomean per workload "
                                                       "(default: triton when the run has it).")] = None,
+    details: Annotated[bool, typer.Option("--details", help="Also the compiled kernel's registers per thread, "
+                                          "spill bytes, shared and local memory, blocks per SM and ptxas release "
+                                          "(always in --format json and csv).")] = False,
     store: StoreOpt = DEFAULT_STORE,
 ):
     """Show a stored run: workload, shape, dtype, meta, median time and spread, TFLOP/s, GB/s, % of the
@@ -50,11 +53,11 @@ def report(
     if failed:
         rows = rep.failures(rows)
     title = f"run {run_id} ({info['name']}, {info['target']}, {info['status']})"
-    if fmt == "table" and len(names) > 1 and not failed and vs is None:
+    if fmt == "table" and len(names) > 1 and not failed and vs is None and not details:
         for t in rep.compiler_tables(rows, title=title, ratio_to=ratio_to):
             console.print(t)
     elif fmt == "table":
-        console.print(rep.table(rows, title=title, vs=vs is not None))
+        console.print(rep.table(rows, title=title, vs=vs is not None, details=details))
         if failed:
             for r in rows:
                 comp = f" [{r.get('compiler') or 'tilefarm'}]" if len(names) > 1 else ""

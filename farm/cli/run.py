@@ -149,6 +149,8 @@ def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cl
 def _store_arg(st) -> str:
     """` --store PATH` for the commands printed, unless the store is the one they find by default."""
     import os
+    if st.url:
+        return "" if st.path == DEFAULT_STORE else f" --store {st.path}"
     same = os.path.abspath(st.path) == os.path.abspath(DEFAULT_STORE)
     return "" if same else f" --store {st.path}"
 

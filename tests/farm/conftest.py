@@ -31,10 +31,22 @@ def fakes():
     return str(FAKES)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request, tmp_path):
+    """Where a test's store lives: a SQLite file, or a new database on a real PostgreSQL server (tests/farm/pg.py;
+    skipped, saying why, where no server can be started)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "farm.db")
+    import pg
+    if pg.server() is None:
+        pytest.skip(f"PostgreSQL store tests: {pg.why()}")
+    return pg.new_database()
+
+
 @pytest.fixture
-def store(tmp_path):
+def store(store_target):
     from farm.store import Store
-    s = Store(tmp_path / "farm.db")
+    s = Store(store_target)
     yield s
     s.close()
 

@@ -28,7 +28,7 @@ def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc12
     rng = np.random.default_rng(seed)
     run_id = store.create_run(name=name, label=label, config_text="", config_path="", options={"flush_l2": True},
                               target=target, gpus=[target], compiler_version="0", farm_version="0")
-    store.db.execute("UPDATE runs SET git_commit=? WHERE id=?", (commit, run_id))
+    store.update_run(run_id, git_commit=commit)
     planned = []
     for i, j in enumerate(jobs):
         comp = j.get("compiler", "tilefarm")
@@ -38,7 +38,8 @@ def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc12
     store.add_jobs(run_id, [p[0] for p in planned], {})
     for job, j in planned:
         status = j.get("status", "ok")
-        res = Result(key=job.key, status=status, compile_s=j.get("compile_s", 0.3), flops=1e9, bytes=4e8)
+        res = Result(key=job.key, status=status, compile_s=j.get("compile_s", 0.3), flops=1e9, bytes=4e8,
+                     provenance=j.get("provenance"))
         if status == "ok":
             s = samples(j.get("median_ms", 0.1) * j.get("slow", 1.0), j.get("noise", 0.2), j.get("n", 300), rng,
                         j.get("drift", 0.0))

@@ -31,8 +31,7 @@ def test_every_user_field_is_text_on_the_pages(tmp_path):
     jobs = sweep()[:2] + [{"workload": "vector_add", "params": {"N": 8, "dtype": "float32"}, "meta": {"X": EVIL},
                            "median_ms": 0.1, "status": "mismatch"}]
     rid = add_run(st, jobs, seed=0, label=EVIL, name=EVIL, commit=EVIL, target=EVIL)
-    st.db.execute("UPDATE results SET error=? WHERE status='mismatch'", (EVIL + " wrong",))
-    st.db.commit()
+    st.sql("UPDATE results SET error=:e WHERE status='mismatch'", e=EVIL + " wrong")
     add_run(st, jobs, seed=1, label=EVIL, name=EVIL, commit=EVIL, target=EVIL)
     D.build(st, tmp_path / "site")
     for page in (tmp_path / "site").glob("*.html"):

@@ -125,8 +125,10 @@ def test_missing_new_and_gpu_kind(store):
     assert G.resolve_baseline(store, b, "latest") == a
 
 
-def test_false_alarm_rate_is_low(store):
-    """30 identical runs with 20% noise and run-level drift up to +-10%: no false alarm after A/B."""
+def test_false_alarm_rate_is_low(tmp_path):
+    """30 identical runs with 20% noise and run-level drift up to +-10%: no false alarm after A/B. (Statistics,
+    not storage: on SQLite only; the other gate tests run on both back ends.)"""
+    store = Store(tmp_path / "farm.db")
     rng = np.random.default_rng(0)
     a = add_run(store, sweep(noise=0.2), seed=100)
     fails = 0
@@ -276,3 +278,30 @@ def test_launch_cost_regression_confirmed_by_ab_fails(store):
     res = G.compare(store, b, a, remeasure=_with_launch_ab(fake_remeasure(), {key: 1.45}))
     assert [j.verdict for j in res.failures] == [G.LAUNCH_SLOWER]
     assert "confirmed by A/B re-measurement" in res.failures[0].notes[-1]
+
+
+def test_regression_names_the_spills_registers_and_shared_memory_that_changed(store, store_target):
+    prov = {"regs": 40, "spill_stores": 0, "spill_loads": 0, "shared_bytes": 4096, "local_bytes": 0,
+            "blocks_per_sm": 12, "ptxas_version": "13.5.37"}
+    a = add_run(store, sweep(noise=0.1, provenance=prov), seed=1, label="main")
+    jobs = sweep(noise=0.1, provenance=prov)
+    jobs[4]["slow"] = 1.3
+    jobs[4]["provenance"] = {**prov, "regs": 32, "spill_stores": 96, "spill_loads": 64, "shared_bytes": 8192,
+                             "local_bytes": 96, "blocks_per_sm": 16}
+    jobs[1]["provenance"] = {**prov, "regs": 48}  # changed but not slower: not a failure, nothing said
+    b = add_run(store, jobs, seed=2)
+    res = G.compare(store, b, a)
+    [bad] = res.failures
+    assert bad.resource_changes[0] == "spills 0/0 -> 96/64 B stored/loaded per thread"
+    assert "registers per thread 40 -> 32" in bad.resource_changes
+    assert "shared memory 4.0 KiB -> 8.0 KiB" in bad.resource_changes
+    assert any(n.startswith("the kernel changed: spills 0/0 -> 96/64") for n in bad.notes)
+    assert all(not j.resource_changes for j in res.jobs if not j.failed)
+    # through the CLI, in JSON and in the table
+    r = runner.invoke(app, ["gate", str(b), "--baseline", "main", "--store", store_target, "--format", "json",
+                            "--no-remeasure"])
+    assert r.exit_code == 1, r.output
+    [row] = [j for j in json.loads(r.stdout)["jobs"] if j["failed"]]
+    assert row["resource_changes"][0].startswith("spills 0/0 -> 96/64")
+    r = runner.invoke(app, ["gate", str(b), "--baseline", "main", "--store", store_target, "--no-remeasure"])
+    assert "the kernel changed: spills 0/0 -> 96/64" in " ".join(r.output.split())

@@ -20,11 +20,12 @@ def _run(store, n=5):
 
 
 def test_wal_and_unique(store):
-    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    if store.dialect == "sqlite":
+        assert sqlite3.connect(store.path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     rid = _run(store)
     assert store.add_result(rid, Result(key=_job(0).key, status=VALIDATED))
     assert not store.add_result(rid, Result(key=_job(0).key, status=ERROR))  # no duplicate, first result kept
-    assert store.db.execute("SELECT COUNT(*), MAX(status) FROM results").fetchone()[:] == (1, VALIDATED)
+    assert store.sql("SELECT COUNT(*), MAX(status) FROM results") == [(1, VALIDATED)]
 
 
 def test_pending_and_rows_and_resolve(store):
@@ -39,11 +40,13 @@ def test_pending_and_rows_and_resolve(store):
     assert info["n_jobs"] == 5 and info["n_done"] == 1 and info["host"]
 
 
-def test_results_visible_to_other_connections_as_they_arrive(store):
+def test_results_visible_to_other_connections_as_they_arrive(store, store_target):
+    from farm.store import Store
     rid = _run(store)
-    other = sqlite3.connect(store.path)
+    other = Store(store_target, write=False)
     store.add_result(rid, Result(key=_job(1).key, status=VALIDATED))
-    assert other.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
+    assert other.sql("SELECT COUNT(*) FROM results") == [(1,)]
+    other.close()
 
 
 class _Interrupting(LocalExecutor):
@@ -74,15 +77,14 @@ def test_interrupted_run_resumes_with_nothing_lost_or_duplicated(tmp_path, store
     runner.execute(store, again, LocalExecutor())
     rows = store.rows(prep.run_id)
     assert len(rows) == 9 and all(r["status"] != "pending" for r in rows)
-    n, distinct = store.db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=?",
-                                   (prep.run_id,)).fetchone()
+    [(n, distinct)] = store.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=prep.run_id)
     assert n == distinct == 9
     assert store.run(prep.run_id)["status"] == "done"
 
 
-def test_concurrent_writers_do_not_lose_rows(tmp_path):
+def test_concurrent_writers_do_not_lose_rows(store_target):
     from farm.store import Store
-    path = tmp_path / "c.db"
+    path = store_target
     s = Store(path)
     rid = _run(s, 200)
 
@@ -95,4 +97,4 @@ def test_concurrent_writers_do_not_lose_rows(tmp_path):
     threads = [threading.Thread(target=write, args=(p,)) for p in range(4)]
     [t.start() for t in threads]
     [t.join() for t in threads]
-    assert s.db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 200
+    assert s.sql("SELECT COUNT(*) FROM results") == [(200,)]

@@ -270,10 +270,11 @@ def test_store_migrations_set_user_version_and_upgrade_old_stores(tmp_path):
                      "INSERT INTO runs (name, status) VALUES ('old', 'done');")
     db.close()
     st = Store(path)
-    assert st.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    cols = {r[1] for r in st.db.execute("PRAGMA table_info(runs)")}
-    assert "pid" in cols and st.db.execute("SELECT name FROM runs").fetchone()[0] == "old"
-    st.db.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    assert st.sql("PRAGMA user_version") == [(len(MIGRATIONS),)]
+    cols = {r[1] for r in st.sql("PRAGMA table_info(runs)")}
+    assert "pid" in cols and st.sql("SELECT name FROM runs") == [("old",)]
+    assert "regs" in {r[1] for r in st.sql("PRAGMA table_info(results)")}  # the tables it lacked, created whole
+    st.sql(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
     st.close()
     r = invoke("runs", "--store", path)
     assert r.exit_code == 2 and "newer farm" in r.output
@@ -359,6 +360,6 @@ def test_a_reused_pid_is_not_taken_for_the_runs_driver(tmp_path):
     rid = st.create_run(name="x", label=None, config_text="", config_path="", options={}, target="interpreter",
                         gpus=[], compiler_version="c", farm_version="f")
     assert st.stale_runs() == []  # this process is alive and older than the run
-    st.db.execute("UPDATE runs SET created=created-100000, pid=? WHERE id=?", (os.getpid(), rid))
+    st.sql("UPDATE runs SET created=created-100000, pid=:pid WHERE id=:rid", pid=os.getpid(), rid=rid)
     assert _alive(os.getpid()) and not _alive(os.getpid(), since=time.time() - 100000)
     assert st.stale_runs() == [rid] and st.run(rid)["status"] == "interrupted"
