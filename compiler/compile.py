@@ -23,6 +23,15 @@ from .ir.printer import print_module
 _mem_cache: dict = {}
 _lock = threading.Lock()
 _disk = None
+# What this process did to get its kernels (`stats()`): a farm GPU worker shows with it that it compiled nothing.
+_stats = {"compiled": 0, "assembled": 0, "disk_hits": 0, "installed": 0}
+
+
+def stats() -> dict:
+    """Counts for this process: kernels `compiled` (frontend to PTX), `assembled` (PTX to machine code: ptxas, or
+    the driver's JIT at first launch), found in the disk cache (`disk_hits`), and `installed` from artifacts made
+    elsewhere (`install`)."""
+    return dict(_stats)
 
 
 def _disk_cache():
@@ -100,6 +109,8 @@ def _params_repr(params) -> str:
     for p in params:
         if p[0] == "const":
             parts.append(f"c:{p[1]!r}")
+        elif p[0] == "desc":
+            parts.append(f"d:{p[1:]!r}")
         else:
             parts.append(f"a:{p[1]}:{sorted(p[2].items())}")
     return "|".join(parts)
@@ -118,6 +129,7 @@ class StageArtifacts(dict):
         from .codegen.ptx import ptx_to_cubin
 
         cubin = ptx_to_cubin(self["ptx"], self._arch)
+        _stats["assembled"] += 1
         if cubin:
             dict.__setitem__(self, "cubin", cubin)
             if self._on_cubin is not None:
@@ -193,6 +205,7 @@ class CompiledKernel:
                     from .runtime.launch import link_ptx
 
                     image = link_ptx(asm["ptx"])
+                    _stats["assembled"] += 1
                     if isinstance(asm, StageArtifacts):
                         asm.set_cubin(image)
                 except Exception:
@@ -257,8 +270,13 @@ def cache_key(jitfn, params, options) -> str:
     name, the parameters' specialization, the options and the toolchain. The only place a key is made."""
     from .runtime.cache import cache_key as digest
 
-    return digest({"kernel": jitfn.cache_key, "name": jitfn.fn.__name__, "params": _params_repr(params),
-                   "options": options, "toolchain": toolchain()})
+    desc = {"kernel": jitfn.cache_key, "name": jitfn.fn.__name__, "params": _params_repr(params),
+            "options": options, "toolchain": toolchain()}
+    if getattr(options, "debug", False):  # device asserts carry the kernel file's path
+        import inspect
+
+        desc["file"] = inspect.getsourcefile(jitfn.fn) or ""
+    return digest(desc)
 
 
 _versions: dict = {}
@@ -334,15 +352,11 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
     if disk is not None:
         hit = disk.get(key)
         if hit is not None and "metadata.json" in hit:
-            meta = json.loads(hit["metadata.json"])
-            asm = StageArtifacts({"tile": _txt(hit.get("tile")), "llir": _txt(hit.get("llir")),
-                                  "ptx": _txt(hit.get("ptx"))}, arch=meta.get("arch", arch),
-                                 on_cubin=_cubin_saver(disk, key, hit))
-            if hit.get("cubin"):
-                dict.__setitem__(asm, "cubin", hit["cubin"])
-            k = CompiledKernel(meta["name"], asm, meta, key)
+            _stats["disk_hits"] += 1
+            k = _from_entry(key, hit, arch, disk)
             _mem_cache[key] = k
             return k
+    _stats["compiled"] += 1
     try:
         module = lower(jitfn, params, {})
         module.options = options
@@ -368,6 +382,61 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             disk.put(key, arts)
         except Exception:
             pass
+    _mem_cache[key] = k
+    return k
+
+
+def _from_entry(key, hit: dict, arch, disk) -> CompiledKernel:
+    meta = json.loads(_txt(hit["metadata.json"]))
+    asm = StageArtifacts({"tile": _txt(hit.get("tile")), "llir": _txt(hit.get("llir")),
+                          "ptx": _txt(hit.get("ptx"))}, arch=meta.get("arch", arch),
+                         on_cubin=_cubin_saver(disk, key, hit) if disk is not None else None)
+    if hit.get("cubin"):
+        dict.__setitem__(asm, "cubin", hit["cubin"])
+    return CompiledKernel(meta["name"], asm, meta, key)
+
+
+def export(kernel: CompiledKernel) -> dict:
+    """A compiled kernel's cache entry as bytes by artifact name ("tile", "llir", "ptx", "metadata.json" and, where
+    ptxas is present, "cubin", assembled now if it was not yet): what `install` takes on another machine."""
+    asm = kernel.asm
+    out = {}
+    for name in ("tile", "llir", "ptx"):
+        v = asm.cached(name) if isinstance(asm, StageArtifacts) else asm.get(name)
+        if v is not None:
+            out[name] = v.encode() if isinstance(v, str) else bytes(v)
+    cubin = asm.get("cubin")  # StageArtifacts: runs ptxas on first access when it is installed
+    if cubin:
+        out["cubin"] = bytes(cubin)
+    out["metadata.json"] = json.dumps(kernel.metadata, default=str).encode()
+    return out
+
+
+def cached(key: str) -> bool:
+    """Whether this process can load the kernel `key` without compiling (in memory, or in the disk cache)."""
+    if key in _mem_cache:
+        return True
+    disk = _disk_cache()
+    return disk is not None and disk.get(key, ("metadata.json",)) is not None
+
+
+def install(key: str, artifacts: dict) -> CompiledKernel:
+    """File a kernel compiled elsewhere (`export`'s artifacts) under its cache key, in memory and in the disk
+    cache, so the launches of this process that specialize to `key` load it instead of compiling. The key is the
+    compiling machine's (`cache_key`): it matches here when this machine's compiler and toolchain are the same."""
+    with _lock:
+        k = _mem_cache.get(key)
+        if k is not None:
+            return k
+    disk = _disk_cache()
+    hit = {n: (v if n == "cubin" else _txt(v)) for n, v in artifacts.items()}
+    k = _from_entry(key, hit, None, disk)
+    if disk is not None:
+        try:
+            disk.put(key, {n: (v.encode() if isinstance(v, str) else v) for n, v in hit.items()})
+        except Exception:
+            pass  # the disk cache is only a cache
+    _stats["installed"] += 1
     _mem_cache[key] = k
     return k
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import types
 import inspect
 import os
 import sys
@@ -126,6 +127,26 @@ def _np_scalar_handler(a):
     return (dt.name,), a.item(), "typed"
 
 
+def _desc_handler(a):
+    """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
+    padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
+    (descriptor, base pointer or host array, element dtype)."""
+    base = a.base
+    bh = _HANDLERS.get(type(base)) or _handler_for(base)
+    bk, bv, bkind = bh(base) if bh is not None else (None, None, None)
+    if bkind not in ("ptr", "host"):
+        raise TypeError(f"a TensorDescriptor's base must be an array (GPU tensor, DeviceArray, NumPy array), got "
+                        f"{type(base).__name__}")
+    dt, aligned = bk
+    strides = tuple(int(x) & 15 == 0 for x in a.strides[:-1])
+    from .tools.tensor_descriptor import tma_applies
+
+    block = tuple(int(b) for b in a.block_shape)
+    tma = tma_applies(block, max(1, dt.bits // 8), aligned, a.strides, a.shape)
+    key = ("desc", dt, aligned, block, a.padding, strides, tma)
+    return key, (a, bv, dt), "hostdesc" if bkind == "host" else "desc"
+
+
 # NumPy is not imported here (`import compiler` does not load it): a NumPy argument means the caller loaded it,
 # and `_handler_for` files np.ndarray under `_numpy_handler` on first sight.
 _HANDLERS: dict = {int: _int_handler, float: _float_handler, bool: _bool_handler, type(None): _none_handler}
@@ -158,6 +179,8 @@ def _handler_for(a):
         h = _float_handler
     elif isinstance(a, (T.dtype, T.pointer_type)):
         return None
+    elif t.__name__ == "TensorDescriptor" and hasattr(a, "block_shape") and hasattr(a, "base"):
+        h = _desc_handler
     else:
         raise TypeError(f"unsupported kernel argument of type {t.__module__}.{t.__name__}: pass a GPU tensor "
                         "(torch, CuPy, compiler.runtime.DeviceArray), a NumPy array (interpreter), or a scalar")
@@ -169,6 +192,8 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
     """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
     if kind == "const":
         return ("const", value)
+    if kind in ("desc", "hostdesc"):
+        return ("desc",) + tuple(key[1:])
     if kind in ("ptr", "host"):
         dt, aligned = key
         return ("arg", TensorType(T.pointer_type(dt)), {"divisibility": 16} if aligned else {})
@@ -228,8 +253,9 @@ class JITFunction:
         """sha256 of this function's source and of every jit function it calls (transitively)."""
         if self._src_hash is None:
             h = hashlib.sha256()
-            for name, fp in sorted(_dependency_sources(self).items()):
-                h.update(name.encode())
+            # the code alone (each fingerprint holds its function's name and qualified name), not the module names,
+            # which for a user's file depend on where it lies: machines of a fleet hold it at different paths
+            for fp in sorted(_dependency_sources(self).values()):
                 h.update(fp)
             self._src_hash = h.hexdigest()
         return self._src_hash
@@ -306,7 +332,7 @@ class JITFunction:
                 k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
             keys.append(k)
             kinds.append(kind)
-            if kind == "host":
+            if kind in ("host", "hostdesc"):
                 host = True
             if kind != "const":
                 launch_vals.append(lv)
@@ -348,6 +374,10 @@ class JITFunction:
             self._kernels[kkey] = kernel
         if callable(grid):
             grid = grid(self._meta(vals))
+        if "desc" in kinds:
+            from .runtime.tma import expand_descriptors
+
+            launch_vals = expand_descriptors(launch_vals)
         kernel.launch(grid, opts.get("stream"), launch_vals)
         return kernel
 
@@ -363,7 +393,7 @@ class JITFunction:
         """
         vals, opts = self._bind(args, kwargs)
         keys, launch_vals, kinds, host = self._specialize(vals)
-        kinds = ["ptr" if k == "host" else k for k in kinds]
+        kinds = ["ptr" if k == "host" else "desc" if k == "hostdesc" else k for k in kinds]
         try:
             return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
                                  opts.get("debug", self.debug), target=target, maxnreg=opts.get("maxnreg"))
@@ -399,7 +429,7 @@ class JITFunction:
         grid = _grid3(grid)
         run_args = []
         for v, kind in zip(vals, kinds):
-            if kind == "ptr":
+            if kind in ("ptr", "desc"):
                 raise TypeError(f"{self.__name__}: host arrays (NumPy, CPU tensors) run in the interpreter, which "
                                 f"needs every array on the host; got a GPU array ({type(v).__name__}): copy it to "
                                 "the host, or pass GPU arrays only")
@@ -412,6 +442,10 @@ class JITFunction:
                 elif _is_cpu_torch_tensor(v):
                     v = _torch_cpu_numpy(v, _torch_handler(v)[0][0])
                 run_args.append(v)
+            elif kind == "hostdesc":  # the parameters a descriptor stands for (lower's): tmap, base, shape, strides
+                base = v.base.interp_array() if hasattr(v.base, "interp_array") else (
+                    _torch_cpu_numpy(v.base, _torch_handler(v.base)[0][0]) if _is_cpu_torch_tensor(v.base) else v.base)
+                run_args += [0, base] + [int(x) for x in v.shape] + [int(x) for x in v.strides[:-1]]
             else:
                 run_args.append(v)
         interpreter.run(fn, grid, run_args, debug=bool(debug))
@@ -474,7 +508,14 @@ def _code_fingerprint(code) -> bytes:
     """
     import marshal
 
-    return marshal.dumps(code)
+    return marshal.dumps(_without_path(code))
+
+
+def _without_path(code):
+    """`code` with its file name (and its nested code's) blanked: the same kernel compiles to the same code
+    wherever its file lies (a debug build, which writes the path into asserts, keys on the path separately)."""
+    consts = tuple(_without_path(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename="", co_consts=consts)
 
 
 def _dependency_sources(jitfn, seen=None) -> dict:

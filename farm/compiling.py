@@ -30,28 +30,31 @@ def compile_job(job: Job, res: Result | None = None, wl=None) -> Result:
     """Compile one job without a GPU (the workload's `warmup`): PTX and, when ptxas is present, cubin.
 
     Returns a Result with status "compiled" or "compile_error"; the compiled artifacts land in the compiler's
-    content-addressed cache, so a GPU worker running the job afterwards only loads them. `wl` is the job's
-    workload when the caller has it loaded already.
+    content-addressed cache of this machine (`compile_and_export` also returns them, to send to another). `wl` is
+    the job's workload when the caller has it loaded already.
     """
+    return compile_and_export(job, res, wl)[0]
+
+
+def compile_and_export(job: Job, res: Result | None = None, wl=None) -> tuple[Result, dict | None]:
+    """`compile_job`, plus the kernel's bundle (farm.artifacts: its PTX, cubin and metadata as bytes, to install
+    on the worker that runs the job); None when the workload compiles nothing the compiler can export."""
+    from farm import artifacts
     res = res or Result(key=job.key, status=COMPILED, worker=worker_name())
     if job.compiler != "tilefarm":
         # Triton compiles on the worker that runs the job, for its device: this process never imports it (a
         # pooled compile process must not hold a Triton set up for the wrong mode; farm.compilers)
         res.status = COMPILED
-        return res
+        return res, None
     wl = wl if wl is not None else load_workload(job.workload)
     t0, t0_wall = time.perf_counter(), time.time()
+    bundle = None
     try:
-        # Stand-in arrays when the workload names its inputs: compiling needs only dtypes and alignment, and
-        # generating a large job's inputs here would take CPU and memory from the GPU workers.
-        standin = getattr(wl, "standin_arrays", None)
-        arrays = standin(dict(job.params)) if standin is not None else None
-        if arrays is None:
-            arrays = host_arrays(wl, job, input_rng(job))[0]
-        compiled = wl.compile(arrays, dict(job.params), dict(job.meta))
+        compiled = wl.compile(compile_arrays(wl, job), dict(job.params), dict(job.meta))
+        bundle = artifacts.bundle_of(compiled)  # assembles the cubin here (ptxas), not on the GPU node
     except Exception as e:
         res.compile_s = time.perf_counter() - t0
-        return record_failure(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e)
+        return record_failure(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e), None
     res.compile_s = time.perf_counter() - t0
     if compiled is None:
         res.notes.append("not compiled ahead: the workload declares no warmup")
@@ -66,8 +69,19 @@ def compile_job(job: Job, res: Result | None = None, wl=None) -> Result:
         state = compilers.tilefarm_cache_state(compiled, t0_wall)
         if state:  # compile_s of a cold compile, or of a load from the kernel cache
             res.artifacts["compile_cache"] = state
+        if bundle is not None:
+            res.artifacts["kernel_key"] = bundle["key"]
     res.status = COMPILED
-    return res
+    return res, bundle
+
+
+def compile_arrays(wl, job: Job) -> dict:
+    """What a job is compiled for: stand-in arrays when the workload names its inputs (compiling needs only
+    dtypes and alignment, and generating a large job's inputs here would take CPU and memory from the GPU
+    workers), else its real inputs."""
+    standin = getattr(wl, "standin_arrays", None)
+    arrays = standin(dict(job.params)) if standin is not None else None
+    return arrays if arrays is not None else host_arrays(wl, job, input_rng(job))[0]
 
 
 def _provenance(compiled, res: Result) -> dict | None:

@@ -7,7 +7,7 @@ store: .tilefarm/farm.db          # SQLite file, relative to this config's folde
                                   # PostgreSQL: postgresql://user@host:5432/farm (password: PGPASSWORD/.pgpass)
 seed: 0                           # inputs are seeded from this and the job's key
 timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
-cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "ray://h:10001": join
+cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "HOST:6379": join
 compilers: [tilefarm]             # tilefarm (this project's) and/or triton: one job per compiler per point
 workloads:
   - workload: vector_add          # a registry name (`farm workloads`), or my_kernels.py, or my_kernels.py::NAME
@@ -195,6 +195,12 @@ class Cluster(_Model):
     num_cpus: int | None = Field(None, ge=1, description="CPUs of the local Ray (default: all)")
     num_gpus: int | None = Field(None, ge=0, description="GPUs of the local Ray (default: all it finds)")
     max_in_flight: int | None = Field(None, ge=1, description="compile tasks in flight (default: CPU slots)")
+    gpu_kind: str | list[str] | None = Field(
+        None, description="GPU kind(s) to time on (Ray's accelerator_type: H200, H100, ...): one kind, a list (each "
+                          "job timed once on each), or `each` (every kind present); none: the only kind present")
+    wait_s: float = Field(600.0, gt=0, description="seconds jobs wait for a node with the resources they need "
+                                                   "(a GPU kind no node has) before they are recorded as timed out")
+    retries: int = Field(2, ge=0, description="times a job whose node left the cluster under it is run again")
 
 
 class Config(_Model):

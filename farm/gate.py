@@ -225,12 +225,13 @@ class GateResult:
                 + (f"; {self.remeasured} re-measured A/B" if self.remeasured else ""))
 
 
-def ident(row: dict) -> str:
+def ident(row: dict, target: str = "") -> str:
     """What a job measures, minus everything run-specific (source, compiler version, seed, run). The compiler is
     part of it: a compiler's job is only ever compared with the same compiler's (tilefarm with tilefarm, triton
-    with triton), never across."""
-    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm"],
-                      sort_keys=True, default=str)
+    with triton), never across. So is the GPU kind: the job's own in a run timed on several kinds, else the
+    run's `target` (a single-kind run's jobs name their kind or none, and match either way)."""
+    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm",
+                       row.get("gpu_kind") or target], sort_keys=True, default=str)
 
 
 def resolve_baseline(store, run_id: int, ref: str) -> int:
@@ -266,12 +267,13 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
         raise GateInputError(f"run {run_id} ran on {info['target']} but baseline {baseline_id} on "
                              f"{binfo['target']}: timings only compare on the same GPU kind")
     new_rows = store.rows(run_id, samples=True)
-    base_rows = {ident(r): r for r in store.rows(baseline_id, samples=True)}
+    target = info["target"]  # the baseline's too (checked above)
+    base_rows = {ident(r, target): r for r in store.rows(baseline_id, samples=True)}
     result = GateResult(run_id, baseline_id, info["target"], [], alpha=cfg.alpha)
-    result.shift = run_shift(base_rows, new_rows)
+    result.shift = run_shift(base_rows, new_rows, target)
     seen = set()
     for r in new_rows:
-        k = ident(r)
+        k = ident(r, target)
         seen.add(k)
         b = base_rows.get(k)
         result.jobs.append(_judge(b, r, cfg, remeasure, result))
@@ -283,11 +285,11 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
     return result
 
 
-def run_shift(base_rows: dict, new_rows: list) -> float:
+def run_shift(base_rows: dict, new_rows: list, target: str = "") -> float:
     """The whole run's speed shift: the median over matched timed jobs of new/baseline medians (1.0 with fewer
     than 3 such jobs). Most jobs of a sweep do not change, so this is the machine's drift between the runs."""
-    ratios = [r["median_ms"] / base_rows[ident(r)]["median_ms"] for r in new_rows
-              if r.get("median_ms") and base_rows.get(ident(r), {}).get("median_ms")]
+    ratios = [r["median_ms"] / base_rows[ident(r, target)]["median_ms"] for r in new_rows
+              if r.get("median_ms") and base_rows.get(ident(r, target), {}).get("median_ms")]
     return float(np.median(ratios)) if len(ratios) >= 3 else 1.0
 
 
@@ -582,7 +584,8 @@ class ABRemeasure:
             wl = load_workload(job["workload"])
             from farm.compilers import key_part
             here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"],
-                               key_part(job.get("compiler") or "tilefarm", compiler_version()), run["target"])
+                               key_part(job.get("compiler") or "tilefarm", compiler_version()),
+                               job.get("gpu_kind") or run["target"])  # a multi-kind run keys each job by its kind
         except Exception:
             here_key = None
         if here_key == row["key"]:
@@ -645,7 +648,16 @@ class ABRemeasure:
         return self._read(srv)
 
     def _load(self, base_row: dict, new_row: dict):
-        """The A/B servers with each side's job loaded as "a" and "b", or None when a side cannot be rebuilt."""
+        """The A/B servers with each side's job loaded as "a" and "b", or None when a side cannot be rebuilt (or
+        was timed on another GPU kind than this machine's: kinds are never compared)."""
+        kind = (new_row.get("job") or {}).get("gpu_kind") or ""
+        if kind:
+            from farm.machine import gpu_kind
+            here = gpu_kind()
+            if here != kind:
+                self.why = f"this job was timed on {kind}; this machine's GPU is {here}: not re-measured here"
+                self.log.append(self.why)
+                return None
         sides = [self._tree(base_row), self._tree(new_row)]
         if None in sides:
             return None

@@ -38,13 +38,14 @@ class Job:
     data_bytes: int = 0  # the workload's byte count: lets executors bound host memory (not part of the key)
     compiler: str = "tilefarm"   # which compiler builds the kernel (farm.compilers.COMPILERS)
     compiler_version: str = ""   # that compiler's version the key was made with ("" for tilefarm: in the key)
+    gpu_kind: str = ""   # the GPU kind it must run on ("H200"; part of the key as its target), "" for any
 
     def to_dict(self) -> dict:
         # Shallow copies of the two point dicts (their values are scalars): dataclasses.asdict's deep copy was
         # most of the time spent recording a large plan.
         return {"key": self.key, "idx": self.idx, "workload": self.workload, "name": self.name,
                 "params": dict(self.params), "meta": dict(self.meta), "seed": self.seed, "data_bytes": self.data_bytes,
-                "compiler": self.compiler, "compiler_version": self.compiler_version}
+                "compiler": self.compiler, "compiler_version": self.compiler_version, "gpu_kind": self.gpu_kind}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":
@@ -99,8 +100,14 @@ class Result:
     replace_worker: bool = False  # the worker's state is suspect (poisoned CUDA context): start a fresh one
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        # One level of copies (the values below are JSON scalars, lists and dicts that nothing mutates in place once
+        # a result is done): dataclasses.asdict's deep copy was half of storing a result (0.17 of 0.35 ms/job).
+        return {f: (v.copy() if isinstance(v, (dict, list)) else v)
+                for f, v in ((f, getattr(self, f)) for f in _RESULT_FIELDS)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Result":
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+
+_RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(Result))

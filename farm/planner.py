@@ -9,6 +9,7 @@ inner, compilers innermost.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -71,9 +72,11 @@ class Stats:
     per_workload: dict = field(default_factory=dict)
 
 
-def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None):
+def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: str = "", stats: Stats | None = None,
+              kinds: list[str] | None = None):
     """Expand every workload's sweep into jobs for `target`, lazily, in plan order (workloads as listed, params
-    points outer, meta points inner); duplicates are dropped (by a 16-byte digest of the key, so a million-job
+    points outer, meta points inner); with `kinds` (GPU kinds), one job per point and kind, each keyed for its
+    kind and placed on it (`Job.gpu_kind`), the kinds innermost; duplicates are dropped (by a 16-byte digest of the key, so a million-job
     sweep holds ~80 MB of digests, not its jobs).
 
     Every problem found (a workload that cannot be loaded, a sweep over the job limit, a point without a dtype,
@@ -110,11 +113,13 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         n_params = count(entry.params)
         n_meta = count(entry.meta) or 1
         n_params = len(own_sweep) if n_params is None else n_params
-        total += n_params * n_meta * len(compilers)
+        k = len(compilers)
+        n_kinds = len(kinds or ("",))
+        total += n_params * n_meta * k * n_kinds
         if total > limit:
-            k = len(compilers)
-            size = (f"{n_params * n_meta:,} points ({n_params:,} params x {n_meta:,} meta)" if k == 1 else
-                    f"{n_params * n_meta * k:,} jobs ({n_params:,} params x {n_meta:,} meta x {k} compilers)")
+            axes = (f" x {k} compilers" if k > 1 else "") + (f" x {n_kinds} GPU kinds" if n_kinds > 1 else "")
+            what = "jobs" if axes else "points"
+            size = f"{n_params * n_meta * k * n_kinds:,} {what} ({n_params:,} params x {n_meta:,} meta{axes})"
             problems.append(f"{where}: the sweep has up to {size}, {total:,} with the workloads before it: over "
                             f"the limit of {limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
             continue
@@ -151,15 +156,16 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
                         continue
                     if problems:  # the plan will be refused: keep checking, stop building
                         continue
-                    for comp in compilers:  # innermost: a point's jobs under each compiler are neighbours
-                        key = job_key(src, f"{wl.name}", p, m, keyed[comp], target)
+                    for comp, kind in itertools.product(compilers, kinds or ("",)):
+                        # innermost: a point's jobs under each compiler (and on each kind) are neighbours
+                        key = job_key(src, f"{wl.name}", p, m, keyed[comp], kind or target)
                         digest = bytes.fromhex(key[:32])
                         if digest in seen:
                             continue
                         seen.add(digest)
                         yield Job(key=key, idx=idx, workload=ref, name=wl.name, params=dict(p),
                                   meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p), compiler=comp,
-                                  compiler_version=versions[comp])
+                                  compiler_version=versions[comp], gpu_kind=kind)
                         idx += 1
                         n += 1
             except FarmError as e:

@@ -60,7 +60,7 @@ def derive(row: dict, kind: str | None) -> dict:
             out["gbs"] = row["bytes"] / sec / 1e9
         if row.get("p10_ms") is not None and row.get("p90_ms") is not None:
             out["spread_pct"] = 100.0 * (row["p90_ms"] - row["p10_ms"]) / med
-        gpu = (row.get("gpu") or {}).get("name") or kind or ""
+        gpu = (row.get("gpu") or {}).get("name") or row.get("gpu_kind") or kind or ""
         peak = next((v for k, v in PEAKS.items() if k in gpu), None)
         if peak:
             t_mem = (row.get("bytes") or 0) / (peak["bw_GBs"] * 1e9)
@@ -79,8 +79,10 @@ def rows_for(store, run_id: int) -> list[dict]:
 
 
 def _ident(row: dict) -> str:
-    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm"],
-                      sort_keys=True)
+    # the compiler and the GPU kind too: a run with several compilers or timed on several kinds has one row per
+    # compiler and kind, and neither is compared with another
+    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm",
+                       row.get("gpu_kind") or ""], sort_keys=True)
 
 
 def attach_vs(rows: list[dict], other: list[dict]) -> list[dict]:
@@ -126,6 +128,8 @@ def table(rows: list[dict], title: str = "", vs: bool = False, details: bool = F
     cols: list[tuple[str, str, object]] = [
         ("workload", "left", lambda r: r["workload"]), ("shape", "left", lambda r: r["shape"]),
         ("dtype", "left", lambda r: r["dtype"]), ("meta", "left", lambda r: r["meta_text"])]
+    if len({r.get("gpu_kind") or "" for r in rows}) > 1:  # a sweep timed on several GPU kinds: say which row is which
+        cols.insert(0, ("gpu", "left", lambda r: r.get("gpu_kind") or ""))
     if timed:
         cols += [("median", "right", lambda r: _time(r.get("median_ms"))),
                  ("spread", "right", lambda r: f"±{r['spread_pct'] / 2:.1f}%" if r.get("spread_pct") is not None else ""),
@@ -165,7 +169,7 @@ def failures(rows: list[dict]) -> list[dict]:
 EXPORT = ["idx", "workload", "shape", "dtype", "meta_text", "status", "median_ms", "p10_ms", "p90_ms", "n_reps",
           "tflops", "gbs", "roofline_pct", "baseline_ms", "speedup", "max_abs_err", "max_rel_err", "compile_s",
           "validate_s", "bench_s", "wall_s", "worker", "error", "key", "regs", "spill_stores", "spill_loads",
-          "shared_bytes", "local_bytes", "blocks_per_sm", "ptxas_version", "compiler"]
+          "shared_bytes", "local_bytes", "blocks_per_sm", "ptxas_version", "compiler", "gpu_kind"]
 
 
 def strict(obj):
@@ -203,6 +207,8 @@ def to_markdown(rows: list[dict], title: str = "") -> str:
     head = ["workload"] + (["compiler"] if several else []) + ["shape", "dtype", "meta", "median", "TFLOP/s",
                                                                "GB/s", "% roof", "speedup"] + \
         (["vs"] if vs else []) + ["status"]
+    kinds = len({r.get("gpu_kind") or "" for r in rows}) > 1  # several GPU kinds: a column says which
+    head = (["gpu"] if kinds else []) + head
     lines = ([f"### {title}", ""] if title else []) + ["| " + " | ".join(head) + " |",
                                                          "|" + "---|" * len(head)]
     for r in rows:
@@ -210,6 +216,7 @@ def to_markdown(rows: list[dict], title: str = "") -> str:
                  r["shape"], r["dtype"], r["meta_text"], _time(r.get("median_ms")),
                  _num(r.get("tflops"), ".2f"), _num(r.get("gbs"), ".0f"), _num(r.get("roofline_pct"), ".0f"),
                  _num(r.get("speedup"), ".2f")] + ([_num(r.get("vs_speedup"), ".2f")] if vs else []) + [r["status"]]
+        cells = ([r.get("gpu_kind") or ""] if kinds else []) + cells
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -47,6 +47,33 @@ def target_for(cfg: Config, resources: dict) -> str:
     return "interpreter"
 
 
+def kinds_for(cfg: Config, resources: dict, gpu_kind: str | list | None = None) -> list[str] | None:
+    """The GPU kinds a run times each job on (`--gpu-kind`, else the config's `cluster.gpu_kind`): one kind, a
+    list (comma-separated on the command line), or `each` (every kind the cluster has now). None where nothing
+    is timed (compile-only, no GPU) or the cluster's GPUs carry no kind. Several kinds present and none named is
+    a FarmError: their timings would mix in one sweep."""
+    if cfg.compile_only or not resources.get("gpus"):
+        return None
+    want = gpu_kind if gpu_kind is not None else cfg.cluster.gpu_kind
+    present = sorted(k for k in (resources.get("gpu_kinds") or {}) if k != "GPU")
+    if isinstance(want, str):
+        want = [w.strip() for w in want.split(",") if w.strip()]
+    if not want:
+        if len(present) > 1:
+            raise FarmError(f"the cluster has GPUs of {len(present)} kinds ({', '.join(present)}): name the one to "
+                            f"time on (--gpu-kind {present[0]}), several (--gpu-kind {','.join(present)}), or "
+                            "--gpu-kind each (every job timed on every kind); `cluster.gpu_kind` in the config")
+        return present or None
+    if want == ["each"]:
+        if not present:
+            raise FarmError("--gpu-kind each: the cluster's GPUs carry no kind (Ray's accelerator_type resource); "
+                            "start its nodes with `ray start --resources '{\"accelerator_type:H200\": 1}'`")
+        return present
+    if "each" in want:
+        raise FarmError(f"--gpu-kind: `each` stands alone, not in a list ({','.join(want)})")
+    return list(dict.fromkeys(want))
+
+
 def options_for(cfg: Config, target: str) -> RunOptions:
     t = cfg.timing
     return RunOptions(target=target, compile_only=cfg.compile_only, warmup_ms=t.warmup_ms, rep_ms=t.rep_ms,
@@ -54,16 +81,20 @@ def options_for(cfg: Config, target: str) -> RunOptions:
 
 
 def prepare(cfg: Config, config_text: str, config_path: str, store: Store, resources: dict, *,
-            force: bool = False, label: str | None = None, max_jobs: int | None = None) -> Prepared:
+            force: bool = False, label: str | None = None, max_jobs: int | None = None,
+            gpu_kind: str | list | None = None) -> Prepared:
     """Plan the config and record a new run with its plan; jobs the store has already done are reused.
 
     The plan is streamed into the store in chunks (the jobs are never all in memory: `Prepared.jobs` reads the
     pending ones back lazily), under the status "planning" until the whole plan is in, so a run killed while
     planning is never mistaken for one that can be resumed."""
     target = target_for(cfg, resources)
+    kinds = kinds_for(cfg, resources, gpu_kind)
+    if kinds:
+        target = ",".join(kinds)  # the run's target: its kinds (each job's key has its own)
     opts = options_for(cfg, target)
     stats = Stats()
-    jobs = iter_jobs(cfg, target, max_jobs=max_jobs, source=config_path, stats=stats)
+    jobs = iter_jobs(cfg, target, max_jobs=max_jobs, source=config_path, stats=stats, kinds=kinds)
     run_id = store.create_run(name=cfg.name, label=label or cfg.label, config_text=config_text,
                               config_path=config_path, options=dataclasses.asdict(opts), target=target,
                               gpus=resources.get("gpu_names", []), compiler_version=compiler_version(),
@@ -106,7 +137,8 @@ def rekey(jobs: list[Job], target: str) -> tuple[list[Job], dict[str, Job]]:
     out, changed = [], {}
     for job in jobs:
         wl = load_workload(job.workload)  # a file that is gone or broken now: a FarmError naming it
-        key = job_key(source_hash(wl), wl.name, job.params, job.meta, key_part(job.compiler, cver), target)
+        key = job_key(source_hash(wl), wl.name, job.params, job.meta, key_part(job.compiler, cver),
+                      job.gpu_kind or target)
         if key != job.key:  # (a Triton job also when another Triton release is installed now: planned for it)
             new = dataclasses.replace(job, key=key, compiler_version=job_version(job.compiler))
             changed[job.key] = new
@@ -144,6 +176,10 @@ def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
     store.set_status(prep.run_id, "running")
 
     def handle(kind, job, payload):
+        if kind == "notice":  # a message for people (jobs waiting for a node, a job run again): no state
+            if on_event:
+                on_event(kind, job, payload, tally)
+            return
         if kind == "start":
             if tally.first_start is None:
                 tally.first_start = time.monotonic()

@@ -28,14 +28,15 @@ import time
 import numpy as np
 
 from farm import FarmError, compilers, timing
-from farm.compiling import compile_job, record_failure
+from farm import artifacts
+from farm.compiling import compile_and_export, compile_arrays, compile_job, record_failure
 from farm.inputs import INPUT_CACHE, inputs_and_reference, np_dtype
 from farm.jobs import COMPILE_ERROR, COMPILED, ERROR, MISMATCH, NOT_RUNNABLE, OK, VALIDATED, Job, Result, RunOptions
 from farm.loader import load_workload
 from farm.machine import gpu_available, gpu_info, gpu_kind, is_compilation_error, is_cuda_error, worker_name
 from farm.validate import check_inputs, check_outputs, poison_value
 
-__all__ = ["run_job", "compile_job", "worker_name", "gpu_available", "gpu_info", "gpu_kind"]
+__all__ = ["run_job", "compile_job", "compile_and_export", "worker_name", "gpu_available", "gpu_info", "gpu_kind"]
 
 # ---------------------------------------------------------------- the device (the compiler's runtime)
 
@@ -65,11 +66,16 @@ def _sync():
 
 # ---------------------------------------------------------------- the job
 
-def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Result:
-    """Compile (unless `compiled` says it was), validate and, on a GPU, time one job. Never raises."""
+def run_job(job: Job, opts: RunOptions, compiled: Result | None = None, bundle: dict | None = None) -> Result:
+    """Compile (unless `compiled` says it was), validate and, on a GPU, time one job. Never raises.
+
+    `bundle`: the kernel compiled elsewhere (farm.artifacts), installed before the launch so this worker loads it;
+    `artifacts["node_compiles"]` then counts what this process still compiled or assembled for the job (0 when
+    the shipped kernel served it)."""
     t_start = time.perf_counter()
     res = compiled or Result(key=job.key, status=COMPILED)
     res.worker = worker_name()
+    before = artifacts.counts()
     try:
         on_gpu = gpu_available()[0] and opts.target != "interpreter"
         # The job's compiler (farm.compilers): can it run here, and what must be set before it is imported
@@ -97,6 +103,12 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
             compile_job(job, res, wl)
         if res.status != COMPILED or opts.compile_only:
             return res
+        if bundle is not None:
+            artifacts.install(bundle)
+        if compiled is not None and res.artifacts.get("kernel_key") and not on_gpu:
+            # No GPU here, so the launch below runs in the interpreter and never asks for the kernel: look up the
+            # specialization the GPU launch would load, so a kernel that did not arrive shows as compiled here.
+            wl.compile(compile_arrays(wl, job), params, meta)
         _validate_and_time(wl, job, opts, res, params, meta, on_gpu)
     except Exception as e:  # a bug in the workload's helpers, a CUDA error, ...
         record_failure(res, COMPILE_ERROR if is_compilation_error(e) else ERROR, e)
@@ -105,6 +117,10 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None) -> Resul
         res.wall_s = time.perf_counter() - t_start
         if res.gpu is not None:
             compilers.release(job.compiler)  # torch's cached blocks of a Triton job back to the driver
+        if compiled is not None and before:
+            after = artifacts.counts()
+            res.artifacts["node_compiles"] = sum(after[k] - before[k] for k in ("compiled", "assembled"))
+            res.artifacts["node_installed"] = after["installed"] - before["installed"]
         if res.gpu is not None:  # memory after the job's arrays are gone: flat over a sweep, or a leak
             res.gpu = dict(res.gpu, **_memory_snapshot())
     return res

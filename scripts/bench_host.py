@@ -2,6 +2,10 @@
 """Host-side cost against Triton 3.6, CPU only: import, fresh-process compile, warm compile, `farm --help`.
 
     python3 scripts/bench_host.py [--reps 9] [--out benchmarks/host-2026-12-01] [--only SUBSTR]
+    python3 scripts/bench_host.py --corpus [NAME_OR_GLOB ...] [--reps 3] [--out DIR]   # the corpus kernels
+
+(Run it with a Python that has Triton installed; the child processes get this tree first on PYTHONPATH. With
+--corpus, every kernel of workloads/corpus under both compilers: see scripts/_bench_host_corpus.py.)
 
 Six kernels, each written once (the workloads' kernel.py files; for Triton the same text with its two imports
 rewritten, loaded from a temporary file): vector add, row softmax, layernorm forward, fp16 matmul 128x128x64
@@ -143,6 +147,33 @@ def stages(kernels, n: int) -> dict:
     one other kernel compiled first), the fastest of n runs per stage: frontend, each pass, LLVM IR emission
     (of which llvmlite's IR-to-text), LLVM (parse, O3, NVPTX code generation), ptxas; and the tile IR's op
     count, to see what grows with the kernel."""
+    return _staged(kernels, n, lambda k, tmp: (lambda fn: (lambda: _compile_ours(fn, k)[0]))(_load(k, "ours", tmp)),
+                   lambda tmp: _compile_ours(_load("softmax", "ours", tmp), "softmax"))
+
+
+def corpus_stages(items, n: int) -> dict:
+    """stages() for corpus cases ("path::name"), compiled as the corpus benchmark compiles them."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _bench_host_corpus as BC
+
+    files = dict(reversed(it.split("::", 1)) for it in items)
+
+    def thunk(name, tmp):
+        case = BC.cases_of(files[name], "ours")[name]
+        args, kw = BC.prepare(case)
+        def run():
+            k = case.kernel.warmup(*args, grid=(1,), target=BC.TARGET_OURS, **kw)
+            assert k.asm["cubin"]
+            return k
+        return run
+
+    def first(tmp):
+        name = next(iter(files))
+        thunk(name, tmp)()
+    return _staged(list(files), n, thunk, first)
+
+
+def _staged(kernels, n, make, first) -> dict:
     import collections
 
     os.environ["TILEFARM_CACHE"] = "0"
@@ -173,15 +204,15 @@ def stages(kernels, n: int) -> dict:
     out = {}
     tmp = tempfile.mkdtemp(prefix="hostbench-src-")
     try:
-        _compile_ours(_load("softmax", "ours", tmp), "softmax")
+        first(tmp)
         for k in kernels:
-            fn = _load(k, "ours", tmp)
+            run = make(k, tmp)
             best = {}
             for _ in range(n):
                 acc.clear()
                 C._mem_cache.clear()
                 t = time.perf_counter()
-                ck = _compile_ours(fn, k)[0]
+                ck = run()
                 acc["total"] = time.perf_counter() - t
                 best = {key: min(best.get(key, 1e9), v) for key, v in acc.items()}
             best["tile_ops"] = sum(1 for line in ck.asm["tile"].splitlines() if "=" in line or "store" in line)
@@ -240,6 +271,8 @@ def _run_child(which, mode, kernel=None, ptx_out=None) -> dict:
         env = dict(os.environ, TILEFARM_CACHE_DIR=os.path.join(cache, "tf"), TRITON_CACHE_DIR=os.path.join(cache, "tr"),
                    TRITON_HOME=cache)
         env.pop("TILEFARM_INTERPRET", None)
+        env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                      if p])  # this tree's compiler, whatever the venv installed
         cmd = [sys.executable, os.path.abspath(__file__), "--child", which, mode] + ([kernel] if kernel else [])
         if ptx_out:
             cmd += ["--ptx-out", ptx_out]
@@ -275,8 +308,11 @@ def _resources(ptx_path: str) -> dict:
     sys.path.insert(0, ROOT)
     from compiler.codegen.ptx import ptx_resources
 
+    import re
+
     ptx = open(ptx_path).read()
-    res = ptx_resources(ptx, "sm_90")
+    m = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
+    res = ptx_resources(ptx, m.group(1) if m else "sm_90")
     return {k: v for k, v in res.items() if k != "log"}
 
 
@@ -315,11 +351,26 @@ def main() -> None:
     ap.add_argument("--ptx-out", help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--only", default="", help="only kernels whose name contains this")
+    ap.add_argument("--corpus", nargs="*", metavar="GLOB",
+                    help="the corpus kernels (workloads/corpus; optionally only these names/globs) instead of the six "
+                         "kernels: writes OUT/corpus.json and OUT/corpus.md")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "host-" + datetime.date.today().isoformat()))
     args = ap.parse_args()
     if args.child:
         which, mode, *rest = args.child
+        if mode in ("cfresh", "cwarm"):
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import _bench_host_corpus
+
+            _bench_host_corpus.child(which, mode[1:], rest, args.ptx_out)
+            return
+        if mode == "cstages":
+            print(json.dumps(corpus_stages(rest, 3)))
+            return
         child(argparse.Namespace(which=which, mode=mode, kernel=rest[0] if rest else None, ptx_out=args.ptx_out))
+        return
+    if args.corpus is not None:
+        corpus_main(args)
         return
 
     kernels = [k for k in KERNELS if args.only in k]
@@ -405,6 +456,174 @@ def main() -> None:
     with open(os.path.join(args.out, "host.md"), "w") as f:
         f.write(_markdown(doc, kernels))
     print(_markdown(doc, kernels))
+
+
+def corpus_main(args) -> None:
+    """Every corpus kernel under both compilers: import, fresh-process compile, warm compile (interleaved rounds,
+    the compilers' order alternating), ptxas -v resources of each compiler's PTX; OUT/corpus.json, OUT/corpus.md."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import compileall
+
+    import _bench_host_corpus as BC
+
+    for pkg in ("compiler", "farm", "workloads"):
+        compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
+    files = BC.case_files(args.corpus or None)
+    names = sorted(files)
+    # a kernel to compile first in the warm processes when the selection has only one: any other corpus kernel
+    everything = BC.case_files(None) if len(names) < 2 else files
+    spare = [n for n in sorted(everything) if n not in files][:1] or names
+    item = {n: f"{everything.get(n) or files[n]}::{n}" for n in set(names) | set(spare)}
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    ptxdir = tempfile.mkdtemp(prefix="hostbench-ptx-")
+    W = ("ours", "triton")
+    samples = {"import": {w: [] for w in W},
+               **{n: {w: {"fresh": [], "compile": [], "warm": [], "fresh_process": []} for w in W} for n in names}}
+    info = {}
+    try:
+        load_start = os.getloadavg()
+    except OSError:
+        load_start = None
+    t_start = time.time()
+    half = (len(names) + 1) // 2
+    for rep in range(args.reps):
+        order = W if rep % 2 == 0 else W[::-1]
+        for w in order:
+            samples["import"][w].append(_run_child(w, "import")["import_s"])
+        for n in names:
+            for w in order:
+                r = _run_child_items(w, "cfresh", [item[n]], ptxdir if rep == 0 else None)
+                k = r["kernels"][n]
+                s = samples[n][w]
+                s["fresh"].append(k["fresh_s"])
+                s["compile"].append(k["compile_s"])
+                s["fresh_process"].append(r["process_s"])
+                if rep == 0:
+                    info[(n, w)] = {x: k[x] for x in ("cubin_bytes", "ptx_bytes", "dyn_shared")}
+        # warm: two processes per compiler, each compiling one kernel of the other half first (untimed); the
+        # order within a half rotates round by round
+        rot = rep % max(1, half)
+        halves = [names[:half], names[half:]]
+        for i, part in enumerate(halves):
+            if not part:
+                continue
+            part = part[rot % len(part):] + part[:rot % len(part)]
+            other = halves[1 - i] or spare
+            lst = [item[other[rot % len(other)]]] + [item[n] for n in part]
+            for w in order:
+                r = _run_child_items(w, "cwarm", lst, None)
+                for n, k in r["kernels"].items():
+                    samples[n][w]["warm"].append(k["warm_s"])
+        print(f"round {rep + 1}/{args.reps} done ({time.time() - t_start:.0f} s)", flush=True)
+
+    st = _run_child_items("ours", "cstages", [item[n] for n in names], None)
+    st.pop("process_s", None)
+    res = {}
+    for n in names:
+        res[n] = {}
+        for w in W:
+            r = _resources(os.path.join(ptxdir, f"{n}.{w}.ptx"))
+            res[n][w] = dict(info[(n, w)], registers=r.get("registers"), static_shared=r.get("shared"),
+                             spill_stores=r.get("spill_stores"), spill_loads=r.get("spill_loads"))
+            res[n][w]["shared_total"] = res[n][w]["dyn_shared"] + (r.get("shared") or 0)
+    shutil.rmtree(ptxdir, ignore_errors=True)
+    med = {"import": {w: _med(samples["import"][w]) for w in W}}
+    med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
+    for n in names:
+        med[n] = {}
+        for what in ("fresh", "compile", "warm", "fresh_process"):
+            o, t = _med(samples[n]["ours"][what]), _med(samples[n]["triton"][what])
+            med[n][what] = {"ours": o, "triton": t, "ratio": o / t if o and t else None}
+    ratios = {what: [med[n][what]["ratio"] for n in names if med[n][what]["ratio"]] for what in ("fresh", "warm")}
+    summary = {what: {"min": min(v), "median": statistics.median(v), "max": max(v),
+                      "geomean": _geomean(v), "worst": max(names, key=lambda n: med[n][what]["ratio"] or 0)}
+               for what, v in ratios.items() if v}
+    targets = {"import <= 1.5x": med["import"]["ratio"] <= 1.5,
+               "fresh <= 0.5x on every kernel": all(r <= 0.5 for r in ratios["fresh"]),
+               "warm <= 0.8x on every kernel": all(r <= 0.8 for r in ratios["warm"]),
+               "warm <= 1.0x on every kernel": all(r <= 1.0 for r in ratios["warm"])}
+    env = _versions()
+    env["loadavg_start"] = load_start
+    try:
+        env["loadavg_end"] = os.getloadavg()
+    except OSError:
+        pass
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "reps": args.reps,
+           "targets_compiled": {"ours": BC.TARGET_OURS, "triton": 'GPUTarget("cuda", 90, 32)'},
+           "env": env, "medians": med, "summary": summary, "targets": targets, "resources": res,
+           "stages_ours_ms": {n: {k: (round(v * 1000, 2) if k != "tile_ops" else v) for k, v in st[n].items()}
+                              for n in names if n in st},
+           "samples": samples, "kernels": {n: os.path.relpath(files[n], ROOT) for n in names}}
+    with open(os.path.join(args.out, "corpus.json"), "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    md = _corpus_markdown(doc, names)
+    with open(os.path.join(args.out, "corpus.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+
+def _geomean(xs):
+    import math
+
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def _run_child_items(which, mode, items, ptx_dir) -> dict:
+    with tempfile.TemporaryDirectory(prefix="hostbench-cache-") as cache:
+        env = dict(os.environ, TILEFARM_CACHE_DIR=os.path.join(cache, "tf"), TRITON_CACHE_DIR=os.path.join(cache, "tr"),
+                   TRITON_HOME=cache)
+        env.pop("TILEFARM_INTERPRET", None)
+        env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                      if p])  # this tree's compiler, whatever the venv installed
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", which, mode] + list(items)
+        if ptx_dir:
+            cmd += ["--ptx-out", ptx_dir]
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cache, timeout=1200)
+        wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise RuntimeError(f"{which} {mode} {items[:2]}: exit {p.returncode}\n{p.stderr[-3000:]}")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r["process_s"] = wall
+    return r
+
+
+def _corpus_markdown(doc, names) -> str:
+    med, res, env, sm = doc["medians"], doc["resources"], doc["env"], doc["summary"]
+    ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"  # noqa: E731
+    rt = lambda r: "-" if r is None else f"{r:.2f}"  # noqa: E731
+    lines = [f"# Host-side compile of the corpus kernels vs Triton {env.get('triton')} ({doc['date']})", "",
+             f"CPU only ({env.get('cpus')} cores, shared with other work: load average "
+             f"{_la(env.get('loadavg_start'))} at the start, {_la(env.get('loadavg_end'))} at the end), "
+             f"{doc['reps']} interleaved rounds, medians; ours for {doc['targets_compiled']['ours']}, Triton for "
+             f"{doc['targets_compiled']['triton']}, each kernel at its GPU specialization. "
+             "`scripts/bench_host.py --corpus`; every sample in `corpus.json`.", "",
+             f"`import`: {ms(med['import']['ours'])} / {ms(med['import']['triton'])} ms = "
+             f"**{med['import']['ratio']:.2f}**", ""]
+    for what, label in (("fresh", "fresh process (import + load the file + compile)"),
+                        ("warm", "warm compile (after other kernels in the process)")):
+        if what in sm:
+            s = sm[what]
+            lines.append(f"- {label}, ours / Triton: min {s['min']:.2f}, median {s['median']:.2f}, geomean "
+                         f"{s['geomean']:.2f}, max {s['max']:.2f} ({s['worst']})")
+    lines += ["", "Targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in doc["targets"].items()), "",
+              "| kernel | fresh ms ours / Triton | ratio | warm ms ours / Triton | ratio | registers ours / Triton "
+              "| shared bytes ours / Triton | spills ours / Triton | our stages: frontend + passes / emit / llvm "
+              "/ ptxas ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in names:
+        m, o, t = med[n], res[n]["ours"], res[n]["triton"]
+        st = doc["stages_ours_ms"].get(n, {})
+        fp = st.get("frontend", 0) + sum(v for k, v in st.items() if k.startswith("pass:"))
+        stage = (f"{fp:.0f} / {st.get('emit_llvm', 0):.0f} / {st.get('llvm', 0):.0f} / {st.get('ptxas', 0):.0f}"
+                 if st else "-")
+        lines.append(f"| {n} | {ms(m['fresh']['ours'])} / {ms(m['fresh']['triton'])} | {rt(m['fresh']['ratio'])} | "
+                     f"{ms(m['warm']['ours'])} / {ms(m['warm']['triton'])} | **{rt(m['warm']['ratio'])}** | "
+                     f"{o['registers']} / {t['registers']} | {o['shared_total']} / {t['shared_total']} | "
+                     f"{o['spill_stores']} / {t['spill_stores']} | {stage} |")
+    lines += ["", f"Resources: ptxas -v ({env.get('ptxas')}) on each compiler's PTX for sm_90a; shared = dynamic "
+              "(each compiler's metadata) + static (ptxas)."]
+    return "\n".join(lines) + "\n"
 
 
 def _la(x) -> str:

@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,farmcorpus] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -41,6 +41,14 @@ if has lang; then
   # debug_barrier, float64 parameters): gpu-marked tests only, each against float64/bit-exact references
   step lang-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests/ops/test_libdevice.py \
     tests/ops/test_fp8.py tests/ops/test_random.py tests/ops/test_block_ptr.py tests/ops/test_shape_ops.py "$@"
+fi
+if has tutorials; then
+  # issue 20: TMA (host TensorDescriptor), fp8 wgmma, fp8 constants, tutorials 01-09 on the GPU (gpu-marked tests
+  # against float64 references), then matmul / attention / persistent matmul / layernorm beside Triton
+  step tutorial-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=900 tests/tutorials \
+    tests/ops/test_tma.py tests/ops/test_fp8.py "$@"
+  step bench-tutorials python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-5}" ${TUTS:+--select "$TUTS"} \
+    --out "$OUT"
 fi
 if has bench; then
   step bench-memory python3 scripts/bench_memory.py --out "$OUT"
@@ -234,6 +242,16 @@ if has badinputs; then
   python3 -m farm run configs/quick.yaml --label exitcheck --force --format json \
     > "$OUT/farm-exit-ok.json" 2> "$OUT/farm-exit-ok.err"; status+=("farm-exit-ok rc=$? (want 0)")
   step farm-exit-json python3 -m json.tool "$OUT/farm-exit-ok.json"
+fi
+if has fleet; then  # issue 19: a fleet on this machine: the GPU node (no CPU slots) and two CPU-only nodes, each
+  # with its own Ray folder and kernel cache; `farm run --address` joins it; the GPU node must compile nothing
+  step fleet python3 scripts/fleet_session.py --cpus 4 --out "$OUT/fleet"
+  cp "$OUT/fleet/fleet.json" "$FINAL/fleet.json" 2>/dev/null || true
+  step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py
+fi
+if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 jobs (CPU only, ~2 min)
+  step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --json "$OUT/driver-scale.json"
+  cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
   # every farm test (not only the gpu-marked: the subprocess tests must import ray/pydantic from /tmp/site), then

@@ -15,7 +15,8 @@ Pointers are stood in by small 16-byte-aligned NumPy arrays, so a parameter spec
 (dtype, alignment, integers divisible by 16). The snapshot is tests/codegen/ptx_snapshot.json, checked by
 tests/codegen/test_ptx_snapshot.py: a change in code generation shows there at once, and a commit that means it
 regenerates the snapshot with --update. Code-changing environment switches are cleared and the kernel caches are
-off while the cases compile, so the snapshot is always of the default code, freshly built.
+off while the cases compile, so the snapshot is always of the default code, freshly built. Every run also checks
+that code generation only reads the IR (IRGuard): a case whose IR differs after its emission fails the run.
 """
 from __future__ import annotations
 
@@ -263,13 +264,76 @@ def digest(ptx: str) -> str:
     return hashlib.sha256(ptx.encode()).hexdigest()
 
 
-def compute(only=None) -> dict:
-    """{key: sha256 of the PTX} for every case (or those whose key contains `only`)."""
+def ir_fingerprint(fn) -> list:
+    """Every op of a Function as (depth, kind, operand ids, results, all attrs incl. the passes' private ones)."""
+    out = []
+
+    def block(b, depth):
+        out.append((depth, "^block", tuple((a.id, str(a.type)) for a in b.args), (), ()))
+        for op in b.ops:
+            out.append((depth, op.kind, tuple(v.id for v in op.operands),
+                        tuple((r.id, str(r.type)) for r in op.results),
+                        tuple(sorted((k, repr(v)) for k, v in op.attrs.items()))))
+            for nb in op.blocks:
+                block(nb, depth + 1)
+
+    block(fn.body, 0)
+    return out
+
+
+def _first_change(before, after) -> str:
+    for a, b in zip(before, after):
+        if a != b:
+            if a[:4] == b[:4]:
+                da, db = dict(a[4]), dict(b[4])
+                keys = sorted(k for k in set(da) | set(db) if da.get(k) != db.get(k))
+                return f"op '{a[1]}': attrs {', '.join(keys)} written"
+            return f"op '{a[1]}' became '{b[1]}' (or its operands/results changed)"
+    return f"{len(after) - len(before):+d} ops"
+
+
+class IRGuard:
+    """While active, every `compiler.codegen.llvm.emit_llvm` call fingerprints the module's IR before and after
+    emission; `changes` lists (case, what changed) where code generation wrote into the IR (it must only read
+    it: analyses belong to compiler/passes)."""
+
+    def __init__(self):
+        self.key = None
+        self.calls = 0
+        self.changes = []
+
+    def __enter__(self):
+        from compiler.codegen import llvm
+
+        self._llvm, self._orig = llvm, llvm.emit_llvm
+
+        def guarded(module, options):
+            before = ir_fingerprint(module.function)
+            try:
+                return self._orig(module, options)
+            finally:
+                self.calls += 1
+                after = ir_fingerprint(module.function)
+                if after != before:
+                    self.changes.append((self.key, _first_change(before, after)))
+        llvm.emit_llvm = guarded
+        return self
+
+    def __exit__(self, *exc):
+        self._llvm.emit_llvm = self._orig
+        return False
+
+
+def compute(only=None, guard=None) -> dict:
+    """{key: sha256 of the PTX} for every case (or those whose key contains `only`); with an IRGuard, each case's
+    emission is checked for writes into the IR."""
     _clean_env()
     got = {}
     for key, thunk in cases().items():
         if only and only not in key:
             continue
+        if guard is not None:
+            guard.key = key
         got[key] = digest(thunk())
     return got
 
@@ -311,7 +375,12 @@ def main(argv=None) -> int:
         _clean_env()
         print(cases()[args.show]())
         return 0
-    got = compute()
+    with IRGuard() as guard:
+        got = compute(guard=guard)
+    if guard.changes:
+        print(f"code generation wrote into the IR of {len(guard.changes)} cases (it must only read it; move the "
+              "analysis into compiler/passes):\n" + "\n".join(f"  {k}: {w}" for k, w in guard.changes))
+        return 1
     if args.update:
         with open(SNAPSHOT, "w") as f:
             json.dump({"versions": versions(), "ptx_sha256": got}, f, indent=1, sort_keys=True)

@@ -6,6 +6,8 @@
   reads them.
 - compiler never imports farm, workloads, ray, typer or rich.
 - In farm, only farm/executor/ray.py imports ray and only farm/cli/ imports typer.
+- Code generation writes nothing into the IR (checked on every snapshot kernel by scripts/ptx_snapshot.py's
+  IRGuard; the guard itself is tested here).
 """
 from __future__ import annotations
 
@@ -155,6 +157,52 @@ def test_farm_keeps_ray_and_typer_in_their_places():
     typer = _offenders(FARM, lambda n: _under(n, "farm.cli"), lambda m: _under(m, "typer"))
     assert not ray, "only farm/executor/ray.py imports ray:\n" + "\n".join(ray)
     assert not typer, "only farm/cli/ imports typer:\n" + "\n".join(typer)
+
+
+# ---- code generation only reads the IR ----------------------------------------------------------------------------
+# scripts/ptx_snapshot.py checks it on every snapshot kernel (its IRGuard fingerprints each module before and after
+# emission, every op with all its attrs), so tests/codegen/test_ptx_snapshot.py fails when an emitter writes into
+# the IR; the two tests below check the guard itself, in this process.
+
+
+@pytest.fixture
+def snapshot(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
+    import compiler.compile as C
+
+    import ptx_snapshot as P
+
+    for k in P._code_env():
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("TILEFARM_CACHE", "0")
+    monkeypatch.setattr(C, "_mem_cache", {})
+    monkeypatch.setattr(C, "_disk", False)  # no disk cache either (the process may have opened one already)
+    return P
+
+
+def test_codegen_leaves_the_ir_as_the_passes_made_it(snapshot):
+    """The kernels whose emission once recorded state in the IR (wgmma in flight, hoisted operands) and two
+    simpler ones."""
+    with snapshot.IRGuard() as guard:
+        for only in ("attention/D64/128x64-w4-s3/sm_90a", "matmul/float16/128x128x64-g8-w8-s3/sm_90a",
+                     "tests.codegen/loop/512-f32/sm_90", "tests.codegen/if_while/128/sm_90"):
+            snapshot.compute(only=only, guard=guard)
+    assert guard.calls >= 4
+    assert guard.changes == []
+
+
+def test_the_ir_guard_sees_an_emitter_write_into_the_ir(snapshot, monkeypatch):
+    from compiler.codegen import common
+
+    orig = common.EMIT["for"]
+
+    def writes(e, op):
+        op.attrs["_emitted"] = True
+        return orig(e, op)
+    monkeypatch.setitem(common.EMIT, "for", writes)
+    with snapshot.IRGuard() as guard:
+        snapshot.compute(only="tests.codegen/loop/512-f32/sm_90", guard=guard)
+    assert guard.changes == [("tests.codegen/loop/512-f32/sm_90", "op 'for': attrs _emitted written")]
 
 
 # ---------------------------------------------------------------- the farm's structure

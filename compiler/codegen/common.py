@@ -69,6 +69,11 @@ def elem_bytes(elem) -> int:
 def const(elem, value) -> ir.Constant:
     """An LLVM constant of IR element type `elem` (ints wrap to the width, as the IR says)."""
     t = lty(elem)
+    if elem.is_fp8():  # before the integer case: fp8 lives in i8 registers, but the value is a float to encode
+        from ..interpreter.numerics import fp8_bits
+
+        b = fp8_bits(float(value), elem)
+        return ir.Constant(t, b - 256 if b >= 128 else b)
     if isinstance(t, ir.IntType):
         v = int(value)
         if t.width == 1:
@@ -77,11 +82,6 @@ def const(elem, value) -> ir.Constant:
         if v >= 1 << (t.width - 1):
             v -= 1 << t.width
         return ir.Constant(t, v)
-    if elem.is_fp8():
-        from ..interpreter.numerics import fp8_bits
-
-        b = fp8_bits(float(value), elem)
-        return ir.Constant(t, b - 256 if b >= 128 else b)
     return ir.Constant(t, float(value))
 
 

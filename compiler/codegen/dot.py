@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, linear
+from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout
+from ..passes.wgmma_loops import register_a_applies
 from . import common as C
-from .common import Tile, emits, error, uses
+from . import tma as _tma
+from .common import Tile, emits, error
 
 
 def _index(ll):
@@ -133,6 +135,8 @@ def _dot_mma(e, op, a, b, c, ll):
         small = _tf32(e, e.b.fsub(w, e.b.bitcast(big, C.F32)))
         return big, small
 
+    if ic == "tf32" and prec in BF16_SPLIT_PRODUCTS:
+        return _dot_mma_bf16_split(e, op, a, b, c, ll, prec)
     for r0 in range(0, ll.num_regs, 4):
         anchor = ll.reg_coord(r0)
         bat = anchor[0] if rank == 3 else 0
@@ -153,6 +157,72 @@ def _dot_mma(e, op, a, b, c, ll):
                 acc = _mma(e, ic, rc, aw, bw, acc)
         regs[r0:r0 + 4] = acc
     return regs
+
+
+# (i, j): a's part i times b's part j (0 hi, 1 mid, 2 lo): the partial products summed before hi*hi, smallest
+# first (the interpreter's _BF16_SPLIT_PRODUCTS is the same list)
+BF16_SPLIT_PRODUCTS = {"bf16x3": ((1, 0), (0, 1)),
+                       "bf16x6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1))}
+
+
+def _bf16_split(e, lo, hi, n):
+    """Two f32 values -> n bf16x2 words: hi parts, then the parts of what is left (x - part is exact in f32).
+    `lo` goes to each word's low half."""
+    words = []
+    asm = ir.InlineAsm(ir.FunctionType(C.I32, [C.F32, C.F32]), "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f")
+    for i in range(n):
+        w = e.b.call(asm, [hi, lo])  # $1 -> the upper half, $2 -> the lower
+        words.append(w)
+        if i + 1 < n:
+            lo = e.b.fsub(lo, e.b.bitcast(e.b.shl(w, e.i32(16)), C.F32))
+            hi = e.b.fsub(hi, e.b.bitcast(e.b.and_(w, e.i32(-65536)), C.F32))
+    return words
+
+
+def _dot_mma_bf16_split(e, op, a, b, c, ll, prec):
+    """float32 dot as sums of bf16 tensor-core products (m16n8k16): each operand split into 2 (bf16x3) or 3
+    (bf16x6) bf16 parts, the cross products of BF16_SPLIT_PRODUCTS accumulated from zero, NaN there replaced by
+    0, then hi*hi on top, then the accumulator added.
+
+    The operands arrive in the tf32 operand layout (one f32 per register). A k16 block is two k8 blocks of it: a
+    thread holds A[g, t], A[g, t+4] (rows g and g+8) of each and B[t, g], B[t+4, g]; the bf16 instruction's slots
+    2t, 2t+1 (2t+8, 2t+9) are given k = t, t+4 (t+8, t+12) of the block, the same permutation of k for A and B,
+    so the sum over k is unchanged."""
+    rank = len(ll.shape)
+    K = op.operands[0].type.shape[-1]
+    if K % 16:
+        raise error(f"input_precision={prec!r} needs K a multiple of 16, got {K}", op.loc)
+    pairs = BF16_SPLIT_PRODUCTS[prec]
+    nparts = 1 + max(max(p) for p in pairs)
+    ai, bi = _index(a.ll), _index(b.ll)
+    zero = ir.Constant(C.F32, 0.0)
+
+    def v(tile, idx, m, n, bat):
+        return tile.regs[idx[_at(rank, m, n, bat)]]
+
+    out = list(c.regs)
+    for r0 in range(0, ll.num_regs, 4):
+        anchor = ll.reg_coord(r0)
+        bat = anchor[0] if rank == 3 else 0
+        m0, n0 = anchor[-2], anchor[-1]
+        aw, bw = [], []  # per k16 block: [part][word]
+        for k0 in range(0, K, 16):
+            pa = [_bf16_split(e, v(a, ai, m0 + 8 * (j & 1), k0 + 8 * h, bat),
+                              v(a, ai, m0 + 8 * (j & 1), k0 + 8 * h + 4, bat), nparts)
+                  for h in range(2) for j in range(2)]
+            pb = [_bf16_split(e, v(b, bi, k0 + 8 * h, n0, bat), v(b, bi, k0 + 8 * h + 4, n0, bat), nparts)
+                  for h in range(2)]
+            aw.append([[w[p] for w in pa] for p in range(nparts)])
+            bw.append([[w[p] for w in pb] for p in range(nparts)])
+        acc = [zero] * 4
+        for i, j in pairs:
+            for blk in range(len(aw)):
+                acc = _mma(e, "bf16", "f32", aw[blk][i], bw[blk][j], acc)
+        acc = [e.b.select(e.b.fcmp_unordered("uno", x, x), zero, x) for x in acc]
+        for blk in range(len(aw)):
+            acc = _mma(e, "bf16", "f32", aw[blk][0], bw[blk][0], acc)
+        out[r0:r0 + 4] = [e.b.fadd(x, y) for x, y in zip(acc, c.regs[r0:r0 + 4])]
+    return out
 
 
 def _dot_fma(e, op, a, b, c, ll):
@@ -476,16 +546,18 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     loop = _pipelined_loop(op)
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
-    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw)
+    eb = _operand_bytes(op)
+    reg_a = isinstance(a, Tile) and eb == 2 and register_a_applies(a.ll, lay, M, K, e.nw)
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
+    # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
-        sta = SwizzledTile((M, K), _inner_dim(a.ll))
+        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
     if isinstance(b, Tile):
         base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
-        stb = SwizzledTile((K, N), _inner_dim(b.ll), base=base)
+        stb = SwizzledTile((K, N), _inner_dim(b.ll) if eb == 2 else 0, eb, base=base)
         scratch.append((b, stb))
     if scratch:
         last = scratch[-1][1]
@@ -506,8 +578,6 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
         _asm_void(e, "fence.proxy.async.shared::cta;")
         e.barrier()
-    if loop is not None:
-        loop.attrs["_wgmma_pending"] = True
     if scratch and defer_to_loop(e, op) is not None:
         raise error("a deferred wgmma with an operand in scratch shared memory (compiler bug)", op.loc)
     a_k = sta is None or sta.inner == 1
@@ -515,15 +585,12 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
 
 
-def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
-    """`a` can feed wgmma from registers: it is laid out like a wgmma accumulator of shape [M, K] with this dot's
-    warps (one warpgroup column, K at most 256), whose fragments are exactly wgmma's register A fragments."""
-    from ..passes.layouts import linear
+def _operand_bytes(op) -> int:
+    """Bytes per operand element of a wgmma dot: 2, or 1 for fp8 (passes/fp8_dot.py)."""
+    return 1 if op.operands[0].type.element.bits == 8 else 2
 
-    wm, wn = lay.wpc
-    if wn != 1 or K > 256 or K % 16:
-        return False
-    return a_ll == linear(MmaLayout(3, (wm, wn), K), (M, K), num_warps)
+
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
 
 
 def hoist_operands(e, loop):
@@ -544,9 +611,11 @@ def hoist_operands(e, loop):
             x = e.env.get(v.id)
             if not isinstance(x, Tile) or v.id in e.hoisted or any(t[0] is v for t in tiles):
                 continue
-            if i == 0 and register_a_applies(x.ll, lay, M, K, e.nw):
+            eb = _operand_bytes(op)
+            if i == 0 and eb == 2 and register_a_applies(x.ll, lay, M, K, e.nw):
                 continue
-            st = SwizzledTile((M, K) if i == 0 else (K, N), _inner_dim(x.ll), base=base + off)
+            inner = _inner_dim(x.ll) if eb == 2 else 1 - i  # fp8: K-major (a: K inner, b: K rows inner)
+            st = SwizzledTile((M, K) if i == 0 else (K, N), inner, eb, base=base + off)
             st.absolute = True
             off += (st.nbytes + 1023) // 1024 * 1024
             tiles.append((v, x, st))
@@ -558,7 +627,7 @@ def hoist_operands(e, loop):
         e.hoisted[v.id] = SmemOperand(st)
     _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
-    loop.attrs["_hoisted"] = (base, [v.id for v, _, _ in tiles])
+    e.hoisted_by_loop[id(loop)] = (base, [v.id for v, _, _ in tiles])
     e.smem_base = base + off
 
 
@@ -569,7 +638,9 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     K = op.operands[0].type.shape[-1]
     wm, wn = lay.wpc
     instr_n = lay.instr_n
-    ty = "bf16" if op.operands[0].type.element.name == "bfloat16" else "f16"
+    ta, tb = (_WGMMA_TYPE[v.type.element.name] for v in op.operands[:2])
+    eb = _operand_bytes(op)
+    kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8)
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
     if a_regs is not None:
@@ -590,12 +661,17 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     MR = M // (16 * wm)
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
-    if a_regs is None:
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, ${n_acc}, ${n_acc + 1}, "
+    if a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
+        assert a_k and b_k, "fp8 wgmma operands must be K-major"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
+                "1, 1, 1;")
+        ins = ["l", "l"]
+    elif a_regs is None:
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
                 f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
         ins = ["l", "l"]
     else:  # A from registers: four .b32 words of two 16-bit values each
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ty}.{ty} {dregs}, "
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
         ins = ["r", "r", "r", "r", "l"]
     cons = ",".join(["=f"] * n_acc + ins + [str(i) for i in range(n_acc)])
@@ -606,7 +682,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
-            for k0 in range(0, K, 16):
+            for k0 in range(0, K, kstep):
                 # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
                 # are selected below (few warpgroups, so a select chain is cheap)
                 db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
@@ -642,52 +718,10 @@ def _fence_tied(e, words):
 
 
 def defer_to_loop(e, op):
-    """The body index of the first dot of op's loop, when op -- a later dot of the same
-    loop body whose result only goes back through the loop's yield (attention's P.V) -- may leave its wgmma in
-    flight into the next iteration: that first dot waits for everything (wait_group 0) before any use of the
-    carried value, and the loop's exit waits too. None otherwise. Measured on the H200 (2026-11-29): attention
-    D=128 419.5 -> 440.2 TFLOP/s, D=64 unchanged."""
-    blk = op.block
-    loop = getattr(blk, "parent", None)
-    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
-        return None
-    y = blk.terminator
-    if uses(blk, op.result) != 1 or op.result not in y.operands:
-        return None
-    dots = [i for i, o in enumerate(blk.ops) if o.kind == "dot"]
-    if len(dots) < 2 or blk.ops[dots[0]] is op or _pipelined_loop(blk.ops[dots[0]]) is not None:
-        return None
-    arg = blk.args[1 + y.operands.index(op.result)]
-    for i, o in enumerate(blk.ops[:dots[0] + 1]):  # the carried value is read only after the first dot
-        if any(x is arg for x in o.operands) or any(uses(b, arg) for b in o.blocks):
-            return None
-    # Its operands must not be in per-iteration scratch shared memory (the next iteration could overwrite it while
-    # the wgmma reads): ring slots, operands from outside the loop (stored once), or `a` in registers.
-    lay = op.attrs["_layouts"][0]
-    M, N = op.result.type.shape
-    K = op.operands[0].type.shape[-1]
-    for i, v in enumerate(op.operands[:2]):
-        owner = v.owner
-        if getattr(owner, "kind", None) == "smem_view" or not _inside(blk, v):
-            continue
-        lays = getattr(owner, "attrs", {}).get("_layouts") if i == 0 else None
-        la = lays[v.index] if lays else None
-        if la is None or not register_a_applies(linear(la, (M, K), e.nw), lay, M, K, e.nw):
-            return None
-    loop.attrs["_wgmma_pending"] = True
-    return dots[0]
-
-
-def _inside(blk, v) -> bool:
-    """v is defined in block blk or in a region nested in it."""
-    owner = v.owner
-    b = owner if not hasattr(owner, "kind") else getattr(owner, "block", None)
-    while b is not None:
-        if b is blk:
-            return True
-        parent = getattr(b, "parent", None)
-        b = getattr(parent, "block", None) if parent is not None else None
-    return False
+    """The body index of the first dot of op's loop when op, a later wgmma dot of the same loop body, leaves its
+    wgmma in flight into the next iteration (attention's P.V); None otherwise. The analysis is the pass
+    compiler/passes/wgmma_loops.py's (attr `_defer_to`)."""
+    return op.attrs.get("_defer_to")
 
 
 def _wait_retiring(e, op, regs, pending):
@@ -736,29 +770,19 @@ def _deferred_accumulators(e, op):
 
 
 def _pipelined_loop(op):
-    """The enclosing `for` when op's accumulator is a loop-carried value used only by this dot and the dot's
-    result only goes back through the loop's yield at the same position; else None."""
-    blk = op.block
-    loop = getattr(blk, "parent", None)
-    if loop is None or loop.kind != "for" or blk is not loop.blocks[0]:
-        return None
-    acc = op.operands[2]
-    if acc.owner is not blk or acc not in blk.args:
-        return None
-    j = blk.args.index(acc) - 1
-    y = blk.terminator
-    if uses(blk, acc) != 1 or uses(blk, op.result) != 1 or j < 0 or y.operands[j] is not op.result:
-        return None
-    return loop
+    """The enclosing `for` when op's accumulator is carried by it and used only by this dot (compiler/passes/
+    wgmma_loops.py, attr `_acc_carried`); else None."""
+    return op.block.parent if op.attrs.get("_acc_carried") else None
 
 
 def finish_loop(e, loop):
     """After a loop whose dot left a wgmma in flight: wait for it, tied to the loop's accumulator results; then
     release the loop's copy ring, if it had one."""
-    if loop.attrs.get("_wgmma_pending"):
+    if loop.attrs.get("_wgmma_in_flight"):  # compiler/passes/wgmma_loops.py
         _finish_wgmma(e, loop)
-    if "_hoisted" in loop.attrs:  # the hoisted operands' shared memory is free again once every warp is done
-        base, ids = loop.attrs["_hoisted"]
+    hoisted = e.hoisted_by_loop.pop(id(loop), None)
+    if hoisted is not None:  # the hoisted operands' shared memory is free again once every warp is done
+        base, ids = hoisted
         for i in ids:
             e.hoisted.pop(i, None)
         e.barrier()
@@ -840,8 +864,11 @@ def _slot_offset(e, op, ring, ahead):
 
 
 def _tile_of(ring, j, inner):
-    shape = ring.spec["tiles"][j]
-    st = SwizzledTile(tuple(shape), inner, 2, base=ring.start + ring.spec["bases"][j])
+    """The SwizzledTile of ring operand j (copies run along dim `inner` of the loaded tile; 16-bit, or 8-bit
+    elements of an fp8 dot's TMA operands)."""
+    shape = tuple(ring.spec["tiles"][j])
+    eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
+    st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j])
     st.absolute = True
     return st
 
@@ -854,12 +881,19 @@ def _e_async_copy(e, op):
     j = op.attrs["operand"]
     if not ring.started:  # the ring holds stages * stage_bytes from here until its loop ends (finish_loop)
         nbytes = ring.spec["stages"] * ring.spec["stage_bytes"]
-        e.smem_begin(nbytes)
+        e.smem_begin(nbytes + _tma.barrier_bytes(ring.spec))
         ring.start = e.smem_base
-        e.smem_base += nbytes
+        e.smem_base += nbytes + _tma.barrier_bytes(ring.spec)
         ring.started = True
+        if _tma.ring_has_tma(ring.spec):
+            _tma.init_barriers(e, ring)
     if op.attrs.get("barrier"):
         e.barrier()
+    if op.attrs.get("tma"):
+        _tma_copy(e, op, ring, j)
+        if op.attrs.get("commit") and not all(ring.spec["tma"]):  # closes the group of the cp.async operands
+            _asm_void(e, "cp.async.commit_group;")
+        return
     p = e.get(op.operands[0])
     ll = p.ll
     elem = op.operands[0].type.element.element_ty
@@ -907,20 +941,56 @@ def _e_async_copy(e, op):
         _asm_void(e, "cp.async.commit_group;")
 
 
+def _tma_copy(e, op, ring, j):
+    """A ring copy by TMA (codegen/tma.py): the tile's inner dim is its last (the descriptor's contiguous one)."""
+    if ring.inner[j] is None:
+        ring.inner[j] = 1
+    st = _tile_of(ring, j, 1)
+    stages = ring.spec["stages"]
+    if "slot" in op.attrs:
+        slot = e.i32(op.attrs["slot"])
+    else:
+        it = _loop_iteration(e, op.block.parent)
+        slot = e.b.urem(e.b.add(it, e.i32(op.attrs["ahead"])), e.i32(stages))
+    st.dyn = e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
+    _tma.copy(e, op, ring, st, slot)
+
+
 def _constant_deltas(st, ll, inner, starts, num_warps):
     """{r0: byte distance of register r0's chunk from register starts[0]'s} when that distance is the same for
     every thread of the CTA (rows a whole swizzle period apart, same columns: the XOR pattern repeats), else None.
-    Checked by enumerating the threads. (Measured on the H200 with the conversions of codegen/reduce.py and the
-    wait without a proxy fence, 2026-11-30: matmul 1.00-1.11x at 1024^3..8192^3, attention D=64 1.05x.)"""
+    Checked over the CTA's threads. (Measured on the H200 with the conversions of codegen/reduce.py and the
+    wait without a proxy fence, 2026-11-30: matmul 1.00-1.11x at 1024^3..8192^3, attention D=64 1.05x.)
+
+    SwizzledTile.py_offset(row, col) is row * row_bytes + 16 * (chunk(col) ^ phase(row)) + lin(col): a thread's
+    distance depends on its row only through the two phases and on its column only through the two (chunk, lin)
+    pairs. So the threads' (row, col) pairs are mapped to those keys per r0 (one evaluation per distinct row and
+    column) and the distance is evaluated once per distinct key pair: the same sets as evaluating every thread's
+    offsets, at a fraction of the cost (256 threads x 16 registers took 1-2 ms per copy)."""
     outer = st.outer
-    threads = [ll.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
+    pairs = {(t[outer], t[inner]) for t in ll.thread_coords(num_warps)}
+    rows = {r for r, _ in pairs}
+    cols = {c for _, c in pairs}
+    rb, pp, pmask, bc, epc, eb, bb = (st.row_bytes, st.per_phase, st.max_phase - 1, st.block_cols, 16 // st.eb,
+                                      st.eb, st.block_bytes)
+
+    def col_key(c):  # (chunk, linear part) of column c
+        blk, incol = divmod(c, bc)
+        chunk, within = divmod(incol, epc)
+        return chunk, within * eb + blk * bb
+
     ref = ll.reg_coord(starts[0])
-    # each thread's offset of the reference register, once (not again for every r0)
-    base = [st.py_offset(t[outer] + ref[outer], t[inner] + ref[inner]) for t in threads]
+    ref_phase = {r: ((r + ref[outer]) // pp) & pmask for r in rows}
+    ref_col = {c: col_key(c + ref[inner]) for c in cols}
     out = {}
     for r0 in starts:
         rc = ll.reg_coord(r0)
-        ds = {st.py_offset(t[outer] + rc[outer], t[inner] + rc[inner]) - b for t, b in zip(threads, base)}
+        drow = (rc[outer] - ref[outer]) * rb
+        pk = {r: (((r + rc[outer]) // pp) & pmask, ref_phase[r]) for r in rows}
+        ck = {c: (col_key(c + rc[inner]), ref_col[c]) for c in cols}
+        ds = set()
+        for (p1, p0), ((c1, l1), (c0, l0)) in {(pk[r], ck[c]) for r, c in pairs}:
+            ds.add(drow + (((c1 ^ p1) - (c0 ^ p0)) << 4) + l1 - l0)
         if len(ds) != 1:
             return None
         out[r0] = ds.pop()
@@ -939,7 +1009,11 @@ def _e_async_wait(e, op):
     # between prior writes to shared memory and wgmma reads of them; CUTLASS's cp.async + wgmma mainloop and
     # Triton emit none after a cp.async wait, and the fence costs a MEMBAR.ALL.CTA per iteration (every gpu test
     # passes without it; attention D=64 about 3%; docs/EXPERIMENTS.md, cp_fence).
-    _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    ring = _ring(e, op)
+    if not all(ring.spec.get("tma", ())):  # some operand comes by cp.async
+        _asm_void(e, f"cp.async.wait_group {op.attrs['pending']};")
+    if _tma.ring_has_tma(ring.spec):  # and the TMA operands by the slot's mbarrier
+        _tma.wait(e, ring, _loop_iteration(e, op.block.parent))
     e.barrier()
 
 
@@ -959,6 +1033,10 @@ def finish_ring(e, loop):
     land before shared memory is used for anything else."""
     if "_ring" not in loop.attrs:
         return
-    _asm_void(e, "cp.async.wait_group 0;")
+    ring = _ring(e, loop)
+    if not all(ring.spec.get("tma", ())):
+        _asm_void(e, "cp.async.wait_group 0;")
+    if _tma.ring_has_tma(ring.spec):
+        _tma.release(e, ring)
     e.barrier()
-    e.smem_base = _ring(e, loop).start
+    e.smem_base = ring.start

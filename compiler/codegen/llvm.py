@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir import types as T
+from ..ir import optable, types as T
 from ..passes.layouts import linear, log2
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
@@ -139,37 +139,25 @@ def _libdevice(name):
     return f
 
 
-MATH = {
-    ("exp", "float32"): _f32_exp,
-    # exp2 and rsqrt flush denormals (.ftz), as Triton's do: the non-ftz forms cost ptxas two FMULs and a
-    # compare around every MUFU (a third of the softmax ALU work of an attention loop); tl.exp keeps denormals.
-    ("exp2", "float32"): lambda e, x: _asm1(e, "ex2.approx.ftz.f32 $0, $1;", C.F32, x),
-    ("log", "float32"): _f32_log,
-    ("log2", "float32"): lambda e, x: _asm1(e, "lg2.approx.f32 $0, $1;", C.F32, x),
-    ("sqrt", "float32"): _llvm_unary("sqrt"),
-    ("rsqrt", "float32"): lambda e, x: _asm1(e, "rsqrt.approx.ftz.f32 $0, $1;", C.F32, x),
-    ("sin", "float32"): _libdevice("__nv_sinf"),
-    ("cos", "float32"): _libdevice("__nv_cosf"),
-    ("erf", "float32"): _libdevice("__nv_erff"),
-    ("floor", "float32"): _llvm_unary("floor"),
-    ("ceil", "float32"): _llvm_unary("ceil"),
-    ("abs", "float32"): _llvm_unary("fabs"),
-    ("exp", "float64"): _libdevice("__nv_exp"),
-    ("exp2", "float64"): _libdevice("__nv_exp2"),
-    ("log", "float64"): _libdevice("__nv_log"),
-    ("log2", "float64"): _libdevice("__nv_log2"),
-    ("sqrt", "float64"): _llvm_unary("sqrt"),
-    ("rsqrt", "float64"): _libdevice("__nv_rsqrt"),
-    ("sin", "float64"): _libdevice("__nv_sin"),
-    ("cos", "float64"): _libdevice("__nv_cos"),
-    ("erf", "float64"): _libdevice("__nv_erf"),
-    ("floor", "float64"): _llvm_unary("floor"),
-    ("ceil", "float64"): _llvm_unary("ceil"),
-    ("abs", "float64"): _llvm_unary("fabs"),
-    # fabs on 16-bit floats is a sign-bit clear (exact); keep it native.
-    ("abs", "float16"): _llvm_unary("fabs"),
-    ("abs", "bfloat16"): _llvm_unary("fabs"),
-}
+# Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
+ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log}
+
+
+def _lowering(spec):
+    """The scalar builder for one op table lowering entry (see compiler/ir/optable.py)."""
+    if spec.startswith("__nv_"):
+        return _libdevice(spec)
+    if spec.startswith("llvm."):
+        return _llvm_unary(spec[len("llvm."):])
+    if spec.startswith("asm:"):
+        text = spec[len("asm:"):]
+        return lambda e, x: _asm1(e, text, C.F32, x)
+    if spec.startswith("@"):
+        return ROUTINES[spec[1:]]
+    raise ValueError(f"unknown lowering {spec!r} in the op table")
+
+
+MATH = {(k, dt): _lowering(spec) for k, d in optable.MATH.items() for dt, spec in d.lower.items()}
 
 
 def _math(e, x, op):
@@ -199,7 +187,7 @@ def _not(e, x, op):
 
 
 UNARY = {"neg": _neg, "not": _not}
-for _k in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "abs"):
+for _k in optable.MATH:
     UNARY[_k] = _math
 
 
@@ -275,6 +263,7 @@ class Emitter:
         self.smem_base = 0  # bytes at the start of shared memory held by a live copy ring (codegen/dot.py)
         self.rings: dict = {}
         self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
+        self.hoisted_by_loop: dict = {}  # id(for op) -> (shared memory base, value ids) hoisted before that loop
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.cf_depth = 0
         self._coord_cache: dict = {}
@@ -1003,5 +992,5 @@ def _e_terminator(e, op):
 def emit_llvm(module, options):
     """Lower a module that went through `compiler.passes.PIPELINE` to LLVM IR text and launch metadata
     {"name", "num_warps", "shared_bytes", "params": [{"name", "type", "abi"}]}."""
-    from . import dot, memory, reduce  # noqa: F401  (register their emitters)
+    from . import dot, memory, reduce, tma_store  # noqa: F401  (register their emitters; tma_store's store last)
     return Emitter(module, options).emit()

@@ -1147,6 +1147,29 @@ class CodeGenerator(ast.NodeVisitor):
         return gen.return_value
 
 
+def _descriptor_args(pname, p):
+    """The kernel parameters a host-side TensorDescriptor argument stands for, as (name, type, attrs): the CUDA
+    tensor map's address (int64; 0 in the interpreter), the base pointer, the shape (int32) and the strides but
+    the last (int64; the last is 1)."""
+    _, dt, aligned, block, _pad, strides16, _tma = p
+    args = [(f"{pname}_tmap", TensorType(T.int64), {}),
+            (f"{pname}_base", TensorType(T.pointer_type(dt)), {"divisibility": 16} if aligned else {})]
+    args += [(f"{pname}_shape{i}", TensorType(T.int32), {}) for i in range(len(block))]
+    args += [(f"{pname}_stride{i}", TensorType(T.int64), {"divisibility": 16} if d16 else {})
+             for i, d16 in enumerate(strides16)]
+    return args
+
+
+def _descriptor_value(p, vals):
+    from ..language.core import tensor_descriptor
+
+    _, dt, aligned, block, pad, strides16, tma = p
+    r = len(block)
+    desc = tensor_descriptor(vals[1], vals[2:2 + r], vals[2 + r:] + [1], list(block), pad)
+    desc.tmap = vals[0] if tma else None  # the loads of a TMA-able descriptor may be served by TMA
+    return desc
+
+
 def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Module:
     """Build the kernel's IR.
 
@@ -1157,7 +1180,13 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
     src = get_source(fn)
     arg_names, arg_types, arg_attrs = [], [], {}
     for pname, p in zip(jitfn.arg_names, params):
-        if p[0] == "arg":
+        if p[0] == "desc":
+            for aname, aty, attrs in _descriptor_args(pname, p):
+                if attrs:
+                    arg_attrs[len(arg_names)] = attrs
+                arg_names.append(aname)
+                arg_types.append(aty)
+        elif p[0] == "arg":
             if p[2]:
                 arg_attrs[len(arg_names)] = dict(p[2])
             arg_names.append(pname)
@@ -1168,7 +1197,11 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
     scope = {}
     ai = 0
     for pname, p in zip(jitfn.arg_names, params):
-        if p[0] == "arg":
+        if p[0] == "desc":
+            n = len(_descriptor_args(pname, p))
+            scope[pname] = _descriptor_value(p, [tensor(a, a.type) for a in func.args[ai:ai + n]])
+            ai += n
+        elif p[0] == "arg":
             a = func.args[ai]
             scope[pname] = tensor(a, a.type)
             ai += 1

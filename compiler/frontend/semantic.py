@@ -10,7 +10,7 @@ SemanticError; the frontend attaches the source location. Rules follow Triton's 
 """
 from __future__ import annotations
 
-from ..ir import types as T
+from ..ir import optable, types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
 from ..language.values import _unwrap, constexpr
@@ -216,19 +216,31 @@ class block_ptr:
 # ----------------------------------------------------------------------------------------------------
 # conversions
 # ----------------------------------------------------------------------------------------------------
+_F32_MIN_NORMAL, _F32_MAX = 2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127
+
+
 def scalar_dtype_of_python(v):
+    """The type a Python number takes as a tensor, as in Triton: an int is int32 if it fits, else uint32, else
+    int64, else uint64 (else an error); a float is float32 when its magnitude is 0, inf, NaN or a normal float32,
+    else float64 (1e-300, 1e300)."""
     if isinstance(v, bool):
         return T.int1
     if isinstance(v, int):
         if -(2**31) <= v < 2**31:
             return T.int32
+        if 2**31 <= v < 2**32:
+            return T.uint32
         if -(2**63) <= v < 2**63:
             return T.int64
-        if 0 <= v < 2**64:
+        if 2**63 <= v < 2**64:
             return T.uint64
-        raise SemanticError(f"integer constant {v} does not fit in 64 bits")
+        raise SemanticError(f"nonrepresentable integer {v}: an integer constant is int32, uint32, int64 or uint64 "
+                            "(from -2**63 to 2**64 - 1)")
     if isinstance(v, float):
-        return T.float32
+        m = abs(v)
+        if m == 0.0 or m == float("inf") or v != v or _F32_MIN_NORMAL <= m <= _F32_MAX:
+            return T.float32
+        return T.float64
     raise SemanticError(f"cannot use {type(v).__name__} value {v!r} as a tensor")
 
 
@@ -250,9 +262,8 @@ def to_tensor(v, dtype=None) -> tensor:
     v = _unwrap(v)
     if isinstance(v, tensor):
         return v
-    if dtype is None:
-        dtype = scalar_dtype_of_python(v)
-    return const(v, dtype)
+    natural = scalar_dtype_of_python(v)  # refuses integers no 64-bit type holds, whatever `dtype` is
+    return const(v, natural if dtype is None else dtype)
 
 
 def is_number(v) -> bool:
@@ -293,10 +304,11 @@ def weak_dtype(tensor_dtype, py):
     if isinstance(py, bool):
         return tensor_dtype if not tensor_dtype.is_ptr() else T.int1
     if isinstance(py, int):
+        natural = scalar_dtype_of_python(py)
         if tensor_dtype.is_ptr():
-            return scalar_dtype_of_python(py)
-        if tensor_dtype.is_bool():
-            return T.int32 if -(2**31) <= py < 2**31 else T.int64
+            return natural
+        if tensor_dtype.is_bool():  # an integer is of a higher kind than bool: its own type wins
+            return natural
         if tensor_dtype.is_int():
             lo, hi = _int_range(tensor_dtype)
             if lo <= py <= hi:
@@ -309,7 +321,7 @@ def weak_dtype(tensor_dtype, py):
                                 "wider type first")
         return tensor_dtype
     if isinstance(py, float):
-        return tensor_dtype if tensor_dtype.is_floating() else T.float32
+        return tensor_dtype if tensor_dtype.is_floating() else scalar_dtype_of_python(py)
     raise SemanticError(f"cannot combine {type(py).__name__} with a tensor")
 
 
@@ -537,17 +549,19 @@ def logical_not(x):
 
 
 def unary(kind, x):
+    """A unary math op of the op table (compiler/ir/optable.py MATH), its operand checked by the entry's rule."""
+    rule = optable.MATH[kind].ints
     x = to_tensor(x)
     if not x.dtype.is_ptr() and x.dtype.is_fp8():
         return cast(unary(kind, _fp8_compute(x)), x.dtype)
-    if kind in ("abs",):
+    if rule == "abs":
         if x.dtype.is_ptr():
             raise SemanticError("abs of a pointer")
         if x.dtype.is_int_unsigned() or x.dtype.is_bool():
             return x
         return tensor(_b().unary(kind, x.handle), x.type)
     if not x.dtype.is_floating():
-        if kind in ("floor", "ceil") and x.dtype.is_int():
+        if rule == "identity" and x.dtype.is_int():
             return x
         raise SemanticError(f"{kind} needs a floating-point operand, got {x.dtype!r}; cast it with .to(tl.float32)")
     return tensor(_b().unary(kind, x.handle), x.type)
@@ -1424,15 +1438,18 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
 # ----------------------------------------------------------------------------------------------------
 # dot
 # ----------------------------------------------------------------------------------------------------
-_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee")
-_DOT_PRECISIONS_UNSUPPORTED = ("bf16x3", "bf16x6")  # accepted by Triton 3.6
+# Triton 3.6's values. For float32 operands: "tf32" one tf32 tensor-core product; "tf32x3" three (each operand
+# split into tf32 big + small parts); "bf16x3" / "bf16x6" each operand split into two / three bfloat16 parts and
+# three / six partial products on the bf16 tensor cores; "ieee" float32 FMAs. Other operand types ignore it.
+_DOT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32):
     """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
-    input_precision="ieee"; int8 inputs accumulate exactly in int32. Every dim must be at least 16.
+    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in
+    int32. Every dim must be at least 16.
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
@@ -1483,16 +1500,12 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
         prec = "ieee" if allow is False else "tf32"
     if isinstance(prec, str):
         prec = prec.lower()  # Triton accepts any case ("TF32", "IEEE")
-    if prec not in _DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED:
-        raise SemanticError(f"input_precision must be one of "
-                            f"{', '.join(_DOT_PRECISIONS + _DOT_PRECISIONS_UNSUPPORTED)}, got {prec!r}")
+    if prec not in _DOT_PRECISIONS:
+        raise SemanticError(f"input_precision must be one of {', '.join(_DOT_PRECISIONS)}, got {prec!r}")
     if not da.is_fp32():
         prec = "ieee" if not da.is_floating() or da.is_fp64() else prec
-    if prec in _DOT_PRECISIONS_UNSUPPORTED:
-        if da.is_fp32():
-            raise SemanticError(f"input_precision={prec!r} (float32 split into bfloat16 parts) is not supported; "
-                                "'tf32x3' gives float32-like accuracy on tensor cores, 'ieee' exact float32 FMAs")
-        prec = "ieee"  # it only concerns float32 inputs (Triton ignores it for the others too)
+        if prec.startswith("bf16"):
+            prec = "ieee"  # it only concerns float32 inputs (Triton ignores it for the others too)
     shape = a.type.shape[:-2] + (M, N)
     acc = _unwrap(acc)
     if acc is None:
@@ -1518,13 +1531,13 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
 # when called (through the active code generator), so a name whose op is not in the language (yet) says so, and
 # works once it is.
 # ----------------------------------------------------------------------------------------------------
-TENSOR_METHODS = (
-    "abs", "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
-    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv", "ceil",
-    "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor", "gather", "histogram",
-    "item", "log", "log2", "max", "min", "permute", "ravel", "reduce", "reduce_or", "reshape", "rsqrt",
-    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "store", "sum", "trans", "view", "xor_sum",
-)
+TENSOR_METHODS = tuple(sorted({
+    "advance", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast", "cdiv",
+    "cumprod", "cumsum", "expand_dims", "flip", "gather", "histogram", "item", "max", "min", "permute", "ravel",
+    "reduce", "reduce_or", "reshape", "sigmoid", "softmax", "sort", "split", "sqrt_rn", "store", "sum", "trans",
+    "view", "xor_sum",
+} | {k for k, d in optable.MATH.items() if d.method}))  # the op table's math ops: x.exp() is tl.exp(x)
 
 
 def _tensor_method(name):

@@ -75,11 +75,35 @@ def _bind_args(function, args, memory: Memory) -> list:
     return vals
 
 
+_HOST_MEMORY: list = []
+
+
+class host_memory:
+    """`with compiler.interpreter.host_memory(a, b, ...):` -- interpreted launches inside may also access these
+    NumPy arrays, which a kernel reaches only through addresses stored in other arrays (pointer arrays: grouped
+    GEMM's per-group A/B/C), not as arguments. On the GPU every address is memory already; here the interpreter
+    must be told which host memory is the kernel's."""
+
+    def __init__(self, *arrays):
+        self.arrays = [_as_array(a) for a in arrays]
+
+    def __enter__(self):
+        _HOST_MEMORY.append(self.arrays)
+        return self
+
+    def __exit__(self, *exc):
+        _HOST_MEMORY.remove(self.arrays)
+        return False
+
+
 def run(function, grid, args, *, debug: bool = False) -> None:
     """Run `function` over `grid` on the CPU; writes go into the argument arrays in place."""
     grid = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     memory = Memory()
+    for group in _HOST_MEMORY:
+        for i, a in enumerate(group):
+            memory.register(a, f"host_memory[{i}]")
     with np.errstate(all="ignore"):
         vals = _bind_args(function, list(args), memory)
         interp = Interpreter(function, grid, memory, debug=debug)

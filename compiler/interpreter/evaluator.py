@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from compiler.errors import KernelRuntimeError
-from compiler.ir import ops as irops
+from compiler.ir import ops as irops, optable
 
 from . import numerics as N
 from .memory import Memory
@@ -196,11 +196,41 @@ def _ptr_to_int(interp, op):
     return lambda p: np.asarray(p).view(np.int64)
 
 
+# (i, j): a's part i times b's part j (0 hi, 1 mid, 2 lo), the partial products before hi*hi, in the codegen's order
+_BF16_SPLIT_PRODUCTS = {"bf16x3": ((1, 0), (0, 1)),
+                        "bf16x6": ((1, 1), (2, 0), (0, 2), (1, 0), (0, 1))}
+
+
+def _bf16_round(x):
+    """float32 -> the nearest bfloat16 (ties to even), as float32; NaN stays NaN, overflow gives inf."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    r = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000))
+    return np.where(np.isnan(x), x, r.view(np.float32))
+
+
+def _bf16_parts(x, prec):
+    """float64 copies of the bfloat16 parts of float32 `x`: [hi, mid] (bf16x3) or [hi, mid, lo] (bf16x6); each
+    remainder is exact in float32."""
+    rest = np.asarray(x, np.float32)
+    parts = []
+    with np.errstate(invalid="ignore", over="ignore"):
+        for _ in range(2 if prec == "bf16x3" else 3):
+            p = _bf16_round(rest)
+            parts.append(p.astype(np.float64))
+            rest = (rest - p).astype(np.float32)
+    return parts
+
+
 @impl("dot")
 def _dot(interp, op):
     """Matrix product of the last two dims plus acc, accumulated in float64 (ints: exact, wrapped) and rounded
     once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
-    does not (its three tensor-core products are as accurate as float32 here)."""
+    does not (its three tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each
+    float32 operand into bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
+    to nearest even) and sum the partial products the codegen issues: the cross terms first (hi*mid + mid*hi; for
+    bf16x6 also mid*mid + hi*lo + lo*hi), a NaN there replaced by 0 (an infinite input leaves inf - inf in its
+    lower parts), then hi*hi, then acc. The products of bf16 parts are exact in float64; what is left out (mid*mid
+    and below for bf16x3) is the error the precision names."""
     a_el, r_el = _elem(op.operands[0]), _elem(op.results[0])
     rnd = N.np_dtype(r_el)
     prec = op.attrs.get("input_precision", "ieee") or "ieee"
@@ -212,6 +242,11 @@ def _dot(interp, op):
 
     def dot(a, b, acc):
         if a_el.is_floating():
+            if prec in _BF16_SPLIT_PRODUCTS and a_el.is_fp32():
+                pa, pb = _bf16_parts(a, prec), _bf16_parts(b, prec)
+                s = sum(np.matmul(pa[i], pb[j]) for i, j in _BF16_SPLIT_PRODUCTS[prec])
+                s = np.where(np.isnan(s), 0.0, s) + np.matmul(pa[0], pb[0])
+                return N.round_f64(s + np.asarray(acc).astype(np.float64), r_el)
             if prec == "tf32" and a_el.is_fp32():  # tf32x3 recovers float32 accuracy (three products)
                 a, b = tf32(a), tf32(b)
             p = np.matmul(np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64))
@@ -233,11 +268,12 @@ def _load(interp, op):
     mem, loc, name = interp.memory, op.loc, repr(elem)
     has_mask, has_other = op.attrs.get("has_mask", False), op.attrs.get("has_other", False)
     # Memory.load/store take the address as an ndarray (0-d for scalars); other values may be NumPy scalars.
+    # (a descriptor load's trailing `tma` operands, for the code generator, are not read here)
     if has_mask and has_other:
-        return lambda p, m, o: mem.load(p, m, o, nd, name, loc)
+        return lambda p, m, o, *_tma: mem.load(p, m, o, nd, name, loc)
     if has_mask:
-        return lambda p, m: mem.load(p, m, None, nd, name, loc)
-    return lambda p: mem.load(p, None, None, nd, name, loc)
+        return lambda p, m, *_tma: mem.load(p, m, None, nd, name, loc)
+    return lambda p, *_tma: mem.load(p, None, None, nd, name, loc)
 
 
 @impl("store")
@@ -245,9 +281,9 @@ def _store(interp, op):
     elem = _elem(op.operands[1])
     nd = N.np_dtype(elem)
     mem, loc, name = interp.memory, op.loc, repr(elem)
-    if op.attrs.get("has_mask", False):
-        return lambda p, v, m: mem.store(p, v, m, nd, name, loc)
-    return lambda p, v: mem.store(p, v, None, nd, name, loc)
+    if op.attrs.get("has_mask", False):  # (a descriptor store's trailing `tma` operands are not read here)
+        return lambda p, v, m, *_tma: mem.store(p, v, m, nd, name, loc)
+    return lambda p, v, *_tma: mem.store(p, v, None, nd, name, loc)
 
 
 _ACCUMULATE = {"add", "and", "or", "xor", "max", "min", "xchg"}
@@ -310,7 +346,7 @@ def _single_binop(block, n):
     o, y = block.ops
     if y.kind != "yield" or len(y.operands) != 1 or len(o.results) != 1 or y.operands[0] is not o.results[0]:
         return None
-    if o.kind not in irops.BINARY_SAME or o.kind in ("sub", "fdiv", "idiv", "irem", "frem", "shl", "shr"):
+    if o.kind not in irops.BINARY_SAME or not optable.OPS[o.kind].has("commutative"):
         return None
     a, b = block.args
     if list(o.operands) not in ([a, b], [b, a]):

@@ -16,7 +16,8 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
 - Floats: + - * / sqrt fmod floor ceil abs neg are exact IEEE (round to nearest even) in the result dtype;
   fp16/bf16 are computed in float32 and rounded once, which is exact for these ops (24 >= 2*11+2 bits).
   fma has a single rounding (round-to-odd in float64, then one rounding; float64 fma is accurate to ~1 ulp).
-  Transcendentals (exp exp2 log log2 sin cos erf rsqrt) are evaluated in float64 and rounded once to the
+  The other unary math ops (exp exp2 log log2 sin cos erf rsqrt ...: those of compiler/ir/optable.py's MATH that
+  are not `exact`) are evaluated in float64 from the table's `ref` and rounded once to the
   result dtype: nearly always correctly rounded, so within the GPU's libdevice/approx error bound but not
   bit-identical to it (compare those with a tolerance). exp2 and rsqrt below float64 flush float32 denormals
   as the GPU's ex2/rsqrt.approx.ftz do (Triton's choice too): exp2 results under 2**-126 are +0, rsqrt of a
@@ -35,9 +36,12 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from compiler.ir import types as T
+from compiler.ir.optable import MATH
 
 F16 = np.dtype(np.float16)
 F32 = np.dtype(np.float32)
@@ -290,18 +294,6 @@ def binary_fn(kind: str, elem, attrs=None):
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _erf64(x):
-    import math
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(F64)
-
-
-_TRANSCENDENTAL = {
-    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sin": np.sin, "cos": np.cos,
-    "erf": _erf64, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-}
-_EXACT_UNARY = {"sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil}
-
-
 def unary_fn(kind: str, elem):
     nd = np_dtype(elem)
     if kind == "not":
@@ -320,35 +312,15 @@ def unary_fn(kind: str, elem):
         return np.abs  # int: wraps at INT_MIN like the GPU
     if not elem.is_floating():
         raise TypeError(f"{kind} needs a float type, got {elem!r}")
-    if kind in _EXACT_UNARY:
-        u = _EXACT_UNARY[kind]
+    d = MATH[kind]  # the op table: ref is the float64 meaning (see compiler/ir/optable.py)
+    if d.exact:  # correctly rounded in the operand dtype; 16-bit floats through float32 (exact for these ops)
         if elem.bits < 32:
-            return lambda x: u(np.asarray(x).astype(F32)).astype(nd)
-        return u
-    u = _TRANSCENDENTAL[kind]
+            return lambda x: d.ref(np, np.asarray(x).astype(F32)).astype(nd)
+        return functools.partial(d.ref, np)
     if nd == F64:
-        return u
-    if kind in _FTZ:
-        f = _FTZ[kind]
-        return lambda x: round_f64(f(np.asarray(x).astype(F64)), elem)
-    return lambda x: round_f64(u(np.asarray(x).astype(F64)), elem)
-
-
-_F32_TINY = 2.0 ** -126  # the smallest normal float32
-
-
-def _exp2_ftz(x):
-    y = np.exp2(x)
-    return np.where(np.abs(y) < _F32_TINY, 0.0, y)
-
-
-def _rsqrt_ftz(x):
-    x = np.where(np.abs(x) < _F32_TINY, np.copysign(0.0, x), x)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 1.0 / np.sqrt(x)
-
-
-_FTZ = {"exp2": _exp2_ftz, "rsqrt": _rsqrt_ftz}
+        return functools.partial(d.ref, np)
+    u = d.ref_ftz or d.ref  # evaluated in float64, rounded once to the result dtype
+    return lambda x: round_f64(u(np, np.asarray(x).astype(F64)), elem)
 
 
 def fma_fn(elem):

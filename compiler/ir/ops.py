@@ -1,5 +1,8 @@
 """The op kinds of the tile IR, what each means, and a Builder that creates them with checked result types.
 
+The op table, compiler/ir/optable.py, declares every kind once with the facts the compiler reads (operand
+count, result rule, traits, layout rule; the unary math ops completely); this docstring says what each means.
+
 Conventions
 - Every value has a TensorType: element (a dtype or pointer_type) and shape; shape () is a scalar.
 - Elementwise ops require all tensor operands to have the same shape (the frontend inserts `splat` /
@@ -28,7 +31,8 @@ Op kinds (operands -> results; attrs):
   umulhi                      (a, b) -> T         high half of the full unsigned product (32/64-bit ints, signed
                                                   ones read as unsigned, as Triton's umulhi)
   neg not                     (x) -> T            not: bitwise complement (logical for int1)
-  exp exp2 log log2 sqrt rsqrt sin cos erf floor ceil abs   (x) -> T   math; all but abs on floats only
+  exp exp2 log ... abs        (x) -> T            the unary math ops: optable.MATH declares each (its meaning,
+                                                  operand rule, lowering); floats only except abs floor ceil
   fma            (a, b, c) -> T                   a*b+c with one rounding
   extern_elementwise (x0..xn-1) -> T              symbol: a libdevice function (`__nv_tanhf`) applied per element;
                                                   operands of one shape, each of the function's own dtype; pure
@@ -80,14 +84,15 @@ from __future__ import annotations
 
 from .core import Block, Loc, Op, UNKNOWN_LOC, Value
 from . import types as T
+from .optable import MATH, OPS
 
-BINARY_SAME = ("add", "sub", "mul", "fdiv", "idiv", "irem", "frem", "and", "or", "xor", "shl", "shr", "max", "min",
-               "umulhi")
-UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil")
-UNARY_SAME = ("neg", "not", "abs") + UNARY_MATH
+# Lists the Builder checks against, read off the op table (compiler/ir/optable.py).
+BINARY_SAME = tuple(k for k, d in OPS.items() if d.operands == 2 and d.result == "same")
+UNARY_MATH = tuple(k for k in MATH if k != "abs")
+UNARY_SAME = tuple(k for k, d in OPS.items() if d.operands == 1 and d.result == "same" and not d.has("target"))
 CMP_PREDS = ("eq", "ne", "lt", "le", "gt", "ge")
 ATOMIC_OPS = ("add", "max", "min", "and", "or", "xor", "xchg")
-TERMINATORS = ("yield", "condition", "return")
+TERMINATORS = tuple(k for k, d in OPS.items() if d.has("terminator"))
 
 
 class IRError(Exception):

@@ -5,19 +5,24 @@ rule with the op that breaks it).
   of an earlier op of the same or an enclosing block (SSA dominance in structured control flow).
 - Ops and blocks link back (op.block is the block holding the op, block.parent the op holding the block).
 - A terminator ends its block and nothing follows it; the kernel body ends with `return`. (Which op kinds exist
-  is not checked here: that list is the op table's, compiler/ir/ops.py, and ops are being added there.)
+  is not checked here: the op table, compiler/ir/optable.py, lists them.)
 - Region ops: `for` has (lb, ub, step, init...) operands, one body block whose arguments are the induction
   variable (lb's type) and the carried values, and yields as many values as it has results, each of the result's
   type; the init values have the results' types. `if` has a condition and two blocks yielding the results'
   types; `while` has a `before` block ending in `condition` and an `after` block ending in `yield`; `reduce` and
   `scan` have one block with two arguments per operand that yields one value per result.
-- Elementwise binary ops take two operands of the result's type; `cmp` and `select` agree in shape.
+- Ops whose result rule in the op table (compiler/ir/optable.py) is "same" (binary and unary arithmetic, the math
+  ops, fma, convert_layout) take their number of operands, each of the result's type; `cmp` and `select` agree
+  in shape.
 """
 from __future__ import annotations
 
 from .core import Block, Function, Module
-from .ops import BINARY_SAME, TERMINATORS, UNARY_SAME
+from .ops import TERMINATORS
+from .optable import OPS
 from . import types as T
+
+SAME = frozenset(k for k, d in OPS.items() if d.result == "same" and d.operands is not None)
 
 class IRVerifyError(ValueError):
     """The IR breaks a structural rule (a compiler bug: a pass or a builder made it)."""
@@ -141,9 +146,10 @@ class _Verifier:
             ys = self.yields(op, op.blocks[0])
             if ys is not None and len(ys) != len(res):
                 self.bad(op, f"the combine block yields {len(ys)} values for {len(res)} results")
-        elif k in BINARY_SAME:
-            if len(op.operands) != 2 or len(res) != 1:
-                self.bad(op, f"'{k}' takes two operands and has one result")
+        elif k in SAME:  # the op table's result rule "same": n operands, one result, all of one type
+            n = OPS[k].operands
+            if len(op.operands) != n or len(res) != 1:
+                self.bad(op, f"'{k}' takes {n} operand{'s' if n != 1 else ''} and has one result")
             elif any(_ty(v) != res[0] for v in op.operands):
                 self.bad(op, f"operands {', '.join(str(_ty(v)) for v in op.operands)} for a result {res[0]}")
         elif k == "cmp":
@@ -158,9 +164,6 @@ class _Verifier:
             elif _ty(op.operands[1]) != res[0] or _ty(op.operands[2]) != res[0] or \
                     _ty(op.operands[0]).shape != res[0].shape:
                 self.bad(op, "a and b of the result's type and c of its shape expected")
-        elif k in UNARY_SAME:
-            if len(op.operands) != 1 or len(res) != 1 or _ty(op.operands[0]) != res[0]:
-                self.bad(op, f"'{k}' takes one operand of its result's type")
         elif k in TERMINATORS and op.results:
             self.bad(op, "a terminator has no results")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins as _py
 import enum as _enum
 
-from ..ir import types as _T
+from ..ir import optable as _optable, types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
     TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, int1, int8, int16, int32, int64,
     pointer_type, uint8, uint16, uint32, uint64,
@@ -107,6 +107,7 @@ class tensor_descriptor:
     def __init__(self, base, shape, strides, block_shape, padding):
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.block_shape, self.padding = tuple(block_shape), padding
+        self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
 
     @property
     def dtype(self):
@@ -126,14 +127,36 @@ class tensor_descriptor:
     def load(self, offsets):
         """The tile at `offsets` (out-of-bounds elements: zero, or NaN with padding_option="nan")."""
         p = self._at(offsets)
-        return _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
-                                     False)
+        out = _sem().load_block_ptr(p, None, None, tuple(_py.range(len(self.block_shape))), self.padding, "", "",
+                                    False)
+        op = getattr(out.handle, "owner", None)
+        if self.tmap is not None and getattr(op, "kind", None) == "load" and self.padding == "zero":
+            # a host-side descriptor: the load also carries its tensor map and the tile's start, so a K loop's
+            # pipeliner can serve it by TMA (passes/pipeline.py tma_served); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     @builtin
     def store(self, offsets, value):
         """Write `value` (a tile of block_shape) at `offsets`; out-of-bounds elements are not written."""
         p = self._at(offsets)
-        return _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        from ..frontend.context import current
+
+        blk = current().builder.block
+        n = len(blk.ops)
+        out = _sem().store_block_ptr(p, value, None, tuple(_py.range(len(self.block_shape))), "", "")
+        op = blk.ops[-1] if len(blk.ops) > n else None
+        if self.tmap is not None and getattr(op, "kind", None) == "store":
+            # a host-side descriptor: the store also carries its tensor map and the tile's start, so the code
+            # generator can write the tile by TMA (codegen/tma.py store); everything else ignores them
+            starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
+            blk.ops.remove(op)  # the casts go before the store
+            blk.ops.append(op)
+            op.operands += [self.tmap.handle] + starts
+            op.attrs["tma"] = len(starts)
+        return out
 
     def __repr__(self):
         return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"
@@ -492,24 +515,16 @@ def _unary(kind, doc):
     def fn(x):
         return _sem().unary(kind, x)
 
-    fn.__name__ = kind
+    fn.__name__ = fn.__qualname__ = kind
     fn.__doc__ = doc
     return builtin(fn)
 
 
-exp = _unary("exp", "e**x")
-exp2 = _unary("exp2", "2**x")
-log = _unary("log", "natural logarithm")
-log2 = _unary("log2", "base-2 logarithm")
-sqrt = _unary("sqrt", "square root (IEEE rounded)")
-sqrt_rn = sqrt
-rsqrt = _unary("rsqrt", "1/sqrt(x)")
-sin = _unary("sin", "sine")
-cos = _unary("cos", "cosine")
-erf = _unary("erf", "error function")
-floor = _unary("floor", "round down")
-ceil = _unary("ceil", "round up")
-abs = _unary("abs", "absolute value (ints too)")
+# tl.exp, tl.sqrt, tl.abs ...: one function per unary math op of the op table (compiler/ir/optable.py MATH).
+for _name, _d in _optable.MATH.items():
+    globals()[_name] = _unary(_name, _d.doc)
+del _name, _d
+sqrt_rn = globals()["sqrt"]  # noqa: F821 (tl.sqrt is IEEE rounded already)
 
 
 @builtin

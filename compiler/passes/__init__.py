@@ -11,8 +11,10 @@ from ..ir.verify import verify
 from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
 from .dce import dce
+from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
 from .schedule import schedule_loads
+from .wgmma_loops import wgmma_loops
 
 
 PIPELINE = [
@@ -22,6 +24,9 @@ PIPELINE = [
     ("dce", dce),
     # Rotate the loads of K loops with a dot (num_stages >= 2) so the next tiles load while this one's MMA runs;
     # before layouts, so the carried tiles get the loads' coalesced layouts like any loop-carried value.
+    # fp8 dots that run on wgmma take their fp8 operands directly (the frontend's exact fp16 conversions dropped);
+    # before the pipeliner, whose copy ring then serves their K-major descriptor loads, and before layouts.
+    ("fp8_dots", fp8_dots),
     ("pipeline_loads", pipeline_loads),
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
@@ -32,6 +37,9 @@ PIPELINE = [
     # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
     # before the first conversion's barrier (which ptxas never moves a load across).
     ("schedule_loads", schedule_loads),
+    # Which wgmma dots stay in flight across K-loop iterations and which loops wait for them at their exit: last,
+    # on the final op order and layouts; codegen reads its answers instead of deciding (and recording) them itself.
+    ("wgmma_loops", wgmma_loops),
 ]
 
 TARGET_INDEPENDENT = ("canonicalize", "dce")

@@ -6,17 +6,13 @@ layouts) fewer values to reason about and codegen fewer registers to keep.
 """
 from __future__ import annotations
 
+from ..ir import optable
 from ..ir.core import Block, Module, Op
 
-# Ops without side effects whose result depends only on operands and attributes.
-PURE = {
-    "const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims", "reshape", "permute",
-    "add", "sub", "mul", "fdiv", "idiv", "irem", "frem", "and", "or", "xor", "shl", "shr", "max", "min", "umulhi",
-    "neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil",
-    "fma", "cmp", "select", "cast", "bitcast", "addptr", "ptr_to_int", "int_to_ptr", "extern_elementwise",
-}
+# Ops without side effects whose result depends only on operands and attributes (the op table's "pure").
+PURE = optable.kinds("pure", without=("region", "target"))
 # Pure ops with nested blocks can be dropped when unused but are not shared.
-DROPPABLE = PURE | {"reduce", "scan"}
+DROPPABLE = optable.kinds("pure", without=("target",))
 
 
 def _attr_key(attrs: dict):

@@ -1,9 +1,11 @@
 """Dead code elimination: remove pure ops whose results nobody uses (walks regions, iterates to a fixed point)."""
 from __future__ import annotations
 
-# Ops with effects beyond their results (or with regions that may have them) always stay.
-EFFECTS = frozenset(("store", "atomic_rmw", "atomic_cas", "print", "assert", "yield", "condition", "return",
-                     "for", "if", "while", "async_copy", "async_wait"))
+from ..ir import optable
+
+# Ops with effects beyond their results (or with regions that may have them) always stay (the op table's
+# "effects").
+EFFECTS = optable.kinds("effects")
 
 
 def _uses(block, acc):

@@ -123,12 +123,41 @@ class LinearLayout:
 
     def reg_coord(self, r: int) -> tuple:
         """Compile-time part of the coordinate of register r."""
-        return self._xor_bases(((self.reg, r),))
+        return self._span("reg")[r & ((1 << len(self.reg)) - 1)]
 
     def thread_coord(self, lane: int, warp: int) -> tuple:
         """Thread-dependent part of every element's coordinate, for one (lane, warp), as Python ints (the
         emitter's thread_coords builds the same as LLVM values)."""
-        return self._xor_bases(((self.lane, lane), (self.warp, warp)))
+        a = self._span("lane")[lane & ((1 << len(self.lane)) - 1)]
+        b = self._span("warp")[warp & ((1 << len(self.warp)) - 1)]
+        return tuple(x ^ y for x, y in zip(a, b))
+
+    def thread_coords(self, num_warps: int) -> list:
+        """[thread_coord(lane, warp) for warp in range(num_warps) for lane in range(32)], built once."""
+        self._span("lane")
+        cache = self.__dict__["_spans"]
+        out = cache.get(("threads", num_warps))
+        if out is None:
+            out = [self.thread_coord(lane, w) for w in range(num_warps) for lane in range(32)]
+            cache[("threads", num_warps)] = out
+        return out
+
+    def _span(self, which: str) -> list:
+        """The coordinates of every index of one input (reg, lane or warp): entry i is the XOR of the bases of
+        i's set bits. Built once per layout by doubling (the table is not part of the value: eq and hash
+        ignore it), so the emitter's per-register and per-thread lookups cost an index, not a walk of the
+        bases."""
+        cache = self.__dict__.get("_spans")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_spans", cache)
+        out = cache.get(which)
+        if out is None:
+            out = [(0,) * len(self.shape)]
+            for b in getattr(self, which):
+                out += [tuple(x ^ y for x, y in zip(c, b)) for c in out]
+            cache[which] = out
+        return out
 
     def _xor_bases(self, pairs) -> tuple:
         c = [0] * len(self.shape)
@@ -363,7 +392,9 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
     if not str(getattr(options, "arch", "")).endswith("a") or num_warps % 4:
         return None
     a = op.operands[0].type
-    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits != 16:
+    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits not in (8, 16):
+        return None
+    if a.element.bits == 8 and a.shape[-1] % 32:  # fp8 (passes/fp8_dot.py): k32 instructions
         return None
     if op.result.type.element.name != "float32":
         return None

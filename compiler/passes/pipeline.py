@@ -219,6 +219,7 @@ def _pipeline(loop, threads=128):
         mask = _guard(o, clone, cond, out_ops)
         other = ops[2 if o.attrs.get("has_mask") else 1] if o.attrs.get("has_other") else None
         attrs = _clean_attrs(o.attrs)
+        attrs.pop("tma", None)  # a descriptor load through registers: its TMA operands are left behind
         attrs["has_mask"] = True
         n = Op("load", [ops[0], mask] + ([other] if other is not None else []), [o.result.type], attrs, loc=o.loc)
         out_ops.append(n)
@@ -271,6 +272,28 @@ def _replace_uses(block, repl):
 
 
 # ---- asynchronous copies into a shared-memory ring (wgmma operands) -------------------------------------------
+
+def tma_served(o) -> bool:
+    """A load of a host-side tensor descriptor that TMA can serve as a ring copy (its `tma` operands: the
+    tensor map, then the tile's start per dim): a 2-d tile of 16-bit (or fp8) elements whose rows are at least 32 bytes
+    (a wgmma swizzle mode), each dim at most 256 elements (a TMA box). The copy then lands in the swizzled
+    layout the ring's wgmmas read (codegen/tma.py); other descriptor loads use the pointers (cp.async)."""
+    if o.kind != "load" or o.attrs.get("tma") != 2:
+        return False
+    shape = o.result.type.shape
+    eb = o.result.type.element.bits // 8
+    return (len(shape) == 2 and eb in (1, 2) and shape[1] * eb >= 32 and shape[0] <= 256
+            and not o.attrs.get("volatile"))
+
+
+def _fp8_operand_ok(d, o, j, trans) -> bool:
+    """An 8-bit ring operand: only of an fp8 dot (wgmma reads 8-bit operands K-major only), served by TMA (whose
+    tile's inner dim is the load's last), with K that inner dim: a [M, K] load for a, a [N, K] load under a
+    transpose for b (or a transposed [K, M] load never)."""
+    if not (d.operands[0].type.element.is_fp8() and d.operands[1].type.element.is_fp8()) or not tma_served(o):
+        return False
+    return (j == 0 and not trans) or (j == 1 and trans)
+
 
 def _zero_other(o) -> bool:
     """The load's `other` is absent or a constant zero (cp.async zero-fills masked-off elements)."""
@@ -325,7 +348,7 @@ def _pipeline_async(module, loop, options) -> bool:
     info = None
     loads, other_bytes, fixed_bytes = [], 0, 0
     for d in dots:
-        for v in d.operands[:2]:
+        for j, v in enumerate(d.operands[:2]):
             o = v.owner
             eb = v.type.element.bits // 8
             nbytes = -(-v.type.numel * eb // 1024) * 1024
@@ -333,15 +356,17 @@ def _pipeline_async(module, loop, options) -> bool:
             # An operand read transposed (tl.trans(k), attention's K): the load goes to the ring as it is, and the
             # transpose stays, reading the slot as the other operand order (a K-major tile read MN-major, or the
             # reverse: the same bytes, codegen's permute of a shared-memory operand)
+            tr = False
             if (getattr(o, "kind", None) == "permute" and _swaps_matrix_dims(o) and uses == 1
                     and getattr(o, "block", None) is body):
                 v = o.operands[0]
                 o = v.owner
                 uses = sum(x is v for op in body.walk() for x in op.operands)
+                tr = True
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and uses == 1 and o not in loads):
+                    and uses == 1 and o not in loads and (eb == 2 or _fp8_operand_ok(d, o, j, tr))):
                 info = info or axisinfo.analyze(module.function)
-                if _copyable(o, info):
+                if tma_served(o) or (eb == 2 and _copyable(o, info)):
                     loads.append(o)
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
@@ -350,12 +375,11 @@ def _pipeline_async(module, loop, options) -> bool:
             fixed_bytes += nbytes if v.id not in inside else 0
     if not loads or (len(dots) == 1 and len(loads) < 2):
         return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
-    eb = 2
     bases, stage = [], 0
     for o in loads:
         bases.append(stage)
-        stage += -(-o.result.type.numel * eb // 1024) * 1024
-    budget = SMEM_MAX - other_bytes
+        stage += -(-o.result.type.numel * (o.result.type.element.bits // 8) // 1024) * 1024
+    budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
     # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
     # finished reading the slot they overwrite, the previous iteration's). One more barrier per iteration for a
@@ -396,7 +420,9 @@ def _pipeline_async(module, loop, options) -> bool:
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
-            "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead}
+            "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead,
+            "tma": tuple(tma_served(o) for o in loads),
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads)}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -410,7 +436,11 @@ def _pipeline_async(module, loop, options) -> bool:
                      **where}
             if barrier and j == 0:
                 attrs["barrier"] = True  # every warp is past its reads of the slot first (the tight ring)
-            out_ops.append(Op("async_copy", [clone(o.operands[0]), mask], [], attrs, loc=o.loc))
+            operands = [clone(o.operands[0]), mask]
+            if tma_served(o):  # TMA: the copy also takes the iteration's guard, the tensor map and the tile's start
+                attrs["tma"] = o.attrs["tma"]
+                operands += [cond] + [clone(v) for v in o.operands[-1 - o.attrs["tma"]:]]
+            out_ops.append(Op("async_copy", operands, [], attrs, loc=o.loc))
 
     def advance(state, at_iv, out_ops):
         """The carried values of the next iteration from `state` (the carried values at `at_iv`); only the

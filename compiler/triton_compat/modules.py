@@ -97,6 +97,10 @@ def _build() -> dict:
     extra = CompatModule("triton.language.extra", {"libdevice": libdevice, "cuda": cuda}, forward=extra_fwd)
     math = CompatModule("triton.language.math", forward=lang.math)
     language = CompatModule("triton.language", {"extra": extra, "math": math}, forward=lang)
+    from compiler.tools.tensor_descriptor import TensorDescriptor
+
+    tensor_descriptor = CompatModule("triton.tools.tensor_descriptor", {"TensorDescriptor": TensorDescriptor})
+    tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor})
     top = CompatModule("triton", {
         "jit": compiler.jit,
         "autotune": compiler.autotune,
@@ -109,12 +113,14 @@ def _build() -> dict:
         "constexpr": lang.constexpr,
         "language": language,
         "testing": testing,
+        "tools": tools,
         "__version__": compiler.__version__,
         "__tilefarm__": True,
     })
     mods = {"triton": top, "triton.language": language, "triton.language.math": math,
             "triton.language.extra": extra, "triton.language.extra.cuda": cuda,
-            "triton.language.extra.libdevice": libdevice, "triton.testing": testing}
+            "triton.language.extra.libdevice": libdevice, "triton.testing": testing, "triton.tools": tools,
+            "triton.tools.tensor_descriptor": tensor_descriptor}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
     return mods
 
@@ -134,4 +140,4 @@ def compat_module(name: str):
 #: the Triton modules the layer stands in for
 MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
-          "triton.testing")
+          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor")

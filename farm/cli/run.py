@@ -24,11 +24,17 @@ def run(
     force: Annotated[bool, typer.Option(help="Run jobs the store already has results for (normally reused).")] = False,
     local: Annotated[bool, typer.Option(help="Run in this process, one job at a time, without Ray "
                                              "(quick to start, no timeouts, a crashing kernel ends the run).")] = False,
-    address: Annotated[str | None, typer.Option(help="Join this Ray cluster (`auto`, `ray://host:10001`) "
+    address: Annotated[str | None, typer.Option(help="Join this Ray cluster (`auto`, `HOST:6379`) "
                                                      "instead of starting a local one.")] = None,
     insecure_cluster: Annotated[bool, typer.Option(help="Allow joining a Ray cluster without authentication "
                                                         "(anyone who reaches it can run code).")] = False,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs for the local Ray (overrides cluster.num_cpus).")] = None,
+    gpu_kind: Annotated[str | None, typer.Option(help="GPU kind(s) to time on (Ray's accelerator_type, e.g. H200): "
+                                                      "one, a comma list (each job timed on each), or `each` "
+                                                      "(every kind the cluster has); overrides cluster.gpu_kind.")] = None,
+    wait_s: Annotated[float | None, typer.Option(help="Seconds jobs wait for a node with what they need (a GPU kind "
+                                                      "no node has) before they time out; overrides "
+                                                      "cluster.wait_s (600).")] = None,
     store: Annotated[str | None, typer.Option("--store", "-s", help="Results file (default: the config's "
                                                                    f"`store`, else {DEFAULT_STORE}).")] = None,
     label: Annotated[str | None, typer.Option(help="A name for this run (`farm report LABEL`).")] = None,
@@ -103,16 +109,22 @@ def run(
     cluster = cfg.cluster if cfg else config_mod.Cluster()
     if num_cpus:
         cluster.num_cpus = num_cpus
+    if wait_s is not None:
+        if not wait_s > 0:
+            raise FarmError(f"--wait-s must be a positive number of seconds, not {wait_s}")
+        cluster.wait_s = wait_s
     t0 = time.perf_counter()
     with messages_to_stderr(fmt):
         prep, tally = _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local,
-                           address, insecure_cluster, t0)
+                           address, insecure_cluster, t0, gpu_kind)
     failed = _finish(say, st, prep, tally, fmt, ratio_to)
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
 def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local, address,
-         insecure_cluster, t0):
+         insecure_cluster, t0, gpu_kind=None):
+    import os
+
     from farm import runner
     from farm.executor import make_executor
     with say.status("starting Ray ..." if not (local or cluster.executor == "local") else "starting ..."):
@@ -126,7 +138,12 @@ def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cl
                 prep.opts.timeout_s = timeout
         else:
             prep = runner.prepare(cfg, text, str(config), st, resources, force=force, label=label,
-                                  max_jobs=max_jobs)
+                                  max_jobs=max_jobs, gpu_kind=gpu_kind)
+        joined = (address or cluster.address) and hasattr(executor, "ship")
+        cfg_path = str(config) if config is not None else st.run(prep.run_id).get("config_path")
+        if joined and cfg_path:  # the nodes of a cluster get the config's folder (its workload and kernel files)
+            with say.status("sending the config's folder to the cluster ..."):
+                executor.ship(os.path.dirname(os.path.abspath(cfg_path)))
         _header(say, prep, resources, executor, time.perf_counter() - t0)
         if cfg is not None and cfg.compilers != ["tilefarm"]:
             from farm.compilers import triton_version
@@ -183,6 +200,8 @@ def _execute(say, st, prep, executor):
         lines = ProgressLines(len(prep.jobs), say)
 
         def on_line(kind, job, payload, tally):
+            if kind == "notice":
+                say.print(f"[yellow]{escape(payload)}[/]")
             if kind == "done":
                 lines.update(tally.done, tally.failed, final=tally.done == tally.total)
         return runner.execute(st, prep, executor, on_line)
@@ -200,6 +219,8 @@ def _execute(say, st, prep, executor):
 
     with Live(Group(progress), console=say, refresh_per_second=8, transient=True) as live:
         def on_event(kind, job, payload, tally):
+            if kind == "notice":
+                live.console.print(f"[yellow]{escape(payload)}[/]")
             if kind == "done":
                 failed = f"[red]{tally.failed} failed[/]" if tally.failed else ""
                 progress.update(task, completed=tally.done, failed=failed)

@@ -73,11 +73,12 @@ def collect(store) -> dict:
         for r in store.rows(run_id, samples=True):
             if r["status"] == "pending":
                 continue
-            d = derive(r, kind if kind not in ("interpreter", "compile-only") else None)
-            d["run_id"], d["kind"] = run_id, kind
+            k = r.get("gpu_kind") or kind  # a run timed on several kinds: each row under its own
+            d = derive(r, k if k not in ("interpreter", "compile-only") else None)
+            d["run_id"], d["kind"] = run_id, k
             series = json.dumps([r["params"], r["meta"]], sort_keys=True, default=str)
             # each compiler its own line beside the others in a series' plots (tilefarm's keep the GPU kind's name)
-            trace = trace_name(kind, r.get("compiler") or "tilefarm")
+            trace = trace_name(k, r.get("compiler") or "tilefarm")
             data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(trace, []).append(d)
     return {"runs": runs, "workloads": data}
 

@@ -20,4 +20,5 @@ def make_executor(cluster, local: bool = False, address: str | None = None, inse
         return LocalExecutor()
     from farm.executor.ray import RayExecutor
     return RayExecutor(address=address or cluster.address, num_cpus=cluster.num_cpus, num_gpus=cluster.num_gpus,
-                       max_in_flight=cluster.max_in_flight, insecure=insecure)
+                       max_in_flight=cluster.max_in_flight, insecure=insecure, wait_s=cluster.wait_s,
+                       retries=cluster.retries)

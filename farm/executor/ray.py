@@ -1,16 +1,22 @@
 """Run jobs on Ray (the only farm module that imports ray).
 
-- Compile runs as Ray CPU tasks (`_compile_task`): kernels are built on CPU workers into the compiler's
-  content-addressed cache, so GPU workers only load them. A compile-only run is nothing but these tasks.
+- Compile runs as Ray CPU tasks (`_compile_task`). Each returns its result and, as a second object, the kernel's
+  bundle (farm.artifacts: PTX, the cubin assembled there, metadata); the driver keeps one ref per kernel key, and a
+  GPU worker fetches it only when its node lacks that kernel, installs it and loads it: a GPU node compiles
+  nothing and needs no shared disk. A compile-only run is nothing but these tasks.
 - Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
-  warm CUDA context); without GPUs one actor per CPU slot, validating in the interpreter (compile included,
-  one round trip per job).
-- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on.
-- In-flight work is bounded (compile tasks: the CPU slots; actors: one job each, so a job's deadline starts
-  when it starts) and results are handled in completion order with `ray.wait`.
+  warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
+  CPU slot, validating in the interpreter (compile included, one round trip per job).
+- `ship(folder)`: the config's folder goes to every node as the tasks' and actors' working folder (runtime_env).
+- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on;
+  a Triton job goes to an actor whose node has Triton while any actor of its kind has it.
+- Jobs stream from the store; a bounded window of them is held (compiling, ready, running), so the driver's memory
+  does not grow with the sweep; results are handled in completion order with `ray.wait`.
 - Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
-  process died (segfault, os._exit, node lost) gives WORKER_DIED and the actor is replaced; a result that
-  says its CUDA context is poisoned gets its actor replaced too. The sweep goes on.
+  process died (segfault, os._exit) gives WORKER_DIED and the actor is replaced; a result that says its CUDA
+  context is poisoned gets its actor replaced too. A node that leaves gives its running jobs back to the line
+  (`retries` times, then WORKER_DIED); a node that joins gets actors; jobs that no live node can take wait with a
+  notice, then time out (`wait_s`). The sweep goes on.
 """
 from __future__ import annotations
 
@@ -30,19 +36,26 @@ from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOpt
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
 
 
-@ray.remote(num_cpus=1, max_retries=0)
-def _compile_task(job: dict, arch: str | None = None) -> dict:
+# max_retries: Ray runs a compile again when its process or node was lost (not when it raised: that is a result),
+# and rebuilds a kernel bundle that was lost with its node when a GPU worker asks for it.
+@ray.remote(num_cpus=1, max_retries=2, num_returns=2)
+def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None]:
     # The target arch comes from the executor (a GPU worker's device, or the driver's): a compile process never
     # initializes CUDA itself. On a GPU node dozens of fresh compile processes each calling cuInit at once took
     # ~7 s apiece, which was most of a sweep's start-up.
     if arch:
         os.environ["TILEFARM_ARCH"] = arch
     from farm import worker
+    from farm.machine import compiler_version
     job = Job.from_dict(job)
     try:
-        return worker.compile_job(job).to_dict()
+        res, bundle = worker.compile_and_export(job)
     except Exception as e:  # e.g. the workload cannot be loaded on this node
-        return Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}", worker=worker.worker_name()).to_dict()
+        res, bundle = Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}",
+                             worker=worker.worker_name()), None
+    res.artifacts["compile_node"] = ray.get_runtime_context().get_node_id()
+    res.artifacts["compiler_version"] = compiler_version()
+    return res.to_dict(), bundle
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -56,6 +69,7 @@ class _Worker:
         self._worker = worker
         from farm.compilers import triton_version
         self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind(),
+                      "node": ray.get_runtime_context().get_node_id(),
                       "triton": triton_version()}  # placement: Triton jobs prefer workers that have it
         if self._info["gpu"]:
             from compiler.compile import default_arch
@@ -64,9 +78,23 @@ class _Worker:
     def info(self) -> dict:
         return self._info
 
-    def run(self, job: dict, opts: dict, compiled: dict | None) -> dict:
-        return self._worker.run_job(Job.from_dict(job), RunOptions(**opts),
-                                    Result.from_dict(compiled) if compiled else None).to_dict()
+    def run(self, job: dict, opts: dict, compiled: dict | None, box: list | None = None) -> dict:
+        """Run one job; `box`: [ref of the kernel's bundle], fetched only when this machine lacks the kernel."""
+        from farm import artifacts
+        bundle, note = None, None
+        key = (compiled or {}).get("artifacts", {}).get("kernel_key")
+        if box and key and not artifacts.present(key):
+            try:
+                bundle = ray.get(box[0])
+            except ray.exceptions.RayError as e:  # lost beyond rebuilding: compiled here, and said so
+                note = f"the compiled kernel did not arrive ({type(e).__name__}); compiled on this node"
+        res = self._worker.run_job(Job.from_dict(job), RunOptions(**opts),
+                                   Result.from_dict(compiled) if compiled else None, bundle)
+        res.artifacts["node"] = self._info["node"]
+        res.artifacts["kernel_fetched"] = bundle is not None
+        if note:
+            res.notes.append(note)
+        return res.to_dict()
 
 
 def _died(job: Job, e: BaseException, where: str) -> Result:
@@ -78,13 +106,34 @@ def _died(job: Job, e: BaseException, where: str) -> Result:
                   detail=str(e)[-2000:])
 
 
+# Excluded from the config folder sent to the nodes: caches, stores, environments and version control.
+SHIP_EXCLUDES = [".git", ".hg", ".svn", "__pycache__", "*.pyc", ".venv", "venv", ".tilefarm", "*.db", "*.db-*",
+                 ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".gpu-node", "site"]
+SHIP_MAX_MB = float(os.environ.get("FARM_SHIP_MAX_MB", "100"))
+
+
+class _Slot:
+    """One pooled actor: the GPU kind it was placed on ("" for any), its node once known, its inputs (affinity)."""
+
+    __slots__ = ("actor", "kind", "node", "inputs", "label", "info")
+
+    def __init__(self, actor, kind: str, label: str):
+        self.actor, self.kind, self.node, self.inputs, self.label = actor, kind, None, None, label
+        self.info = None  # its info() once it is up (None: not known, takes any job; affinity.suits)
+
+
 class RayExecutor:
-    """Ray executor (see farm.executor). Joins `address` or starts a local Ray; reuses one already running."""
+    """Ray executor (see farm.executor). Joins `address` or starts a local Ray; reuses one already running.
+
+    `wait_s`: how long jobs wait for a node with the resources they need (a GPU kind no node has) before they are
+    recorded as timed out; a notice says so every `notice_s` meanwhile. `retries`: how often a job whose node was
+    lost under it is run again before it is recorded as lost."""
 
     name = "ray"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None,
-                 max_in_flight: int | None = None, insecure: bool = False):
+                 max_in_flight: int | None = None, insecure: bool = False, wait_s: float = 600.0,
+                 retries: int = 2, notice_s: float | None = None):
         self.started_ray = False
         self.init_s = 0.0
         self._session_dir: str | None = None
@@ -98,8 +147,6 @@ class RayExecutor:
             kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
             if address:
                 kwargs["logging_level"] = logging.WARNING  # joining: Ray's warnings (security ones) are shown
-                # Workers on other nodes import farm/workloads/compiler from the same path (a shared checkout).
-                kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": _REPO}}
                 with _loopback(_is_loopback(address)):  # a farm's local Ray: this driver must be 127.0.0.1 too
                     ray.init(address=address, **kwargs)
             else:
@@ -115,7 +162,10 @@ class RayExecutor:
         self.cpus = int(res.get("CPU", 1))
         # FARM_FORCE_NO_GPU: validate in the interpreter even where the cluster has GPUs (tests, debugging).
         self.gpus = 0 if os.environ.get("FARM_FORCE_NO_GPU") else int(res.get("GPU", 0))
+        self._fixed_in_flight = max_in_flight
         self.max_in_flight = max_in_flight or self.cpus
+        self.wait_s, self.retries = wait_s, retries
+        self.notice_s = notice_s if notice_s is not None else float(os.environ.get("FARM_PROGRESS_S", "30"))
         self._gpu_names: list[str] | None = None
         # keep_pool: actors survive between run() calls (farm tune runs one call per search round), closed by close()
         self.keep_pool = False
@@ -123,32 +173,136 @@ class RayExecutor:
         # the arch compile tasks build for: TILEFARM_ARCH, else the first GPU worker's device (GPU runs) or
         # this process's default (compile-only runs); found once, then passed to every compile task
         self._arch: str | None = os.environ.get("TILEFARM_ARCH") or None
+        self._arch_of: dict = {}  # GPU kind -> the arch its first worker reported (None: no GPU in that worker)
+        self._runtime_env: dict | None = None
+        self._shipped: str | None = None  # the local folder the nodes get as their working folder
+        # kernel key -> ref of its bundle in the object store: each kernel is sent once however many jobs use it
+        self._kernels: collections.OrderedDict = collections.OrderedDict()
+        self._nodes_at = 0.0
+        self._nodes: list = []
+
+    # ------------------------------------------------------------ what the cluster has
 
     def resources(self) -> dict:
         res = ray.cluster_resources()
         kinds = sorted(k.split(":", 1)[1] for k in res if k.startswith("accelerator_type:"))
         return {"cpus": self.cpus, "gpus": self.gpus, "gpu_kind": kinds[0] if kinds else ("GPU" if self.gpus else None),
-                "gpu_names": kinds, "init_s": self.init_s, "nodes": len([n for n in ray.nodes() if n["Alive"]])}
+                "gpu_names": kinds, "gpu_kinds": self.gpu_kinds(), "init_s": self.init_s,
+                "nodes": len([n for n in ray.nodes() if n["Alive"]])}
+
+    def gpu_kinds(self) -> dict:
+        """GPU kind -> GPUs of that kind on the live nodes (a node's kind: its `accelerator_type:KIND` resource)."""
+        out: dict = {}
+        for n in self._alive(refresh=True):
+            r = n.get("Resources", {})
+            kinds = [k.split(":", 1)[1] for k in r if k.startswith("accelerator_type:")]
+            for k in kinds or (["GPU"] if r.get("GPU") else []):
+                out[k] = out.get(k, 0) + int(r.get("GPU", 0))
+        return out
 
     def details(self) -> dict:
         """Nodes (as ray.nodes() gives them) and the CPUs/GPUs free right now (the rest is busy or queued)."""
         avail = ray.available_resources()
         return {"nodes": ray.nodes(), "available": {k: avail.get(k, 0) for k in ("CPU", "GPU")}}
 
-    def _compile(self, job: Job):
-        """Submit a compile task; big jobs reserve host memory (inputs are built to specialize the kernel)."""
+    def _alive(self, refresh: bool = False) -> list:
+        """The live nodes, read again from Ray at most every 2 s (or now, with `refresh`)."""
+        now = time.monotonic()
+        if refresh or now - self._nodes_at > 2.0:
+            self._nodes = [n for n in ray.nodes() if n.get("Alive")]
+            self._nodes_at = now
+            if self._fixed_in_flight is None:  # nodes that joined add compile slots; lost ones take them away
+                self.max_in_flight = max(1, int(sum(n.get("Resources", {}).get("CPU", 0) for n in self._nodes)))
+        return self._nodes
+
+    def _capacity(self, kind: str, use_gpu: bool) -> int:
+        """How many actors the live nodes can hold for `kind` (GPUs of that kind; CPU slots without GPUs)."""
+        total = 0
+        for n in self._alive():
+            r = n.get("Resources", {})
+            if not use_gpu:
+                total += int(r.get("CPU", 0))
+            elif not kind or f"accelerator_type:{kind}" in r:
+                total += int(r.get("GPU", 0))
+        return total
+
+    # ------------------------------------------------------------ sending the config's folder
+
+    def ship(self, folder: str) -> None:
+        """Send `folder` (the config's: its workload and kernel files) to every node as the working folder of the
+        farm's tasks and actors (Ray's runtime_env `working_dir`), so a node needs only the installed package.
+        Caches, stores, environments and version control stay behind (SHIP_EXCLUDES); a folder over
+        FARM_SHIP_MAX_MB (default 100 MiB) is refused with the largest entries named."""
+        folder = str(pathlib.Path(folder).resolve())
+        size, big = _folder_size(folder, SHIP_EXCLUDES)
+        if size > SHIP_MAX_MB * 2**20:
+            raise FarmError(f"the config's folder {folder} holds {size / 2**20:.0f} MiB to send to the cluster's "
+                            f"nodes (over FARM_SHIP_MAX_MB={SHIP_MAX_MB:g}); largest: "
+                            + ", ".join(f"{p} ({b / 2**20:.1f} MiB)" for p, b in big)
+                            + ". Put the config and its kernel files in a folder of their own")
+        from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
+        node = getattr(ray._private.worker.global_worker, "node", None)
+        if node is None:
+            raise FarmError("cannot send the config's folder through a Ray Client connection (ray://): join the "
+                            "cluster at its GCS address instead (--address HEAD:6379)")
+        try:
+            env = upload_working_dir_if_needed({"working_dir": folder, "excludes": list(SHIP_EXCLUDES)},
+                                               include_gitignore=True, scratch_dir=node.get_runtime_env_dir_path())
+        except (ValueError, OSError) as e:
+            raise FarmError(f"could not send the config's folder {folder} to the cluster: {e}") from None
+        env.pop("excludes", None)
+        self._runtime_env, self._shipped = env, folder
+
+    def _job_for_nodes(self, job: Job) -> dict:
+        """The job as a node sees it: a workload file inside the shipped folder named relative to it (a task's
+        working folder is that folder's copy on its node)."""
+        d = job.to_dict()
+        if self._shipped:
+            path, sep, name = job.workload.partition("::")
+            if path.endswith(".py") and os.path.isabs(path):
+                try:
+                    d["workload"] = str(pathlib.Path(path).relative_to(self._shipped)) + sep + name
+                except ValueError:
+                    pass  # outside the folder: the node must have it at the same path (a shared disk)
+        return d
+
+    # ------------------------------------------------------------ compiling
+
+    def _compile(self, job: Job, arch: str | None = None):
+        """Submit a compile task for `arch` (default: the executor's); big jobs reserve host memory (inputs are
+        built to specialize the kernel). Returns (ref of the result, ref of the kernel bundle)."""
+        opts = {}
+        if self._runtime_env:
+            opts["runtime_env"] = self._runtime_env
         need = 4 * job.data_bytes  # inputs, outputs and float64 temporaries of make_inputs, roughly
         if need > 256 * 2**20:
             cap = 0.5 * ray.cluster_resources().get("memory", need * 2)
-            return _compile_task.options(memory=int(min(need, cap))).remote(job.to_dict(), self._arch)
-        return _compile_task.remote(job.to_dict(), self._arch)
+            opts["memory"] = int(min(need, cap))
+        task = _compile_task.options(**opts) if opts else _compile_task
+        return task.remote(self._job_for_nodes(job), arch or self._arch)
+
+    def _kernel_ref(self, key: str | None, ref):
+        """The one bundle ref kept per kernel key (later jobs of the same kernel send that one)."""
+        if not key:
+            return None
+        got = self._kernels.get(key)
+        if got is None:
+            self._kernels[key] = got = ref
+            while len(self._kernels) > 4096:  # jobs still holding an evicted ref keep it alive
+                self._kernels.popitem(last=False)
+        else:
+            self._kernels.move_to_end(key)
+        return got
 
     # ------------------------------------------------------------ actors
 
-    def _new_actor(self, use_gpu: bool):
-        if use_gpu:
-            return _Worker.options(num_gpus=1, num_cpus=0).remote(False)
-        return _Worker.options(num_cpus=1).remote(True)
+    def _new_actor(self, use_gpu: bool, kind: str = ""):
+        opts: dict = {"num_gpus": 1, "num_cpus": 0} if use_gpu else {"num_cpus": 1}
+        if use_gpu and kind:
+            opts["accelerator_type"] = kind
+        if self._runtime_env:
+            opts["runtime_env"] = self._runtime_env
+        return _Worker.options(**opts).remote(not use_gpu)
 
     # ------------------------------------------------------------ run
 
@@ -156,7 +310,7 @@ class RayExecutor:
         if opts.compile_only:
             return self._run_compile_only(jobs, opts, on_event)
         use_gpu = self.gpus > 0 and opts.target != "interpreter"
-        self._run_pool(jobs, opts, on_event, use_gpu)
+        _Pool(self, opts, on_event, use_gpu).run(jobs)
 
     def _run_compile_only(self, jobs, opts, on_event):
         if self._arch is None:
@@ -167,9 +321,11 @@ class RayExecutor:
         while queue or inflight:
             while queue and len(inflight) < self.max_in_flight:
                 job = queue.popleft()
-                inflight[self._compile(job)] = (job, time.monotonic() + opts.timeout_s)
+                ref, _ = self._compile(job)
+                inflight[ref] = (job, time.monotonic() + opts.timeout_s)
                 on_event("start", job, "cpu")
             self._drain(inflight, on_event, _next_deadline(inflight), opts.timeout_s)
+            self._alive()
 
     def _drain(self, inflight: dict, on_event, timeout: float, limit: float):
         done, _ = ray.wait(list(inflight), num_returns=1, timeout=timeout)
@@ -179,134 +335,382 @@ class RayExecutor:
         for ref in done:
             job, _ = inflight.pop(ref)
             try:
-                res = Result.from_dict(ray.get(ref))
+                res = _checked(job, Result.from_dict(ray.get(ref)))
             except ray.exceptions.RayError as e:
                 res = _died(job, e, "cpu task")
             on_event("done", job, res)
         _expire_compiles(inflight, limit, "cpu task", on_event)
 
-    def _run_pool(self, jobs, opts, on_event, use_gpu: bool):
-        n = self.gpus if use_gpu else self.cpus
-        n = max(1, min(n, len(jobs)))
-        if not jobs:
-            return
-        actors = self._pools.pop(use_gpu, None)
-        warming: dict = {}  # info() ref -> slot: actors still starting (imports, CUDA context)
-        if actors is None or len(actors) < n:
-            for a in actors or []:
-                ray.kill(a, no_restart=True)
-            # The actors warm up while the first compile tasks run: a slot takes jobs once its process is ready.
-            actors = [self._new_actor(use_gpu) for _ in range(n)]
-            warming = {a.info.remote(): i for i, a in enumerate(actors)}
-        elif use_gpu and self._arch is None:
-            self._arch = ray.get(actors[0].info.remote()).get("arch")
-        n = len(actors)
-        infos: list = [None] * n  # each actor's info() once it is up (None: not known, takes any job)
-        label = "gpu" if use_gpu else "cpu"
-        idle = collections.deque(i for i in range(n) if i not in warming.values())
-        slot_key: list = [None] * n  # the inputs each worker last ran with (kept in its cache): see affinity.py
-        ready: collections.deque = collections.deque()  # (job, compiled result dict or None)
-        compiling: dict = {}
-        running: dict = {}  # ref -> (slot, job, deadline)
-        queue = _Queue(jobs)
-        opts_d = vars(opts).copy()
-        try:
-            while queue or compiling or ready or running:
-                if use_gpu:  # compile ahead on CPUs while the GPUs work (once the arch is known)
-                    while queue and len(compiling) < self.max_in_flight and (self._arch or not warming):
-                        job = queue.popleft()
-                        compiling[self._compile(job)] = (job, time.monotonic() + opts.timeout_s)
-                else:
-                    while queue and len(ready) < len(idle):
-                        ready.append((queue.popleft(), None))
-                for _ in range(len(idle)):
-                    if not ready:
-                        break
-                    slot = idle.popleft()
-                    busy = {slot_key[s] for s, _, _ in running.values()}
-                    i = pick(ready, slot_key[slot], busy, suits(infos[slot], infos))
-                    if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
-                        idle.append(slot)
-                        continue
-                    ready.rotate(-i)
-                    job, compiled = ready.popleft()
-                    ready.rotate(i)
-                    slot_key[slot] = input_key(job)
-                    ref = actors[slot].run.remote(job.to_dict(), opts_d, compiled)
-                    running[ref] = (slot, job, time.monotonic() + opts.timeout_s)
-                    on_event("start", job, f"{label}{slot}")
-                waiting = list(running) + list(compiling) + list(warming)
-                if not waiting:
-                    continue
-                deadline = min([d for _, _, d in running.values()] + [d for _, d in compiling.values()] +
-                               [time.monotonic() + 1.0])
-                done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, min(deadline - time.monotonic(), 1.0)))
-                if done:
-                    done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
-                for ref in done:
-                    if ref in warming:
-                        got = ray.get(ref)  # an actor that cannot start fails the run, as a pool start always did
-                        infos[warming[ref]] = got
-                        idle.append(warming.pop(ref))
-                        if use_gpu and self._arch is None:
-                            self._arch = got.get("arch")
-                        continue
-                    if ref in compiling:
-                        job, _ = compiling.pop(ref)
-                        try:
-                            res = ray.get(ref)
-                        except ray.exceptions.RayError as e:
-                            on_event("done", job, _died(job, e, "compile task"))
-                            continue
-                        if res["status"] == COMPILED:
-                            ready.append((job, res))
-                        else:
-                            on_event("done", job, Result.from_dict(res))
-                        continue
-                    slot, job, _ = running.pop(ref)
-                    try:
-                        res = Result.from_dict(ray.get(ref))
-                    except ray.exceptions.RayError as e:
-                        res = _died(job, e, f"{label}{slot}")
-                        actors[slot] = self._replace(actors[slot], use_gpu)
-                    else:
-                        if res.replace_worker:
-                            actors[slot] = self._replace(actors[slot], use_gpu)
-                    idle.append(slot)
-                    on_event("done", job, res)
-                now = time.monotonic()
-                for ref, (slot, job, deadline) in list(running.items()):
-                    if now > deadline:
-                        del running[ref]
-                        actors[slot] = self._replace(actors[slot], use_gpu)
-                        idle.append(slot)
-                        on_event("done", job, Result(
-                            key=job.key, status=TIMEOUT, worker=f"{label}{slot}",
-                            error=f"ran past timeout_s={opts.timeout_s:g}; its worker was killed and replaced"))
-                _expire_compiles(compiling, opts.timeout_s, "compile task", on_event)
-        finally:
-            if self.keep_pool and not running:
-                self._pools[use_gpu] = actors
-            else:
-                for a in actors:
-                    ray.kill(a, no_restart=True)
-
-    def _replace(self, actor, use_gpu: bool):
-        ray.kill(actor, no_restart=True)
-        new = self._new_actor(use_gpu)
-        ray.get(new.info.remote())
-        return new
-
     def close(self):
         for actors in self._pools.values():
             for a in actors:
-                ray.kill(a, no_restart=True)
+                ray.kill(a.actor if isinstance(a, _Slot) else a, no_restart=True)
         self._pools = {}
+        self._kernels.clear()
         if self.started_ray:
             ray.shutdown()
             self.started_ray = False
             if self._session_dir:
                 _remove_session(self._session_dir)
+
+
+def _checked(job: Job, res: Result) -> Result:
+    """A compile result from a node whose compiler differs from the driver's (another installed version) is an
+    error: its kernel is not the one the job's key names."""
+    from farm.machine import compiler_version
+    theirs = res.artifacts.get("compiler_version")
+    if theirs and theirs != compiler_version():
+        return Result(key=job.key, status=ERROR, worker=res.worker, compile_s=res.compile_s,
+                      error=f"the node that compiled this job runs another compiler ({theirs[:12]}) than the farm "
+                            f"that planned it ({compiler_version()[:12]}): install the same tilefarm on every node")
+    return res
+
+
+class _Pool:
+    """One `run` of jobs on a pool of actors (see the module's docstring); GPU runs compile ahead on CPU tasks.
+
+    Jobs stream from `jobs` (an iterable read lazily); at most a window of them are held at a time (compiling,
+    compiled and waiting for a worker, running), so the driver's memory does not grow with the sweep. Actors are
+    kept per GPU kind, as many as the live nodes hold: the pool grows when a node joins and loses the actors of a
+    node that leaves, whose running jobs go back to the front of the line (`retries` times)."""
+
+    def __init__(self, ex: RayExecutor, opts: RunOptions, on_event, use_gpu: bool):
+        self.ex, self.opts, self.on_event, self.use_gpu = ex, opts, on_event, use_gpu
+        self.label = "gpu" if use_gpu else "cpu"
+        self.opts_d = vars(opts).copy()
+        self.slots: dict[int, _Slot] = {}
+        self.next_slot = 0
+        self.idle: dict[str, collections.deque] = collections.defaultdict(collections.deque)
+        self.warming: dict = {}   # info() ref -> slot id: actors still starting (imports, CUDA context)
+        self.ready: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> (job, item)
+        self.parked: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> jobs
+        self.compiling: dict = {}  # result ref -> (job, deadline, bundle ref)
+        self.running: dict = {}    # ref -> (slot id, job, deadline, item)
+        self.retries: dict[str, int] = {}
+        self.again: collections.deque = collections.deque()  # jobs to run again (their node was lost)
+        self.waiting: dict[str, float] = {}  # kind -> since when its jobs wait for a node that has it
+        self.noticed: dict[str, float] = {}
+        self.gone: set[str] = set()          # kinds that waited past wait_s: their jobs time out at once
+        self.n_ready = 0  # jobs held in `ready` and `parked`
+
+    def kind_of(self, job: Job) -> str:
+        return job.gpu_kind if self.use_gpu else ""
+
+    def window(self) -> int:
+        return 2 * self.ex.max_in_flight + 2 * max(1, len(self.slots))
+
+    def run(self, jobs) -> None:
+        ex = self.ex
+        queue = _Queue(jobs)
+        if not queue:
+            return
+        old = ex._pools.pop(self.use_gpu, None) or []
+        for slot in old:
+            self._adopt(slot)
+        self._grow()
+        try:
+            while queue or self.again or self.compiling or self.n_ready or self.running:
+                self._unpark()
+                self._feed(queue)
+                self._dispatch()
+                self._wait()
+                self._expire()
+                self._grow()
+                self._starved()
+        finally:
+            if ex.keep_pool and not self.running:
+                ex._pools[self.use_gpu] = [s for s in self.slots.values()]
+            else:
+                for s in self.slots.values():
+                    ray.kill(s.actor, no_restart=True)
+
+    # -- feeding: compile ahead (GPU runs) or take jobs as they are (the actor compiles)
+
+    def _arch(self, kind: str):
+        """(known, arch) for compiling `kind`'s jobs: TILEFARM_ARCH, else what the kind's first worker reported."""
+        if self.ex._arch:
+            return True, self.ex._arch
+        if kind in self.ex._arch_of:
+            return True, self.ex._arch_of[kind]
+        return False, None
+
+    def _feed(self, queue) -> None:
+        while (self.again or queue) and len(self.compiling) + self.n_ready + len(self.running) < self.window():
+            job = self.again.popleft() if self.again else queue.popleft()
+            kind = self.kind_of(job)
+            if kind in self.gone:
+                self._finish(job, self._no_node(job, kind))
+                continue
+            if not self.use_gpu:
+                self._put_ready(kind, job, (None, None, None))
+                continue
+            known, _ = self._arch(kind)
+            if not known:  # compiled once a worker of its kind has said which arch that kind is
+                self.parked[kind].append(job)
+                self.n_ready += 1
+                continue
+            if len(self.compiling) >= self.ex.max_in_flight:
+                self.again.appendleft(job)
+                break
+            self._submit(job, kind)
+
+    def _submit(self, job: Job, kind: str) -> None:
+        ref, bref = self.ex._compile(job, self._arch(kind)[1])
+        self.compiling[ref] = (job, time.monotonic() + self.opts.timeout_s, bref)
+
+    def _unpark(self) -> None:
+        for kind, jobs in self.parked.items():
+            if jobs and self._arch(kind)[0]:
+                while jobs and len(self.compiling) < self.ex.max_in_flight:
+                    self.n_ready -= 1
+                    self._submit(jobs.popleft(), kind)
+
+    def _put_ready(self, kind: str, job: Job, item, front: bool = False) -> None:
+        (self.ready[kind].appendleft if front else self.ready[kind].append)((job, item))
+        self.n_ready += 1
+
+    # -- dispatch: an idle actor of the job's kind takes a ready job (the one whose inputs it holds)
+
+    def _dispatch(self) -> None:
+        for kind, ready in self.ready.items():
+            idle = self.idle[kind]
+            infos = [s.info for s in self.slots.values() if s.kind == kind]
+            for _ in range(len(idle)):
+                if not ready:
+                    break
+                sid = idle.popleft()
+                slot = self.slots.get(sid)
+                if slot is None:
+                    continue
+                busy = {self.slots[s].inputs for s, *_ in self.running.values() if s in self.slots}
+                i = pick(ready, slot.inputs, busy, suits(slot.info, infos))
+                if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
+                    idle.append(sid)
+                    continue
+                ready.rotate(-i)
+                job, item = ready.popleft()
+                ready.rotate(i)
+                self.n_ready -= 1
+                slot.inputs = input_key(job)
+                compiled, _, bref = item
+                ref = slot.actor.run.remote(self.ex._job_for_nodes(job), self.opts_d, compiled,
+                                            [bref] if bref is not None else None)
+                self.running[ref] = (sid, job, time.monotonic() + self.opts.timeout_s, item)
+                self.on_event("start", job, slot.label)
+
+    # -- results
+
+    def _wait(self) -> None:
+        waiting = list(self.running) + list(self.compiling) + list(self.warming)
+        if not waiting:
+            time.sleep(0.05)  # nothing in flight: jobs wait for an actor that cannot be placed yet
+            return
+        deadlines = [d for _, _, d, _ in self.running.values()] + [d for _, d, _ in self.compiling.values()]
+        timeout = min([d - time.monotonic() for d in deadlines] + [1.0])
+        done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, timeout))
+        if done:
+            # Take everything that is ready now, not just one, to keep the loop's overhead per job small.
+            done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+        for ref in done:
+            if ref in self.warming:
+                self._warmed(ref)
+            elif ref in self.compiling:
+                self._compiled(ref)
+            elif ref in self.running:
+                self._ran(ref)
+
+    def _warmed(self, ref) -> None:
+        sid = self.warming.pop(ref)
+        slot = self.slots.get(sid)
+        try:
+            got = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            if slot is not None and self._node_lost(slot, e):
+                self._drop(sid)  # placed on a node that then left: _grow places another where there is room
+                return
+            raise FarmError(f"a {self.label} worker could not start: {e}") from None
+        if slot is None:
+            return
+        slot.info = got
+        slot.node = got.get("node")
+        if slot.node:
+            slot.label = f"{slot.label}@{slot.node[:8]}"  # which node a job runs on, in progress displays
+        gpu = (got.get("gpu") or {}).get("name") or ""
+        if slot.kind and gpu and slot.kind.lower() not in gpu.lower().replace(" ", "-"):
+            self.on_event("notice", None, f"node {slot.node[:12]} is placed as GPU kind {slot.kind} but its GPU is "
+                                          f"{gpu}: its results are stored as {slot.kind} (check the node's "
+                                          "accelerator_type resource)")
+        self.idle[slot.kind].append(sid)
+        if self.use_gpu:
+            self.ex._arch_of.setdefault(slot.kind, got.get("arch"))
+
+    def _compiled(self, ref) -> None:
+        job, _, bref = self.compiling.pop(ref)
+        try:
+            res = ray.get(ref)
+        except ray.exceptions.RayError as e:  # lost past Ray's retries
+            self._finish(job, _died(job, e, "compile task"))
+            return
+        res = _checked(job, Result.from_dict(res))
+        if res.status != COMPILED:
+            self._finish(job, res)
+            return
+        key = res.artifacts.get("kernel_key")
+        kind = self.kind_of(job)
+        self._put_ready(kind, job, (res.to_dict(), key, self.ex._kernel_ref(key, bref)))
+
+    def _ran(self, ref) -> None:
+        sid, job, _, item = self.running.pop(ref)
+        slot = self.slots.get(sid)
+        where = slot.label if slot else self.label
+        try:
+            res = Result.from_dict(ray.get(ref))
+        except ray.exceptions.RayError as e:
+            if slot is not None and self._node_lost(slot, e):
+                self._drop(sid)
+                self._again(job, item, where)
+                return
+            res = _died(job, e, where)
+            self._replace(sid)
+        else:
+            if res.replace_worker:
+                self._replace(sid)
+            elif sid in self.slots:
+                self.idle[slot.kind].append(sid)
+        self._finish(job, res)
+
+    def _again(self, job: Job, item, where: str) -> None:
+        """A job whose node left under it: to the front of its kind's line, or recorded as lost past `retries`."""
+        n = self.retries.get(job.key, 0) + 1
+        self.retries[job.key] = n
+        if n > self.ex.retries:
+            self._finish(job, Result(key=job.key, status=WORKER_DIED, worker=where,
+                                     error=f"lost with its node {n} times (retries: {self.ex.retries}); "
+                                           "a later run plans it again"))
+            return
+        self.on_event("notice", job, f"{job.name}: its node left the cluster under it; running it again "
+                                     f"({n} of {self.ex.retries})")
+        self._put_ready(self.kind_of(job), job, item, front=True)
+
+    def _finish(self, job: Job, res: Result) -> None:
+        self.retries.pop(job.key, None)
+        self.on_event("done", job, res)
+
+    # -- actors: as many per kind as the live nodes hold; a node that joins adds some, one that leaves ends its own
+
+    def _adopt(self, slot) -> None:
+        if not isinstance(slot, _Slot):
+            return
+        sid = self.next_slot
+        self.next_slot += 1
+        self.slots[sid] = slot
+        self.idle[slot.kind].append(sid)
+
+    def _kinds(self) -> set:
+        kinds = {k for k, r in self.ready.items() if r} | {k for k, r in self.parked.items() if r}
+        kinds |= {self.kind_of(j) for _, j, _, _ in self.running.values()}
+        kinds |= {self.kind_of(j) for j, _, _ in self.compiling.values()}
+        if not self.use_gpu:
+            kinds.add("")
+        return kinds - self.gone
+
+    def _grow(self) -> None:
+        for kind in self._kinds():
+            have = sum(1 for s in self.slots.values() if s.kind == kind)
+            want = self.ex._capacity(kind, self.use_gpu)
+            if not self.use_gpu:  # one actor per CPU slot, but no more than there are jobs to run
+                want = min(want, max(1, self.n_ready + len(self.running) + len(self.again)))
+            for _ in range(max(0, want - have)):
+                sid = self.next_slot
+                self.next_slot += 1
+                label = f"{self.label}{sid}" if not kind else f"{kind}:{sid}"
+                slot = self.slots[sid] = _Slot(self.ex._new_actor(self.use_gpu, kind), kind, label)
+                self.warming[slot.actor.info.remote()] = sid
+
+    def _drop(self, sid: int) -> None:
+        slot = self.slots.pop(sid, None)
+        if slot is not None:
+            ray.kill(slot.actor, no_restart=True)
+            for ref, s in list(self.warming.items()):
+                if s == sid:
+                    del self.warming[ref]
+
+    def _replace(self, sid: int) -> None:
+        """A worker that died or is suspect goes; _grow starts another (placed by Ray, not waited for here)."""
+        self._drop(sid)
+
+    def _node_lost(self, slot: _Slot, err: BaseException) -> bool:
+        """Whether the slot's actor died because its node left the cluster (not because its process died under
+        a kernel: that is the job's result). Ray may report the actor's death a moment before the node's."""
+        if slot.node is None:
+            return True  # it never started: its node went before it could
+        said = str(err).lower()  # Ray's words when an actor went down with its node
+        for _ in range(20 if "its node has died" in said or "node was terminated" in said else 1):
+            if slot.node not in {n["NodeID"] for n in self.ex._alive(refresh=True)}:
+                return True
+            time.sleep(0.25)
+        return False
+
+    # -- timeouts, and jobs that no node can take
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for ref, (sid, job, deadline, _) in list(self.running.items()):
+            if now > deadline:
+                del self.running[ref]
+                slot = self.slots.get(sid)
+                self._replace(sid)
+                self._finish(job, Result(
+                    key=job.key, status=TIMEOUT, worker=slot.label if slot else self.label,
+                    error=f"ran past timeout_s={self.opts.timeout_s:g}; its worker was killed and replaced"))
+        for ref, (job, deadline, _) in list(self.compiling.items()):
+            if now > deadline:
+                ray.cancel(ref, force=True)
+                del self.compiling[ref]
+                self._finish(job, Result(key=job.key, status=TIMEOUT, worker="compile task",
+                                         error=f"compile ran past timeout_s={self.opts.timeout_s:g}"))
+
+    def _starved(self) -> None:
+        """Jobs of a kind no live node has: a notice every `notice_s`, and after `wait_s` they time out."""
+        now = time.monotonic()
+        if self.compiling and now - self.noticed.get("compile", 0.0) >= self.ex.notice_s and not any(
+                n.get("Resources", {}).get("CPU") for n in self.ex._alive()):
+            self.noticed["compile"] = now
+            self.on_event("notice", None, f"{len(self.compiling)} compile task(s) wait for a node with CPUs: no "
+                                          f"live node has one; each times out after timeout_s="
+                                          f"{self.opts.timeout_s:g} s")
+        for kind in set(self.ready) | set(self.parked):
+            ready, parked = self.ready[kind], self.parked[kind]
+            n = len(ready) + len(parked)
+            if not n or any(s.kind == kind for s in self.slots.values()):
+                self.waiting.pop(kind, None)
+                continue
+            since = self.waiting.setdefault(kind, now)
+            what = f"a GPU of kind {kind}" if kind else ("a GPU" if self.use_gpu else "a CPU")
+            if now - since >= self.ex.wait_s:
+                self.gone.add(kind)
+                while ready:
+                    self.n_ready -= 1
+                    job, _ = ready.popleft()
+                    self._finish(job, self._no_node(job, kind))
+                while parked:
+                    self.n_ready -= 1
+                    job = parked.popleft()
+                    self._finish(job, self._no_node(job, kind))
+                continue
+            if now - self.noticed.get(kind, since - self.ex.notice_s) >= self.ex.notice_s:
+                self.noticed[kind] = now
+                have = ", ".join(f"{k} x{g}" for k, g in sorted(self.ex.gpu_kinds().items())) or "none"
+                self.on_event("notice", None,
+                              f"{n} job(s) wait for a node with {what}: no live node has one (GPUs now: {have}); "
+                              f"waiting up to {self.ex.wait_s:g} s ({now - since:.0f} s so far) for one to join "
+                              "(`ray start --address ...` on it)")
+
+    def _no_node(self, job: Job, kind: str) -> Result:
+        what = f"GPU kind {kind}" if kind else ("a GPU" if self.use_gpu else "a CPU")
+        return Result(key=job.key, status=TIMEOUT, worker="",
+                      error=f"no node of the cluster had {what} within wait_s={self.ex.wait_s:g} s "
+                            "(a later run plans it again)")
 
 
 def _init_local(**kwargs) -> None:
@@ -408,3 +812,24 @@ def _next_deadline(inflight: dict) -> float:
     if not inflight:
         return 0.0
     return max(0.0, min(min(d for _, d in inflight.values()) - time.monotonic(), 1.0))
+
+
+def _folder_size(folder: str, excludes: list[str]) -> tuple[int, list]:
+    """Bytes under `folder` without the excluded names (any path component matching a pattern), and the five
+    largest top-level entries (name, bytes)."""
+    import fnmatch
+    top: dict[str, int] = {}
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, x) for x in excludes)]
+        for f in files:
+            if any(fnmatch.fnmatch(f, x) for x in excludes):
+                continue
+            try:
+                n = os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                continue
+            total += n
+            rel = os.path.relpath(os.path.join(root, f), folder).split(os.sep)[0]
+            top[rel] = top.get(rel, 0) + n
+    return total, sorted(top.items(), key=lambda kv: -kv[1])[:5]

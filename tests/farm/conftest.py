@@ -21,9 +21,10 @@ def ray_session():
     _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     session = _session_dir()
     yield ray
+    again = _session_dir()  # test_fleet.py stops this Ray for its cluster and starts it again after
     ray.shutdown()
-    if session:
-        _remove_session(session)
+    for path in {session, again} - {None}:
+        _remove_session(path)
 
 
 @pytest.fixture

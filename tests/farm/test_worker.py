@@ -1,3 +1,4 @@
+import json
 import numpy as np
 import pytest
 
@@ -128,8 +129,11 @@ def test_ray_compile_tasks_receive_the_arch():
     ex = rx.RayExecutor(num_cpus=1, num_gpus=0)
     try:
         ex._arch = "sm_80"
-        res = ray.get(ex._compile(job))
+        res, bundle = ray.get(list(ex._compile(job)))
         assert res["status"] == "compiled", res.get("error")
         assert res["artifacts"]["arch"] == "sm_80"
+        # the kernel itself comes back too (issue 19): its cache entry, ready to install on a GPU worker
+        assert bundle["key"] == res["artifacts"]["kernel_key"]
+        assert b"sm_80" in bundle["files"]["ptx"] and json.loads(bundle["files"]["metadata.json"])["arch"] == "sm_80"
     finally:
         ex.close()

@@ -56,3 +56,36 @@ def test_libdevice_covers_triton_libdevice():
     assert not missing, f"libdevice functions neither supported nor listed as not supported: {missing}"
     wrong = [n for n in declared_missing if hasattr(our_libdevice, n)]
     assert not wrong, f"listed as not supported but defined: {wrong}"
+
+
+def _readme_methods():
+    text = open(README).read()
+    para = text[text.index("Tensor methods: the "):]
+    para = para[:para.index("\n\n")]
+    listed = set(re.findall(r"`(\w+)\*?`", para.split(" are `x.")[0]))
+    count = int(re.match(r"Tensor methods: the (\d+) functions", para).group(1))
+    return para, listed, count
+
+
+def test_readme_tensor_methods_agree_with_compiler_language():
+    """Every method the README's paragraph names is a tl function here and a method of our tensor; its count
+    (atomic_* standing for the eight atomics) is the number of names."""
+    from compiler.frontend.semantic import tensor
+
+    _, listed, count = _readme_methods()
+    names = {n for n in listed if n != "atomic_"} | {n for n in dir(ours) if n.startswith("atomic_")}
+    assert len(names) == count, (len(names), count)
+    for n in names:
+        assert hasattr(ours, n) and callable(getattr(tensor, n, None)), n
+
+
+def test_readme_tensor_methods_cover_triton():
+    triton_tl = pytest.importorskip("triton.language", reason="Triton is not installed")
+    _, listed, count = _readme_methods()
+    theirs = {n for n, v in vars(triton_tl.tensor).items() if not n.startswith("_") and callable(v)}
+    # Triton's methods that are also tl functions: what the paragraph lists (the rest, `to` and the logical ones,
+    # it names after the list)
+    functions = {n for n in theirs if hasattr(triton_tl, n)}
+    listed_all = {n for n in listed if n != "atomic_"} | {n for n in functions if n.startswith("atomic_")}
+    assert functions == listed_all, (sorted(functions - listed_all), sorted(listed_all - functions))
+    assert len(functions) == count

@@ -33,6 +33,16 @@ def fp8_arith(A, B, Y, N, BLOCK: tl.constexpr):
 
 
 @compiler.jit
+def fp8_constants(X, Y, N, BLOCK: tl.constexpr):
+    """fp8 constants in three places: a load's `other`, tl.full, and a Python float operand."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m & (offs % 3 == 0), other=-1.5)
+    two = tl.full([BLOCK], 2.0, tl.float8e4nv)
+    tl.store(Y + offs, two * x - 0.75, mask=m)
+
+
+@compiler.jit
 def fp8_row_max(X, Y, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(X + tl.program_id(0) * BLOCK + offs)
@@ -57,3 +67,20 @@ def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     a = tl.load(A + i * K + k[None, :])
     b = tl.load(B + k[:, None] * N + j)
     tl.store(C + i * N + j, tl.dot(a, b))
+
+
+@compiler.jit
+def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B (fp8 inputs, float32 accumulator) over a K loop with masked edges."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))

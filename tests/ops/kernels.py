@@ -28,6 +28,10 @@ def unary_kernel(X, Y, N, OP: tl.constexpr, BLOCK: tl.constexpr):
         y = tl.cos(x)
     elif OP == "erf":
         y = tl.erf(x)
+    elif OP == "erfc":
+        y = tl.erfc(x)
+    elif OP == "erfc_method":
+        y = x.erfc()
     elif OP == "floor":
         y = tl.floor(x)
     elif OP == "ceil":

@@ -231,9 +231,15 @@ def _erf(x):
     return np.vectorize(math.erf)(x)
 
 
+def _erfc(x):
+    import math
+
+    return np.vectorize(math.erfc)(x)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", sorted(UNARY_REF) + ["erf"])
+@pytest.mark.parametrize("op", sorted(UNARY_REF) + ["erf", "erfc", "erfc_method"])
 def test_float_unary(target, dtype, op):
     rng = np.random.default_rng(hash((dtype, op)) % 2**32)
     positive = op in ("log", "log2", "sqrt", "rsqrt")
@@ -241,7 +247,7 @@ def test_float_unary(target, dtype, op):
     y = poison(N, dtype)
     run(target, K.unary_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N], OP=op, BLOCK=BLOCK)
     a = x.astype(np.float64)
-    ref = _erf(a) if op == "erf" else UNARY_REF[op](a)
+    ref = _erf(a) if op == "erf" else _erfc(a) if op.startswith("erfc") else UNARY_REF[op](a)
     exact = op in ("abs", "floor", "ceil", "neg", "sqrt")
     tol = TOL[dtype] if exact else TOL_TRANSC[dtype]
     assert_close(y, ref, dtype, rtol=tol, atol=tol)

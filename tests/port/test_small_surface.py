@@ -6,6 +6,7 @@ import pytest
 
 import compiler
 import compiler.language as tl
+from compiler.ir import types as T
 
 from .kernels import TARGETS, poison, run
 
@@ -228,11 +229,86 @@ def test_tf32x3_is_float32_accurate(target):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
-def test_bf16x3_on_float32_says_so():
+@compiler.jit
+def dot_prec_k(A, B, C, Acc, PREC: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               BK: tl.constexpr):
+    """C = Acc + A @ B for one [M, K] x [K, N] problem, over K in BK steps (a loop-carried accumulator)."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, BK)
+    acc = tl.load(Acc + rm[:, None] * N + rn[None, :])
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc)
+
+
+# max |got - ref| / (|A| @ |B| + |Acc|) per precision: what the precision keeps of the float32 inputs (tf32: 11
+# significant bits, bf16x3: about 16, bf16x6 and tf32x3: float32's 24), plus float32 accumulation over K = 64
+# (at most 64 roundings of 2**-24: 2**-18) on the GPU
+_PREC_BOUND = {"tf32": 2 ** -10, "bf16x3": 2 ** -15, "bf16x6": 2 ** -18, "tf32x3": 2 ** -18, "ieee": 2 ** -18}
+
+
+def _prec_error(target, prec, M=64, N=32, K=64, BK=32, seed=16):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    acc = rng.standard_normal((M, N)).astype(np.float32)
+    c = poison((M, N), np.float32)
+    run(target, dot_prec_k, (1,), a, b, c, acc, PREC=prec, M=M, N=N, K=K, BK=BK, num_warps=4)
+    ref = acc.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(acc.astype(np.float64)) + np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.isfinite(c))
+    return float(np.max(np.abs(c - ref) / scale))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("prec", ["tf32", "tf32x3", "bf16x3", "bf16x6", "ieee"])
+def test_float32_dot_precisions_against_float64(target, prec):
+    """Every input_precision Triton 3.6 accepts, on float32 operands, against float64 within the bound of what
+    the precision keeps of the inputs."""
+    err = _prec_error(target, prec)
+    assert err <= _PREC_BOUND[prec], f"{prec}: relative error {err:.3g} > {_PREC_BOUND[prec]:.3g}"
+
+
+@pytest.mark.parametrize("target", ["interp", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_bf16_splits_are_more_precise_than_tf32(target):
+    """bf16x3 (two bf16 parts, three products) beats one tf32 product; bf16x6 (three parts, six) beats bf16x3."""
+    tf32, x3, x6 = (_prec_error(target, p, seed=17) for p in ("tf32", "bf16x3", "bf16x6"))
+    assert x3 < tf32 / 8, (x3, tf32)
+    assert x6 < x3 / 4, (x6, x3)
+
+
+def test_bf16_split_dot_keeps_infinities():
+    """An infinite input leaves inf - inf in its lower parts: the cross products' NaN is dropped, so the result is
+    the hi * hi product's inf, as a float32 dot gives (interpreter; the codegen issues the same select)."""
+    M = N = K = 16
+    a = np.full((M, K), 0.5, np.float32)
+    a[3, 5] = np.inf
+    b = np.full((K, N), 0.25, np.float32)
+    for prec in ("bf16x3", "bf16x6"):
+        c = poison((M, N), np.float32)
+        dot_prec_k[(1,)](a, b, c, np.zeros((M, N), np.float32), PREC=prec, M=M, N=N, K=K, BK=K)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_array_equal(c, want.astype(np.float32))
+
+
+def test_bf16_split_ptx_uses_bf16_tensor_cores():
+    """bf16x3 on float32 operands: the PTX has bf16 mma.sync (m16n8k16) and no tf32 one; tf32x3 keeps tf32."""
     a = np.ones((32, 32), np.float32)
-    with pytest.raises(compiler.CompilationError, match="input_precision='bf16x6'.*not supported"):
-        dot_prec[(1,)](a, a, a, PREC="bf16x6", BLOCK=32)
-    with pytest.raises(compiler.CompilationError, match="input_precision must be one of"):
+    for prec, want, not_want in (("bf16x3", "m16n8k16.row.col.f32.bf16.bf16.f32", ".tf32"),
+                                 ("bf16x6", "m16n8k16.row.col.f32.bf16.bf16.f32", ".tf32"),
+                                 ("tf32x3", "m16n8k8.row.col.f32.tf32.tf32.f32", ".bf16.bf16")):
+        ptx = dot_prec.warmup(a, a, a, PREC=prec, BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"]
+        assert want in ptx and not_want not in ptx.split("mma.sync", 1)[-1], prec
+    n3 = dot_prec.warmup(a, a, a, PREC="bf16x3", BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"].count("mma.sync")
+    n6 = dot_prec.warmup(a, a, a, PREC="bf16x6", BLOCK=32, grid=(1,), target="sm_90a").asm["ptx"].count("mma.sync")
+    assert n6 == 2 * n3  # six products against three
+
+
+def test_unknown_input_precision_says_so():
+    a = np.ones((32, 32), np.float32)
+    with pytest.raises(compiler.CompilationError, match="input_precision must be one of tf32, tf32x3, ieee, "
+                                                        "bf16x3, bf16x6, got 'fp8'"):
         dot_prec[(1,)](a, a, a, PREC="fp8", BLOCK=32)
 
 
@@ -264,6 +340,9 @@ def test_atomic_cas_16_bit(target, dt):
     ("f & 1", "operator & needs integer operands: invalid operands of type float32 and int32"),
     ("f | x", "operator | needs integer operands: invalid operands of type float32 and int8"),
     ("f << 2", "operator << needs integer operands"),
+    ("x + 2**64", "nonrepresentable integer 18446744073709551616: an integer constant is int32, uint32, int64 or "
+                  "uint64"),
+    ("x + (-2**63 - 1)", "nonrepresentable integer -9223372036854775809"),
 ])
 def test_compile_time_rejections(tmp_path, expr, msg):
     src = tmp_path / "kern_reject.py"
@@ -335,3 +414,33 @@ def test_map_elementwise_refuses_stores_in_element_loops():
 
     with pytest.raises(compiler.CompilationError, match="cannot store inside a while loop on its elements"):
         k[(1,)](np.ones(8, np.float32) * 4, BLOCK=8)
+
+
+@compiler.jit
+def const_type(Out, B, V: tl.constexpr, WANT: tl.constexpr, WITH_BOOL: tl.constexpr):
+    x = V
+    if WITH_BOOL:
+        x = (tl.load(B) > 0) + V  # an integer meets a bool tensor: the integer's own type
+    tl.static_assert(x.dtype == WANT)
+    tl.store(Out, x)
+
+
+@pytest.mark.parametrize("with_bool", [False, True])
+@pytest.mark.parametrize("value,want", [
+    (5, "int32"), (2**31 - 1, "int32"), (-2**31, "int32"), (2**31, "uint32"), (2**32 - 1, "uint32"),
+    (2**32, "int64"), (-2**31 - 1, "int64"), (2**63 - 1, "int64"), (-2**63, "int64"), (2**63, "uint64"),
+    (2**64 - 1, "uint64"), (1.5, "float32"), (1e38, "float32"), (1e39, "float64"), (1e-300, "float64")])
+def test_python_number_types(value, want, with_bool):
+    """A Python number's type as in Triton: int32 if it fits, else uint32, else int64, else uint64; a float is
+    float32 unless outside float32's normal range (then float64). The value arrives unchanged."""
+    dt = getattr(tl, want)
+    out = np.zeros(1, T.from_name(want).np) if want != "bfloat16" else None
+    b = np.full(1, -3, np.int32)  # the bool is False: x is V (+ 0)
+    const_type[(1,)](out, b, V=value, WANT=dt, WITH_BOOL=with_bool)
+    got = out[0].item()
+    assert got == value or (isinstance(value, float) and math.isclose(got, value, rel_tol=1e-6))
+
+
+def test_store_of_a_nonrepresentable_integer_is_refused():
+    with pytest.raises(compiler.CompilationError, match="nonrepresentable integer 18446744073709551616"):
+        const_type[(1,)](np.zeros(1, np.int64), np.ones(1, np.int32), V=2**64, WANT=tl.int64, WITH_BOOL=False)

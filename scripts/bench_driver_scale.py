@@ -1,0 +1,187 @@
+"""The driver of `farm run` at scale: a sweep of N jobs (default 100,000) planned into a fresh store and run, with
+the driver's own cost per job and its memory (resident set, sampled every 0.1 s) measured.
+
+Two executors, so the driver's part can be told from Ray's:
+- `noop`: a stand-in executor that answers every job at once with a result (no worker, no Ray): what is left is
+  the driver alone, i.e. planning (expanding, keying, recording the plan in SQLite), reading the pending jobs back
+  page by page, the runner's bookkeeping and storing every result. This is the figure for "overhead per job at
+  100,000 jobs".
+- `ray`: the real Ray executor (interpreter validation on CPU actors, no GPU) on the same sweep, `--ray-jobs` of
+  it (default 5,000): the driver's loop with real round trips to the workers; its per-job time includes the
+  workers' (a job here validates 8 numbers), so it is an upper bound on the driver's part.
+
+    python3 scripts/bench_driver_scale.py --jobs 100000 --json benchmarks/driver-scale.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    sys.path.insert(0, str(ROOT))
+
+NOOP_WORKLOAD = '''"""A job whose run costs next to nothing: copy 8 numbers (the driver's cost is what is measured)."""
+import numpy as np
+
+from workloads.base import OutputSpec, Workload
+
+
+def launch(arrays, params, meta):
+    arrays["out"][:] = arrays["x"]
+
+
+WORKLOAD = Workload(
+    name="noop", description="out = x, 8 elements", kernel=launch,
+    make_inputs=lambda p, rng: {"x": (rng.standard_normal(8) + 3).astype(np.float32)},
+    output_specs=lambda p: [OutputSpec("out", (8,), "float32")], launch=launch,
+    reference=lambda inputs, p: {"out": inputs["x"].astype(np.float64)},
+    flops=lambda p: 0.0, bytes=lambda p: 64.0)
+'''
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Sampler:
+    """The resident set every `every` seconds, in a thread: its peak, and the value at named moments."""
+
+    def __init__(self, every=0.1):
+        self.peak, self.marks, self._stop = rss_mb(), {}, threading.Event()
+        self._t = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._t.start()
+
+    def _run(self, every):
+        while not self._stop.wait(every):
+            self.peak = max(self.peak, rss_mb())
+
+    def mark(self, name):
+        self.marks[name] = round(rss_mb(), 1)
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+class NoopExecutor:
+    """Answers every job at once (VALIDATED): no worker runs anything. Only for measuring the driver."""
+
+    name = "noop"
+
+    def resources(self):
+        return {"cpus": 1, "gpus": 0, "gpu_kind": None, "gpu_names": [], "init_s": 0.0, "nodes": 1}
+
+    def run(self, jobs, opts, on_event):
+        from farm.jobs import VALIDATED, Result
+        for job in jobs:
+            on_event("start", job, "noop")
+            on_event("done", job, Result(key=job.key, status=VALIDATED, worker="noop"))
+
+    def close(self):
+        pass
+
+
+def config_text(n: int, store: str) -> str:
+    metas = 10 if n >= 10 else 1
+    points = -(-n // metas)
+    return (f"name: driver-scale\nstore: {store}\ncluster: {{num_cpus: 2}}\nworkloads:\n  - workload: noop.py\n"
+            f"    params: {{i: {list(range(points))}, dtype: [float32]}}\n    meta: {{m: {list(range(metas))}}}\n")
+
+
+def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) -> dict:
+    from farm import config, runner
+    from farm.store import Store
+    store_path = folder / f"{executor_name}-{n}.db"
+    cfg_path = folder / f"{executor_name}-{n}.yaml"
+    cfg_path.write_text(config_text(n, str(store_path)))
+    cfg, text = config.load(cfg_path)
+    sampler = Sampler()
+    sampler.mark("start")
+    if executor_name == "noop":
+        ex = NoopExecutor()
+    else:
+        from farm.executor.ray import RayExecutor
+        ex = RayExecutor(num_cpus=2)
+    st = Store(store_path)
+    t0, c0 = time.perf_counter(), time.process_time()
+    prep = runner.prepare(cfg, text, str(cfg_path), st, ex.resources())
+    t_plan, c_plan = time.perf_counter() - t0, time.process_time() - c0
+    sampler.mark("planned")
+    total = len(prep.jobs)
+    done = {"n": 0}
+    slices = []  # wall ms per job over each tenth of the run: flat when nothing grows with the jobs done
+    t1, c1 = time.perf_counter(), time.process_time()
+    last = [t1]
+
+    def on_event(kind, job, payload, tally):
+        if kind == "done":
+            done["n"] += 1
+            if done["n"] % marks_every == 0:
+                sampler.mark(f"done_{done['n']}")
+                now = time.perf_counter()
+                slices.append(round(1e3 * (now - last[0]) / marks_every, 4))
+                last[0] = now
+
+    tally = runner.execute(st, prep, ex, on_event)
+    t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
+    sampler.mark("finished")
+    ex.close()
+    rows = st.db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=?",
+                         (prep.run_id,)).fetchone()
+    st.close()
+    sampler.stop()
+    assert tally.done == total == rows[0] == rows[1] == n, (tally.done, total, rows, n)
+    return {"executor": executor_name, "jobs": n, "plan_s": round(t_plan, 3), "run_s": round(t_run, 3),
+            "plan_ms_per_job": round(1e3 * t_plan / n, 4), "run_ms_per_job": round(1e3 * t_run / n, 4),
+            "total_ms_per_job": round(1e3 * (t_plan + t_run) / n, 4),
+            # the driver process's CPU time (all its threads, Ray's included): what it costs whatever else runs
+            "driver_cpu_ms_per_job": round(1e3 * (c_plan + c_run) / n, 4),
+            "run_ms_per_job_by_tenth": slices,
+            "rss_mb": sampler.marks, "rss_peak_mb": round(sampler.peak, 1),
+            "store_mb": round(store_path.stat().st_size / 2**20, 1)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--small", type=int, default=10_000, help="a smaller sweep, to show memory does not grow with N")
+    ap.add_argument("--ray-jobs", type=int, default=5_000, help="jobs through the real Ray executor (0: skip)")
+    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--one", nargs=3, metavar=("N", "EXECUTOR", "FOLDER"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.environ.setdefault("FARM_FORCE_NO_GPU", "1")
+    os.environ.setdefault("FARM_MAX_JOBS", str(max(args.jobs, args.small, args.ray_jobs) + 1))
+    if args.one:  # one measurement, in a process of its own (so each one's memory starts from the same place)
+        n, name, folder = int(args.one[0]), args.one[1], pathlib.Path(args.one[2])
+        print(json.dumps(measure(n, name, folder, max(1, n // 10))))
+        return
+    import subprocess
+    out = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+           "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": []}
+    with tempfile.TemporaryDirectory(prefix="driver-scale-") as tmp:
+        folder = pathlib.Path(tmp)
+        (folder / "noop.py").write_text(NOOP_WORKLOAD)
+        for n, name in [(args.small, "noop"), (args.jobs, "noop")] + ([(args.ray_jobs, "ray")] if args.ray_jobs else []):
+            got = subprocess.run([sys.executable, __file__, "--one", str(n), name, str(folder)], check=True,
+                                 capture_output=True, text=True)
+            r = json.loads(got.stdout.strip().splitlines()[-1])
+            out["runs"].append(r)
+            print(f"{name:5} {n:>7,} jobs: plan {r['plan_ms_per_job']:.3f} ms/job, run {r['run_ms_per_job']:.3f} "
+                  f"ms/job, total {r['total_ms_per_job']:.3f} ms/job (driver CPU {r['driver_cpu_ms_per_job']:.3f}); RSS peak {r['rss_peak_mb']} MiB "
+                  f"(after planning {r['rss_mb']['planned']}, at the end {r['rss_mb']['finished']})", flush=True)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
