@@ -57,13 +57,22 @@ def main():
             req = json.loads(line)
             if req["op"] == "load":
                 job = Job.from_dict(req["job"])
-                wl = load_workload(job.workload)
+                comp = getattr(job, "compiler", "tilefarm")
+                arr = None
+                if comp != "tilefarm":  # the job's own compiler (farm.compilers), set up before it is loaded
+                    from farm import compilers
+                    compilers.prepare_process(comp, on_gpu)
+                    arr = compilers.arrays_for(comp)
+                wl = load_workload(job.workload, comp) if arr is not None else load_workload(job.workload)
                 params, meta = dict(job.params), dict(job.meta)
                 arrays = host_arrays(wl, job, input_rng(job))[0]
                 if on_gpu:
                     from compiler.runtime import DeviceArray
-                    arrays = {k: DeviceArray.from_numpy(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
+                    to_device = arr.to_device if arr is not None else DeviceArray.from_numpy
+                    arrays = {k: to_device(v) if hasattr(v, "dtype") and hasattr(v, "shape") else v
                               for k, v in arrays.items()}
+                elif arr is not None:
+                    arrays = {k: arr.wrap(v) for k, v in arrays.items()}
                 fn = (lambda wl=wl, a=arrays, p=params, m=meta: wl.launch(a, p, m))
                 fn()
                 loaded[req["id"]] = fn

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 import traceback
 
+from farm import compilers
 from farm.inputs import host_arrays, input_rng
 from farm.jobs import COMPILE_ERROR, COMPILED, ERROR, Job, Result
 from farm.loader import load_workload
@@ -40,8 +41,13 @@ def compile_and_export(job: Job, res: Result | None = None, wl=None) -> tuple[Re
     on the worker that runs the job); None when the workload compiles nothing the compiler can export."""
     from farm import artifacts
     res = res or Result(key=job.key, status=COMPILED, worker=worker_name())
+    if job.compiler != "tilefarm":
+        # Triton compiles on the worker that runs the job, for its device: this process never imports it (a
+        # pooled compile process must not hold a Triton set up for the wrong mode; farm.compilers)
+        res.status = COMPILED
+        return res, None
     wl = wl if wl is not None else load_workload(job.workload)
-    t0 = time.perf_counter()
+    t0, t0_wall = time.perf_counter(), time.time()
     bundle = None
     try:
         compiled = wl.compile(compile_arrays(wl, job), dict(job.params), dict(job.meta))
@@ -60,6 +66,9 @@ def compile_and_export(job: Job, res: Result | None = None, wl=None) -> tuple[Re
         if isinstance(meta, dict):
             res.artifacts.update({k: v for k, v in meta.items() if isinstance(v, (int, float, str))})
         res.artifacts["cubin"] = "cubin" in asm  # False: no ptxas here, the GPU worker loads PTX
+        state = compilers.tilefarm_cache_state(compiled, t0_wall)
+        if state:  # compile_s of a cold compile, or of a load from the kernel cache
+            res.artifacts["compile_cache"] = state
         if bundle is not None:
             res.artifacts["kernel_key"] = bundle["key"]
     res.status = COMPILED

@@ -8,6 +8,7 @@ store: .tilefarm/farm.db          # SQLite file, relative to this config's folde
 seed: 0                           # inputs are seeded from this and the job's key
 timing: {warmup_ms: 25, rep_ms: 100, flush_l2: true, cuda_graphs: false, timeout_s: 120}
 cluster: {address: null, num_cpus: 2}   # null: a local Ray started for this run; "auto" or "HOST:6379": join
+compilers: [tilefarm]             # tilefarm (this project's) and/or triton: one job per compiler per point
 workloads:
   - workload: vector_add          # a registry name (`farm workloads`), or my_kernels.py, or my_kernels.py::NAME
     params:                       # shape parameters and dtype; a mapping is a product of its lists
@@ -16,6 +17,7 @@ workloads:
     meta:                         # meta-parameters: BLOCK sizes, num_warps, num_stages
       zip: {BLOCK: [256, 1024], num_warps: [2, 4]}    # zip: lists walked together
     constraints: ["BLOCK <= N"]   # points where any constraint is false are skipped
+    sizes: default                # without params: the workload's default sweep, or `gpu` (its gpu sweep and meta)
 ```
 A sweep (`params` or `meta`) is a mapping (product of its lists; a scalar is a one-element list), or
 `{product: {...}, zip: {...}, points: [{...}, ...]}` (the product of all three), or a list of those (concatenated).
@@ -181,6 +183,8 @@ class WorkloadEntry(_Model):
     params: SweepSpec | None = None
     meta: SweepSpec | None = None
     constraints: list[Constraint] = Field(default_factory=list)
+    sizes: Literal["default", "gpu"] = Field("default", description="without `params`: the workload's default "
+                                             "sweep (small, CI sizes) or its gpu sweep (and gpu meta)")
 
 
 class Cluster(_Model):
@@ -211,6 +215,16 @@ class Config(_Model):
     cluster: Cluster = Field(default_factory=Cluster)
     store: str | None = Field(None, description="results file, relative to this config's folder, or a "
                                "postgresql://user@host/db URL")
+    compilers: list[Literal["tilefarm", "triton"]] = Field(
+        default_factory=lambda: ["tilefarm"], min_length=1,
+        description="who compiles each kernel: every sweep point is one job per compiler (farm.compilers)")
+
+    @field_validator("compilers")
+    @classmethod
+    def _distinct(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"names a compiler twice: {v}")
+        return v
 
 
 def _format(e: ValidationError) -> list[str]:

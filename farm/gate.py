@@ -2,7 +2,8 @@
 
 Jobs are matched on what they measure, not on their content key (which also hashes the kernel source and the
 compiler version, the very things a change changes): workload name, shape parameters with dtype, meta-parameters,
-and the GPU kind (both runs must have the same target).
+the compiler that built the kernel (tilefarm with tilefarm, triton with triton: never across) and the GPU kind
+(both runs must have the same target).
 
 The statistic: a bootstrap confidence interval of the ratio of medians (new / baseline), from the stored
 per-repetition samples. We use it rather than a Mann-Whitney U test because the question is about an effect
@@ -162,14 +163,20 @@ class JobVerdict:
     base_result: int | None = None
     new_result: int | None = None
     resource_changes: list = field(default_factory=list)  # regs/spills/shared memory that changed (a regression)
+    compiler: str = "tilefarm"
 
     @property
     def failed(self) -> bool:
         return self.verdict in FAILING
 
     @property
+    def label(self) -> str:
+        """The workload, and the compiler when it is not the default one."""
+        return self.workload + (f" [{self.compiler}]" if self.compiler != "tilefarm" else "")
+
+    @property
     def name(self) -> str:
-        return " ".join(x for x in (self.workload, self.shape, self.dtype, self.meta) if x)
+        return " ".join(x for x in (self.label, self.shape, self.dtype, self.meta) if x)
 
     def change(self) -> str:
         return "" if self.ratio is None else f"{(self.ratio - 1) * 100:+.1f}%"
@@ -218,9 +225,13 @@ class GateResult:
                 + (f"; {self.remeasured} re-measured A/B" if self.remeasured else ""))
 
 
-def ident(row: dict) -> str:
-    """What a job measures, minus everything run-specific (source, compiler version, seed, run)."""
-    return json.dumps([row["workload"], row["params"], row["meta"]], sort_keys=True, default=str)
+def ident(row: dict, target: str = "") -> str:
+    """What a job measures, minus everything run-specific (source, compiler version, seed, run). The compiler is
+    part of it: a compiler's job is only ever compared with the same compiler's (tilefarm with tilefarm, triton
+    with triton), never across. So is the GPU kind: the job's own in a run timed on several kinds, else the
+    run's `target` (a single-kind run's jobs name their kind or none, and match either way)."""
+    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm",
+                       row.get("gpu_kind") or target], sort_keys=True, default=str)
 
 
 def resolve_baseline(store, run_id: int, ref: str) -> int:
@@ -256,12 +267,13 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
         raise GateInputError(f"run {run_id} ran on {info['target']} but baseline {baseline_id} on "
                              f"{binfo['target']}: timings only compare on the same GPU kind")
     new_rows = store.rows(run_id, samples=True)
-    base_rows = {ident(r): r for r in store.rows(baseline_id, samples=True)}
+    target = info["target"]  # the baseline's too (checked above)
+    base_rows = {ident(r, target): r for r in store.rows(baseline_id, samples=True)}
     result = GateResult(run_id, baseline_id, info["target"], [], alpha=cfg.alpha)
-    result.shift = run_shift(base_rows, new_rows)
+    result.shift = run_shift(base_rows, new_rows, target)
     seen = set()
     for r in new_rows:
-        k = ident(r)
+        k = ident(r, target)
         seen.add(k)
         b = base_rows.get(k)
         result.jobs.append(_judge(b, r, cfg, remeasure, result))
@@ -273,17 +285,17 @@ def compare(store, run_id: int, baseline_id: int, cfg: GateConfig | None = None,
     return result
 
 
-def run_shift(base_rows: dict, new_rows: list) -> float:
+def run_shift(base_rows: dict, new_rows: list, target: str = "") -> float:
     """The whole run's speed shift: the median over matched timed jobs of new/baseline medians (1.0 with fewer
     than 3 such jobs). Most jobs of a sweep do not change, so this is the machine's drift between the runs."""
-    ratios = [r["median_ms"] / base_rows[ident(r)]["median_ms"] for r in new_rows
-              if r.get("median_ms") and base_rows.get(ident(r), {}).get("median_ms")]
+    ratios = [r["median_ms"] / base_rows[ident(r, target)]["median_ms"] for r in new_rows
+              if r.get("median_ms") and base_rows.get(ident(r, target), {}).get("median_ms")]
     return float(np.median(ratios)) if len(ratios) >= 3 else 1.0
 
 
 def _verdict(row: dict, verdict: str, **kw) -> JobVerdict:
     return JobVerdict(row["workload"], shape_str(row["params"]), str(row["params"].get("dtype", "")),
-                      meta_str(row["meta"]), verdict, **kw)
+                      meta_str(row["meta"]), verdict, compiler=row.get("compiler") or "tilefarm", **kw)
 
 
 def _good(status: str) -> bool:
@@ -480,7 +492,7 @@ def table(res: GateResult, all_rows: bool = True):
     for j in rows if all_rows else [j for j in rows if j.verdict != SAME]:
         style = "bold red" if j.failed else VERDICT_STYLE.get(j.verdict, "")
         # Text() everywhere: kernel names and messages are shown as typed, never read as rich markup.
-        t.add_row(*(Text(x) for x in (j.workload, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms),
+        t.add_row(*(Text(x) for x in (j.label, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms),
                                       j.change(), j.interval(), j.ab(), f"{j.threshold * 100:.0f}%")),
                   Text(j.verdict, style=style), Text("; ".join(j.notes)))
     return t
@@ -500,7 +512,7 @@ def to_markdown(res: GateResult, max_rows: int = 50) -> str:
             f"{(1 - res.alpha) * 100:.0f}% interval", "A/B", "limit", "verdict", "why"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for j in shown[:max_rows]:
-        cells = [_md(c) for c in (j.workload, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms), j.change(),
+        cells = [_md(c) for c in (j.label, j.shape, j.dtype, j.meta, _ms(j.base_ms), _ms(j.new_ms), j.change(),
                                   j.interval(), j.ab(), f"{j.threshold * 100:.0f}%")]
         verdict = f"**{j.verdict}**" if j.failed else j.verdict
         lines.append("| " + " | ".join([":x:" if j.failed else "", *cells, verdict, _md("; ".join(j.notes))]) + " |")
@@ -520,7 +532,8 @@ def to_junit(res: GateResult) -> str:
                        skipped=str(sum(j.verdict in (NEW, MISSING, NO_TIMING) for j in res.jobs)))
     for j in res.jobs:
         case = ET.SubElement(suite, "testcase", classname=f"farm.{j.workload}",
-                             name=" ".join(x for x in (j.shape, j.dtype, j.meta) if x) or j.workload)
+                             name=" ".join(x for x in (j.shape, j.dtype, j.meta) if x) + (
+                                 f" [{j.compiler}]" if j.compiler != "tilefarm" else "") or j.workload)
         msg = f"{j.verdict}: {j.change()} {j.interval()}".strip() + (f"; {'; '.join(j.notes)}" if j.notes else "")
         if j.failed:
             f = ET.SubElement(case, "failure", message=msg, type=j.verdict)
@@ -569,7 +582,9 @@ class ABRemeasure:
         job = dict(row["job"])
         try:
             wl = load_workload(job["workload"])
-            here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"], compiler_version(),
+            from farm.compilers import key_part
+            here_key = job_key(source_hash(wl), wl.name, job["params"], job["meta"],
+                               key_part(job.get("compiler") or "tilefarm", compiler_version()),
                                job.get("gpu_kind") or run["target"])  # a multi-kind run keys each job by its kind
         except Exception:
             here_key = None

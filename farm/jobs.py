@@ -18,9 +18,10 @@ MISMATCH = "mismatch"            # ran, but outputs (or untouched inputs) are wr
 ERROR = "error"                  # an exception while running (CUDA error, bad launch, interpreter fault)
 TIMEOUT = "timeout"              # ran past timing.timeout_s; its worker was killed and replaced
 WORKER_DIED = "worker_died"      # the worker process died under the job (segfault, os._exit, node lost)
-STATUSES = (OK, VALIDATED, COMPILED, COMPILE_ERROR, MISMATCH, ERROR, TIMEOUT, WORKER_DIED)
+NOT_RUNNABLE = "not_runnable"    # the job's compiler is not on the node that got it (Triton absent, another version)
+STATUSES = (OK, VALIDATED, COMPILED, COMPILE_ERROR, MISMATCH, ERROR, TIMEOUT, WORKER_DIED, NOT_RUNNABLE)
 GOOD = (OK, VALIDATED, COMPILED)
-TRANSIENT = (TIMEOUT, WORKER_DIED)
+TRANSIENT = (TIMEOUT, WORKER_DIED, NOT_RUNNABLE)  # not runnable here may run elsewhere: planned again next time
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Job:
     meta: dict        # BLOCK sizes, num_warps, num_stages
     seed: int = 0
     data_bytes: int = 0  # the workload's byte count: lets executors bound host memory (not part of the key)
+    compiler: str = "tilefarm"   # which compiler builds the kernel (farm.compilers.COMPILERS)
+    compiler_version: str = ""   # that compiler's version the key was made with ("" for tilefarm: in the key)
     gpu_kind: str = ""   # the GPU kind it must run on ("H200"; part of the key as its target), "" for any
 
     def to_dict(self) -> dict:
@@ -42,7 +45,7 @@ class Job:
         # most of the time spent recording a large plan.
         return {"key": self.key, "idx": self.idx, "workload": self.workload, "name": self.name,
                 "params": dict(self.params), "meta": dict(self.meta), "seed": self.seed, "data_bytes": self.data_bytes,
-                "gpu_kind": self.gpu_kind}
+                "compiler": self.compiler, "compiler_version": self.compiler_version, "gpu_kind": self.gpu_kind}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":

@@ -10,14 +10,15 @@ import pathlib
 
 
 @functools.lru_cache(maxsize=None)
-def load_workload(ref: str):
+def load_workload(ref: str, compiler: str = "tilefarm"):
     """A Workload from a registry name, a path to a kernel file, or path::NAME (cached per process:
-    `load_workload.cache_clear()` forgets them)."""
+    `load_workload.cache_clear()` forgets them), its kernel file loaded for `compiler` (farm.compilers: a file
+    written with `import triton` resolves it per compiler)."""
     import workloads
     from farm import FarmError
     path, _, name = ref.partition("::")
     if path.endswith(".py"):
-        wls = load_file(path)
+        wls = load_file(path, compiler)
         if name:
             by_name = {w.name: w for w in wls}
             if name not in by_name:
@@ -34,7 +35,40 @@ def load_workload(ref: str):
     return reg[ref]
 
 
-def load_file(path: str):
+def load_for_plan(ref: str):
+    """The workload `ref` loaded against the real Triton in its interpreter, for planning only (its name, sweeps,
+    counts and source): what the planner uses when a Triton-style file does not load under tilefarm (it uses a
+    name the compatibility layer lacks at import), so that only its tilefarm jobs fail, each naming the name.
+    Never cached where jobs look: workers load their own copy for their own mode. FarmError when it fails."""
+    import workloads
+    from compiler.triton_compat import load_kernel_file
+    from farm import FarmError, compilers
+    path, _, name = ref.partition("::")
+    if not path.endswith(".py") or compilers.triton_version() is None:
+        raise FarmError(f"{ref}: cannot be planned without tilefarm (Triton is not installed here)")
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"  # decorated, never launched here
+    try:
+        stem = hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:10]
+        module = load_kernel_file(path, compiler="triton", module_name=f"_tilefarm_plan_{stem}")
+        wls = workloads._declared(module, path)
+    except Exception as e:
+        raise FarmError(describe_import_error(e, path)) from None
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    by_name = {w.name: w for w in wls}
+    wl = by_name.get(name) if name else (wls[0] if len(wls) == 1 else None)
+    if wl is None:
+        raise FarmError(f"{path}: no single workload {name!r} among {', '.join(by_name) or 'none'}")
+    if not wl.source_file:
+        wl.source_file = os.path.abspath(path)
+    return wl
+
+
+def load_file(path: str, compiler: str = "tilefarm"):
     """workloads.load_file, with any failure (no such file, a Python error while importing it or a kernel file it
     imports) as one FarmError naming the file and line where it happened, never a traceback into the farm."""
     import workloads
@@ -42,7 +76,8 @@ def load_file(path: str):
     if not str(path).endswith(".py"):
         raise FarmError(f"{path} is not a Python file: a kernel file is a .py that declares WORKLOAD or WORKLOADS")
     try:
-        return workloads.load_file(path)
+        # (tilefarm: the one-argument call, which a tree's older `workloads` package also answers)
+        return workloads.load_file(path) if compiler == "tilefarm" else workloads.load_file(path, compiler)
     except (FileNotFoundError, ValueError, TypeError) as e:
         if e.__traceback__ is not None and _user_frame(e) is None:
             raise FarmError(str(e)) from None  # raised by load_file itself: its message names the file
@@ -78,6 +113,8 @@ def describe_import_error(e: BaseException, path: str) -> str:
             caret = "\n    " + " " * max(0, e.offset - 1 - (len(text) - len(stripped))) + "^"
             text = stripped
         return f"{where}: {type(e).__name__}: {e.msg}" + (f"\n    {text}{caret}" if text else "")
+    if type(e).__name__ == "TritonCompatImportError":  # already file:line:col, the line and a caret
+        return f"{e}\n  (while importing {path} with `triton` resolved to tilefarm's compatibility layer)"
     frame = _user_frame(e)
     msg = f"{type(e).__name__}: {e}"
     if frame is None:

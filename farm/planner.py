@@ -1,21 +1,25 @@
 """Config -> jobs. Each job gets a content key, so the store can tell which jobs it has already done.
 
 The key hashes everything that changes a result: the kernel's and workload's source, the workload name (the
-specialization: which kernel, which launch), shape parameters and dtype, meta-parameters, the compiler version
-(a hash of its sources) and the target (GPU kind, "interpreter" or "compile-only"). The plan's order is the
-config's order: workloads as listed, params points outer, meta points inner.
+specialization: which kernel, which launch), shape parameters and dtype, meta-parameters, the compiler and its
+version (tilefarm: a hash of its sources; triton: its release) and the target (GPU kind, "interpreter" or
+"compile-only"). The plan's order is the config's order: workloads as listed, params points outer, meta points
+inner, compilers innermost.
 """
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
 
 from farm import FarmError, exprs
 from farm.config import Config, ConfigError, count, iter_points
+from farm.compilers import DEFAULT as DEFAULT_COMPILER
+from farm.compilers import job_version, key_part
 from farm.jobs import Job
-from farm.loader import load_workload, source_hash
+from farm.loader import load_file, load_workload, source_hash
 from farm.machine import compiler_version
 
 META_KEYS = ("num_warps", "num_stages")
@@ -28,6 +32,8 @@ def canonical(obj) -> str:
 
 
 def job_key(src_hash: str, spec: str, params: dict, meta: dict, compiler: str, target: str) -> str:
+    """`compiler`: the compiler's part of the key (farm.compilers.key_part: tilefarm's source fingerprint, or
+    `triton==<version>`)."""
     return hashlib.sha256(canonical({"src": src_hash, "spec": spec, "params": params, "meta": meta,
                                      "compiler": compiler, "target": target}).encode()).hexdigest()
 
@@ -86,35 +92,48 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
     idx = 0
     cver = compiler_version()
     total = 0
-    for wi, entry in enumerate(cfg.workloads):
+    compilers = list(getattr(cfg, "compilers", None) or [DEFAULT_COMPILER])
+    keyed = {c: key_part(c, cver) for c in compilers}
+    versions = {c: job_version(c) for c in compilers}
+    for wi, entry, ref in _entries(cfg, problems):
         where = f"workloads.{wi}"
         try:
-            wl = load_workload(entry.workload)
+            wl = load_workload(ref)
         except FarmError as e:
-            problems.append(f"{where}.workload: {e}")
-            continue
+            # A Triton-style file that tilefarm's compatibility layer cannot load (a Triton internal at import)
+            # is still planned from Triton's view of it when the sweep has Triton: its tilefarm jobs then fail one
+            # by one, each naming what is missing, and its Triton jobs run.
+            wl = _plan_with_triton(ref) if "triton" in compilers else None
+            if wl is None:
+                problems.append(f"{where}.workload: {e}")
+                continue
+        gpu_sizes = getattr(entry, "sizes", "default") == "gpu"
+        own_sweep = wl.gpu_sweep if gpu_sizes else wl.default_sweep
+        base_meta = dict((getattr(wl, "gpu_meta", None) or wl.default_meta) if gpu_sizes else wl.default_meta)
         n_params = count(entry.params)
         n_meta = count(entry.meta) or 1
-        n_params = len(wl.default_sweep) if n_params is None else n_params
+        n_params = len(own_sweep) if n_params is None else n_params
+        k = len(compilers)
         n_kinds = len(kinds or ("",))
-        total += n_params * n_meta * n_kinds
+        total += n_params * n_meta * k * n_kinds
         if total > limit:
-            what = "points" if n_kinds == 1 else "jobs"
-            problems.append(f"{where}: the sweep has up to {n_params * n_meta * n_kinds:,} {what} ({n_params:,} params x "
-                            f"{n_meta:,} meta" + (f" x {n_kinds} GPU kinds" if n_kinds > 1 else "") +
-                            f"), {total:,} with the workloads before it: over the limit of "
-                            f"{limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
+            axes = (f" x {k} compilers" if k > 1 else "") + (f" x {n_kinds} GPU kinds" if n_kinds > 1 else "")
+            what = "jobs" if axes else "points"
+            size = f"{n_params * n_meta * k * n_kinds:,} {what} ({n_params:,} params x {n_meta:,} meta{axes})"
+            problems.append(f"{where}: the sweep has up to {size}, {total:,} with the workloads before it: over "
+                            f"the limit of {limit:,} jobs (raise it with --max-jobs N, or FARM_MAX_JOBS)")
             continue
         src = source_hash(wl)
         points = iter_points(entry.params)
         if points is None:
-            points = [dict(p) for p in wl.default_sweep]
+            points = [dict(p) for p in own_sweep]
             if not points:
-                problems.append(f"{where}.params: {wl.name} has no default sweep; give `params:`")
+                which = "gpu sweep (`sizes: gpu`)" if gpu_sizes else "default sweep"
+                problems.append(f"{where}.params: {wl.name} has no {which}; give `params:`")
                 continue
         metas = iter_points(entry.meta)
-        metas = [dict(wl.default_meta)] if metas is None else list(metas)
-        bad = [msg for m in metas for msg in _meta_problems({**wl.default_meta, **m})]
+        metas = [dict(base_meta)] if metas is None else list(metas)
+        bad = [msg for m in metas for msg in _meta_problems({**base_meta, **m})]
         if bad:
             problems += [f"{where}.meta: {msg}" for msg in dict.fromkeys(bad)]
             continue
@@ -130,21 +149,23 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
                 break
             try:
                 for m in metas:
-                    m = {**wl.default_meta, **m}
+                    m = {**base_meta, **m}
                     env = {**p, **m}
                     if not _accepted(trees, env, where):
                         stats.skipped += 1
                         continue
                     if problems:  # the plan will be refused: keep checking, stop building
                         continue
-                    for kind in kinds or ("",):
-                        key = job_key(src, f"{wl.name}", p, m, cver, kind or target)
+                    for comp, kind in itertools.product(compilers, kinds or ("",)):
+                        # innermost: a point's jobs under each compiler (and on each kind) are neighbours
+                        key = job_key(src, f"{wl.name}", p, m, keyed[comp], kind or target)
                         digest = bytes.fromhex(key[:32])
                         if digest in seen:
                             continue
                         seen.add(digest)
-                        yield Job(key=key, idx=idx, workload=entry.workload, name=wl.name, params=dict(p),
-                                  meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p), gpu_kind=kind)
+                        yield Job(key=key, idx=idx, workload=ref, name=wl.name, params=dict(p),
+                                  meta=dict(m), seed=cfg.seed, data_bytes=_data_bytes(wl, p), compiler=comp,
+                                  compiler_version=versions[comp], gpu_kind=kind)
                         idx += 1
                         n += 1
             except FarmError as e:
@@ -153,6 +174,38 @@ def iter_jobs(cfg: Config, target: str, *, max_jobs: int | None = None, source: 
         stats.per_workload[wl.name] = stats.per_workload.get(wl.name, 0) + n
     if problems:
         raise ConfigError(problems, source)
+
+
+def _plan_with_triton(ref: str):
+    from farm.loader import load_for_plan
+
+    try:
+        return load_for_plan(ref)
+    except FarmError:
+        return None
+
+
+def _entries(cfg: Config, problems: list):
+    """(index, entry, workload reference) per workload of the config: `file.py::GLOB` (a name with * ? or [)
+    stands for every workload of the file whose name matches, in the file's order."""
+    import fnmatch
+
+    for wi, entry in enumerate(cfg.workloads):
+        path, sep, name = entry.workload.partition("::")
+        if not (sep and path.endswith(".py") and any(c in name for c in "*?[")):
+            yield wi, entry, entry.workload
+            continue
+        try:
+            names = [w.name for w in load_file(path)]
+        except FarmError as e:
+            problems.append(f"workloads.{wi}.workload: {e}")
+            continue
+        hits = [n for n in names if fnmatch.fnmatchcase(n, name)]
+        if not hits:
+            problems.append(f"workloads.{wi}.workload: no workload of {path} matches {name!r} "
+                            f"(it has {', '.join(names)})")
+        for n in hits:
+            yield wi, entry, f"{path}::{n}"
 
 
 def _meta_problems(meta: dict) -> list[str]:

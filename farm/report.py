@@ -32,7 +32,8 @@ COLUMNS = ["workload", "shape", "dtype", "meta", "median_ms", "spread_pct", "tfl
            "speedup", "status"]
 
 STATUS_STYLE = {"ok": "green", "validated": "green", "compiled": "green", "pending": "dim", "mismatch": "red",
-                "compile_error": "red", "error": "red", "timeout": "yellow", "worker_died": "yellow"}
+                "compile_error": "red", "error": "red", "timeout": "yellow", "worker_died": "yellow",
+                "not_runnable": "yellow"}
 
 
 def shape_str(params: dict) -> str:
@@ -78,8 +79,10 @@ def rows_for(store, run_id: int) -> list[dict]:
 
 
 def _ident(row: dict) -> str:
-    # the GPU kind too: a run timed on several kinds has one row per kind, and kinds are never compared
-    return json.dumps([row["workload"], row["params"], row["meta"], row.get("gpu_kind") or ""], sort_keys=True)
+    # the compiler and the GPU kind too: a run with several compilers or timed on several kinds has one row per
+    # compiler and kind, and neither is compared with another
+    return json.dumps([row["workload"], row["params"], row["meta"], row.get("compiler") or "tilefarm",
+                       row.get("gpu_kind") or ""], sort_keys=True)
 
 
 def attach_vs(rows: list[dict], other: list[dict]) -> list[dict]:
@@ -146,6 +149,8 @@ def table(rows: list[dict], title: str = "", vs: bool = False, details: bool = F
     caption = None if timed or not rows else "no timings: timing needs a GPU (jobs were compiled and validated)"
     t = Table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left",
               box=box.SIMPLE_HEAD)
+    if compilers_of(rows) not in ([], ["tilefarm"]):
+        cols.insert(1, ("compiler", "left", lambda r: r.get("compiler") or "tilefarm"))
     for name, just, _ in cols:
         t.add_column(name, justify=just, no_wrap=name in ("median", "workload"))
     t.add_column("status", no_wrap=True)
@@ -164,7 +169,7 @@ def failures(rows: list[dict]) -> list[dict]:
 EXPORT = ["idx", "workload", "shape", "dtype", "meta_text", "status", "median_ms", "p10_ms", "p90_ms", "n_reps",
           "tflops", "gbs", "roofline_pct", "baseline_ms", "speedup", "max_abs_err", "max_rel_err", "compile_s",
           "validate_s", "bench_s", "wall_s", "worker", "error", "key", "regs", "spill_stores", "spill_loads",
-          "shared_bytes", "local_bytes", "blocks_per_sm", "ptxas_version", "gpu_kind"]
+          "shared_bytes", "local_bytes", "blocks_per_sm", "ptxas_version", "compiler", "gpu_kind"]
 
 
 def strict(obj):
@@ -178,9 +183,12 @@ def strict(obj):
     return obj
 
 
-def to_json(rows: list[dict], run: dict | None = None) -> str:
+def to_json(rows: list[dict], run: dict | None = None, ratio_to: str | None = None) -> str:
+    """{"run", "results" (every job, each with its `compiler`), "compilers" (the side-by-side view: see
+    `side_by_side`)}."""
     keep = [{k: v for k, v in r.items() if k != "detail"} for r in rows]
-    return json.dumps(strict({"run": run, "results": keep}), indent=2, default=str, allow_nan=False)
+    doc = {"run": run, "results": keep, "compilers": side_by_side(rows, ratio_to)}
+    return json.dumps(strict(doc), indent=2, default=str, allow_nan=False)
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -195,16 +203,165 @@ def to_csv(rows: list[dict]) -> str:
 
 def to_markdown(rows: list[dict], title: str = "") -> str:
     vs = bool(rows) and "vs_speedup" in rows[0]
-    head = ["workload", "shape", "dtype", "meta", "median", "TFLOP/s", "GB/s", "% roof", "speedup"] + \
+    several = len(compilers_of(rows)) > 1
+    head = ["workload"] + (["compiler"] if several else []) + ["shape", "dtype", "meta", "median", "TFLOP/s",
+                                                               "GB/s", "% roof", "speedup"] + \
         (["vs"] if vs else []) + ["status"]
     kinds = len({r.get("gpu_kind") or "" for r in rows}) > 1  # several GPU kinds: a column says which
     head = (["gpu"] if kinds else []) + head
     lines = ([f"### {title}", ""] if title else []) + ["| " + " | ".join(head) + " |",
                                                          "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["workload"], r["shape"], r["dtype"], r["meta_text"], _time(r.get("median_ms")),
+        cells = [r["workload"]] + ([r.get("compiler") or "tilefarm"] if several else []) + [
+                 r["shape"], r["dtype"], r["meta_text"], _time(r.get("median_ms")),
                  _num(r.get("tflops"), ".2f"), _num(r.get("gbs"), ".0f"), _num(r.get("roofline_pct"), ".0f"),
                  _num(r.get("speedup"), ".2f")] + ([_num(r.get("vs_speedup"), ".2f")] if vs else []) + [r["status"]]
         cells = ([r.get("gpu_kind") or ""] if kinds else []) + cells
         lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- compilers side by side
+
+
+def compilers_of(rows: list[dict]) -> list[str]:
+    """The compilers a run's rows use, in plan order (rows from before compilers were an axis: tilefarm)."""
+    return list(dict.fromkeys(r.get("compiler") or "tilefarm" for r in rows))
+
+
+def default_ratio_to(names: list[str]) -> str | None:
+    """The compiler ratios are taken against when none is asked for: triton when the run has it beside
+    another, else none."""
+    return "triton" if "triton" in names and len(names) > 1 else None
+
+
+def _geomean(vals: list[float]) -> float | None:
+    vals = [v for v in vals if v and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def side_by_side(rows: list[dict], ratio_to: str | None = None) -> dict:
+    """The run's jobs grouped by point (workload, params, meta), one entry per compiler.
+
+    {"names": compilers in plan order, "ratio_to": the compiler ratios are taken against (None: no ratios),
+     "points": [{"workload", "shape", "dtype", "meta", "params", "by": {compiler: {"status", "median_ms",
+                 "compile_s", "result_id", "error"}}, "ratio": {compiler: its median / ratio_to's median}}],
+     "geomean": {workload: {compiler: {"ratio": geomean of its ratios, "n": points with both timed}}},
+     "overall": {compiler: {"ratio", "n"}}}
+    A ratio is only formed where both compilers timed the point successfully (status ok)."""
+    names = compilers_of(rows)
+    ref = ratio_to if ratio_to is not None else default_ratio_to(names)
+    if ref is not None and ref not in names:
+        ref = None
+    points: dict[str, dict] = {}
+    for r in rows:
+        ident = json.dumps([r["workload"], r["params"], r["meta"]], sort_keys=True, default=str)
+        p = points.setdefault(ident, {"workload": r["workload"], "shape": r.get("shape", shape_str(r["params"])),
+                                      "dtype": r["params"].get("dtype", ""),
+                                      "meta": r.get("meta_text", meta_str(r["meta"])), "params": r["params"],
+                                      "by": {}, "ratio": {}})
+        p["by"][r.get("compiler") or "tilefarm"] = {
+            "status": r["status"], "median_ms": r.get("median_ms") if r["status"] == "ok" else None,
+            "compile_s": r.get("compile_s"), "compile_cache": (r.get("artifacts") or {}).get("compile_cache"),
+            "result_id": r.get("result_id"), "error": r.get("error")}
+    per_wl: dict[str, dict[str, list]] = {}
+    for p in points.values():
+        base = p["by"].get(ref, {}).get("median_ms") if ref else None
+        for c, e in p["by"].items():
+            if ref and c != ref and base and e.get("median_ms"):
+                p["ratio"][c] = e["median_ms"] / base
+                per_wl.setdefault(p["workload"], {}).setdefault(c, []).append(p["ratio"][c])
+    geo = {w: {c: {"ratio": _geomean(v), "n": len(v)} for c, v in d.items()} for w, d in per_wl.items()}
+    allv: dict[str, list] = {}
+    for d in per_wl.values():
+        for c, v in d.items():
+            allv.setdefault(c, []).extend(v)
+    overall = {c: {"ratio": _geomean(v), "n": len(v)} for c, v in allv.items()}
+    return {"names": names, "ratio_to": ref, "points": list(points.values()), "geomean": geo, "overall": overall}
+
+
+def _compile_cell(e: dict | None) -> str:
+    """A compile time, and whether it was a cold compile or a cache load where the compiler said."""
+    cs = (e or {}).get("compile_s")
+    if not cs:
+        return ""
+    state = (e or {}).get("compile_cache")
+    return f"{cs * 1e3:.0f} ms" + (f" ({state})" if state else "")
+
+
+def _cell(e: dict | None) -> Text:
+    if e is None:
+        return Text("-", style="dim")
+    if e.get("median_ms"):
+        return Text(_time(e["median_ms"]))
+    return Text(e["status"], style=STATUS_STYLE.get(e["status"], ""))
+
+
+def compiler_tables(rows: list[dict], title: str = "", ratio_to: str | None = None) -> list[Table]:
+    """The side-by-side tables of a run with several compilers: per point each compiler's time (or status)
+    and compile time, and each compiler's time over `ratio_to`'s; then the geomean of those ratios per
+    workload (only points both timed)."""
+    sbs = side_by_side(rows, ratio_to)
+    names, ref = sbs["names"], sbs["ratio_to"]
+    others = [c for c in names if c != ref] if ref else []
+    t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+              caption=None if any(e.get("median_ms") for p in sbs["points"] for e in p["by"].values())
+              else "no timings: timing needs a GPU (jobs were compiled and validated)", caption_justify="left")
+    for c in ("workload", "shape", "dtype", "meta"):
+        t.add_column(c, no_wrap=c == "workload")
+    for c in names:
+        t.add_column(c, justify="right", no_wrap=True)
+        t.add_column(f"{c} compile", justify="right")
+    for c in others:
+        t.add_column(f"{c}/{ref}", justify="right")
+    for p in sbs["points"]:
+        cells = [Text(str(x)) for x in (p["workload"], p["shape"], p["dtype"], p["meta"])]
+        for c in names:
+            e = p["by"].get(c)
+            cells.append(_cell(e))
+            cells.append(Text(_compile_cell(e)))
+        for c in others:
+            cells.append(Text(_num(p["ratio"].get(c), ".2f")))
+        t.add_row(*cells)
+    out = [t]
+    if others and sbs["overall"]:
+        g = Table(title=f"geomean of time / {ref}'s time, per workload (points timed under both)",
+                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+        g.add_column("workload")
+        for c in others:
+            g.add_column(f"{c}/{ref}", justify="right")
+            g.add_column("n", justify="right")
+        for w in dict.fromkeys(p["workload"] for p in sbs["points"]):
+            d = sbs["geomean"].get(w, {})
+            g.add_row(w, *[x for c in others for x in (_num(d.get(c, {}).get("ratio"), ".3f"),
+                                                       str(d.get(c, {}).get("n", 0)))])
+        g.add_row(Text("all", style="bold"), *[x for c in others for x in (
+            _num(sbs["overall"].get(c, {}).get("ratio"), ".3f"), str(sbs["overall"].get(c, {}).get("n", 0)))])
+        out.append(g)
+    return out
+
+
+def compiler_markdown(rows: list[dict], title: str = "", ratio_to: str | None = None) -> str:
+    """The side-by-side tables of `compiler_tables` as Markdown."""
+    sbs = side_by_side(rows, ratio_to)
+    names, ref = sbs["names"], sbs["ratio_to"]
+    others = [c for c in names if c != ref] if ref else []
+    head = ["workload", "shape", "dtype", "meta"] + [x for c in names for x in (c, f"{c} compile")] + \
+        [f"{c}/{ref}" for c in others]
+    out = ([f"### {title}", ""] if title else []) + ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in sbs["points"]:
+        cells = [p["workload"], p["shape"], p["dtype"], p["meta"]]
+        for c in names:
+            e = p["by"].get(c) or {}
+            cells.append(_time(e.get("median_ms")) if e.get("median_ms") else e.get("status", "-"))
+            cells.append(_compile_cell(e))
+        cells += [_num(p["ratio"].get(c), ".3f") for c in others]
+        out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")
+    if others and sbs["overall"]:
+        out += ["", f"geomean of time / {ref}'s time (points timed under both):", "",
+                "| workload | " + " | ".join(f"{c}/{ref} | n" for c in others) + " |",
+                "|" + "---|" * (1 + 2 * len(others))]
+        for w, d in list(sbs["geomean"].items()) + [("**all**", sbs["overall"])]:
+            out.append(f"| {w} | " + " | ".join(f"{_num(d.get(c, {}).get('ratio'), '.3f')} | {d.get(c, {}).get('n', 0)}"
+                                                for c in others) + " |")
+    return "\n".join(out) + "\n"

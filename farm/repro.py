@@ -57,6 +57,7 @@ def one_job_config(row: dict, run: dict) -> dict:
     timing = {k: opts[k] for k in ("warmup_ms", "rep_ms", "flush_l2", "cuda_graphs", "timeout_s", "baseline")
               if k in opts}
     return {"name": f"repro-{row['workload']}", "seed": job.get("seed", 0), "timing": timing,
+            "compilers": [job.get("compiler") or "tilefarm"],
             "workloads": [{"workload": job["workload"],
                            "params": {k: [v] for k, v in job["params"].items()},
                            "meta": {k: [v] for k, v in job["meta"].items()}}]}
@@ -98,12 +99,17 @@ def write(store, ref: str, out: str | pathlib.Path | None = None) -> Repro:
     if run.get("config_text"):
         put("run_config.yaml", run["config_text"])
     # Is this checkout the code the run measured?
-    here = job_key(source_hash(wl), wl.name, job["params"], job["meta"], compiler_version(), run["target"])
+    from farm.compilers import key_part
+    comp = job.get("compiler") or "tilefarm"
+    here = job_key(source_hash(wl), wl.name, job["params"], job["meta"], key_part(comp, compiler_version()),
+                   run["target"])
     if here != row["key"]:
         notes.append(f"this checkout's kernel source or compiler differ from run {row['plan_run_id']}'s "
                      f"(commit {run.get('git_commit') or 'unknown'}): the artifacts and the rerun use this checkout")
-    # Stage artifacts: compile again.
+    # Stage artifacts: compile again (tilefarm's stages; Triton compiles on the GPU the rerun uses).
     try:
+        if comp != "tilefarm":
+            raise RuntimeError(f"a {comp} job: its stages come from {comp} on the GPU (the rerun compiles it)")
         j = Job.from_dict(job)
         arrays = host_arrays(wl, j, input_rng(j))[0]
         compiled = wl.compile(arrays, dict(job["params"]), dict(job["meta"]))

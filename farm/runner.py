@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import farm
 from farm import FarmError
+from farm.compilers import job_version, key_part
 from farm.config import Config
 from farm.jobs import GOOD, Job, Result, RunOptions
 from farm.planner import Stats, iter_jobs, job_key
@@ -136,9 +137,10 @@ def rekey(jobs: list[Job], target: str) -> tuple[list[Job], dict[str, Job]]:
     out, changed = [], {}
     for job in jobs:
         wl = load_workload(job.workload)  # a file that is gone or broken now: a FarmError naming it
-        key = job_key(source_hash(wl), wl.name, job.params, job.meta, cver, job.gpu_kind or target)
-        if key != job.key:
-            new = dataclasses.replace(job, key=key)
+        key = job_key(source_hash(wl), wl.name, job.params, job.meta, key_part(job.compiler, cver),
+                      job.gpu_kind or target)
+        if key != job.key:  # (a Triton job also when another Triton release is installed now: planned for it)
+            new = dataclasses.replace(job, key=key, compiler_version=job_version(job.compiler))
             changed[job.key] = new
             job = new
         out.append(job)

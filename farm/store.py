@@ -480,6 +480,7 @@ class Store:
             for col in _JSON_COLS:
                 d[col] = json.loads(d[col]) if d.get(col) else None
             d.update(workload=job["name"], params=job["params"], meta=job["meta"], key=job["key"], idx=job["idx"],
+                     compiler=job.get("compiler") or "tilefarm",  # plans from before compilers were an axis
                      gpu_kind=job.get("gpu_kind", ""))
             prov = {k: d[k] for k in (*D.PROVENANCE_COLS, "ptxas_version") if d.get(k) is not None}
             d["provenance"] = prov or None

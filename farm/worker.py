@@ -3,8 +3,10 @@ the executors (farm.executor) call `run_job` and `compile_job`, and ask this mod
 
 The parts live in their own modules: `farm.loader` loads the workload, `farm.compiling` compiles,
 `farm.inputs` makes (or finds in the per-process cache) the seeded inputs and the float64 reference,
-`farm.validate` compares, `farm.timing` times, `farm.machine` knows the compiler's version and the GPU. This
-module runs them in order and is the only one that puts arrays on the device.
+`farm.validate` compares, `farm.timing` times, `farm.machine` knows the compiler's version and the GPU,
+`farm.compilers` what differs per compiler (tilefarm, or the real Triton: how its file loads, its arrays, its
+interpreter). This module runs them in order and is the only one that puts arrays on the device; the checks and
+the timing are the same whichever compiler built the kernel.
 
 Validation, in order: inputs seeded from the run's seed, the workload's name and the shape params (not the
 meta-parameters, options or target: every candidate of a shape sees the same data), handed to the kernel as
@@ -25,11 +27,11 @@ import time
 
 import numpy as np
 
-from farm import timing
+from farm import FarmError, compilers, timing
 from farm import artifacts
 from farm.compiling import compile_and_export, compile_arrays, compile_job, record_failure
 from farm.inputs import INPUT_CACHE, inputs_and_reference, np_dtype
-from farm.jobs import COMPILE_ERROR, COMPILED, ERROR, MISMATCH, OK, VALIDATED, Job, Result, RunOptions
+from farm.jobs import COMPILE_ERROR, COMPILED, ERROR, MISMATCH, NOT_RUNNABLE, OK, VALIDATED, Job, Result, RunOptions
 from farm.loader import load_workload
 from farm.machine import gpu_available, gpu_info, gpu_kind, is_compilation_error, is_cuda_error, worker_name
 from farm.validate import check_inputs, check_outputs, poison_value
@@ -75,14 +77,32 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None, bundle: 
     res.worker = worker_name()
     before = artifacts.counts()
     try:
-        wl = load_workload(job.workload)
+        on_gpu = gpu_available()[0] and opts.target != "interpreter"
+        # The job's compiler (farm.compilers): can it run here, and what must be set before it is imported
+        why = compilers.not_runnable(job.compiler, job.compiler_version)
+        if why is None:
+            compilers.prepare_process(job.compiler, on_gpu and not opts.compile_only)
         params, meta = dict(job.params), dict(job.meta)
-        res.flops, res.bytes = float(wl.flops(params)), float(wl.bytes(params))
+        try:
+            comp = job.compiler if why is None else "tilefarm"
+            wl = load_workload(job.workload) if comp == "tilefarm" else load_workload(job.workload, comp)
+        except FarmError as e:  # e.g. a Triton-style file using a name tilefarm's compatibility layer lacks
+            if why is None:
+                res.status, res.error = COMPILE_ERROR if job.compiler == "tilefarm" else ERROR, str(e)
+                return res
+            wl = None
+        if wl is not None:
+            why = why or compilers.foreign_kernel(job.compiler, wl.kernel)
+            res.flops, res.bytes = float(wl.flops(params)), float(wl.bytes(params))
+        if why is None and opts.compile_only and job.compiler != "tilefarm":
+            why = "a compile-only run compiles ahead of the GPU, and Triton compiles on the GPU it runs on"
+        if why is not None:
+            res.status, res.error = NOT_RUNNABLE, f"not runnable under {job.compiler}: {why}"
+            return res
         if compiled is None:
             compile_job(job, res, wl)
         if res.status != COMPILED or opts.compile_only:
             return res
-        on_gpu = gpu_available()[0] and opts.target != "interpreter"
         if bundle is not None:
             artifacts.install(bundle)
         if compiled is not None and res.artifacts.get("kernel_key") and not on_gpu:
@@ -95,6 +115,8 @@ def run_job(job: Job, opts: RunOptions, compiled: Result | None = None, bundle: 
         res.replace_worker = is_cuda_error(e)  # e.g. illegal address: the context is poisoned
     finally:
         res.wall_s = time.perf_counter() - t_start
+        if res.gpu is not None:
+            compilers.release(job.compiler)  # torch's cached blocks of a Triton job back to the driver
         if compiled is not None and before:
             after = artifacts.counts()
             res.artifacts["node_compiles"] = sum(after[k] - before[k] for k in ("compiled", "assembled"))
@@ -132,15 +154,20 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     specs = list(wl.output_specs(params))
     aliased = {s.inplace for s in specs if s.inplace}
     poison = [s for s in specs if not s.inplace]
+    # The compiler's own arrays (farm.compilers): NumPy / DeviceArray for tilefarm, torch tensors for Triton
+    arr = compilers.arrays_for(job.compiler)
+    to_device = getattr(arr, "to_device", _to_device)
+    device_empty = getattr(arr, "empty", _device_empty)
+    sync = getattr(arr, "sync", _sync)
     if on_gpu:
         # The kernel gets device uploads only: the host arrays (cached or not) are read, never written.
         res.gpu = gpu_info()
-        dev = {k: _to_device(v) for k, v in pristine.items()}
+        dev = {k: to_device(v) for k, v in pristine.items()}
         for s in specs:
-            dev[s.name] = dev[s.inplace] if s.inplace else _device_empty(s.shape, np_dtype(s.dtype))
+            dev[s.name] = dev[s.inplace] if s.inplace else device_empty(s.shape, np_dtype(s.dtype))
         arrays_run = {**{k: v for k, v in inputs.items() if k not in pristine}, **dev}
         for s in poison:
-            dev[s.name].fill(poison_value(np_dtype(s.dtype)))
+            _fill(dev[s.name], poison_value(np_dtype(s.dtype)))
     else:
         # The interpreter writes host arrays: the kernel gets make_inputs' own arrays (a miss) or copies of the
         # pristine ones (a hit), fresh outputs, and in-place outputs aliasing those inputs.
@@ -151,14 +178,32 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
         for s in poison:
             arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
     del fresh
+    host_of = getattr(arr, "host", None)
 
     def host(name):
         v = arrays_run[name]
-        return v if isinstance(v, np.ndarray) else v.numpy()
+        if isinstance(v, np.ndarray):
+            return v
+        return host_of(v) if host_of is not None else v.numpy()
 
-    wl.launch(arrays_run, params, meta)
+    # What the kernel is handed: the arrays above, or (Triton's interpreter) torch views of the same memory
+    launch_arrays = arrays_run if on_gpu else {k: arr.wrap(v) for k, v in arrays_run.items()}
+    if on_gpu and job.compiler != "tilefarm":
+        # Triton compiles here, for this device: the compile (cold, or a load from Triton's cache) timed apart
+        # from the first run when the workload can compile without running
+        t_c = time.perf_counter()
+        with compilers.triton_compile_state() as cstate:
+            done = wl.compile(launch_arrays, params, meta)
+        if done is not None:
+            res.compile_s = time.perf_counter() - t_c
+            res.artifacts["compile_cache"] = cstate.state
+        else:
+            res.notes.append("compile time not measured: the workload declares no warmup")
+    elif job.compiler != "tilefarm":
+        res.notes.append("Triton's interpreter: no compile step")
+    wl.launch(launch_arrays, params, meta)
     if on_gpu:
-        _sync()
+        sync()
     ok, stats, msgs = check_outputs(wl, specs, {s.name: host(s.name) for s in specs}, ref)
     msgs += check_inputs(pristine, {k: host(k) for k in pristine}, aliased)
     res.max_abs_err, res.max_rel_err = stats["max_abs_err"], stats["max_rel_err"]
@@ -173,11 +218,11 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
     # Timed runs, then check what they left behind.
     t1 = time.perf_counter()
     for s in poison:
-        arrays_run[s.name].fill(poison_value(np_dtype(s.dtype)))
+        _fill(arrays_run[s.name], poison_value(np_dtype(s.dtype)))
     bench = _do_bench(lambda: wl.launch(arrays_run, params, meta), opts)
     if opts.cuda_graphs and not bench.get("cuda_graphs"):
         res.notes.append("cuda_graphs asked for, but compiler.runtime.do_bench does not replay graphs yet")
-    _sync()
+    sync()
     res.median_ms, res.p10_ms, res.p90_ms = bench["median_ms"], bench.get("p10_ms"), bench.get("p90_ms")
     res.n_reps = bench.get("n")
     res.samples = timing.thin(bench.get("samples"))
@@ -202,3 +247,12 @@ def _validate_and_time(wl, job, opts, res, params, meta, on_gpu):
             res.notes.append(f"baseline not timed: {type(e).__name__}: {e}")
     res.bench_s = time.perf_counter() - t1
     res.status = OK
+
+
+def _fill(a, value):
+    """Poison an array: DeviceArray.fill / ndarray.fill, or a torch tensor's fill_."""
+    f = getattr(a, "fill_", None)
+    if f is not None:
+        f(value)
+    else:
+        a.fill(value)

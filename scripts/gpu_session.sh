@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -188,9 +188,39 @@ fi
 if has diaghit; then
   step diag-hit python3 scripts/diag_hit.py --profile
 fi
+KEEP=/tmp/farm-corpus; mkdir -p "$KEEP"   # kept between calls on a warm node: the two halves of farmcorpus
+compare_corpus() {  # the farm's ratios against bench_corpus.py's, once both halves exist on this node
+  if [ -f "$KEEP/farm-corpus.json" ] && [ -f "$KEEP/bench-corpus.json" ]; then
+    step farm-vs-bench-corpus python3 scripts/compare_corpus_farm.py "$KEEP/farm-corpus.json" \
+      "$KEEP/bench-corpus.json" --out "$OUT/farm-vs-bench-corpus.md"
+  fi
+}
 if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from the same files, $CORPUS selects
   step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" ${CORPUS:+--select "$CORPUS"} \
     --out "$OUT"
+  cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
+fi
+if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through the farm (issue 23), ~5 min
+  # configs/corpus.yaml: 66 corpus kernels at their H200 sizes, compilers [tilefarm, triton], one farm run; the
+  # report shows both times, tilefarm/triton and geomeans. Run `corpus` too (before or after, same node) and the
+  # farm's ratios are compared with bench_corpus.py's on the same kernels (farm-vs-bench-corpus.md).
+  # CORPUS_FILES="elementwise softmax" keeps only those corpus files; the farm step stops at FARM_TIMEOUT (540 s)
+  # so that what it stored still comes back. tests/farm/test_compilers.py's gpu test runs in `farmtests`.
+  sel=configs/corpus.yaml
+  if [ -n "${CORPUS_FILES:-}" ]; then
+    sel=configs/.corpus-selected.yaml
+    grep -vE '^  - \{workload' configs/corpus.yaml > "$sel"
+    for f in $CORPUS_FILES; do grep -E "corpus/$f\.py" configs/corpus.yaml >> "$sel"; done
+  fi
+  rm -f "$OUT/farm-corpus.db"
+  step farm-corpus timeout "${FARM_TIMEOUT:-540}" python3 -m farm run "$sel" --allow-outside \
+    --store "$OUT/farm-corpus.db" --label corpus --format none
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton > "$OUT/farm-corpus.txt" 2>&1
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton --format markdown \
+    > "$OUT/farm-corpus.md" 2>/dev/null
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --format json > "$OUT/farm-corpus.json" \
+    && cp "$OUT/farm-corpus.json" "$KEEP/farm-corpus.json" && compare_corpus
+  tail -n 90 "$OUT/farm-corpus.txt"
 fi
 if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM_AB=<variant> per run ("none": off)
   # AB_VARIANTS (space-separated), AB_SELECT (bench_corpus --select); each variant its own kernel cache

@@ -79,6 +79,8 @@ class Workload:
     source_file: str = ""
     warmup: Callable | None = None
     baseline: Callable | None = None
+    gpu_meta: dict = field(default_factory=dict)  # meta for gpu_sweep (a config's `sizes: gpu`); {}: default_meta
+    atol_relative: bool = False  # tolerance's atol is a fraction of max |reference| per output (the corpus's rule)
 
     def compile(self, arrays: dict, params: dict, meta: dict):
         """Compile for `arrays`/`params`/`meta` without running (no GPU needed); None when no `warmup` is declared."""

@@ -46,6 +46,11 @@ def run(
                                                      "(`../other.py`).")] = False,
     fmt: Annotated[str, typer.Option("--format", help="Final output: table, json, csv, markdown or none "
                                                       "(with json/csv/markdown, only data on stdout).")] = "table",
+    compilers: Annotated[str | None, typer.Option(help="Who compiles the kernels, comma-separated: tilefarm, "
+                                                       "triton (overrides the config's `compilers:`; each is a "
+                                                       "column of the sweep).")] = None,
+    ratio_to: Annotated[str | None, typer.Option(help="With several compilers: the final table's ratios are "
+                                                      "each compiler's time over this one's (default triton).")] = None,
 ):
     """Run a sweep: every workload x shape x dtype x meta point of CONFIG is compiled, checked and timed.
 
@@ -84,6 +89,12 @@ def run(
         cfg, text = config_mod.load(config, allow_outside=allow_outside)
         if compile_only:
             cfg.compile_only = True
+        if compilers is not None:
+            from farm.compilers import parse_list
+            try:
+                cfg.compilers = parse_list(compilers)
+            except ValueError as e:
+                raise FarmError(str(e)) from None
         if timeout is not None:
             cfg.timing.timeout_s = timeout
         # Every config problem (workloads that do not load, sweeps over the limit, bad points) before anything
@@ -106,7 +117,7 @@ def run(
     with messages_to_stderr(fmt):
         prep, tally = _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cluster, local,
                            address, insecure_cluster, t0, gpu_kind)
-    failed = _finish(say, st, prep, tally, fmt)
+    failed = _finish(say, st, prep, tally, fmt, ratio_to)
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
 
 
@@ -134,6 +145,11 @@ def _run(say, st, cfg, text, config, resume, timeout, force, label, max_jobs, cl
             with say.status("sending the config's folder to the cluster ..."):
                 executor.ship(os.path.dirname(os.path.abspath(cfg_path)))
         _header(say, prep, resources, executor, time.perf_counter() - t0)
+        if cfg is not None and cfg.compilers != ["tilefarm"]:
+            from farm.compilers import triton_version
+            say.print("  compilers: " + ", ".join(
+                c if c != "triton" else f"triton {triton_version() or '(not installed here)'}" for c in cfg.compilers),
+                markup=False)
         tally = _execute(say, st, prep, executor)
     except KeyboardInterrupt:
         if prep is None:
@@ -213,23 +229,30 @@ def _execute(say, st, prep, executor):
     return tally
 
 
-def _finish(say, st, prep, tally, fmt) -> int:
+def _finish(say, st, prep, tally, fmt, ratio_to=None) -> int:
     """Print the results; returns how many jobs of the run did not succeed (failed, or still pending)."""
     from farm import report
     rows = report.rows_for(st, prep.run_id)
     info = st.run(prep.run_id)
     if fmt == "table":
-        say.print(report.table(rows, title=f"run {prep.run_id} ({info['name']}, {info['target']})"))
+        title = f"run {prep.run_id} ({info['name']}, {info['target']})"
+        if len(report.compilers_of(rows)) > 1:
+            for t in report.compiler_tables(rows, title=title, ratio_to=ratio_to):
+                say.print(t)
+        else:
+            say.print(report.table(rows, title=title))
     elif fmt == "json":
-        print(report.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}))
+        print(report.to_json(rows, {k: v for k, v in info.items() if k != "config_text"}, ratio_to=ratio_to))
     elif fmt == "csv":
         print(report.to_csv(rows), end="")
     elif fmt == "markdown":
-        print(report.to_markdown(rows), end="")
+        several = len(report.compilers_of(rows)) > 1
+        print(report.compiler_markdown(rows, ratio_to=ratio_to) if several else report.to_markdown(rows), end="")
     fails = report.failures(rows)
     for r in fails[:10]:
         first = (r.get("error") or "").strip().splitlines()[:1]
-        say.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']} {r['shape']} {r['dtype']} "
+        comp = f" [{r.get('compiler') or 'tilefarm'}]" if len(report.compilers_of(rows)) > 1 else ""
+        say.print(f"[red]{r['status']}[/] " + escape(f"{r['workload']}{comp} {r['shape']} {r['dtype']} "
                       f"{r['meta_text']}: {first[0] if first else ''}"), soft_wrap=True)
     if len(fails) > 10:
         say.print(f"... and {len(fails) - 10} more failures: farm report {prep.run_id} --format json")

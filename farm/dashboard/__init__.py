@@ -77,7 +77,9 @@ def collect(store) -> dict:
             d = derive(r, k if k not in ("interpreter", "compile-only") else None)
             d["run_id"], d["kind"] = run_id, k
             series = json.dumps([r["params"], r["meta"]], sort_keys=True, default=str)
-            data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(k, []).append(d)
+            # each compiler its own line beside the others in a series' plots (tilefarm's keep the GPU kind's name)
+            trace = trace_name(k, r.get("compiler") or "tilefarm")
+            data.setdefault(r["workload"], {}).setdefault(series, {}).setdefault(trace, []).append(d)
     return {"runs": runs, "workloads": data}
 
 
@@ -113,6 +115,12 @@ def _run_text(info: dict) -> str:
     when = datetime.datetime.fromtimestamp(info["created"]).strftime("%Y-%m-%d %H:%M") if info.get("created") else ""
     return (f"run {info['id']}" + (f" [{info['label']}]" if info.get("label") else "")
             + f" {(info.get('git_commit') or '')[:9]} {when}")
+
+
+def trace_name(kind: str, compiler: str = "tilefarm") -> str:
+    """A plotted line: one GPU kind under one compiler ("H200", "H200 triton"); steps are found per line, so a
+    compiler's history is only ever compared with itself."""
+    return kind if compiler == "tilefarm" else f"{kind} {compiler}"
 
 
 def _series_title(series: str) -> str:
@@ -278,7 +286,8 @@ def _results(series: dict, runs: dict, limit: int = 300) -> tuple[list[dict], in
         rid = p.get("result_id")
         out.append({
             "run": _run_text(runs[p["run_id"]]), "kind": p["kind"], "status": p["status"],
-            "title": _series_title(json.dumps([p["params"], p["meta"]], sort_keys=True, default=str)),
+            "title": _series_title(json.dumps([p["params"], p["meta"]], sort_keys=True, default=str)) + (
+                f" [{p['compiler']}]" if p.get("compiler", "tilefarm") != "tilefarm" else ""),
             "error": (p.get("error") or "").splitlines()[0][:200] if p.get("error") else "",
             "median_us": p["median_ms"] * 1e3 if p.get("median_ms") else None,
             "spread": ((p["p10_ms"] * 1e3, p["p90_ms"] * 1e3)

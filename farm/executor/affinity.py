@@ -15,15 +15,35 @@ def input_key(job) -> str:
     return json.dumps([job.name or job.workload, job.params, job.seed], sort_keys=True, default=str)
 
 
-def pick(ready, own: str | None, busy: set) -> int:
+def suits(info: dict | None, others: list) -> "callable":
+    """Whether a worker (its `info()`: "triton" is the Triton version on its node, or None) should take a job:
+    a Triton job goes to a worker whose node has Triton while any worker of the pool has it (placement prefers
+    nodes with Triton; where none has it, any worker takes the job and records it as not runnable there)."""
+    anywhere = any(o and o.get("triton") for o in others)
+    here = info is None or bool(info.get("triton"))
+
+    def ok(job) -> bool:
+        return getattr(job, "compiler", "tilefarm") != "triton" or here or not anywhere
+    return ok
+
+
+def pick(ready, own: str | None, busy: set, can=None) -> int:
     """Index into `ready` ((job, compiled) pairs) for a worker whose last job had inputs `own`, while other
     workers hold the inputs in `busy`: a job with `own` inputs, else one whose inputs nobody holds, else the
-    first."""
-    fallback = None
+    first; only among the jobs `can(job)` accepts (-1 when it accepts none)."""
+    fallback = first = None
     for i, (job, _) in enumerate(ready):
+        if can is not None and not can(job):
+            continue
+        if first is None:
+            first = i
         k = input_key(job)
         if k == own:
             return i
         if fallback is None and k not in busy:
             fallback = i
-    return 0 if fallback is None else fallback
+    if fallback is not None:
+        return fallback
+    if first is None:
+        return 0 if can is None else -1
+    return first

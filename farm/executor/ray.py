@@ -8,7 +8,8 @@
   warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
   CPU slot, validating in the interpreter (compile included, one round trip per job).
 - `ship(folder)`: the config's folder goes to every node as the tasks' and actors' working folder (runtime_env).
-- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on.
+- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on;
+  a Triton job goes to an actor whose node has Triton while any actor of its kind has it.
 - Jobs stream from the store; a bounded window of them is held (compiling, ready, running), so the driver's memory
   does not grow with the sweep; results are handled in completion order with `ray.wait`.
 - Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
@@ -29,7 +30,7 @@ import time
 import ray
 
 from farm import FarmError
-from farm.executor.affinity import input_key, pick
+from farm.executor.affinity import input_key, pick, suits
 from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
 
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
@@ -66,8 +67,10 @@ class _Worker:
             os.environ["FARM_FORCE_NO_GPU"] = "1"
         from farm import worker
         self._worker = worker
+        from farm.compilers import triton_version
         self._info = {"gpu": worker.gpu_info(), "name": worker.worker_name(), "kind": worker.gpu_kind(),
-                      "node": ray.get_runtime_context().get_node_id()}
+                      "node": ray.get_runtime_context().get_node_id(),
+                      "triton": triton_version()}  # placement: Triton jobs prefer workers that have it
         if self._info["gpu"]:
             from compiler.compile import default_arch
             self._info["arch"] = default_arch()
@@ -112,10 +115,11 @@ SHIP_MAX_MB = float(os.environ.get("FARM_SHIP_MAX_MB", "100"))
 class _Slot:
     """One pooled actor: the GPU kind it was placed on ("" for any), its node once known, its inputs (affinity)."""
 
-    __slots__ = ("actor", "kind", "node", "inputs", "label")
+    __slots__ = ("actor", "kind", "node", "inputs", "label", "info")
 
     def __init__(self, actor, kind: str, label: str):
         self.actor, self.kind, self.node, self.inputs, self.label = actor, kind, None, None, label
+        self.info = None  # its info() once it is up (None: not known, takes any job; affinity.suits)
 
 
 class RayExecutor:
@@ -470,13 +474,19 @@ class _Pool:
     def _dispatch(self) -> None:
         for kind, ready in self.ready.items():
             idle = self.idle[kind]
-            while ready and idle:
+            infos = [s.info for s in self.slots.values() if s.kind == kind]
+            for _ in range(len(idle)):
+                if not ready:
+                    break
                 sid = idle.popleft()
                 slot = self.slots.get(sid)
                 if slot is None:
                     continue
                 busy = {self.slots[s].inputs for s, *_ in self.running.values() if s in self.slots}
-                i = pick(ready, slot.inputs, busy)
+                i = pick(ready, slot.inputs, busy, suits(slot.info, infos))
+                if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
+                    idle.append(sid)
+                    continue
                 ready.rotate(-i)
                 job, item = ready.popleft()
                 ready.rotate(i)
@@ -521,6 +531,7 @@ class _Pool:
             raise FarmError(f"a {self.label} worker could not start: {e}") from None
         if slot is None:
             return
+        slot.info = got
         slot.node = got.get("node")
         if slot.node:
             slot.label = f"{slot.label}@{slot.node[:8]}"  # which node a job runs on, in progress displays

@@ -22,7 +22,9 @@ def samples(median_ms: float, noise: float, n: int, rng, drift: float = 0.0) -> 
 
 def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc123", name="synthetic",
             seed=0) -> int:
-    """A run of `jobs`, each a dict: workload, params, meta, median_ms, noise, n (samples), status, compile_s,
+    """A run of `jobs`, each a dict: workload, params, meta, compiler (default tilefarm), gpu_kind (default none:
+    the run's target), median_ms, noise, n
+    (samples), status, compile_s,
     launch_us, slow (factor), drift (run-level shift), with_samples (False: an old store's row)."""
     rng = np.random.default_rng(seed)
     run_id = store.create_run(name=name, label=label, config_text="", config_path="", options={"flush_l2": True},
@@ -30,9 +32,11 @@ def add_run(store, jobs: list[dict], *, label=None, target="H200", commit="abc12
     store.update_run(run_id, git_commit=commit)
     planned = []
     for i, j in enumerate(jobs):
-        key = job_key(f"src{seed}", j["workload"], j["params"], j["meta"], f"c{run_id}", target)
+        comp = j.get("compiler", "tilefarm")
+        kind = j.get("gpu_kind", "")
+        key = job_key(f"src{seed}", j["workload"], j["params"], j["meta"], f"c{run_id}{comp}", kind or target)
         planned.append((Job(key=key, idx=i, workload=j["workload"], name=j["workload"], params=j["params"],
-                            meta=j["meta"]), j))
+                            meta=j["meta"], compiler=comp, gpu_kind=kind), j))
     store.add_jobs(run_id, [p[0] for p in planned], {})
     for job, j in planned:
         status = j.get("status", "ok")

@@ -161,6 +161,50 @@ class Case:
         consts, opts = self.split_meta(meta)
         return kernel[grid](*args, **consts, **opts)
 
+    def as_workload(self, source_file: str = ""):
+        """This case as a farm workload (workloads.base.Workload), or None for a case whose outputs accumulate
+        (`zero`: atomics), which the farm's poisoned outputs cannot hold.
+
+        The farm's checks apply, not `check`: its seeded inputs (this case's `inputs` with the farm's generator),
+        outputs poisoned before every run, the float64 `reference`, this case's tolerances (atol relative to the
+        largest |reference|, as here). Params: the case's sizes plus "dtype" (its first output's: the farm keys
+        and reports a point by it); `default_sweep` is the CI size with the CI meta, `gpu_sweep` / `gpu_meta`
+        the H200 size and meta (a config's `sizes: gpu`)."""
+        from workloads.base import OutputSpec, Workload
+
+        if self.zero:
+            return None
+        case = self
+
+        def plain(p):
+            return {k: v for k, v in p.items() if k != "dtype"}
+
+        first = next(iter(self.outputs(self.ci).values()))[1]
+        specimen = {k: v for k, v in self.make_inputs(self.ci, seed=0).items() if isinstance(v, np.ndarray)}
+        in_dtypes = {k: ("bfloat16" if is_bf16(v) else v.dtype.name) for k, v in specimen.items()}
+        tol = {dt: self.tol.get(dt, DEFAULT_TOL[dt]) for dt in DEFAULT_TOL}
+
+        def launch(arrays, p, meta):
+            case.run(case.kernel, arrays, plain(p), meta)
+
+        def warmup(arrays, p, meta):
+            grid, args = case.launch(plain(p), arrays, meta)
+            consts, opts = case.split_meta(meta)
+            return case.kernel.warmup(*args, grid=grid, **consts, **opts)
+
+        return Workload(
+            name=self.name, description=self.idiom or self.name, kernel=self.kernel,
+            make_inputs=lambda p, rng: case.inputs(plain(p), rng),
+            output_specs=lambda p: [OutputSpec(n, tuple(shape), dt)
+                                    for n, (shape, dt) in case.outputs(plain(p)).items()],
+            input_specs=lambda p: [OutputSpec(n, (), dt) for n, dt in in_dtypes.items()],
+            launch=launch, warmup=warmup,
+            reference=lambda x, p: case.reference(plain(p), {k: f64(v) for k, v in x.items()}),
+            flops=lambda p: float(case.flops(plain(p))), bytes=lambda p: float(case.bytes(plain(p))),
+            default_sweep=[{**self.ci, "dtype": first}], gpu_sweep=[{**self.gpu, "dtype": first}],
+            default_meta=self.meta_for("ci"), gpu_meta=self.meta_for("gpu"), tolerance=tol, atol_relative=True,
+            source_file=source_file)
+
     def expected(self, p: dict, inputs: dict) -> dict:
         return self.reference(p, {k: f64(v) for k, v in inputs.items()})
 
