@@ -267,23 +267,7 @@ def child(args) -> None:
 
 # ---------------------------------------------------------------------------------------------- parent side
 def _run_child(which, mode, kernel=None, ptx_out=None) -> dict:
-    with tempfile.TemporaryDirectory(prefix="hostbench-cache-") as cache:
-        env = dict(os.environ, TILEFARM_CACHE_DIR=os.path.join(cache, "tf"), TRITON_CACHE_DIR=os.path.join(cache, "tr"),
-                   TRITON_HOME=cache)
-        env.pop("TILEFARM_INTERPRET", None)
-        env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                                      if p])  # this tree's compiler, whatever the venv installed
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", which, mode] + ([kernel] if kernel else [])
-        if ptx_out:
-            cmd += ["--ptx-out", ptx_out]
-        t = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cache, timeout=600)
-        wall = time.perf_counter() - t
-    if p.returncode != 0:
-        raise RuntimeError(f"{which} {mode} {kernel}: exit {p.returncode}\n{p.stderr[-3000:]}")
-    r = json.loads(p.stdout.strip().splitlines()[-1])
-    r["process_s"] = wall
-    return r
+    return _run_child_items(which, mode, [kernel] if kernel else [], ptx_out)
 
 
 def _farm_help_s() -> float:
@@ -570,6 +554,7 @@ def _geomean(xs):
 
 
 def _run_child_items(which, mode, items, ptx_dir) -> dict:
+    """One child process (`--child which mode items...`) with caches of its own; its last stdout line as JSON."""
     with tempfile.TemporaryDirectory(prefix="hostbench-cache-") as cache:
         env = dict(os.environ, TILEFARM_CACHE_DIR=os.path.join(cache, "tf"), TRITON_CACHE_DIR=os.path.join(cache, "tr"),
                    TRITON_HOME=cache)
