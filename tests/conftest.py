@@ -55,3 +55,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("skipped, by reason")
     for n, reason in skip_reasons(skipped):
         terminalreporter.write_line(f"{n:6d}  {reason}")
+
+
+@pytest.fixture
+def snapshot(monkeypatch):
+    """scripts/ptx_snapshot.py with this process's environment and kernel caches restored afterwards."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.syspath_prepend(os.path.join(root, "scripts"))
+    import compiler.compile as C
+
+    import ptx_snapshot as P
+
+    for k in P._code_env():
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("TILEFARM_CACHE", "0")
+    monkeypatch.setattr(C, "_mem_cache", {})
+    monkeypatch.setattr(C, "_disk", False)  # no disk cache either (the process may have opened one already)
+    return P

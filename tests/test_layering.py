@@ -165,19 +165,6 @@ def test_farm_keeps_ray_and_typer_in_their_places():
 # the IR; the two tests below check the guard itself, in this process.
 
 
-@pytest.fixture
-def snapshot(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
-    import compiler.compile as C
-
-    import ptx_snapshot as P
-
-    for k in P._code_env():
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("TILEFARM_CACHE", "0")
-    monkeypatch.setattr(C, "_mem_cache", {})
-    monkeypatch.setattr(C, "_disk", False)  # no disk cache either (the process may have opened one already)
-    return P
 
 
 def test_codegen_leaves_the_ir_as_the_passes_made_it(snapshot):

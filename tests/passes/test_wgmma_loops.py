@@ -2,29 +2,6 @@
 which wgmma dots stay in flight across K-loop iterations and which loops wait for them."""
 from __future__ import annotations
 
-import os
-import sys
-
-import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-@pytest.fixture
-def snapshot(monkeypatch):
-    """scripts/ptx_snapshot.py with this process's environment and kernel caches restored afterwards."""
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
-    import compiler.compile as C
-
-    import ptx_snapshot as P
-
-    for k in P._code_env():
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("TILEFARM_CACHE", "0")
-    monkeypatch.setattr(C, "_mem_cache", {})
-    monkeypatch.setattr(C, "_disk", False)  # no disk cache either (the process may have opened one already)
-    return P
-
 
 def _modules(P, key, monkeypatch):
     """The modules code generation receives while case `key` compiles."""
