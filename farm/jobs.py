@@ -49,7 +49,7 @@ class Job:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Job":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+        return cls(**{f: d[f] for f in _JOB_FIELDS if f in d})
 
 
 @dataclass
@@ -107,7 +107,9 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Result":
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+        # (the field names once, not dataclasses.fields per call: a result comes back per job)
+        return cls(**{f: d[f] for f in _RESULT_FIELDS if f in d})
 
 
 _RESULT_FIELDS = tuple(f.name for f in dataclasses.fields(Result))
+_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job))

@@ -135,6 +135,7 @@ def _db_reason(e: BaseException) -> str:
 
 
 _R, _J, _RUNS = D.results, D.run_jobs, D.runs
+_RESULT_COLS = frozenset(_R.c.keys()) - {"id", "run_id", "key", "created"}  # what add_result writes from a Result
 
 
 _DONE_KEYS = (sa.select(_R.c.key, sa.func.max(_R.c.run_id))
@@ -376,8 +377,7 @@ class Store:
         `provenance` dict fills the provenance columns."""
         d = res.to_dict()
         d.update({k: v for k, v in (d.pop("provenance", None) or {}).items() if k in _R.c})
-        vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _R.c and c not in
-                ("id", "run_id", "key", "created")}
+        vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _RESULT_COLS}
         params = {"run_id": run_id, "key": res.key, "created": time.time(), **vals}
         # The hot path of a run (one call per job): the INSERT that SQLAlchemy compiled for this dialect, executed
         # on the DB-API connection held for the store's life. Measured: 96 us of CPU per result, against 242 us

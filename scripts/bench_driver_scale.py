@@ -103,6 +103,8 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     from farm.store import Store
     store_path = folder / f"{executor_name}-{n}.db"
     cfg_path = folder / f"{executor_name}-{n}.yaml"
+    for old in folder.glob(store_path.name + "*"):  # a fresh store: nothing reused from an earlier measurement
+        old.unlink()
     cfg_path.write_text(config_text(n, str(store_path)))
     cfg, text = config.load(cfg_path)
     sampler = Sampler()
@@ -136,8 +138,7 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
     sampler.mark("finished")
     ex.close()
-    rows = st.db.execute("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=?",
-                         (prep.run_id,)).fetchone()
+    rows = st.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=prep.run_id)[0]
     st.close()
     sampler.stop()
     assert tally.done == total == rows[0] == rows[1] == n, (tally.done, total, rows, n)

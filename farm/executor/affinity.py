@@ -11,8 +11,16 @@ import json
 
 
 def input_key(job) -> str:
-    """What a job's inputs depend on (as farm.inputs.input_seed): workload, shape params and seed."""
-    return json.dumps([job.name or job.workload, job.params, job.seed], sort_keys=True, default=str)
+    """What a job's inputs depend on (as farm.inputs.input_seed): workload, shape params and seed. Kept on the job
+    once made: `pick` asks it of every ready job for every job it hands out (a batch is several picks)."""
+    got = getattr(job, "__dict__", {}).get("_input_key")
+    if got is None:
+        got = json.dumps([job.name or job.workload, job.params, job.seed], sort_keys=True, default=str)
+        try:
+            object.__setattr__(job, "_input_key", got)  # (Job is frozen: its fields, not this memo)
+        except (AttributeError, TypeError):
+            pass
+    return got
 
 
 def suits(info: dict | None, others: list) -> "callable":

@@ -6,7 +6,14 @@
   nothing and needs no shared disk. A compile-only run is nothing but these tasks.
 - Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
   warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
-  CPU slot, validating in the interpreter (compile included, one round trip per job).
+  CPU slot, validating in the interpreter (compile included).
+- An actor call carries a batch of jobs (`_Worker.run_many`, a streaming generator): each job's result comes back
+  the moment it is done, so the driver always knows which job of a batch is running (its timeout counts from the
+  previous result; a worker that dies is charged with that one job) and the jobs of the batch not yet begun go back
+  to the front of the line, untouched, when the actor is lost or replaced. A batch lasts about `BATCH_S` by the
+  kind's measured time per job, at most `BATCH_MAX` jobs, and never more than the actor's share of the ready
+  jobs: slow jobs (a GPU timing) go one per call, as before; fast ones (interpreter validation) share the call's
+  cost, which was most of the driver's time per job.
 - `ship(folder)`: the config's folder goes to every node as the tasks' and actors' working folder (runtime_env).
 - An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on;
   a Triton job goes to an actor whose node has Triton while any actor of its kind has it.
@@ -78,6 +85,17 @@ class _Worker:
     def info(self) -> dict:
         return self._info
 
+    @ray.method(num_returns="streaming")
+    def run_many(self, jobs: list, opts: dict, compiled: list, boxes: list):
+        """Run a batch of jobs in order, yielding each one's result as soon as it is done (the driver reads them
+        as they come). A result that asks for a fresh worker (a poisoned CUDA context) ends the batch: the jobs
+        after it are not run here."""
+        for job, comp, box in zip(jobs, compiled, boxes):
+            res = self.run(job, opts, comp, box)
+            yield res
+            if res.get("replace_worker"):
+                return
+
     def run(self, job: dict, opts: dict, compiled: dict | None, box: list | None = None) -> dict:
         """Run one job; `box`: [ref of the kernel's bundle], fetched only when this machine lacks the kernel."""
         from farm import artifacts
@@ -110,6 +128,24 @@ def _died(job: Job, e: BaseException, where: str) -> Result:
 SHIP_EXCLUDES = [".git", ".hg", ".svn", "__pycache__", "*.pyc", ".venv", "venv", ".tilefarm", "*.db", "*.db-*",
                  ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules", ".gpu-node", "site"]
 SHIP_MAX_MB = float(os.environ.get("FARM_SHIP_MAX_MB", "100"))
+
+
+# Batches (see the module's docstring): a batch is sized to last about BATCH_S by the measured time per job of its
+# kind, at most BATCH_MAX jobs (FARM_BATCH_MAX=1: one job per actor call).
+BATCH_S = float(os.environ.get("FARM_BATCH_S", "0.25"))
+BATCH_MAX = max(1, int(os.environ.get("FARM_BATCH_MAX", "32")))
+
+
+class _Batch:
+    """Jobs sent to one actor in one call: `jobs` [(job, item)], `i` the one running now (results came for those
+    before it), `deadline` its timeout, `since` when it began (as the driver saw it: the previous result)."""
+
+    __slots__ = ("sid", "kind", "jobs", "i", "deadline", "since")
+
+    def __init__(self, sid: int, kind: str, jobs: list, timeout_s: float):
+        self.sid, self.kind, self.jobs, self.i = sid, kind, jobs, 0
+        self.since = time.monotonic()
+        self.deadline = self.since + timeout_s
 
 
 class _Slot:
@@ -180,6 +216,8 @@ class RayExecutor:
         self._kernels: collections.OrderedDict = collections.OrderedDict()
         self._nodes_at = 0.0
         self._nodes: list = []
+        # actor calls made and the jobs they carried (a call carries a batch): what a sweep cost in round trips
+        self.calls = {"actor_calls": 0, "jobs_sent": 0}
 
     # ------------------------------------------------------------ what the cluster has
 
@@ -385,19 +423,30 @@ class _Pool:
         self.ready: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> (job, item)
         self.parked: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> jobs
         self.compiling: dict = {}  # result ref -> (job, deadline, bundle ref)
-        self.running: dict = {}    # ref -> (slot id, job, deadline, item)
+        self.running: dict = {}    # generator of an actor's batch -> _Batch
+        self.n_running = 0         # jobs in those batches without a result yet
+        self.job_s: dict[str, float] = {}  # kind -> measured seconds per job (moving average): the batch size
         self.retries: dict[str, int] = {}
         self.again: collections.deque = collections.deque()  # jobs to run again (their node was lost)
         self.waiting: dict[str, float] = {}  # kind -> since when its jobs wait for a node that has it
         self.noticed: dict[str, float] = {}
         self.gone: set[str] = set()          # kinds that waited past wait_s: their jobs time out at once
+        self.solo: set[str] = set()  # keys of jobs that run alone, in a call of their own (see _ran)
         self.n_ready = 0  # jobs held in `ready` and `parked`
 
     def kind_of(self, job: Job) -> str:
         return job.gpu_kind if self.use_gpu else ""
 
     def window(self) -> int:
-        return 2 * self.ex.max_in_flight + 2 * max(1, len(self.slots))
+        most = max([self._batch_limit(k) for k in self.job_s] or [1])
+        return 2 * self.ex.max_in_flight + 2 * max(1, len(self.slots)) * most
+
+    def _batch_limit(self, kind: str) -> int:
+        """How many jobs of `kind` one actor call carries, by their measured time per job (1 until one is known)."""
+        per = self.job_s.get(kind)
+        if per is None:
+            return 1
+        return max(1, min(BATCH_MAX, int(BATCH_S / max(per, 1e-5))))
 
     def run(self, jobs) -> None:
         ex = self.ex
@@ -435,7 +484,7 @@ class _Pool:
         return False, None
 
     def _feed(self, queue) -> None:
-        while (self.again or queue) and len(self.compiling) + self.n_ready + len(self.running) < self.window():
+        while (self.again or queue) and len(self.compiling) + self.n_ready + self.n_running < self.window():
             job = self.again.popleft() if self.again else queue.popleft()
             kind = self.kind_of(job)
             if kind in self.gone:
@@ -474,7 +523,12 @@ class _Pool:
     def _dispatch(self) -> None:
         for kind, ready in self.ready.items():
             idle = self.idle[kind]
+            if not ready or not idle:
+                continue
             infos = [s.info for s in self.slots.values() if s.kind == kind]
+            busy = {self.slots[b.sid].inputs for b in self.running.values() if b.sid in self.slots}
+            limit = self._batch_limit(kind)
+            actors = max(1, sum(1 for s in self.slots.values() if s.kind == kind))
             for _ in range(len(idle)):
                 if not ready:
                     break
@@ -482,21 +536,36 @@ class _Pool:
                 slot = self.slots.get(sid)
                 if slot is None:
                     continue
-                busy = {self.slots[s].inputs for s, *_ in self.running.values() if s in self.slots}
-                i = pick(ready, slot.inputs, busy, suits(slot.info, infos))
-                if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
+                # this actor's share of the ready jobs, so the others (and a node that joins) get theirs
+                size = max(1, min(limit, -(-len(ready) // actors)))
+                can, own, batch = suits(slot.info, infos), slot.inputs, []
+                while ready and len(batch) < size:
+                    i = pick(ready, own, busy, can)
+                    if i < 0:  # nothing (more) here for this worker (Triton jobs wait for a worker with Triton)
+                        break
+                    if batch and ready[i][0].key in self.solo:  # it goes alone, in a call of its own
+                        break
+                    ready.rotate(-i)
+                    job, item = ready.popleft()
+                    ready.rotate(i)
+                    batch.append((job, item))
+                    own = input_key(job)
+                    if job.key in self.solo:
+                        break
+                if not batch:
                     idle.append(sid)
                     continue
-                ready.rotate(-i)
-                job, item = ready.popleft()
-                ready.rotate(i)
-                self.n_ready -= 1
-                slot.inputs = input_key(job)
-                compiled, _, bref = item
-                ref = slot.actor.run.remote(self.ex._job_for_nodes(job), self.opts_d, compiled,
-                                            [bref] if bref is not None else None)
-                self.running[ref] = (sid, job, time.monotonic() + self.opts.timeout_s, item)
-                self.on_event("start", job, slot.label)
+                self.n_ready -= len(batch)
+                slot.inputs = own
+                busy.add(own)
+                gen = slot.actor.run_many.remote(
+                    [self.ex._job_for_nodes(j) for j, _ in batch], self.opts_d, [it[0] for _, it in batch],
+                    [[it[2]] if it[2] is not None else None for _, it in batch])
+                self.running[gen] = _Batch(sid, kind, batch, self.opts.timeout_s)
+                self.n_running += len(batch)
+                self.ex.calls["actor_calls"] += 1
+                self.ex.calls["jobs_sent"] += len(batch)
+                self.on_event("start", batch[0][0], slot.label)
 
     # -- results
 
@@ -505,7 +574,7 @@ class _Pool:
         if not waiting:
             time.sleep(0.05)  # nothing in flight: jobs wait for an actor that cannot be placed yet
             return
-        deadlines = [d for _, _, d, _ in self.running.values()] + [d for _, d, _ in self.compiling.values()]
+        deadlines = [b.deadline for b in self.running.values()] + [d for _, d, _ in self.compiling.values()]
         timeout = min([d - time.monotonic() for d in deadlines] + [1.0])
         done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, timeout))
         if done:
@@ -559,25 +628,73 @@ class _Pool:
         kind = self.kind_of(job)
         self._put_ready(kind, job, (res.to_dict(), key, self.ex._kernel_ref(key, bref)))
 
-    def _ran(self, ref) -> None:
-        sid, job, _, item = self.running.pop(ref)
-        slot = self.slots.get(sid)
+    def _ran(self, gen) -> None:
+        """Take the results a batch has sent so far (ray.wait said the first is there). The batch ends after its
+        last result, with its actor's death (charged to the job it was running), or with a result that asks for
+        a fresh worker."""
+        b = self.running[gen]
+        slot = self.slots.get(b.sid)
         where = slot.label if slot else self.label
-        try:
-            res = Result.from_dict(ray.get(ref))
-        except ray.exceptions.RayError as e:
-            if slot is not None and self._node_lost(slot, e):
-                self._drop(sid)
-                self._again(job, item, where)
+        first = True
+        while True:
+            try:
+                if not first and not gen.next_ready():
+                    if not gen.is_finished():
+                        return
+                    raise StopIteration
+                first = False
+                got = ray.get(next(gen))
+            except StopIteration:  # all its jobs had results: nothing goes back
+                self._end(gen, b.i)
+                if b.sid in self.slots:
+                    self.idle[b.kind].append(b.sid)
                 return
-            res = _died(job, e, where)
-            self._replace(sid)
-        else:
-            if res.replace_worker:
-                self._replace(sid)
-            elif sid in self.slots:
-                self.idle[slot.kind].append(sid)
-        self._finish(job, res)
+            except ray.exceptions.RayError as e:
+                job, item = b.jobs[b.i]
+                if slot is not None and self._node_lost(slot, e):
+                    self._end(gen, b.i + 1)  # the jobs after the one it was running: back to the line as they were
+                    self._drop(b.sid)
+                    self._again(job, item, where)
+                    return
+                self._replace(b.sid)
+                if b.i + 1 < len(b.jobs):
+                    # The process died with several jobs of its batch unanswered. A result is sent as its job ends,
+                    # but a process that dies a moment later (os._exit, a segfault) can take that message with
+                    # it, so the first job without a result is not surely the one that killed it: it runs again
+                    # alone (a worker that dies under it then is its doing), the others go back as they were.
+                    # Each death either names its job or sees one more innocent job through: it ends.
+                    self.solo.add(job.key)
+                    self._end(gen, b.i)
+                    return
+                self._end(gen, b.i + 1)
+                self._finish(job, _died(job, e, where))
+                return
+            job, _ = b.jobs[b.i]
+            b.i += 1
+            self.n_running -= 1
+            now = time.monotonic()
+            res = Result.from_dict(got)
+            took = res.wall_s if res.wall_s is not None else now - b.since  # the worker's own time for the job
+            per = self.job_s.get(b.kind)
+            self.job_s[b.kind] = took if per is None else 0.5 * (per + took)
+            b.since, b.deadline = now, now + self.opts.timeout_s
+            if res.replace_worker:  # the actor ended the batch after this job
+                self._end(gen, b.i)
+                self._replace(b.sid)
+                self._finish(job, res)
+                return
+            self._finish(job, res)
+            if b.i < len(b.jobs):
+                self.on_event("start", b.jobs[b.i][0], where)
+
+    def _end(self, gen, keep: int) -> _Batch:
+        """A batch is over: its jobs from index `keep` on, which have no result, go back to the front of their
+        line (not counted as retries: they never ran, or, for the one running, the caller decides)."""
+        b = self.running.pop(gen)
+        self.n_running -= len(b.jobs) - b.i
+        for job, item in reversed(b.jobs[keep:]):
+            self._put_ready(b.kind, job, item, front=True)
+        return b
 
     def _again(self, job: Job, item, where: str) -> None:
         """A job whose node left under it: to the front of its kind's line, or recorded as lost past `retries`."""
@@ -593,6 +710,7 @@ class _Pool:
         self._put_ready(self.kind_of(job), job, item, front=True)
 
     def _finish(self, job: Job, res: Result) -> None:
+        self.solo.discard(job.key)
         self.retries.pop(job.key, None)
         self.on_event("done", job, res)
 
@@ -608,7 +726,7 @@ class _Pool:
 
     def _kinds(self) -> set:
         kinds = {k for k, r in self.ready.items() if r} | {k for k, r in self.parked.items() if r}
-        kinds |= {self.kind_of(j) for _, j, _, _ in self.running.values()}
+        kinds |= {b.kind for b in self.running.values()}
         kinds |= {self.kind_of(j) for j, _, _ in self.compiling.values()}
         if not self.use_gpu:
             kinds.add("")
@@ -655,11 +773,12 @@ class _Pool:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for ref, (sid, job, deadline, _) in list(self.running.items()):
-            if now > deadline:
-                del self.running[ref]
-                slot = self.slots.get(sid)
-                self._replace(sid)
+        for gen, b in list(self.running.items()):
+            if now > b.deadline:
+                job, _ = b.jobs[b.i]
+                self._end(gen, b.i + 1)
+                slot = self.slots.get(b.sid)
+                self._replace(b.sid)
                 self._finish(job, Result(
                     key=job.key, status=TIMEOUT, worker=slot.label if slot else self.label,
                     error=f"ran past timeout_s={self.opts.timeout_s:g}; its worker was killed and replaced"))

@@ -3,6 +3,7 @@
 `fake_vec` computes out = x + 2*y; meta["mode"] picks its behaviour:
 ok, wrong (off by a little), unwritten (leaves the tail), nan (one NaN), modify (scribbles on an input),
 raise (an exception), compile_error (warmup raises a CompilationError), hang (sleeps), die (os._exit),
+cuda_error (a CudaError: the worker's context is poisoned and it must be replaced),
 flaky_after_timing (right once, wrong on later runs); meta["sleep"] = seconds to sleep first.
 """
 import os
@@ -15,6 +16,10 @@ from workloads.base import OutputSpec, Workload
 
 class CompilationError(Exception):
     """Stands in for compiler.CompilationError (the farm recognises it by name)."""
+
+
+class CudaError(Exception):
+    """Stands in for the runtime's CudaError (the farm recognises it by name: the worker is replaced)."""
 
 
 class Compiled:
@@ -41,6 +46,8 @@ def launch(arrays, params, meta):
         time.sleep(3600)
     if mode == "die":
         os._exit(3)
+    if mode == "cuda_error":
+        raise CudaError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (fake)")
     if mode == "compile_error":
         raise CompilationError("fake.py:3:5: no such op\n    tl.nope()\n    ^")
     kernel(x, y, out)

@@ -66,6 +66,46 @@ def test_worker_processes_are_reused(executor):
     assert len({r.worker for r in got.values()}) <= 2  # one warm actor per CPU slot
 
 
+def test_fast_jobs_go_in_batches_and_faults_inside_a_batch_stay_one_job_s(executor):
+    """Fast jobs share actor calls (a batch per call, each result streamed back as it is done); a job that kills
+    its worker, poisons it (CudaError) or hangs inside a batch is charged alone, and the jobs of its batch that had
+    not begun go back to the line and are run by a fresh worker: nothing lost, nothing twice."""
+    bad = {101: "die", 113: "cuda_error", 127: "hang", 149: "raise"}
+    text = f"""
+workloads:
+  - workload: {FAKES}::fake_vec
+    params: {{N: {list(range(100, 160))}, dtype: [float32]}}
+    meta: {{mode: [ok]}}
+""" + "".join(f"""  - workload: {FAKES}::fake_vec
+    params: {{N: [{n}], dtype: [float32]}}
+    meta: {{mode: [{mode}]}}
+""" for n, mode in bad.items())
+    jobs = sorted(planner.plan(config.parse_text(text), "interpreter").jobs, key=lambda j: j.params["N"])
+    before = dict(executor.calls)
+    got, starts = _run(executor, jobs, timeout_s=3)
+    assert set(got) == {j.key for j in jobs}
+    status = {(j.params["N"], j.meta["mode"]): got[j.key].status for j in jobs}
+    assert {k: v for k, v in status.items() if k[1] != "ok"} == {
+        (101, "die"): "worker_died", (113, "cuda_error"): "error", (127, "hang"): "timeout", (149, "raise"): "error"}
+    assert {v for k, v in status.items() if k[1] == "ok"} == {"validated"}
+    calls = executor.calls["actor_calls"] - before["actor_calls"]
+    sent = executor.calls["jobs_sent"] - before["jobs_sent"]
+    assert sent >= len(jobs) and calls * 3 <= len(jobs), (calls, sent)  # batches, not one call per job
+    # a batch's jobs after the one that died/hung/poisoned went out again: sent more than once, finished once
+    assert sent > len(jobs)
+    assert set(starts) == {j.key for j in jobs}
+
+
+def test_one_job_per_call_when_batches_are_off(executor, monkeypatch):
+    from farm.executor import ray as R
+    monkeypatch.setattr(R, "BATCH_MAX", 1)
+    jobs = _jobs(["ok"], ns=tuple(range(300, 320)))
+    before = dict(executor.calls)
+    got, _ = _run(executor, jobs)
+    assert {r.status for r in got.values()} == {"validated"}
+    assert executor.calls["actor_calls"] - before["actor_calls"] == len(jobs)
+
+
 def test_compile_only_tasks(executor):
     jobs = _jobs(["ok", "compile_error"], ns=tuple(range(10, 60)), compile_only=True)
     got, _ = _run(executor, jobs, compile_only=True, target="compile-only")
