@@ -14,7 +14,8 @@ What happens on a call (`Autotuner.run`):
    looks the key up in a dict and calls the JITFunction's own generated launch path with the config's
    keyword arguments: a few hundred nanoseconds on top of a plain launch.
 3. New key: the tuning database is asked first (`set_database(path)` or env TILEFARM_TUNING_DB, a SQLite file
-   written by `farm tune` or a JSON export of it; several paths separated by os.pathsep). A hit launches
+   written by `farm tune`, a JSON export of it, or a database URL, `postgresql://user@host/db`, where a fleet
+   keeps one history; several separated by os.pathsep). A hit launches
    with no tuning at all. The database matches on the kernel's source hash (`JITFunction.cache_key`), the key
    and the GPU kind; among matching records it prefers this compiler version, then the longest-timed
    measurements, then the fastest median.
@@ -34,8 +35,8 @@ its "time" is its position in the pruned list, so the first config that compiles
 rule: it is called as `do_bench(fn)` with a zero-argument callable running one trial and returns milliseconds
 (a float, a sequence whose first item is the median, or a dict with "median_ms"). Tests inject timers that way.
 
-The compiler never imports the farm: this module only reads the database (sqlite3 or JSON); `farm.tuning_db`
-writes it.
+The compiler never imports the farm: this module only reads the database (sqlite3 or JSON; a URL through
+SQLAlchemy, imported only when one is named); `farm.tuning_db` writes it.
 """
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import sqlite3
 import threading
 import time
@@ -213,13 +215,21 @@ def select_best(rows: list[dict], compiler: str | None = None) -> dict | None:
 
 
 class TuningDatabase:
-    """Read-only view of a tuning database: the `tuning` table of a SQLite file, or its JSON export."""
+    """Read-only view of a tuning database: the `tuning` table of a SQLite file, its JSON export, or the `tuning`
+    table of a database named by URL (`postgresql://user:password@host:5432/db`, `sqlite:///path`), read through
+    SQLAlchemy with the psycopg driver for PostgreSQL. A server that cannot be reached answers nothing (the
+    kernels tune as they would without a database) and says so once, as a warning naming it."""
 
     def __init__(self, path):
         self.path = str(path)
         self._json = None
         self._db = None
+        self._engine = None
         self._lock = threading.Lock()
+        if is_url(self.path):
+            self.kind = "url"
+            self._warned = False
+            return
         with open(self.path, "rb") as f:
             head = f.read(16)
         self.kind = "sqlite" if head.startswith(b"SQLite format 3") else "json"
@@ -230,6 +240,19 @@ class TuningDatabase:
             for r in data.get("records", []):
                 index.setdefault((r["kernel"], r["key"], r["gpu"]), []).append(r)
             self._json = index
+
+    def __repr__(self):
+        return f"TuningDatabase({self.display()!r})"
+
+    def display(self) -> str:
+        """The database's name for messages (a URL's password hidden)."""
+        if self.kind != "url":
+            return self.path
+        try:
+            import sqlalchemy as sa
+            return sa.make_url(self.path).render_as_string(hide_password=True)
+        except Exception:
+            return self.path.split("@")[-1]
 
     def _conn(self):
         if self._db is None:
@@ -243,11 +266,41 @@ class TuningDatabase:
             self._db = db
         return self._db
 
+    def _url_rows(self, kernel: str, key: str, gpu: str) -> list[dict]:
+        import sqlalchemy as sa  # only here: a compiler that is never given a URL never imports it
+
+        try:
+            if self._engine is None:
+                url = sa.make_url(self.path)
+                if url.drivername in ("postgresql", "postgres"):
+                    url = url.set(drivername="postgresql+psycopg")
+                args = {"connect_timeout": 10, "application_name": "tilefarm-autotune"} \
+                    if url.get_backend_name() == "postgresql" else {}
+                self._engine = sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=2,
+                                                connect_args=args)
+            with self._engine.connect() as c:
+                if not sa.inspect(c).has_table("tuning"):
+                    return []
+                res = c.execute(sa.text("SELECT * FROM tuning WHERE kernel = :kernel AND key = :key AND "
+                                        "gpu = :gpu AND median_ms IS NOT NULL"),
+                                {"kernel": kernel, "key": key, "gpu": gpu})
+                return [dict(r._mapping) for r in res]
+        except Exception as e:  # the server is down, refuses us, the driver is missing, ...
+            if not self._warned:
+                self._warned = True
+                import warnings
+                warnings.warn(f"tuning database {self.display()} could not be read ({type(e).__name__}: "
+                              f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}); autotuning without it",
+                              RuntimeWarning, stacklevel=4)
+            return []
+
     def rows(self, kernel: str, key: str, gpu: str) -> list[dict]:
         """Every measured record for (kernel source hash, key text, GPU kind)."""
         if self._json is not None:
             return list(self._json.get((kernel, key, gpu), []))
         with self._lock:
+            if self.kind == "url":
+                return self._url_rows(kernel, key, gpu)
             try:
                 cur = self._conn().execute(
                     "SELECT * FROM tuning WHERE kernel=? AND key=? AND gpu=? AND median_ms IS NOT NULL",
@@ -268,6 +321,36 @@ class TuningDatabase:
         if self._db is not None:
             self._db.close()
             self._db = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+
+def is_url(text: str) -> bool:
+    """Whether a tuning-database name is a URL (`scheme://...`) rather than a path."""
+    return bool(_URL.match(str(text)))
+
+
+def split_names(text: str) -> list[str]:
+    """TILEFARM_TUNING_DB's names: separated by os.pathsep, where a URL's own colons (after its scheme, in
+    `user:password@host:port`) do not separate: a URL runs to its first `/` after the `//`, then to the next
+    separator."""
+    out, i = [], 0
+    while i < len(text):
+        m = _URL.match(text, i)
+        start = m.end() if m else i
+        if m:
+            slash = text.find("/", start)
+            start = len(text) if slash < 0 else slash
+        j = text.find(os.pathsep, start)
+        j = len(text) if j < 0 else j
+        if text[i:j]:
+            out.append(text[i:j])
+        i = j + 1
+    return out
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 _databases: list | None = None  # None: not resolved yet (env read on first need)
@@ -287,11 +370,12 @@ def set_database(path) -> None:
 
 
 def get_database() -> list:
-    """The databases in use (resolved from TILEFARM_TUNING_DB on first use; missing files are skipped)."""
+    """The databases in use (resolved from TILEFARM_TUNING_DB on first use; missing files are skipped, URLs are
+    kept: a server is asked when a key is looked up)."""
     global _databases
     if _databases is None:
         env = os.environ.get(DB_ENV, "")
-        _databases = [TuningDatabase(p) for p in env.split(os.pathsep) if p and os.path.isfile(p)]
+        _databases = [TuningDatabase(p) for p in split_names(env) if is_url(p) or os.path.isfile(p)]
     return _databases
 
 

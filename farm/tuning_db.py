@@ -11,9 +11,10 @@ database as a fleet's results store), through the one storage layer of `farm.db`
 
 Writers: any number of processes at once (SQLite: WAL, `BEGIN IMMEDIATE` transactions, a long busy timeout;
 PostgreSQL: INSERT ... ON CONFLICT DO UPDATE), nothing lost. Readers: `compiler.autotune` reads SQLite files
-directly with sqlite3 (the compiler never imports farm), or the JSON file `export_json` writes (`{"format":
+directly with sqlite3 (the compiler never imports farm), a PostgreSQL tuning table by its URL (SQLAlchemy's text
+queries on this table's columns, imported only then), or the JSON file `export_json` writes (`{"format":
 "tilefarm-tuning", "version": 1, "records": [...]}`), which can ship inside a package and be loaded back with
-`import_json`; a PostgreSQL tuning table reaches the compiler through such an export (`farm tune --export`).
+`import_json`.
 """
 from __future__ import annotations
 

@@ -141,12 +141,28 @@ FRESH = textwrap.dedent("""
     at[lambda m: (compiler.cdiv(n, m["BLOCK"]),)](x, y, z, n)
     print(json.dumps({"bench_calls": at.bench_calls, "timer_calls": len(calls), "db_hits": at.db_hits,
                       "best": at.best_config.to_dict(), "ok": bool(np.allclose(z, x + y)),
-                      "cache_key": add_kernel.cache_key}))
+                      "cache_key": add_kernel.cache_key, "sqlalchemy": "sqlalchemy" in sys.modules}))
 """)
 
 
-@pytest.mark.parametrize("form", ["sqlite", "json"])
+def _pg_url():
+    """A new database on the test session's PostgreSQL server (tests/farm/pg.py), or a skip saying why not."""
+    farm_tests = os.path.join(REPO, "tests", "farm")
+    if farm_tests not in sys.path:
+        sys.path.insert(0, farm_tests)
+    import pg
+    if pg.server() is None:
+        pytest.skip(f"PostgreSQL tuning database: {pg.why()}")
+    return pg.new_database()
+
+
+@pytest.mark.parametrize("form", ["sqlite", "json", "postgresql"])
 def test_fresh_process_with_key_in_database_does_no_tuning(tmp_path, form):
+    """A fresh process finds the tuned key in the database and launches with its best config, tuning nothing:
+    from a SQLite file, its JSON export, or a PostgreSQL server named by URL in TILEFARM_TUNING_DB (a fleet's
+    shared history; a missing file named before it is skipped, and only the URL makes the compiler import
+    SQLAlchemy)."""
+    url = _pg_url() if form == "postgresql" else None
     at = compiler.autotune(CONFIGS, key=["N"], do_bench=lambda fn: (fn(), 1.0)[1])(add_kernel)
     at.configs_timings = None
     n = 300
@@ -154,13 +170,15 @@ def test_fresh_process_with_key_in_database_does_no_tuning(tmp_path, form):
     at[lambda m: (compiler.cdiv(n, m["BLOCK"]),)](x, y, z, n)
     recs = at.tuned_records()
     recs[4]["median_ms"] = 0.1  # make a config other than the first the winner
-    db = TuningDB(tmp_path / "farm.db")
+    db = TuningDB(url or tmp_path / "farm.db")
     db.add(recs)
     path = tmp_path / "farm.db"
     if form == "json":
         db.export_json(tmp_path / "tuning.json")
         path = tmp_path / "tuning.json"
     db.close()
+    if url:  # a missing file, then the server: the URL's own colons do not split it
+        path = os.pathsep.join([str(tmp_path / "none.db"), url])
     env = {**os.environ, "TILEFARM_TUNING_DB": str(path), "PYTHONPATH": REPO}
     out = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, env=env, cwd=REPO,
                          timeout=120)
@@ -169,6 +187,48 @@ def test_fresh_process_with_key_in_database_does_no_tuning(tmp_path, form):
     assert got["bench_calls"] == 0 and got["timer_calls"] == 0 and got["db_hits"] == 1 and got["ok"]
     assert Config.from_dict(got["best"]) == CONFIGS[4]
     assert got["cache_key"] == add_kernel.cache_key  # the source hash is stable across processes
+    assert got["sqlalchemy"] == (form == "postgresql")
+
+
+def test_postgresql_names_and_an_unreachable_server(tmp_path):
+    """TILEFARM_TUNING_DB splits paths from URLs (a URL's colons are its own); a server that cannot be reached
+    answers nothing, says so once (its password hidden), and the kernel tunes as it would without it."""
+    assert AT.split_names(os.pathsep.join(["/a/t.db", "postgresql://u:secret@h:5432/farm?sslmode=require",
+                                           "/b/t.json"])) == [
+        "/a/t.db", "postgresql://u:secret@h:5432/farm?sslmode=require", "/b/t.json"]
+    assert AT.split_names("postgresql://h/db") == ["postgresql://h/db"]
+    dead = "postgresql://farm:secret@127.0.0.1:1/none"  # port 1: nothing listens there
+    AT.set_database([dead])
+    calls = []
+    at = compiler.autotune(CONFIGS, key=["N"], do_bench=lambda fn: calls.append(1) or 1.0)(add_kernel)
+    n = 200
+    x, y, z = (np.random.rand(n).astype(np.float32) for _ in range(3))
+    with pytest.warns(RuntimeWarning, match=r"tuning database postgresql://farm:\*\*\*@127.0.0.1:1/none could not"):
+        at[lambda m: (compiler.cdiv(n, m["BLOCK"]),)](x, y, z, n)
+    assert len(calls) == len(CONFIGS) and at.db_hits == 0 and np.allclose(z, x + y)
+    assert "secret" not in repr(AT.get_database())
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once only
+        at[lambda m: (compiler.cdiv(n - 1, m["BLOCK"]),)](x, y, z, n - 1)
+
+
+def test_postgresql_database_read_in_process(tmp_path):
+    """The records `farm tune` writes into a fleet's PostgreSQL store are what the autotuner reads from it."""
+    url = _pg_url()
+    db = TuningDB(url)
+    recs = [rec(i, ms=5.0 - i * 0.5) for i in range(6)]
+    db.add(recs)
+    db.close()
+    r = AT.TuningDatabase(url)
+    assert r.kind == "url"
+    assert r.best("k" * 64, '{"args":{"N":1}}', "H200") == Config({"BLOCK": 64}, num_warps=2)  # rec 5: 2.5 ms
+    assert r.best("k" * 64, '{"args":{"N":1}}', "A100") is None
+    assert r.best("k" * 64, '{"args":{"N":9}}', "H200") is None
+    r.close()
+    empty = AT.TuningDatabase(_pg_url())  # a database with no tuning table yet: nothing, no error
+    assert empty.rows("k" * 64, "{}", "H200") == []
+    empty.close()
 
 
 def test_database_path_attribute_and_env(tmp_path, monkeypatch):
