@@ -34,6 +34,9 @@ runs = sa.Table(
     *(sa.Column(c, sa.Text) for c in ("status", "target", "config_text", "config_path", "options", "git_commit",
                                       "host", "gpus", "compiler_version", "farm_version")),
     sa.Column("n_jobs", sa.Integer), sa.Column("n_reused", sa.Integer), sa.Column("pid", sa.Integer),
+    # (schema step 6) which machine and process namespace the driver runs in, and when it last said it lives,
+    # by the database's clock: how a fleet's shared store tells a dead driver's run from another host's live one
+    sa.Column("host_id", sa.Text), sa.Column("heartbeat", _F),
     sqlite_autoincrement=True,
 )
 run_jobs = sa.Table(
@@ -116,6 +119,7 @@ STEPS = [
     _sqlite_only(lambda c: c.exec_driver_sql(                                      # 4: paging through a plan
         "CREATE INDEX IF NOT EXISTS run_jobs_order ON run_jobs(run_id, idx)")),
     _add_columns(results, [*PROVENANCE_COLS, "ptxas_version"]),                    # 5: compiled-kernel provenance
+    _add_columns(runs, ["host_id", "heartbeat"]),                                  # 6: drivers' liveness (fleets)
 ]
 HEAD = len(STEPS)
 _PG_LOCK = 0x7469_6C65_6661_726D & 0x7FFF_FFFF_FFFF_FFFF  # "tilefarm": the advisory lock key migrations hold
@@ -274,6 +278,13 @@ def insert_ignore(table: sa.Table, dialect_name: str):
     else:
         from sqlalchemy.dialects.sqlite import insert
     return insert(table)
+
+
+def now(dialect_name: str):
+    """The database's clock, in seconds since the epoch: one clock for every host writing a shared store."""
+    if dialect_name == "postgresql":
+        return sa.cast(sa.func.extract("epoch", sa.func.clock_timestamp()), _F)
+    return sa.literal_column("((julianday('now') - 2440587.5) * 86400.0)", _F)
 
 
 def json_field(dialect_name: str, column, field: str):

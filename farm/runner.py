@@ -173,7 +173,7 @@ class Tally:
 def execute(store: Store, prep: Prepared, executor, on_event=None) -> Tally:
     """Run the prepared jobs; store each result as it arrives; mark the run done (or interrupted) at the end."""
     tally = Tally(total=len(prep.jobs))
-    store.set_status(prep.run_id, "running")
+    store.claim(prep.run_id)  # (a resumed run's first driver is gone: this process is its driver now)
 
     def handle(kind, job, payload):
         if kind == "notice":  # a message for people (jobs waiting for a node, a job run again): no state

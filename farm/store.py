@@ -48,6 +48,32 @@ def git_commit(cwd: str | None = None) -> str:
         return ""
 
 
+# A driver says it lives every HEARTBEAT_S while its runs are open; another host's run whose last word is older than
+# STALE_S (by the database's clock) is taken for dead. Its own host tells sooner: by its pid.
+HEARTBEAT_S = float(os.environ.get("FARM_HEARTBEAT_S", "30"))
+STALE_S = float(os.environ.get("FARM_STALE_S", "300"))
+
+
+def host_id() -> str:
+    """Which machine and process namespace this driver runs in: where its pid means something. The host name
+    alone is not that (containers and CI runners share names); with the kernel's boot id and the pid namespace,
+    a run with this id whose pid is gone is surely dead, and one with another id is left to its heartbeat.
+    FARM_HOST_ID overrides it (tests, or a host whose /proc says nothing)."""
+    forced = os.environ.get("FARM_HOST_ID")
+    if forced:
+        return forced
+    parts = [socket.gethostname()]
+    try:
+        parts.append(pathlib.Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    except OSError:
+        parts.append("?")
+    try:
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:
+        parts.append("?")
+    return "/".join(parts)
+
+
 def _alive(pid: int, since: float | None = None) -> bool:
     """Whether process `pid` exists and (where /proc tells) started no later than `since`: a pid reused by a
     process started after the run was created is not the run's driver."""
@@ -135,7 +161,7 @@ def _db_reason(e: BaseException) -> str:
 
 
 _R, _J, _RUNS = D.results, D.run_jobs, D.runs
-_RESULT_COLS = frozenset(_R.c.keys()) - {"id", "run_id", "key", "created"}  # what add_result writes from a Result
+_WRITE_COLS = frozenset(_R.c.keys()) - {"id", "run_id", "key", "created"}  # what add_result writes of a Result
 
 
 _DONE_KEYS = (sa.select(_R.c.key, sa.func.max(_R.c.run_id))
@@ -159,6 +185,9 @@ class Store:
         self.engine = self._results = self._rconn = None
         self._results_lock = threading.Lock()
         self._insert_sql: dict = {}
+        self._beat_lock = threading.Lock()
+        self._beating: set[int] = set()
+        self._beater: threading.Thread | None = None
         try:
             if self.url:
                 self._open_server(str(path), write)
@@ -231,14 +260,26 @@ class Store:
             return [tuple(r) for r in res] if res.returns_rows else []
 
     def stale_runs(self) -> list[int]:
-        """Mark interrupted the runs still "running" whose driver (on this host) no longer exists: it was killed
-        (SIGKILL, out of memory, power) before it could say so. Returns their ids (`farm run --resume ID`).
-        Runs of other hosts (a fleet's shared store) are left to their own hosts."""
-        me = socket.gethostname()
+        """Mark interrupted the runs still "running" whose driver no longer exists: it was killed (SIGKILL, out
+        of memory, power, a lost machine) before it could say so. Returns their ids (`farm run --resume ID`).
+
+        A run of this host (`host_id`: machine, boot and pid namespace) is dead when its pid is; a run of another
+        host when its heartbeat is older than STALE_S by the database's clock (its pid means nothing here: a
+        live run of another host is never taken for dead because some pid is free on this one). A run from
+        before heartbeats (no host_id) is judged by pid only on a host of its name, as it was."""
+        me, name = host_id(), socket.gethostname()
+        now = D.now(self.dialect)
         with self._read() as c:
-            found = c.execute(sa.select(_RUNS.c.id, _RUNS.c.pid, _RUNS.c.status, _RUNS.c.created).where(
-                _RUNS.c.status.in_(("running", "planning")), _RUNS.c.host == me, _RUNS.c.pid.is_not(None))).all()
-        rows = [(r.id, r.status) for r in found if not _alive(r.pid, r.created)]
+            found = c.execute(sa.select(_RUNS.c.id, _RUNS.c.pid, _RUNS.c.status, _RUNS.c.created, _RUNS.c.host,
+                                        _RUNS.c.host_id, (now - _RUNS.c.heartbeat).label("silent")).where(
+                _RUNS.c.status.in_(("running", "planning")))).all()
+
+        def dead(r) -> bool:
+            if r.host_id == me or (r.host_id is None and r.host == name):
+                return r.pid is not None and not _alive(r.pid, r.created)
+            return r.host_id is not None and r.silent is not None and r.silent > STALE_S
+
+        rows = [(r.id, r.status) for r in found if dead(r)]
         marked = []
         for rid, status in rows:  # killed while planning: its plan is partial, it cannot be resumed
             try:
@@ -253,13 +294,53 @@ class Store:
 
     def delete_run(self, run_id: int):
         """Remove a run that has no results (one stopped while its plan was being recorded)."""
+        self._beat(run_id, on=False)
         with self._write() as c:
             if c.execute(sa.select(sa.func.count()).select_from(_R).where(_R.c.run_id == run_id)).scalar():
                 raise FarmError(f"run {run_id} has results: not deleted")
             c.execute(_J.delete().where(_J.c.run_id == run_id))
             c.execute(_RUNS.delete().where(_RUNS.c.id == run_id))
 
+    # ------------------------------------------------------------ liveness
+
+    def _beat(self, run_id: int, on: bool = True) -> None:
+        """Keep (or stop) saying that this process is `run_id`'s driver: a thread updates its heartbeat every
+        HEARTBEAT_S while this store is open and the run is not finished."""
+        with self._beat_lock:
+            if on:
+                self._beating.add(run_id)
+            else:
+                self._beating.discard(run_id)
+            if on and self._beater is None:
+                self._beat_stop = threading.Event()
+                self._beater = threading.Thread(target=self._beat_loop, args=(self._beat_stop,),
+                                                name="farm-heartbeat", daemon=True)
+                self._beater.start()
+
+    def _beat_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(HEARTBEAT_S):
+            with self._beat_lock:
+                ids = sorted(self._beating)
+            if not ids or self.engine is None:
+                continue
+            try:
+                with self._write() as c:
+                    c.execute(_RUNS.update().where(_RUNS.c.id.in_(ids)).values(heartbeat=D.now(self.dialect)))
+            except Exception:  # the server restarting, the file busy past its timeout: the next beat tries again
+                pass
+
+    def claim(self, run_id: int) -> None:
+        """This process runs `run_id` now (a resumed run: its first driver is gone): its status, host, pid and
+        heartbeat become this process's, and the heartbeat goes on."""
+        self.update_run(run_id, status="running", host=socket.gethostname(), host_id=host_id(), pid=os.getpid(),
+                        heartbeat=D.now(self.dialect))
+        self._beat(run_id)
+
     def close(self):
+        if self._beater is not None:
+            self._beat_stop.set()
+            self._beater.join(timeout=5)
+            self._beater = None
         if self._rconn is not None:
             self._rconn.close()
             self._rconn = None
@@ -279,8 +360,11 @@ class Store:
                 name=name, label=label, created=time.time(), status=status, target=target, config_text=config_text,
                 config_path=config_path, options=json.dumps(options), git_commit=git_commit(),
                 host=socket.gethostname(), gpus=json.dumps(gpus), compiler_version=compiler_version,
-                farm_version=farm_version, n_jobs=0, n_reused=0, pid=os.getpid()))
-            return int(res.inserted_primary_key[0])
+                farm_version=farm_version, n_jobs=0, n_reused=0, pid=os.getpid(), host_id=host_id(),
+                heartbeat=D.now(self.dialect)))
+            rid = int(res.inserted_primary_key[0])
+        self._beat(rid)
+        return rid
 
     def add_jobs(self, run_id: int, jobs: list[Job], reused: dict[str, int]):
         """Record the run's plan; `reused` maps job keys to the earlier run whose result stands for them."""
@@ -311,6 +395,7 @@ class Store:
             c.execute(_RUNS.update().where(_RUNS.c.id == run_id).values(**cols))
 
     def finish_run(self, run_id: int, status: str):
+        self._beat(run_id, on=False)
         self.update_run(run_id, status=status, finished=time.time())
 
     def set_status(self, run_id: int, status: str):
@@ -377,7 +462,7 @@ class Store:
         `provenance` dict fills the provenance columns."""
         d = res.to_dict()
         d.update({k: v for k, v in (d.pop("provenance", None) or {}).items() if k in _R.c})
-        vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _RESULT_COLS}
+        vals = {c: (json.dumps(d[c]) if c in _JSON_COLS else d[c]) for c in d if c in _WRITE_COLS}
         params = {"run_id": run_id, "key": res.key, "created": time.time(), **vals}
         # The hot path of a run (one call per job): the INSERT that SQLAlchemy compiled for this dialect, executed
         # on the DB-API connection held for the store's life. Measured: 96 us of CPU per result, against 242 us

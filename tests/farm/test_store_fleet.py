@@ -209,3 +209,85 @@ def test_a_store_url_in_a_config_is_not_taken_for_a_path(tmp_path):
     assert cfg.store == "postgresql://farm@db.internal/farm"
     from farm.db import display
     assert display("postgresql://farm:secret@db.internal/farm") == "postgresql://farm:***@db.internal/farm"
+
+
+def _new_run(st, name="x"):
+    return st.create_run(name=name, label=None, config_text="", config_path="", options={}, target="interpreter",
+                         gpus=[], compiler_version="c", farm_version="f")
+
+
+def test_stale_runs_on_a_shared_store_are_judged_by_their_own_host(store_target):
+    """A run is stale only when its own driver is gone: on this host (machine, boot, pid namespace) by its pid,
+    on another host by a heartbeat older than STALE_S on the database's clock. Another host's live run is never
+    marked because its pid is free here, not even when that host has the same name (containers, CI runners)."""
+    import socket
+
+    from farm import store as S
+    st = S.Store(store_target)
+    dead_pid = 2 ** 22 + 1
+    mine = _new_run(st, "mine")  # this process: alive
+    twin = _new_run(st, "twin")  # another machine with this one's host name, its driver alive and beating
+    st.update_run(twin, host=socket.gethostname(), host_id="twin-host/boot/4026531836", pid=dead_pid)
+    silent = _new_run(st, "silent")  # another machine whose driver stopped beating long ago
+    st.update_run(silent, host="elsewhere", host_id="elsewhere/boot/1", pid=os.getpid())
+    st.sql("UPDATE runs SET heartbeat = heartbeat - :d WHERE id = :r", d=S.STALE_S + 60, r=silent)
+    killed = _new_run(st, "killed")  # this host, its driver gone
+    st.update_run(killed, pid=dead_pid)
+    legacy = _new_run(st, "legacy")  # written before heartbeats, by another host: nothing tells, left alone
+    st.update_run(legacy, host="elsewhere", host_id=None, heartbeat=None, pid=dead_pid)
+    assert sorted(st.stale_runs()) == sorted([silent, killed])
+    status = {r: st.run(r)["status"] for r in (mine, twin, silent, killed, legacy)}
+    assert status == {mine: "running", twin: "running", silent: "interrupted", killed: "interrupted",
+                      legacy: "running"}
+    assert S.host_id() != "twin-host/boot/4026531836" and socket.gethostname() in S.host_id()
+    st.close()
+
+
+def test_a_resumed_run_belongs_to_its_new_driver(store_target):
+    """`farm run --resume` makes this process the run's driver (host, pid, heartbeat): a run resumed after its
+    first driver died is not marked stale while it runs again."""
+    from farm.store import Store
+    st = Store(store_target)
+    rid = _new_run(st)
+    st.update_run(rid, pid=2 ** 22 + 1, status="interrupted")
+    st.claim(rid)
+    assert st.stale_runs() == [] and st.run(rid)["status"] == "running" and st.run(rid)["pid"] == os.getpid()
+    st.close()
+
+
+BEATING = """
+import sys, time
+from farm.store import Store
+st = Store(sys.argv[1])
+rid = st.create_run(name="host-b", label=None, config_text="", config_path="", options={}, target="interpreter",
+                    gpus=[], compiler_version="c", farm_version="f")
+print(rid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_live_driver_on_another_host_keeps_its_run_and_a_dead_one_loses_it(store_target, monkeypatch):
+    """Two "hosts" on one store (a driver process with another host id, FARM_HOST_ID): while it beats, this host
+    never marks its run, however long it runs; once it is killed, its run is marked after STALE_S of silence."""
+    import time
+
+    from farm import store as S
+    monkeypatch.setattr(S, "STALE_S", 2.0)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "FARM_HOST_ID": "host-b/boot/1", "FARM_HEARTBEAT_S": "0.3"}
+    p = subprocess.Popen([sys.executable, "-c", BEATING, store_target], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        rid = int(p.stdout.readline())
+        st = S.Store(store_target)
+        for _ in range(8):  # 4 s: twice STALE_S, while it beats
+            time.sleep(0.5)
+            assert st.stale_runs() == [] and st.run(rid)["status"] == "running"
+        assert st.run(rid)["host_id"] == "host-b/boot/1"
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + 30
+    while st.stale_runs() != [rid]:
+        assert time.monotonic() < deadline, "a silent run of another host was never marked"
+        time.sleep(0.25)
+    assert st.run(rid)["status"] == "interrupted"
+    st.close()
