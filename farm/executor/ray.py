@@ -43,6 +43,11 @@ from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOpt
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
 
 
+# How long a GPU worker waits for a kernel compiled elsewhere (at most half the job's timeout) before it compiles
+# the kernel itself (FARM_KERNEL_WAIT_S in the driver's environment; the driver sends it with every batch).
+KERNEL_WAIT_S = float(os.environ.get("FARM_KERNEL_WAIT_S", "60"))
+
+
 # max_retries: Ray runs a compile again when its process or node was lost (not when it raised: that is a result),
 # and rebuilds a kernel bundle that was lost with its node when a GPU worker asks for it.
 @ray.remote(num_cpus=1, max_retries=2, num_returns=2)
@@ -86,24 +91,31 @@ class _Worker:
         return self._info
 
     @ray.method(num_returns="streaming")
-    def run_many(self, jobs: list, opts: dict, compiled: list, boxes: list):
+    def run_many(self, jobs: list, opts: dict, compiled: list, boxes: list, kernel_wait_s: float = KERNEL_WAIT_S):
         """Run a batch of jobs in order, yielding each one's result as soon as it is done (the driver reads them
         as they come). A result that asks for a fresh worker (a poisoned CUDA context) ends the batch: the jobs
         after it are not run here."""
         for job, comp, box in zip(jobs, compiled, boxes):
-            res = self.run(job, opts, comp, box)
+            res = self.run(job, opts, comp, box, kernel_wait_s)
             yield res
             if res.get("replace_worker"):
                 return
 
-    def run(self, job: dict, opts: dict, compiled: dict | None, box: list | None = None) -> dict:
+    def run(self, job: dict, opts: dict, compiled: dict | None, box: list | None = None,
+            kernel_wait_s: float = KERNEL_WAIT_S) -> dict:
         """Run one job; `box`: [ref of the kernel's bundle], fetched only when this machine lacks the kernel."""
         from farm import artifacts
         bundle, note = None, None
         key = (compiled or {}).get("artifacts", {}).get("kernel_key")
         if box and key and not artifacts.present(key):
+            # Bounded: a kernel lost with the node that held it is rebuilt by Ray running its compile task
+            # again, which waits for ever where no live node has a CPU for it; compiling here is the way out
+            wait = min(kernel_wait_s, 0.5 * float(opts.get("timeout_s") or kernel_wait_s))
             try:
-                bundle = ray.get(box[0])
+                bundle = ray.get(box[0], timeout=wait)
+            except ray.exceptions.GetTimeoutError:
+                note = (f"the compiled kernel did not arrive within {wait:g} s (lost with its node, and Ray could "
+                        "not rebuild it); compiled on this node")
             except ray.exceptions.RayError as e:  # lost beyond rebuilding: compiled here, and said so
                 note = f"the compiled kernel did not arrive ({type(e).__name__}); compiled on this node"
         res = self._worker.run_job(Job.from_dict(job), RunOptions(**opts),
@@ -112,6 +124,7 @@ class _Worker:
         res.artifacts["kernel_fetched"] = bundle is not None
         if note:
             res.notes.append(note)
+            res.artifacts["kernel_lost"] = True  # (node_compiles says what this node compiled instead)
         return res.to_dict()
 
 
@@ -560,7 +573,7 @@ class _Pool:
                 busy.add(own)
                 gen = slot.actor.run_many.remote(
                     [self.ex._job_for_nodes(j) for j, _ in batch], self.opts_d, [it[0] for _, it in batch],
-                    [[it[2]] if it[2] is not None else None for _, it in batch])
+                    [[it[2]] if it[2] is not None else None for _, it in batch], KERNEL_WAIT_S)
                 self.running[gen] = _Batch(sid, kind, batch, self.opts.timeout_s)
                 self.n_running += len(batch)
                 self.ex.calls["actor_calls"] += 1
