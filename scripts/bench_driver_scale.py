@@ -7,8 +7,10 @@ Two executors, so the driver's part can be told from Ray's:
   page by page, the runner's bookkeeping and storing every result. This is the figure for "overhead per job at
   100,000 jobs".
 - `ray`: the real Ray executor (interpreter validation on CPU actors, no GPU) on the same sweep, `--ray-jobs` of
-  it (default 5,000): the driver's loop with real round trips to the workers; its per-job time includes the
-  workers' (a job here validates 8 numbers), so it is an upper bound on the driver's part.
+  it (default 5,000; several sizes comma-separated): the driver's loop with real round trips to the workers; its
+  wall time per job includes the workers' (a job here validates 8 numbers), so it is an upper bound on the
+  driver's part. Jobs go to the actors in batches (farm.executor.ray); `--compare-unbatched N` measures the
+  N-job sweep again with FARM_BATCH_MAX=1 (one actor call per job, as before batching), right after.
 
     python3 scripts/bench_driver_scale.py --jobs 100000 --json benchmarks/driver-scale.json
 """
@@ -112,8 +114,8 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     if executor_name == "noop":
         ex = NoopExecutor()
     else:
-        from farm.executor.ray import RayExecutor
-        ex = RayExecutor(num_cpus=2)
+        from farm.executor import ray as ray_executor
+        ex = ray_executor.RayExecutor(num_cpus=2)
     st = Store(store_path)
     t0, c0 = time.perf_counter(), time.process_time()
     prep = runner.prepare(cfg, text, str(cfg_path), st, ex.resources())
@@ -137,6 +139,7 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     tally = runner.execute(st, prep, ex, on_event)
     t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
     sampler.mark("finished")
+    calls = dict(getattr(ex, "calls", {}))
     ex.close()
     rows = st.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=prep.run_id)[0]
     st.close()
@@ -149,19 +152,26 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
             "driver_cpu_ms_per_job": round(1e3 * (c_plan + c_run) / n, 4),
             "run_ms_per_job_by_tenth": slices,
             "rss_mb": sampler.marks, "rss_peak_mb": round(sampler.peak, 1),
-            "store_mb": round(store_path.stat().st_size / 2**20, 1)}
+            **({"batch_max": ray_executor.BATCH_MAX, **calls} if executor_name == "ray" else {}),
+            "store_mb": round(store_path.stat().st_size / 2**20, 1),
+            "loadavg_1_5_min": [round(x, 1) for x in os.getloadavg()[:2]]}  # a shared machine: what else ran
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--small", type=int, default=10_000, help="a smaller sweep, to show memory does not grow with N")
-    ap.add_argument("--ray-jobs", type=int, default=5_000, help="jobs through the real Ray executor (0: skip)")
+    ap.add_argument("--ray-jobs", default="5000", help="jobs through the real Ray executor, comma-separated sizes "
+                                                       "(0: skip)")
+    ap.add_argument("--compare-unbatched", default="",
+                    help="Ray sizes (comma-separated, or `all`) measured again with one actor call per job "
+                         "(FARM_BATCH_MAX=1)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--one", nargs=3, metavar=("N", "EXECUTOR", "FOLDER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("FARM_FORCE_NO_GPU", "1")
-    os.environ.setdefault("FARM_MAX_JOBS", str(max(args.jobs, args.small, args.ray_jobs) + 1))
+    ray_sizes = [int(x) for x in str(args.ray_jobs).split(",") if int(x)]
+    os.environ.setdefault("FARM_MAX_JOBS", str(max(args.jobs, args.small, *ray_sizes) + 1))
     if args.one:  # one measurement, in a process of its own (so each one's memory starts from the same place)
         n, name, folder = int(args.one[0]), args.one[1], pathlib.Path(args.one[2])
         print(json.dumps(measure(n, name, folder, max(1, n // 10))))
@@ -172,11 +182,18 @@ def main():
     with tempfile.TemporaryDirectory(prefix="driver-scale-") as tmp:
         folder = pathlib.Path(tmp)
         (folder / "noop.py").write_text(NOOP_WORKLOAD)
-        for n, name in [(args.small, "noop"), (args.jobs, "noop")] + ([(args.ray_jobs, "ray")] if args.ray_jobs else []):
+        todo = [(n, "noop", {}) for n in (args.small, args.jobs) if n]
+        for n in ray_sizes:
+            todo.append((n, "ray", {}))
+            if args.compare_unbatched == "all" or str(n) in args.compare_unbatched.split(","):
+                todo.append((n, "ray", {"FARM_BATCH_MAX": "1"}))
+        for n, name, env in todo:
             got = subprocess.run([sys.executable, __file__, "--one", str(n), name, str(folder)], check=True,
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env={**os.environ, **env})
             r = json.loads(got.stdout.strip().splitlines()[-1])
             out["runs"].append(r)
+            if name == "ray":
+                name = f"ray (batch <= {r['batch_max']}, {r['actor_calls']} actor calls)"
             print(f"{name:5} {n:>7,} jobs: plan {r['plan_ms_per_job']:.3f} ms/job, run {r['run_ms_per_job']:.3f} "
                   f"ms/job, total {r['total_ms_per_job']:.3f} ms/job (driver CPU {r['driver_cpu_ms_per_job']:.3f}); RSS peak {r['rss_peak_mb']} MiB "
                   f"(after planning {r['rss_mb']['planned']}, at the end {r['rss_mb']['finished']})", flush=True)
