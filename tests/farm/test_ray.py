@@ -74,7 +74,7 @@ def test_fast_jobs_go_in_batches_and_faults_inside_a_batch_stay_one_job_s(execut
     text = f"""
 workloads:
   - workload: {FAKES}::fake_vec
-    params: {{N: {list(range(100, 160))}, dtype: [float32]}}
+    params: {{N: {list(range(100, 300))}, dtype: [float32]}}
     meta: {{mode: [ok]}}
 """ + "".join(f"""  - workload: {FAKES}::fake_vec
     params: {{N: [{n}], dtype: [float32]}}
@@ -90,7 +90,9 @@ workloads:
     assert {v for k, v in status.items() if k[1] == "ok"} == {"validated"}
     calls = executor.calls["actor_calls"] - before["actor_calls"]
     sent = executor.calls["jobs_sent"] - before["jobs_sent"]
-    assert sent >= len(jobs) and calls * 3 <= len(jobs), (calls, sent)  # batches, not one call per job
+    # batches, not one call per job (the first calls carry one job until a job's time is known; each fault
+    # ends its batch; the last jobs are shared out in ever smaller batches)
+    assert sent >= len(jobs) and calls * 3 <= len(jobs), (calls, sent)
     # a batch's jobs after the one that died/hung/poisoned went out again: sent more than once, finished once
     assert sent > len(jobs)
     assert set(starts) == {j.key for j in jobs}
