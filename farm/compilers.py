@@ -19,7 +19,8 @@ same for either compiler (farm.worker). What differs is here:
   setting holds for the process's life. Compile tasks never import Triton (Triton compiles on the GPU worker,
   for the device it runs on), so a pooled CPU worker process can never hold a Triton of the wrong mode.
 - Where Triton is absent (or is another version than the plan's), its jobs become NOT_RUNNABLE results naming
-  the node and the reason; they are planned again by a later run (a transient status), never dropped.
+  the node and the reason; they are planned again by a later run (a transient status), never dropped. On Ray
+  they go to a node that has the plan's Triton whenever a live node has it (farm.executor.ray asks each node).
 """
 from __future__ import annotations
 
@@ -31,9 +32,18 @@ COMPILERS = ("tilefarm", "triton")
 DEFAULT = "tilefarm"
 
 
-@functools.lru_cache(maxsize=None)
 def triton_version() -> str | None:
-    """The installed Triton's version, read from its package metadata (Triton is not imported), or None."""
+    """The installed Triton's version, read from its package metadata (Triton is not imported), or None.
+
+    Test hook: TILEFARM_NO_TRITON=1 in a process's environment makes it answer None, as a node without Triton
+    would (tests/farm/test_triton_placement.py gives one node of a Ray cluster on one machine that setting)."""
+    if os.environ.get("TILEFARM_NO_TRITON", "") not in ("", "0"):
+        return None
+    return _installed_triton()
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_triton() -> str | None:
     from importlib import metadata
 
     try:

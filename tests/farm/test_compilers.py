@@ -250,15 +250,22 @@ def test_config_and_cli_refuse_bad_compilers(tmp_path):
 
 
 def test_placement_prefers_workers_that_have_triton():
-    tri = Job(key="a", idx=0, workload="w", name="w", params={"N": 1}, meta={}, compiler="triton")
+    from farm.executor.affinity import ASKING
+    tri = Job(key="a", idx=0, workload="w", name="w", params={"N": 1}, meta={}, compiler="triton",
+              compiler_version="3.6.0")
     ours = Job(key="b", idx=1, workload="w", name="w", params={"N": 2}, meta={})
-    infos = [{"triton": None}, {"triton": "3.6.0"}]
+    without, with_ = {"triton": None}, {"triton": "3.6.0"}
+    nodes = {"n1": None, "n2": "3.6.0"}
     ready = [(tri, None), (ours, None)]
-    assert pick(ready, None, set(), suits(infos[0], infos)) == 1   # no Triton here: the tilefarm job
-    assert pick(ready, None, set(), suits(infos[1], infos)) == 0   # Triton here: either
-    assert pick([(tri, None)], None, set(), suits(infos[0], infos)) == -1  # it waits for the worker with Triton
-    nowhere = [{"triton": None}, {"triton": None}]
-    assert pick([(tri, None)], None, set(), suits(nowhere[0], nowhere)) == 0  # none has it: taken, recorded
+    assert pick(ready, None, set(), suits(without, nodes)) == 1   # no Triton here: the tilefarm job
+    assert pick(ready, None, set(), suits(with_, nodes)) == 0     # Triton here: either
+    assert pick([(tri, None)], None, set(), suits(without, nodes)) == -1  # it waits for a worker with Triton
+    # a node that has it counts though no worker is there yet (the pool places one there), and so does one that
+    # may have it: still being asked
+    assert pick([(tri, None)], None, set(), suits(without, {"n1": None, "n3": ASKING})) == -1
+    # another version than the plan's is not the job's Triton: where no node has 3.6.0, taken and recorded
+    assert pick([(tri, None)], None, set(), suits({"triton": "3.7.0"}, {"n1": "3.7.0", "n2": None})) == 0
+    assert pick([(tri, None)], None, set(), suits(without, {"n1": None, "n2": None})) == 0
 
 
 def test_the_corpus_config_plans_every_kernel_under_both(monkeypatch):
