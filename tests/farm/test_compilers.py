@@ -355,3 +355,47 @@ workloads:
     out, changed = runner.rekey(jobs, "H200")
     assert list(changed) == [jobs[1].key]  # tilefarm's key stands; Triton's is made again for 3.6.0
     assert out[1].compiler_version == "3.6.0" and compilers.not_runnable("triton", out[1].compiler_version) is None
+
+
+def _readme_command() -> list[str]:
+    """The README's one command for a Triton user's kernel file under both compilers (its `farm run` line)."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### A Triton kernel file under both compilers"):]
+    line = next(ln for ln in section.splitlines() if ln.startswith("farm run configs/examples/scaled_add_triton"))
+    return line.split("#")[0].split()[1:]
+
+
+@needs_triton
+def test_the_readmes_triton_kernel_file_runs_under_both_compilers_with_its_one_command(tmp_path):
+    args = _readme_command()
+    assert args[:2] == ["run", "configs/examples/scaled_add_triton.yaml"], args
+    db = tmp_path / "farm.db"
+    p = _farm(*args, "--store", str(db), check_rc=0)
+    head = next(line for line in p.stdout.splitlines() if "tilefarm compile" in line)
+    for col in ("tilefarm", "triton", "triton compile", "tilefarm/triton"):
+        assert col in head, head
+    assert "12 jobs finished (12 validated)" in p.stdout, p.stdout[-2000:]
+    doc = json.loads(_farm("report", "latest", "--store", str(db), "--format", "json", check_rc=0).stdout)
+    pts = doc["compilers"]["points"]
+    assert len(pts) == 6 and all(set(q["by"]) == {"tilefarm", "triton"} for q in pts)
+    assert all(e["status"] == "validated" for q in pts for e in q["by"].values())
+
+
+@pytest.mark.gpu
+def test_gpu_the_readmes_triton_kernel_file_timed_under_both_compilers(tmp_path):
+    """On the GPU node, the README's one command: every point timed under both compilers, with a ratio."""
+    db = tmp_path / "farm.db"
+    old = os.environ.pop("FARM_FORCE_NO_GPU", None)
+    try:
+        p = _farm(*_readme_command(), "--store", str(db), check_rc=0)
+        doc = json.loads(_farm("report", "latest", "--store", str(db), "--format", "json", check_rc=0).stdout)
+    finally:
+        if old is not None:
+            os.environ["FARM_FORCE_NO_GPU"] = old
+    assert "tilefarm/triton" in p.stdout
+    rows = doc["results"]
+    assert len(rows) == 12 and all(r["status"] == "ok" and r["median_ms"] > 0 for r in rows), \
+        [(r["compiler"], r["status"], r["error"]) for r in rows]
+    pts = doc["compilers"]["points"]
+    assert len(pts) == 6 and all(0.2 < q["ratio"]["tilefarm"] < 5 for q in pts)
+    assert doc["compilers"]["overall"]["tilefarm"]["n"] == 6
