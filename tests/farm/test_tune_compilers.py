@@ -124,3 +124,46 @@ def test_tune_under_triton_where_triton_is_absent_is_refused_saying_so(tmp_path,
     cfg, _ = load_config(_config(tmp_path, "compilers: [tilefarm, triton]"))
     with pytest.raises(FarmError, match="Triton is not installed where farm tune plans"):
         plan_shapes(cfg)
+
+
+@pytest.mark.gpu
+@needs_triton
+def test_gpu_tune_times_each_compiler_on_the_gpu_and_stores_them_apart(tmp_path):
+    """On the GPU node: both compilers' candidates timed for real (no synthetic timer), each its own winner."""
+    from farm.tuning_db import TuningDB
+
+    p = tmp_path / "tune.yaml"
+    p.write_text(f"""name: tune-gpu
+store: {tmp_path / 'farm.db'}
+search: {{eta: 2, min_rep_ms: 5, max_rep_ms: 20, warmup_ms: 5}}
+timing: {{timeout_s: 300}}
+compilers: [tilefarm, triton]
+workloads:
+  - workload: {HERE / 'compilers_kernels.py'}::axpy_triton
+    key: [N]
+    params: {{N: [4194304], dtype: [float32]}}
+    space: {{BLOCK: [256, 1024], num_warps: [4]}}
+""")
+    env_gpu = os.environ.pop("FARM_FORCE_NO_GPU", None)
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(q for q in (str(REPO), os.environ.get("PYTHONPATH")) if q))
+        env.pop("TRITON_INTERPRET", None)
+        r = subprocess.run([sys.executable, "-m", "farm", "tune", str(p), "--json", str(tmp_path / "out.json")],
+                           capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+    finally:
+        if env_gpu is not None:
+            os.environ["FARM_FORCE_NO_GPU"] = env_gpu
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["target"] != "interpreter"
+    winners = {w["compiler"]: w for w in out["winners"]}
+    assert set(winners) == {"tilefarm", "triton"}
+    assert all(w["failures"] == 0 and w["best_ms"] > 0 for w in winners.values()), winners
+    db = TuningDB(tmp_path / "farm.db")
+    try:
+        recs = db.records()
+        assert len(recs) == 4 and "interpreter" not in {x["gpu"] for x in recs}
+        assert len({x["compiler_version"] for x in recs}) == 2
+        assert {x["kernel"].startswith("triton:") for x in recs} == {True, False}
+    finally:
+        db.close()
