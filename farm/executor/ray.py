@@ -227,16 +227,16 @@ class RayExecutor:
                 self.max_in_flight = max(1, int(sum(n.get("Resources", {}).get("CPU", 0) for n in self._nodes)))
         return self._nodes
 
-    def triton_nodes(self, node_ids) -> dict:
+    def triton_nodes(self, node_ids, wait_s: float = 0.0) -> dict:
         """node id -> the Triton version that node's processes see (None: no Triton; ASKING until it answers):
-        each node is asked once (a task pinned to it, no CPU), without waiting here for the answer."""
+        each node is asked once (a task pinned to it, no CPU), waiting here at most `wait_s` for the answers."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         for nid in node_ids:
             if nid not in self._triton and nid not in self._asking.values():
                 strategy = NodeAffinitySchedulingStrategy(nid, soft=False)
                 self._asking[_triton_here.options(scheduling_strategy=strategy).remote()] = nid
         if self._asking:
-            done, _ = ray.wait(list(self._asking), num_returns=len(self._asking), timeout=0)
+            done, _ = ray.wait(list(self._asking), num_returns=len(self._asking), timeout=wait_s)
             for ref in done:
                 nid = self._asking.pop(ref)
                 try:

@@ -127,6 +127,24 @@ def test_triton_jobs_validate_on_the_gpu_node_that_has_triton(fleet, store, tmp_
     assert {r["artifacts"]["node"] for r in rows if r["compiler"] == "triton"} == {gpu_tri}
 
 
+def test_farm_cluster_shows_which_nodes_have_triton(fleet):
+    import json
+
+    from typer.testing import CliRunner
+
+    import triton
+    from farm.cli.main import app
+    r = CliRunner().invoke(app, ["cluster", "--format", "json"])  # the cluster this process joined
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output[r.output.index("{"):])
+    got = {n["node_id"]: n["triton"] for n in doc["nodes"]}
+    want = {node.node_id: (triton.__version__ if name in ("tri", "gpu-tri") else None)
+            for name, node in fleet["nodes"].items()}
+    assert got == want
+    t = CliRunner().invoke(app, ["cluster"])
+    assert t.exit_code == 0 and "Triton" in t.output and triton.__version__ in t.output, t.output
+
+
 def test_where_no_node_has_triton_its_jobs_are_not_runnable_saying_why(fleet, store, tmp_path, monkeypatch):
     for name in ("tri", "gpu-tri"):  # last in this module: the cluster keeps only nodes without Triton
         fleet["cluster"].remove_node(fleet["nodes"].pop(name))
