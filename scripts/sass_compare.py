@@ -2,9 +2,9 @@
 """Does a change of the LLVM pipeline or of the assembler change the machine code? The corpus kernels, compared by
 their SASS, with the time each side took (no GPU needed).
 
-    python3 scripts/sass_compare.py --lean [--reps 3] [--out DIR] [NAME_OR_GLOB ...]
-        PTX of the default LLVM pipeline against the "llvm_lean" A/B pipeline (compiler/codegen/ptx.py), both
-        assembled with the same ptxas
+    python3 scripts/sass_compare.py --ab SWITCH[,SWITCH] [--reps 3] [--out DIR] [NAME_OR_GLOB ...]
+        PTX of the default LLVM pipeline against the one with these A/B switches (compiler/codegen/ptx.py
+        AB_SWITCHES: llvm_lean, short_ptr), both assembled with the same ptxas
     python3 scripts/sass_compare.py --ptxas-b PATH [--reps 3] [--out DIR] [NAME_OR_GLOB ...]
         the default PTX assembled by the default ptxas (find_ptxas: TILEFARM_PTXAS, nvidia-cuda-nvcc) against
         the ptxas at PATH (another CUDA release)
@@ -89,13 +89,15 @@ def sass(nvdisasm: str, cubin: bytes) -> list[str]:
         path = os.path.join(d, "k.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        p = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True)
+        p = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True)  # stderr: format notes
         if p.returncode != 0:
             raise SystemExit(f"nvdisasm failed:\n{p.stderr}")
     lines = []
     for ln in p.stdout.splitlines():
         ln = _ADDR.sub("", ln).strip()
-        if ln and not ln.startswith("//") and not ln.startswith(".size"):
+        # instructions and labels; not the ELF's directives (.headerflags, .section ...), which differ between
+        # assembler releases for the same code
+        if ln.endswith(";") and not ln.startswith(".") or ln.endswith(":"):
             lines.append(ln)
     return lines
 
@@ -133,7 +135,7 @@ def corpus_ptx(select) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group(required=True)
-    g.add_argument("--lean", action="store_true", help="default vs llvm_lean LLVM pipeline, one ptxas")
+    g.add_argument("--ab", help="default vs these A/B switches of llvm_to_ptx (comma-separated), one ptxas")
     g.add_argument("--ptxas-b", help="default ptxas vs this one, on the default PTX")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=None)
@@ -148,24 +150,25 @@ def main() -> None:
     nvdisasm = find_nvdisasm()
     if not ptxas_a or not nvdisasm:
         raise SystemExit("needs ptxas (nvidia-cuda-nvcc) and nvdisasm (nvidia-cuda-nvdisasm or TILEFARM_NVDISASM)")
-    labels = ("default", "llvm_lean") if args.lean else ("ptxas " + _release(ptxas_a), "ptxas " + _release(ptxas_b))
+    ab = frozenset(x.strip() for x in args.ab.split(",")) - {""} if args.ab else None
+    labels = ("default", "+".join(sorted(ab))) if ab else ("ptxas " + _release(ptxas_a), "ptxas " + _release(ptxas_b))
     cases = corpus_ptx(args.select)
     rows = {}
     for name, (llir, arch, maxnreg, ptx_default) in cases.items():
         row = {}
-        if args.lean:
+        if ab:
             texts, times = [], []
-            for lean in (False, True):
+            for switches in (frozenset(), ab):
                 best = None
                 for _ in range(args.reps):
                     t = time.process_time()
-                    ptx = llvm_to_ptx(llir, arch, lean=lean)
+                    ptx = llvm_to_ptx(llir, arch, ab=switches)
                     dt = time.process_time() - t
                     best = dt if best is None else min(best, dt)
                 texts.append(_with_maxnreg(ptx, maxnreg) if maxnreg else ptx)
                 times.append(best)
             if texts[0] != ptx_default:
-                raise SystemExit(f"{name}: llvm_to_ptx(lean=False) is not the compile's PTX")
+                raise SystemExit(f"{name}: llvm_to_ptx without switches is not the compile's PTX")
             row["llvm_s"] = times
             row["same_ptx"] = texts[0] == texts[1]
             tools = (ptxas_a, ptxas_a)
@@ -188,7 +191,7 @@ def main() -> None:
                                      if ops[0][op] != ops[1][op]}
         rows[name] = row
         print(name, _line(row), flush=True)
-    doc = {"mode": "lean" if args.lean else "ptxas", "labels": labels, "ptxas": [ptxas_a, ptxas_b],
+    doc = {"mode": "ab" if ab else "ptxas", "labels": labels, "ptxas": [ptxas_a, ptxas_b],
            "nvdisasm": nvdisasm, "reps": args.reps, "kernels": rows}
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -221,7 +224,7 @@ def markdown(doc) -> str:
     lines = [f"# SASS: {a} vs {b} ({len(ks)} corpus kernels, sm_90a)", "",
              f"Identical SASS: {n_same} of {len(ks)}; identical PTX: {sum(r['same_ptx'] for r in ks.values())}. "
              f"Times are the fastest of {doc['reps']}.", ""]
-    if doc["mode"] == "lean":
+    if doc["mode"] == "ab":
         tot = [sum(r["llvm_s"][i] for r in ks.values()) for i in (0, 1)]
         lines += [f"LLVM (parse, O-pipeline, NVPTX codegen), CPU time summed over the kernels: {tot[0]*1000:.0f} ms "
                   f"-> {tot[1]*1000:.0f} ms ({tot[1]/tot[0]:.2f}x).", ""]
@@ -243,10 +246,10 @@ def markdown(doc) -> str:
             lines.append(f"| {n} | {r['instructions'][0]} / {r['instructions'][1]} | {ra['registers']} / "
                          f"{rb['registers']} | {ra['spill_stores']} / {rb['spill_stores']} | {ra['spill_loads']} / "
                          f"{rb['spill_loads']} | {ch or 'same counts, other order or registers'} |")
-    lines += ["", "| kernel | PTX | SASS | " + ("LLVM ms" if doc["mode"] == "lean" else "ptxas CPU ms | ptxas wall ms")
-              + " |", "|---|---|---|---:|" + ("" if doc["mode"] == "lean" else "---:|")]
+    lines += ["", "| kernel | PTX | SASS | " + ("LLVM ms" if doc["mode"] == "ab" else "ptxas CPU ms | ptxas wall ms")
+              + " |", "|---|---|---|---:|" + ("" if doc["mode"] == "ab" else "---:|")]
     for n, r in ks.items():
-        t = ("{:.0f} -> {:.0f}".format(*(x * 1000 for x in r["llvm_s"])) if doc["mode"] == "lean" else
+        t = ("{:.0f} -> {:.0f}".format(*(x * 1000 for x in r["llvm_s"])) if doc["mode"] == "ab" else
              "{:.0f} / {:.0f} | {:.0f} / {:.0f}".format(*(x * 1000 for x in r["ptxas_cpu_s"] + r["ptxas_wall_s"])))
         lines.append(f"| {n} | {'same' if r['same_ptx'] else 'differs'} | {'same' if r['same_sass'] else 'DIFFERS'} "
                      f"| {t} |")

@@ -35,19 +35,34 @@ def _init():
     return True
 
 
+AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its docstring)
+
+
+def ab_switches() -> frozenset:
+    """The A/B switches on in TILEFARM_AB (a comma-separated list): code-changing variants that wait for a GPU
+    measurement before they become the default (the cache key includes the variable)."""
+    return frozenset(s.strip() for s in os.environ.get("TILEFARM_AB", "").split(",")) - {""}
+
+
 def ab_switch(name: str) -> bool:
-    """Whether the A/B switch `name` is on in TILEFARM_AB (a comma-separated list): code-changing variants that
-    wait for a GPU measurement before they become the default (the cache key includes the variable)."""
-    return name in (s.strip() for s in os.environ.get("TILEFARM_AB", "").split(","))
+    return name in ab_switches()
 
 
 @functools.lru_cache(maxsize=None)
-def _target_machine(arch: str, opt: int = 3):
+def _target_machine(arch: str, opt: int = 3, short_ptr: bool = False):
     _init()
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
     # PTX 8.3 is understood by every ptxas that knows sm_90 features we use; newer archs need newer PTX.
     ptx = {"sm_90": "+ptx83", "sm_90a": "+ptx83"}.get(arch, "")
-    return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
+    if not short_ptr:
+        return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
+    # 32-bit pointers for shared/const/local memory: a process-wide LLVM option, read when a target machine is
+    # made (it sets the data layout), so on just for this one.
+    llvm.set_option("", "--nvptx-short-ptr=true")
+    try:
+        return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
+    finally:
+        llvm.set_option("", "--nvptx-short-ptr=false")
 
 
 def _pkg_dirs():
@@ -160,19 +175,26 @@ def _optimize(mod, tm, level: int = 3):
 _LEAN = (1, 2)
 
 
-def llvm_to_ptx(llir: str, arch: str = "sm_90", *, lean: bool | None = None) -> str:
+def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) -> str:
     """Verify, optimize (O3) and lower LLVM IR text to PTX for `arch`.
 
-    `lean` (default: the A/B switch "llvm_lean" in TILEFARM_AB) runs the levels of _LEAN instead. Measured on the
+    `ab`: the A/B switches to apply (default: those on in TILEFARM_AB, `ab_switches()`).
+
+    "short_ptr": 32-bit pointers for shared, const and local memory (the data layout's p3/p4/p5; LLVM's
+    nvptx-short-ptr, which Triton sets too). With 64-bit ones every shared-memory GEP indexes with a zext'd i64
+    and the back end's straight-line strength reduction and GVN spend several times longer on it: LLVM's CPU time
+    0.83x on the six largest corpus kernels (mm_tf32 253 -> 130 ms), and fewer instructions and registers
+    (mm_tf32 992 -> 896 SASS instructions, 222 -> 192 registers). The SASS changes, so it waits for a GPU A/B.
+
+    "llvm_lean" runs the levels of _LEAN instead of O3 / aggressive. Measured on the
     70 corpus kernels (scripts/sass_compare.py --lean, benchmarks/host-2026-12-02): LLVM's CPU time 0.86x, the
     same SASS for 60 kernels and different SASS for 10, so it waits for a GPU A/B. (The O2 module pipeline with
     the aggressive back end gave byte-identical PTX on all 70 but only 0.98x; O2 with the default back end 0.97x,
     one kernel's SASS changed; O1 with the aggressive back end 0.88x, eight changed.)"""
-    if lean is None:
-        lean = ab_switch("llvm_lean")
-    level, cg_level = _LEAN if lean else (3, 3)
+    ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
+    level, cg_level = _LEAN if "llvm_lean" in ab else (3, 3)
     with _LOCK:
-        tm = _target_machine(arch, cg_level)
+        tm = _target_machine(arch, cg_level, "short_ptr" in ab)
         mod = llvm.parse_assembly(llir)
         mod.triple = "nvptx64-nvidia-cuda"
         mod.data_layout = str(tm.target_data)

@@ -3,6 +3,7 @@ was found), the A/B switches of the LLVM pipeline (TILEFARM_AB) in the cache key
 from __future__ import annotations
 
 import gc
+import re
 
 import numpy as np
 import pytest
@@ -31,6 +32,10 @@ def fresh(tmp_path, monkeypatch):
     monkeypatch.setattr(C, "_mem_cache", {})
     monkeypatch.setattr(C, "_disk", None)
     yield tmp_path
+
+
+def _shared_lines(ptx):
+    return "\n".join(ln for ln in ptx.splitlines() if ".shared" in ln and ("ld." in ln or "st." in ln))
 
 
 def _warm(k, n=256):
@@ -104,15 +109,24 @@ def test_ab_switches_are_part_of_the_key(fresh, monkeypatch):
 
 
 def test_lean_pipeline_assembles(fresh):
-    """llvm_to_ptx(lean=True) gives PTX that ptxas accepts, for a kernel with a loop and a libdevice call."""
+    """Each A/B switch of llvm_to_ptx gives PTX that ptxas accepts, for a kernel with a loop and a libdevice call;
+    no switch is the default."""
     k = _kernel_file(fresh, body=("    acc = tl.zeros([BLOCK], tl.float32)\n"
                                   "    for i in range(0, N, BLOCK):\n"
                                   "        acc += tl.load(X + i + o, mask=i + o < N, other=0.0)\n"
-                                  "    tl.store(Y + o, tl.math.erf(acc))\n"))
-    llir = _warm(k).asm["llir"]
-    base, lean = P.llvm_to_ptx(llir, "sm_90"), P.llvm_to_ptx(llir, "sm_90", lean=True)
-    assert ".entry scale" in lean and "bra" in lean
-    assert P.llvm_to_ptx(llir, "sm_90", lean=False) == base
+                                  "    tl.store(Y + o, tl.math.erf(acc) + tl.sum(acc, 0))\n"))
+    ck = _warm(k)
+    llir = ck.asm["llir"]
+    assert P.llvm_to_ptx(llir, "sm_90", ab=frozenset()) == ck.asm["ptx"]
+    variants = {sw: P.llvm_to_ptx(llir, "sm_90", ab={sw}) for sw in P.AB_SWITCHES}
+    variants["all"] = P.llvm_to_ptx(llir, "sm_90", ab=set(P.AB_SWITCHES))
+    for ptx in variants.values():
+        assert ".entry scale" in ptx and "bra" in ptx and "shared" in ptx
+    assert re.search(r"\[%rd\d+\]", _shared_lines(ck.asm["ptx"]))  # 64-bit shared addresses by default
+    assert not re.search(r"\[%rd\d+", _shared_lines(variants["short_ptr"]))  # 32-bit with short_ptr
+    # short_ptr: the data layout's 32-bit shared pointers stay with that switch (the LLVM option is reset)
+    assert P.llvm_to_ptx(llir, "sm_90", ab=frozenset()) == ck.asm["ptx"]
     if P.find_ptxas() is None:
         pytest.skip("no ptxas (nvidia-cuda-nvcc)")
-    assert P.ptx_to_cubin(lean, "sm_90")
+    for ptx in variants.values():
+        assert P.ptx_to_cubin(ptx, "sm_90")
