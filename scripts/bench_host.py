@@ -24,7 +24,9 @@ memory from each compiler's metadata. `farm --help`: the whole process, wall clo
 Both run from bytecode: site-packages (Triton) was byte-compiled by pip, and this script byte-compiles
 compiler/, farm/ and workloads/ first (`compileall`, what a non-editable install does), since an environment
 with PYTHONDONTWRITEBYTECODE=1 would otherwise make every fresh process of ours compile its sources again.
-Writes OUT/host.json (every sample) and OUT/host.md.
+Writes OUT/host.json (every sample) and OUT/host.md. With --corpus, each wall time has a CPU time beside it (user +
+system of the process and of the ptxas runs it waited for; for fresh_process, of the whole child from the parent),
+and the ratios of both are reported: on a machine shared with other work, CPU time is inflated less than wall time.
 """
 from __future__ import annotations
 
