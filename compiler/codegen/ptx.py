@@ -182,12 +182,13 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
 
     "short_ptr": 32-bit pointers for shared, const and local memory (the data layout's p3/p4/p5; LLVM's
     nvptx-short-ptr, which Triton sets too). With 64-bit ones every shared-memory GEP indexes with a zext'd i64
-    and the back end's straight-line strength reduction and GVN spend several times longer on it: LLVM's CPU time
-    0.83x on the six largest corpus kernels (mm_tf32 253 -> 130 ms), and fewer instructions and registers
-    (mm_tf32 992 -> 896 SASS instructions, 222 -> 192 registers). The SASS changes, so it waits for a GPU A/B.
+    and the back end's straight-line strength reduction and GVN spend several times longer on it. LLVM CPU time
+    0.88x over the 70 corpus kernels (mm_tf32 253 -> 130 ms); the SASS differs on 46 of them (fewer instructions
+    on 32, more on one; mm_even_k_f16's 188 bytes of spills gone; mm_tf32 222 -> 192 registers, a few kernels
+    1-10 more), so it waits for a GPU A/B.
 
     "llvm_lean" runs the levels of _LEAN instead of O3 / aggressive. Measured on the
-    70 corpus kernels (scripts/sass_compare.py --lean, benchmarks/host-2026-12-02): LLVM's CPU time 0.86x, the
+    70 corpus kernels (scripts/sass_compare.py --ab llvm_lean, benchmarks/host-2026-12-02): LLVM CPU time 0.84x, the
     same SASS for 60 kernels and different SASS for 10, so it waits for a GPU A/B. (The O2 module pipeline with
     the aggressive back end gave byte-identical PTX on all 70 but only 0.98x; O2 with the default back end 0.97x,
     one kernel's SASS changed; O1 with the aggressive back end 0.88x, eight changed.)"""
