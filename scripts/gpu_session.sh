@@ -228,6 +228,9 @@ if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through t
   # farm's ratios are compared with bench_corpus.py's on the same kernels (farm-vs-bench-corpus.md).
   # CORPUS_FILES="elementwise softmax" keeps only those corpus files; the farm step stops at FARM_TIMEOUT (540 s)
   # so that what it stored still comes back. tests/farm/test_compilers.py's gpu test runs in `farmtests`.
+  # first the README's one command for a Triton user's kernel file (12 jobs): its side-by-side table is kept
+  rm -f "$OUT/readme-triton.db"
+  step readme-triton python3 -m farm run configs/examples/scaled_add_triton.yaml --store "$OUT/readme-triton.db"
   sel=configs/corpus.yaml
   if [ -n "${CORPUS_FILES:-}" ]; then
     sel=configs/.corpus-selected.yaml
