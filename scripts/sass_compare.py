@@ -12,9 +12,10 @@ their SASS, with the time each side took (no GPU needed).
 Every kernel of workloads/corpus is compiled at its GPU specialization for sm_90a (scripts/_bench_host_corpus.py
 does the same for the host benchmark), caches off. Where the two PTX texts are byte-identical the machine code is
 too. Where they differ (or with --ptxas-b, always), both sides are assembled (`ptxas -v`, -O3) and disassembled
-(`nvdisasm -c`; from nvidia-cuda-nvdisasm, the `sass` extra, TILEFARM_NVDISASM, or PATH), the instruction text is compared
-with the address comments removed, and the registers, spills, instruction count and the opcodes whose counts
-changed are listed: a kernel with different SASS needs a GPU A/B before the change becomes the default.
+(`nvdisasm -c`; from nvidia-cuda-nvdisasm, the `sass` extra, TILEFARM_NVDISASM, or PATH), the instruction
+text is compared with the address comments removed, and the registers, spills, instruction count and the
+opcodes whose counts changed are listed: a kernel with different SASS needs a GPU A/B before the change becomes
+the default.
 Times: the fastest of --reps (CPU time of this process for LLVM; CPU time of the ptxas child, user + sys, and
 its wall time for the assemblers). Writes OUT/sass_compare.json and OUT/sass_compare.md.
 """
