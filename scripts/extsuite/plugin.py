@@ -1,0 +1,223 @@
+"""pytest plugin: run a Triton-style test suite with `triton` meaning this project's compiler.
+
+Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH) (scripts/external_suite.py does it) before any test file is collected:
+- `import triton`, `triton.language`, ... answer with compiler.triton_compat's modules (put in `sys.modules` of
+  this pytest process only, ahead of any installed Triton); a `triton.*` module the layer lacks is an ImportError
+  naming it; `triton._internal_testing` is scripts/extsuite/internal_testing.py;
+- the fixtures Triton's test suites expect from their conftest: `device` (`--device`, default from
+  TILEFARM_SUITE_DEVICE), `fresh_triton_cache`;
+- `TILEFARM_SUITE_SAMPLE=N`: keep N tests per file, picked by a hash of their ids (the same N every run);
+- `TILEFARM_SUITE_SHARD=i/k`: keep the tests whose id hashes to i modulo k (one of k processes over a file);
+- `TILEFARM_SUITE_RECORD=path`: one JSON line per test outcome and per collection error;
+- `TILEFARM_SUITE_COMPAT=0`: leave `triton` alone (the installed Triton), to count a file's tests where ours
+  cannot collect it.
+"""
+from __future__ import annotations
+
+import builtins
+import hashlib
+import itertools
+import linecache
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import tempfile
+
+import pytest
+
+_HINT = "tilefarm's Triton compatibility layer does not provide module"
+
+
+class _NoModuleLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"{_HINT} '{spec.name}'", name=spec.name)
+
+    def exec_module(self, module):  # pragma: no cover - create_module always raises
+        raise ModuleNotFoundError(f"{_HINT} '{module.__name__}'")
+
+
+class _TritonFinder(importlib.abc.MetaPathFinder):
+    """First on sys.meta_path: every `triton.*` module not already in sys.modules is one the layer lacks."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton" or name.startswith("triton."):
+            return importlib.machinery.ModuleSpec(name, _NoModuleLoader())
+        return None
+
+
+def install():
+    """Put the compatibility modules in sys.modules under Triton's names (this process only)."""
+    if sys.modules.get("triton") is not None and getattr(sys.modules["triton"], "__tilefarm__", False):
+        return
+    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
+        del sys.modules[name]  # a real Triton imported before the plugin: ours from here on
+    from compiler.triton_compat.modules import MAPPED, compat_module
+
+    for name in MAPPED:
+        mod = sys.modules[name] = compat_module(name)
+        mod.__dict__.setdefault("__path__", [])  # a package: `import triton.x` asks the finder below for x
+    from . import internal_testing
+
+    sys.modules["triton._internal_testing"] = internal_testing
+    compat_module("triton").__dict__["_internal_testing"] = internal_testing
+    sys.meta_path.insert(0, _TritonFinder())
+
+
+_real_exec = builtins.exec
+_exec_count = itertools.count()
+
+
+def _exec(source, globals=None, locals=None, /, **kw):
+    """exec() that files a source string with linecache under a name of its own (as IPython does for its cells),
+    so a function defined by exec'd text has readable source: test suites build kernel variants by exec'ing an
+    edited copy of a kernel's text, and this compiler reads a kernel's source to compile it."""
+    if globals is None:
+        caller = sys._getframe(1)
+        globals = caller.f_globals
+        if locals is None:
+            locals = caller.f_locals
+    if isinstance(source, (str, bytes)):
+        text = source.decode() if isinstance(source, bytes) else source
+        fname = f"<exec-{next(_exec_count)}>"
+        linecache.cache[fname] = (len(text), None, text.splitlines(keepends=True), fname)
+        source = compile(text, fname, "exec", dont_inherit=True)
+    return _real_exec(source, globals, locals, **kw)
+
+
+if os.environ.get("TILEFARM_SUITE_COMPAT", "1") != "0":
+    install()
+    builtins.exec = _exec
+
+
+def pytest_addoption(parser):
+    if os.environ.get("TILEFARM_SUITE_DEVICE_OPTION", "1") != "0":  # the suite's own conftest may declare it
+        parser.addoption("--device", action="store", default=os.environ.get("TILEFARM_SUITE_DEVICE", "cuda"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "interpreter: the test runs under the interpreter too")
+    path = os.environ.get("TILEFARM_SUITE_RECORD")
+    config._tilefarm_record = open(path, "a", encoding="utf-8") if path else None
+
+
+def pytest_unconfigure(config):
+    f = getattr(config, "_tilefarm_record", None)
+    if f is not None:
+        f.close()
+
+
+@pytest.fixture
+def device(request):
+    try:
+        return request.config.getoption("--device")
+    except ValueError:
+        return os.environ.get("TILEFARM_SUITE_DEVICE", "cuda")
+
+
+@pytest.fixture
+def fresh_triton_cache():
+    with tempfile.TemporaryDirectory() as d:
+        old = os.environ.get("TILEFARM_CACHE_DIR")
+        os.environ["TILEFARM_CACHE_DIR"] = d
+        try:
+            yield d
+        finally:
+            if old is None:
+                os.environ.pop("TILEFARM_CACHE_DIR", None)
+            else:
+                os.environ["TILEFARM_CACHE_DIR"] = old
+
+
+def _rank(nodeid: str) -> str:
+    return hashlib.sha1(nodeid.encode()).hexdigest()
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected theirs
+def pytest_collection_modifyitems(session, config, items):
+    shard = os.environ.get("TILEFARM_SUITE_SHARD")
+    if shard:
+        i, k = (int(x) for x in shard.split("/"))
+        drop = [it for it in items if int(_rank(it.nodeid)[:8], 16) % k != i]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [it for it in items if int(_rank(it.nodeid)[:8], 16) % k == i]
+    n = int(os.environ.get("TILEFARM_SUITE_SAMPLE", "0") or 0)
+    if n <= 0:
+        return
+    by_file: dict = {}
+    for it in items:
+        by_file.setdefault(it.nodeid.split("::")[0], []).append(it)
+    keep = set()
+    for group in by_file.values():
+        keep |= {id(it) for it in sorted(group, key=lambda it: _rank(it.nodeid))[:n]}
+    drop = [it for it in items if id(it) not in keep]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [it for it in items if id(it) in keep]
+
+
+def _crash(report) -> tuple[str, str]:
+    """(exception type, first line of its message) of a failed report."""
+    lr = report.longrepr
+    crash = getattr(lr, "reprcrash", None)
+    if crash is not None and crash.message:
+        msg = crash.message.strip()
+    elif isinstance(lr, tuple) and len(lr) == 3:  # a skip: (path, line, reason)
+        msg = str(lr[2])
+    else:
+        text = str(lr or "").strip().splitlines()
+        msg = next((ln[2:].strip() for ln in reversed(text) if ln.startswith("E ")), text[-1] if text else "")
+    first = msg.splitlines()[0] if msg else ""
+    etype, sep, rest = first.partition(": ")
+    if sep and etype.replace(".", "").replace("_", "").isalnum() and " " not in etype:
+        return etype, rest
+    return ("Failed" if first else "?"), first
+
+
+def _write(config, rec):
+    f = getattr(config, "_tilefarm_record", None)
+    if f is not None:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+
+
+def pytest_runtest_logreport(report):
+    config = getattr(report, "_tilefarm_config", None) or _CONFIG.get("c")
+    if config is None:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        outcome = report.outcome
+        if report.when != "call" and outcome == "failed":
+            outcome = "error"
+        if hasattr(report, "wasxfail"):
+            outcome = "xfail" if report.skipped else "xpass"
+        rec = {"nodeid": report.nodeid, "when": report.when, "outcome": outcome,
+               "duration": round(report.duration, 3)}
+        if report.outcome != "passed":
+            rec["type"], rec["message"] = _crash(report)
+        _write(config, rec)
+
+
+def pytest_collectreport(report):
+    config = _CONFIG.get("c")
+    if config is not None and report.failed:
+        rec = {"nodeid": report.nodeid, "when": "collect", "outcome": "error"}
+        rec["type"], rec["message"] = _crash(report)
+        _write(config, rec)
+
+
+_CONFIG: dict = {}
+
+
+def pytest_collection_finish(session):
+    """With TILEFARM_SUITE_COLLECT_ONLY=1 (and --collect-only): one record per selected test."""
+    if os.environ.get("TILEFARM_SUITE_COLLECT_ONLY") == "1":
+        for it in session.items:
+            _write(session.config, {"nodeid": it.nodeid, "when": "collect", "outcome": "collected"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    _CONFIG["c"] = session.config
