@@ -10,8 +10,10 @@ import functools
 import hashlib
 import types
 import inspect
+import itertools
 import os
 import sys
+import textwrap
 from types import MethodType as _MethodType
 
 from .errors import CompilationError
@@ -127,6 +129,17 @@ def _np_scalar_handler(a):
     return (dt.name,), a.item(), "typed"
 
 
+def _wrapper_handler(a):
+    """`reinterpret(tensor, dtype)` (compiler.triton_compat.runtime.TensorWrapper): a pointer to `a.dtype` at the
+    base array's memory; on the host the interpreter reads it through the wrapper's `interp_array()`."""
+    base = a.base
+    bh = _HANDLERS.get(type(base)) or _handler_for(base)
+    bk, bv, bkind = bh(base) if bh is not None else (None, None, None)
+    if bkind not in ("ptr", "host"):
+        raise TypeError(f"a reinterpreted tensor's base must be an array, got {type(base).__name__}")
+    return (a.dtype, bk[1]), (a if bkind == "host" else bv), bkind
+
+
 def _desc_handler(a):
     """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
     padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
@@ -163,6 +176,8 @@ def _handler_for(a):
         h = _numpy_handler
     elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         h = _torch_handler
+    elif t.__name__ == "TensorWrapper" and hasattr(a, "base") and isinstance(getattr(a, "dtype", None), T.dtype):
+        h = _wrapper_handler
     elif hasattr(a, "interp_array") and not hasattr(a, "__cuda_array_interface__"):
         h = lambda x: _numpy_handler(x.interp_array())  # noqa: E731
     elif t.__name__ == "DeviceArray" and hasattr(a, "data_ptr"):
@@ -262,6 +277,35 @@ class JITFunction:
 
     def __repr__(self):
         return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+    # --- source -----------------------------------------------------------------------------------
+    @property
+    def src(self) -> str:
+        """The function's source text from its `def` line on (decorators left out), dedented, as in Triton."""
+        try:
+            text = inspect.getsource(self.fn)
+        except (OSError, TypeError):
+            raise CompilationError(f"cannot read the source of {self.__qualname__}") from None
+        lines = textwrap.dedent(text).splitlines(keepends=True)
+        start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(("def ", "async def "))), 0)
+        return "".join(lines[start:])
+
+    def _unsafe_update_src(self, new_src: str):
+        """Replace the function by the one `new_src` defines (Triton's API for tests that patch a kernel's text):
+        the text is compiled as a file of its own, registered with linecache so errors show its lines, in the
+        function's globals plus the values its closure held. Compiled kernels of the old text are dropped."""
+        fn = self.fn
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src takes the new source text, got {type(new_src).__name__}")
+        scope = dict(fn.__globals__)
+        if fn.__closure__:
+            for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    scope[n] = cell.cell_contents
+                except ValueError:
+                    pass
+        new = _define_from_source(textwrap.dedent(new_src), fn.__name__, scope)
+        self.__init__(new, debug=self.debug, do_not_specialize=tuple(self.do_not_specialize))
 
     def __call__(self, *args, **kwargs):
         raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), or call it "
@@ -516,6 +560,28 @@ def _without_path(code):
     wherever its file lies (a debug build, which writes the path into asserts, keys on the path separately)."""
     consts = tuple(_without_path(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_filename="", co_consts=consts)
+
+
+_SRC_COUNT = itertools.count()
+
+
+def _define_from_source(text: str, name: str, scope: dict):
+    """The function `name` that `text` defines, compiled under a file name of its own that linecache knows (so
+    its source can be read back, and errors show its lines)."""
+    import linecache
+
+    fname = f"<tilefarm-src-{next(_SRC_COUNT)}:{name}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[fname] = (len(text), None, lines, fname)
+    ns: dict = {}
+    exec(compile(text, fname, "exec"), scope, ns)
+    fn = ns.get(name)
+    if fn is None:
+        fn = next((v for v in ns.values() if callable(v)), None)
+    if fn is None:
+        raise ValueError(f"_unsafe_update_src: the new source defines no function {name!r}")
+    fn = getattr(fn, "fn", fn)  # the text kept its @jit decorator: the plain function under it
+    return fn
 
 
 def _dependency_sources(jitfn, seen=None) -> dict:

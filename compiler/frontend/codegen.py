@@ -13,7 +13,7 @@ import inspect
 import textwrap
 import types as _pytypes
 
-from ..errors import CompilationError
+from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..ir import types as T
 from ..ir.core import Block, Function, Loc, Module
 from ..ir.ops import Builder
@@ -211,7 +211,8 @@ class CodeGenerator(ast.NodeVisitor):
         except CompilationError:
             raise
         except SemanticError as e:
-            raise CompilationError(str(e), loc) from None
+            cls = CompileTimeAssertionFailure if isinstance(e, context.StaticAssertError) else CompilationError
+            raise cls(str(e), loc) from None
         except (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
                 OverflowError, NotImplementedError) as e:
             raise CompilationError(f"{type(e).__name__}: {e}", loc) from None
@@ -892,9 +893,10 @@ class CodeGenerator(ast.NodeVisitor):
             v = getattr(obj, node.attr)
         except AttributeError:
             mod = getattr(obj, "__name__", "") if isinstance(obj, _pytypes.ModuleType) else ""
-            if mod == "compiler.language" or mod.startswith("compiler.language."):
-                alias = "tl" + mod[len("compiler.language"):]
-                raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
+            for root in ("compiler.language", "triton.language"):  # ours, or the Triton compatibility layer's
+                if mod == root or mod.startswith(root + "."):
+                    alias = "tl" + mod[len(root):]
+                    raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
             what = "a tensor" if isinstance(obj, tensor) else repr(obj)
             raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
         return v

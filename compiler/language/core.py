@@ -769,10 +769,10 @@ class range:
 # static_assert / static_print are handled by the frontend itself (they need the source location).
 @builtin
 def static_assert(cond, msg=""):
-    from ..frontend.context import SemanticError
+    from ..frontend.context import StaticAssertError
 
     if not _unwrap(cond):
-        raise SemanticError(f"static_assert failed: {_unwrap(msg)}" if _unwrap(msg) else "static_assert failed")
+        raise StaticAssertError(f"static_assert failed: {_unwrap(msg)}" if _unwrap(msg) else "static_assert failed")
 
 
 @builtin

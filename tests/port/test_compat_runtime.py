@@ -1,0 +1,150 @@
+"""What Triton-style kernel and test files reach for beyond the language: `triton.reinterpret` (unsigned and fp8
+data through torch), `JITFunction.src` / `_unsafe_update_src`, `tl.dtype(name)`, Triton's error classes, and the
+names of dtypes this compiler does not have."""
+import textwrap
+
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+from compiler.errors import CompileTimeAssertionFailure, CompilerError
+from compiler.triton_compat import load_kernel_file
+from compiler.triton_compat.runtime import TensorWrapper, reinterpret
+
+from .kernels import TARGETS, poison, run
+
+
+@compiler.jit
+def add_one(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=m) + 1, mask=m)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reinterpret_numpy_as_unsigned(target):
+    # int32 storage read as uint32: -1 is 0xffffffff, and +1 wraps to 0 (as unsigned arithmetic must)
+    rng = np.random.default_rng(5)
+    x = rng.integers(-(2**31), 2**31, 100, dtype=np.int64).astype(np.int32)
+    x[:4] = [-1, 0, 2**31 - 1, -(2**31)]
+    y = poison(100, np.int32)
+    wx, wy = reinterpret(x, tl.uint32), reinterpret(y, tl.uint32)
+    assert isinstance(wx, TensorWrapper) and wx.dtype is tl.uint32
+    if target == "ptxas":
+        k = add_one.warmup(wx, wy, 100, BLOCK=128, grid=(1,), target="sm_90a")
+        assert ".u32" in k.asm["ptx"] or "add.s32" in k.asm["ptx"]
+        assert "u32" in k.asm["tile"]
+        return
+    run(target, add_one, (1,), wx, wy, 100, BLOCK=128)
+    want = (x.view(np.uint32).astype(np.uint64) + 1) % 2**32
+    np.testing.assert_array_equal(y.view(np.uint32), want.astype(np.uint32))
+
+
+def test_reinterpret_cpu_torch_tensor():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([-1, 5, -2**15, 2**15 - 1], dtype=torch.int16)
+    y = torch.full((4,), 7, dtype=torch.int16)
+    add_one[(1,)](reinterpret(x, tl.uint16), reinterpret(y, tl.uint16), 4, BLOCK=4)
+    np.testing.assert_array_equal(y.numpy().view(np.uint16), (x.numpy().view(np.uint16).astype(np.int64) + 1)
+                                  .astype(np.uint16))
+
+
+def test_reinterpret_rules():
+    x = np.zeros(4, np.int32)
+    assert reinterpret(reinterpret(x, tl.uint32), tl.int32) is x  # back to the base's own dtype: the base
+    assert reinterpret(x, tl.int32) is x
+    with pytest.raises(TypeError, match="16-bit.*cannot be read as uint32|32-bit elements cannot be read as uint16"):
+        reinterpret(x, tl.uint16)
+
+
+@compiler.jit
+def template(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(Y + offs, OP)  # noqa: F821 - replaced before it is compiled
+
+
+def test_unsafe_update_src():
+    k = compiler.JITFunction(template.fn)
+    assert k.src.startswith("def template(")
+    k._unsafe_update_src(k.src.replace("OP", "x * 3 - 1"))
+    x = np.random.default_rng(2).standard_normal(32).astype(np.float32)
+    y = poison(32, np.float32)
+    k[(1,)](x, y, BLOCK=32)
+    np.testing.assert_allclose(y, x * 3 - 1, rtol=1e-6)
+    assert "x * 3 - 1" in k.src
+    # a mistake in the new text is reported at its line, with the line shown
+    bad = compiler.JITFunction(template.fn)
+    bad._unsafe_update_src(bad.src.replace("OP", "x << 2"))
+    with pytest.raises(compiler.CompilationError, match=r"tilefarm-src-\d+:template>:4:\d+: .*integer") as e:
+        bad[(1,)](x, y, BLOCK=32)
+    assert "x << 2" in str(e.value)
+
+
+def test_dtype_by_name():
+    assert tl.dtype("int8") is tl.int8 and tl.dtype("fp16") is tl.float16 and tl.dtype("bf16") is tl.bfloat16
+    assert [tl.dtype(n) for n in tl.dtype.SINT_TYPES] == [tl.int8, tl.int16, tl.int32, tl.int64]
+    assert tl.dtype(tl.dtype.UINT_TYPES[0]) is tl.int1
+    with pytest.raises(ValueError, match="unknown dtype"):
+        tl.dtype("int7")
+
+
+@compiler.jit
+def static_check(X, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK % 32 == 0, "BLOCK must be a multiple of 32")
+    tl.store(X + tl.arange(0, BLOCK), 1.0)
+
+
+def test_static_assert_class():
+    with pytest.raises(CompileTimeAssertionFailure, match="BLOCK must be a multiple of 32"):
+        static_check[(1,)](np.zeros(16, np.float32), BLOCK=16)
+    assert issubclass(CompileTimeAssertionFailure, compiler.CompilationError)
+    assert issubclass(compiler.CompilationError, CompilerError)
+    assert issubclass(compiler.KernelRuntimeError, CompilerError)
+
+
+KERNELS = '''
+import triton
+import triton.language as tl
+from triton.runtime.errors import InterpreterError
+from triton.compiler.errors import CompilationError, CompileTimeAssertionFailure
+
+
+@triton.jit
+def uses_fp8b15(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), x.to(tl.float8e4b15).to(tl.float32))
+
+
+@triton.jit
+def uses_missing(X, BLOCK: tl.constexpr):
+    tl.store(X + tl.arange(0, BLOCK), tl.no_such_function(BLOCK))
+
+
+@triton.jit
+def bad_bitwise(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), x | x)
+'''
+
+
+def test_compat_names(tmp_path):
+    p = tmp_path / "k.py"
+    p.write_text(textwrap.dedent(KERNELS))
+    m = load_kernel_file(p)
+    x = np.ones(8, np.float32)
+    tl_compat = m.tl
+    assert repr(tl_compat.float8e4b15) == "float8e4b15" and tl_compat.float8e4b15 != tl_compat.float8e5
+    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b15 is not supported"):
+        m.uses_fp8b15[(1,)](x, BLOCK=8)
+    with pytest.raises(compiler.CompilationError, match=r"tl\.no_such_function is not supported by this compiler"):
+        m.uses_missing[(1,)](x, BLOCK=8)
+    # Triton's error classes catch ours
+    with pytest.raises(m.triton.TritonError, match="invalid operands of type"):
+        m.bad_bitwise[(1,)](x, BLOCK=8)
+    with pytest.raises(m.InterpreterError):
+        m.bad_bitwise[(1,)](x, BLOCK=8)
+    assert m.CompileTimeAssertionFailure is CompileTimeAssertionFailure
+    t = m.triton.runtime.driver.active.get_current_target()
+    assert t.backend == "cuda" and t.warp_size == 32 and t.arch >= 70
