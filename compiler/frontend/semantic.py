@@ -1451,7 +1451,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
     input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in
-    int32. Every dim must be at least 16.
+    int32. A dim under 16 (no tensor-core shape fits) is computed as products and a sum over K in the
+    accumulator's type (float32 for fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
@@ -1466,8 +1467,7 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     if K != K2:
         raise SemanticError(f"dot: inner dimensions differ: {list(a.type.shape)} @ {list(b.type.shape)} "
                             f"(K {K} vs {K2})")
-    if min(M, N, K) < 16:
-        raise SemanticError(f"dot needs every dimension >= 16, got M={M}, N={N}, K={K}")
+    small = min(M, N, K) < 16
     da, db = a.dtype, b.dtype
     if da.is_ptr() or db.is_ptr():
         raise SemanticError("dot of pointers")
@@ -1522,10 +1522,23 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
                 acc = cast(acc, out_dtype)
             else:
                 raise SemanticError(f"dot acc dtype {acc.dtype!r} does not match the accumulator type {out_dtype!r}")
+    if small:
+        return _small_dot(a, b, acc, out_dtype)
     rt = TensorType(out_dtype, shape)
     h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt],
                     {"input_precision": prec, "out_dtype": out_dtype}).result
     return tensor(h, rt)
+
+
+def _small_dot(a, b, acc, out_dtype):
+    """acc + a @ b as elementwise products [.., M, K, N] summed over K, in `out_dtype` (float16 results are summed
+    in float32 and rounded once)."""
+    work = T.float32 if out_dtype == T.float16 else out_dtype
+    a, b = cast(a, work), cast(b, work)
+    r = len(a.type.shape)
+    prod = mul(expand_dims(a, r), expand_dims(b, r - 2))  # [.., M, K, 1] * [.., 1, K, N]
+    s = reduce_simple(prod, r - 1, "add")
+    return cast(add(s, cast(acc, work)), out_dtype)
 
 
 # ----------------------------------------------------------------------------------------------------

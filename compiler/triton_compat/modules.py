@@ -165,6 +165,7 @@ def _build() -> dict:
         "reinterpret": rt.reinterpret,
         "TensorWrapper": rt.TensorWrapper,
         "TritonError": rt.TritonError,
+        "set_allocator": rt.set_allocator,
         "__version__": compiler.__version__,
         "__tilefarm__": True,
     })

@@ -127,6 +127,22 @@ def _base_dtype(a):
         return None
 
 
+_ALLOCATOR = [None]
+
+
+def set_allocator(allocator):
+    """`triton.set_allocator(fn)`: Triton asks it for global scratch memory (in-kernel tensor descriptors). This
+    compiler lowers in-kernel descriptors to pointer accesses and needs no scratch memory: the allocator is kept
+    (`get_allocator()`) and never called."""
+    if allocator is not None and not callable(allocator):
+        raise TypeError(f"set_allocator: an allocator is a callable (size, alignment, stream), got {allocator!r}")
+    _ALLOCATOR[0] = allocator
+
+
+def get_allocator():
+    return _ALLOCATOR[0]
+
+
 GPUTarget = namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
 
 

@@ -130,6 +130,20 @@ def fresh_triton_cache():
                 os.environ["TILEFARM_CACHE_DIR"] = old
 
 
+@pytest.fixture
+def with_allocator():
+    from compiler.triton_compat.runtime import get_allocator, set_allocator
+
+    from .internal_testing import default_alloc_fn
+
+    before = get_allocator()
+    set_allocator(default_alloc_fn)
+    try:
+        yield
+    finally:
+        set_allocator(before)
+
+
 def _rank(nodeid: str) -> str:
     return hashlib.sha1(nodeid.encode()).hexdigest()
 
