@@ -78,7 +78,9 @@ def _run_one(job, args, out, reference=False):
     if args.device_option:
         cmd += ["--device", args.device]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "scripts"), ROOT] +
+    # scripts/extsuite/site: its sitecustomize makes `triton` ours in Python processes the tests start, too
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "scripts", "extsuite", "site"),
+                                         os.path.join(ROOT, "scripts"), ROOT] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.update(TILEFARM_SUITE_RECORD=rec_path, TILEFARM_SUITE_DEVICE=args.device,
                TILEFARM_SUITE_SAMPLE=str(args.sample or 0),

@@ -105,6 +105,23 @@ class UnsupportedDtype:
 #: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats")
 UNSUPPORTED_DTYPES = ("float8e4b15", "float8e4b8", "float8e5b16")
 
+class _MicroscalingTensor:
+    """`triton.tools.mxfp`'s host-side holders of OCP microscaling data (fp4 e2m1 values, e8m0 scales): they feed
+    `tl.dot_scaled`, which this compiler does not have, so making one says so."""
+
+    def __init__(self, *args, **kwargs):
+        raise TritonCompatError(f"triton.tools.mxfp.{type(self).__name__}: microscaling formats (tl.dot_scaled) are "
+                                "not supported by this compiler")
+
+
+class MXFP4Tensor(_MicroscalingTensor):
+    pass
+
+
+class MXScaleTensor(_MicroscalingTensor):
+    pass
+
+
 _MODULES: dict | None = None
 
 
@@ -131,7 +148,8 @@ def _build() -> dict:
     from compiler.tools.tensor_descriptor import TensorDescriptor
 
     tensor_descriptor = CompatModule("triton.tools.tensor_descriptor", {"TensorDescriptor": TensorDescriptor})
-    tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor})
+    mxfp = CompatModule("triton.tools.mxfp", {"MXFP4Tensor": MXFP4Tensor, "MXScaleTensor": MXScaleTensor})
+    tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor, "mxfp": mxfp})
     from . import runtime as rt
 
     rt_jit = CompatModule("triton.runtime.jit", {"TensorWrapper": rt.TensorWrapper, "reinterpret": rt.reinterpret,
@@ -172,7 +190,7 @@ def _build() -> dict:
     mods = {"triton": top, "triton.language": language, "triton.language.math": math,
             "triton.language.extra": extra, "triton.language.extra.cuda": cuda,
             "triton.language.extra.libdevice": libdevice, "triton.testing": testing, "triton.tools": tools,
-            "triton.tools.tensor_descriptor": tensor_descriptor, "triton.runtime": runtime,
+            "triton.tools.tensor_descriptor": tensor_descriptor, "triton.tools.mxfp": mxfp, "triton.runtime": runtime,
             "triton.runtime.jit": rt_jit, "triton.runtime.errors": rt_errors, "triton.compiler": comp,
             "triton.compiler.errors": comp_errors, "triton.language.core": core}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
@@ -194,5 +212,5 @@ def compat_module(name: str):
 #: the Triton modules the layer stands in for
 MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
-          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.runtime", "triton.runtime.jit",
+          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime", "triton.runtime.jit",
           "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core")

@@ -1,9 +1,8 @@
 """pytest plugin: run a Triton-style test suite with `triton` meaning this project's compiler.
 
-Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH) (scripts/external_suite.py does it) before any test file is collected:
-- `import triton`, `triton.language`, ... answer with compiler.triton_compat's modules (put in `sys.modules` of
-  this pytest process only, ahead of any installed Triton); a `triton.*` module the layer lacks is an ImportError
-  naming it; `triton._internal_testing` is scripts/extsuite/internal_testing.py;
+Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH; scripts/external_suite.py does it) before any test file
+is collected:
+- extsuite.boot: `import triton` is compiler.triton_compat in this process, `triton._internal_testing` is ours;
 - the fixtures Triton's test suites expect from their conftest: `device` (`--device`, default from
   TILEFARM_SUITE_DEVICE), `fresh_triton_cache`;
 - `TILEFARM_SUITE_SAMPLE=N`: keep N tests per file, picked by a hash of their ids (the same N every run);
@@ -14,81 +13,14 @@ Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH) (scripts/external_suit
 """
 from __future__ import annotations
 
-import builtins
 import hashlib
-import itertools
-import linecache
-import importlib.abc
-import importlib.machinery
 import json
 import os
-import sys
 import tempfile
 
 import pytest
 
-_HINT = "tilefarm's Triton compatibility layer does not provide module"
-
-
-class _NoModuleLoader(importlib.abc.Loader):
-    def create_module(self, spec):
-        raise ModuleNotFoundError(f"{_HINT} '{spec.name}'", name=spec.name)
-
-    def exec_module(self, module):  # pragma: no cover - create_module always raises
-        raise ModuleNotFoundError(f"{_HINT} '{module.__name__}'")
-
-
-class _TritonFinder(importlib.abc.MetaPathFinder):
-    """First on sys.meta_path: every `triton.*` module not already in sys.modules is one the layer lacks."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "triton" or name.startswith("triton."):
-            return importlib.machinery.ModuleSpec(name, _NoModuleLoader())
-        return None
-
-
-def install():
-    """Put the compatibility modules in sys.modules under Triton's names (this process only)."""
-    if sys.modules.get("triton") is not None and getattr(sys.modules["triton"], "__tilefarm__", False):
-        return
-    for name in [m for m in sys.modules if m == "triton" or m.startswith("triton.")]:
-        del sys.modules[name]  # a real Triton imported before the plugin: ours from here on
-    from compiler.triton_compat.modules import MAPPED, compat_module
-
-    for name in MAPPED:
-        mod = sys.modules[name] = compat_module(name)
-        mod.__dict__.setdefault("__path__", [])  # a package: `import triton.x` asks the finder below for x
-    from . import internal_testing
-
-    sys.modules["triton._internal_testing"] = internal_testing
-    compat_module("triton").__dict__["_internal_testing"] = internal_testing
-    sys.meta_path.insert(0, _TritonFinder())
-
-
-_real_exec = builtins.exec
-_exec_count = itertools.count()
-
-
-def _exec(source, globals=None, locals=None, /, **kw):
-    """exec() that files a source string with linecache under a name of its own (as IPython does for its cells),
-    so a function defined by exec'd text has readable source: test suites build kernel variants by exec'ing an
-    edited copy of a kernel's text, and this compiler reads a kernel's source to compile it."""
-    if globals is None:
-        caller = sys._getframe(1)
-        globals = caller.f_globals
-        if locals is None:
-            locals = caller.f_locals
-    if isinstance(source, (str, bytes)):
-        text = source.decode() if isinstance(source, bytes) else source
-        fname = f"<exec-{next(_exec_count)}>"
-        linecache.cache[fname] = (len(text), None, text.splitlines(keepends=True), fname)
-        source = compile(text, fname, "exec", dont_inherit=True)
-    return _real_exec(source, globals, locals, **kw)
-
-
-if os.environ.get("TILEFARM_SUITE_COMPAT", "1") != "0":
-    install()
-    builtins.exec = _exec
+from . import boot  # noqa: F401,E402  (triton is ours from here on)
 
 
 def pytest_addoption(parser):
