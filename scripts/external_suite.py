@@ -91,8 +91,10 @@ def _run_one(job, args, out, reference=False):
         env["TILEFARM_SUITE_SHARD"] = f"{shard}/{args.shards}"
     if args.device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+        env["TILEFARM_INTERPRET"] = "1"  # every launch in our interpreter, even one with no array argument
     else:
         env.pop("TRITON_INTERPRET", None)
+        env.pop("TILEFARM_INTERPRET", None)
     t0 = time.monotonic()
     note = None
     with open(log_path, "w", encoding="utf-8") as log:
