@@ -51,8 +51,11 @@ def install():
         mod.__dict__.setdefault("__path__", [])  # a package: `import triton.x` asks the finder below for x
     from . import internal_testing
 
-    sys.modules["triton._internal_testing"] = internal_testing
-    compat_module("triton").__dict__["_internal_testing"] = internal_testing
+    from . import filecheck
+
+    for name, mod in (("_internal_testing", internal_testing), ("_filecheck", filecheck)):
+        sys.modules[f"triton.{name}"] = mod
+        compat_module("triton").__dict__[name] = mod
     sys.meta_path.insert(0, _TritonFinder())
 
 

@@ -122,6 +122,18 @@ def _crash(report) -> tuple[str, str]:
     return ("Failed" if first else "?"), first
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep the exception's class on the report (its message alone does not always name it: `assert a == b`)."""
+    outcome = yield
+    rep = outcome.get_result()
+    exc = call.excinfo
+    if exc is not None and rep.failed:
+        t = exc.type
+        mod = getattr(t, "__module__", "builtins")
+        rep._tilefarm_type = t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
+
+
 def _write(config, rec):
     f = getattr(config, "_tilefarm_record", None)
     if f is not None:
@@ -143,6 +155,11 @@ def pytest_runtest_logreport(report):
                "duration": round(report.duration, 3)}
         if report.outcome != "passed":
             rec["type"], rec["message"] = _crash(report)
+            known = getattr(report, "_tilefarm_type", None)
+            if known and rec["type"] != known.rsplit(".", 1)[-1] and rec["type"] != known:
+                if rec["type"] not in ("Failed", "?"):
+                    rec["message"] = f"{rec['type']}: {rec['message']}"
+                rec["type"] = known
         _write(config, rec)
 
 
