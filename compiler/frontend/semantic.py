@@ -444,9 +444,21 @@ def _no_ptr(a, b, what):
             raise SemanticError(f"operator {what} is not defined on pointers")
 
 
+def _same_signedness(a, b, sym):
+    """Triton refuses /, // and % between a signed and an unsigned integer tensor (the result would rarely be
+    what was meant); a Python number takes the tensor's type, so it never trips this."""
+    a, b = _unwrap(a), _unwrap(b)
+    if isinstance(a, tensor) and isinstance(b, tensor):
+        ka, kb = a.dtype.kind, b.dtype.kind
+        if {ka, kb} == {"int", "uint"}:
+            raise SemanticError(f"Cannot use {sym} with {a.dtype!r} and {b.dtype!r} because they have different "
+                                "signedness: cast them to the same signedness")
+
+
 def truediv(a, b, ieee=False):
     """`/`: fp32 division is approximate to 2 ulp (as Triton's); ieee=True (tl.div_rn) rounds exactly."""
     _no_ptr(a, b, "/")
+    _same_signedness(a, b, "/")
 
     def dt(x, y):
         d = promote_dtypes(x, y)
@@ -457,6 +469,7 @@ def truediv(a, b, ieee=False):
 
 def floordiv(a, b):
     _no_ptr(a, b, "//")
+    _same_signedness(a, b, "//")
     a2, b2 = binary_operands(a, b)
     if a2.dtype.is_fp8():
         return cast(floordiv(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
@@ -468,6 +481,7 @@ def floordiv(a, b):
 
 def mod(a, b):
     _no_ptr(a, b, "%")
+    _same_signedness(a, b, "%")
     a2, b2 = binary_operands(a, b)
     if a2.dtype.is_fp8():
         return cast(mod(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
