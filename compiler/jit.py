@@ -63,13 +63,17 @@ def _torch_handler(a):
 
 
 def _torch_cpu_numpy(a, dt):
-    """A NumPy view of a CPU torch tensor's memory (bfloat16 through its bits)."""
+    """A NumPy view of a CPU torch tensor's memory (bfloat16 and fp8 through their bits)."""
     try:
         a = a.detach()
         if dt == T.bfloat16:
             import torch
 
             return a.view(torch.int16).numpy().view(T.bfloat16.np)
+        if dt is not None and dt.is_fp8():
+            import torch
+
+            return a.view(torch.uint8).numpy().view(dt.np)
         return a.numpy()
     except (AttributeError, TypeError, RuntimeError) as e:
         raise TypeError(f"a CPU torch tensor runs in the interpreter, which could not read it as a NumPy array "

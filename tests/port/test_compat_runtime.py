@@ -148,3 +148,19 @@ def test_compat_names(tmp_path):
     assert m.CompileTimeAssertionFailure is CompileTimeAssertionFailure
     t = m.triton.runtime.driver.active.get_current_target()
     assert t.backend == "cuda" and t.warp_size == 32 and t.arch >= 70
+
+
+@compiler.jit
+def fp8_to_f32(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs).to(tl.float32))
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_cpu_torch_fp8_argument(name):
+    torch = pytest.importorskip("torch")
+    vals = torch.tensor([0.5, -1.75, 3.0, 0.0, 448.0 if name == "float8_e4m3fn" else 57344.0, -0.125, 2.5, 10.0])
+    x = vals.to(getattr(torch, name))
+    y = torch.full((8,), float("nan"))
+    fp8_to_f32[(1,)](x, y, BLOCK=8)
+    assert torch.equal(y, x.to(torch.float32))
