@@ -1044,7 +1044,6 @@ def int_to_ptr(x, ptr_type):
 def getitem(x, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
-    shape = list(x.type.shape)
     out = x
     dim = 0
     for i in idx:
@@ -1053,15 +1052,15 @@ def getitem(x, idx):
             out = expand_dims(out, dim)
             dim += 1
         elif isinstance(i, slice):
-            if i.start is not None or i.stop is not None or i.step is not None:
-                raise SemanticError("only full slices ':' and None are supported in tensor indexing")
-            dim += 1
+            if any(_unwrap(v) is not None for v in (i.start, i.stop, i.step)):
+                text = ":".join("" if _unwrap(v) is None else str(_unwrap(v)) for v in (i.start, i.stop, i.step))
+                raise SemanticError(f"unsupported tensor index {text.rstrip(':') or ':'}: only ':' and None are "
+                                    "supported in tensor indexing")
+            dim += 1  # as in Triton, a ':' keeps a dimension and is not checked against the rank
         elif i is Ellipsis:
-            raise SemanticError("'...' is not supported in tensor indexing")
+            raise SemanticError("unsupported tensor index '...': only ':' and None are supported in tensor indexing")
         else:
             raise SemanticError(f"unsupported tensor index {i!r}: use ':' and None")
-    if dim - sum(1 for i in idx if _unwrap(i) is None) > len(shape):
-        raise SemanticError(f"too many indices for a tensor of shape {shape}")
     return out
 
 

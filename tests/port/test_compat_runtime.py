@@ -164,3 +164,24 @@ def test_cpu_torch_fp8_argument(name):
     y = torch.full((8,), float("nan"))
     fp8_to_f32[(1,)](x, y, BLOCK=8)
     assert torch.equal(y, x.to(torch.float32))
+
+
+@compiler.jit
+def scalar_pointer_indexed(Z, X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])
+    z = tl.sum(tl.sum(x, axis=1, keep_dims=True), axis=0, keep_dims=True)   # [1, 1]
+    tl.store(Z[None, None, :], z)   # a ':' past the rank keeps nothing, as in Triton
+
+
+@compiler.jit
+def bounded_slice(X):
+    X[10:]
+
+
+def test_indexing_rules():
+    x = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    z = np.full(1, np.nan, np.float32)
+    scalar_pointer_indexed[(1,)](z, x, BLOCK=8)
+    np.testing.assert_allclose(z[0], x.astype(np.float64).sum(), rtol=1e-5)
+    with pytest.raises(compiler.CompilationError, match="unsupported tensor index 10:"):
+        bounded_slice[(1,)](np.zeros(16, np.float32))
