@@ -588,6 +588,25 @@ def _define_from_source(text: str, name: str, scope: dict):
     return fn
 
 
+def _value_fingerprint(v) -> str:
+    """What a closure value contributes to a kernel's cache key: its repr for numbers, strings, dtypes,
+    constexprs and tuples of them (the same in every process); for anything else its type (and a module's or
+    function's qualified name)."""
+    from .language.values import constexpr
+
+    if isinstance(v, constexpr):
+        v = v.value
+    if v is None or isinstance(v, (bool, int, float, str, T.dtype, T.pointer_type)):
+        return f"{type(v).__name__}:{v!r}"
+    if isinstance(v, tuple) and len(v) <= 64:
+        return "(" + ",".join(_value_fingerprint(x) for x in v) + ")"
+    if inspect.ismodule(v):
+        return f"module:{v.__name__}"
+    if callable(v):
+        return f"callable:{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', type(v).__name__)}"
+    return f"object:{type(v).__module__}.{type(v).__qualname__}"
+
+
 def _dependency_sources(jitfn, seen=None) -> dict:
     """{qualified name: code fingerprint} for jitfn and every jit function it names (through globals/attrs)."""
     if seen is None:
@@ -597,7 +616,6 @@ def _dependency_sources(jitfn, seen=None) -> dict:
     if name in seen:
         return seen
     code = fn.__code__
-    seen[name] = _code_fingerprint(code)
     g = fn.__globals__
     closure = {}
     if fn.__closure__:
@@ -606,6 +624,9 @@ def _dependency_sources(jitfn, seen=None) -> dict:
                 closure[n] = cell.cell_contents
             except ValueError:
                 pass
+    # the closure's values are part of the kernel (a factory's kernels share one code object)
+    seen[name] = _code_fingerprint(code) + repr(sorted((n, _value_fingerprint(v)) for n, v in closure.items()
+                                                       if not getattr(v, "__tilefarm_jit__", False))).encode()
     names = set(code.co_names) | set(code.co_freevars)
     for c in code.co_consts:  # nested code (comprehensions)
         if hasattr(c, "co_names"):
@@ -631,6 +652,15 @@ def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, **kwargs):
         return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def must_use_result(fn, reason=True):
+    """Mark a jit function whose result must be used: a call to it as a statement of its own (result
+    discarded) is a CompilationError. `@must_use_result("extra words")` adds words to the message."""
+    if isinstance(fn, str):
+        return lambda f: must_use_result(f, fn)
+    fn._must_use_result = reason
+    return fn
 
 
 def cdiv(x: int, y: int) -> int:

@@ -29,7 +29,7 @@ MAX_INLINE_DEPTH = 32
 class _Source:
     """A function's dedented source, its AST, and the offsets that map AST positions to the real file."""
 
-    __slots__ = ("file", "line0", "col0", "tree", "fdef", "globals", "closure")
+    __slots__ = ("file", "line0", "col0", "tree", "fdef", "globals", "closure", "cells")
 
     def __init__(self, fn):
         self.file = inspect.getsourcefile(fn) or "<unknown>"
@@ -50,7 +50,13 @@ class _Source:
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise CompilationError("a jit function must be defined with def", Loc(self.file, first, 0))
         self.fdef = fdef
+        self._bind(fn)
+
+    def _bind(self, fn):
+        """The function's own globals and closure values (functions made from one code object, e.g. by a
+        factory called with different values, share everything else)."""
         self.globals = fn.__globals__
+        self.cells = fn.__closure__
         self.closure = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -58,6 +64,13 @@ class _Source:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
+
+    def rebind(self, fn) -> "_Source":
+        s = object.__new__(_Source)
+        for k in ("file", "line0", "col0", "tree", "fdef"):
+            setattr(s, k, getattr(self, k))
+        s._bind(fn)
+        return s
 
     def loc(self, node) -> Loc:
         return Loc(self.file, self.line0 + getattr(node, "lineno", 1), self.col0 + getattr(node, "col_offset", 0))
@@ -109,6 +122,8 @@ def get_source(fn) -> _Source:
     if s is None:
         s = _Source(fn)
         _SOURCE_CACHE[key] = s
+    elif s.cells is not fn.__closure__ or s.globals is not fn.__globals__:
+        s = s.rebind(fn)  # the same code with other closure values (or globals): parse once, bind each
     return s
 
 
@@ -287,6 +302,12 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, (ast.Name, ast.Attribute)):
+            fn = _unwrap(self.visit(node.value.func))  # a name or attribute: looking it up twice changes nothing
+            why = getattr(fn, "_must_use_result", False) if is_jit(fn) else False
+            if why:
+                extra = f" {why}" if isinstance(why, str) else ""
+                raise SemanticError(f"The result of {fn.__name__} is not being used.{extra}")
         self.visit(node.value)
 
     def visit_Return(self, node):

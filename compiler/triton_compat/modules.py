@@ -162,7 +162,8 @@ def _build() -> dict:
 
     comp_errors = CompatModule("triton.compiler.errors", {"CompilationError": compiler.CompilationError,
                                                           "CompileTimeAssertionFailure": CompileTimeAssertionFailure})
-    comp = CompatModule("triton.compiler", {"errors": comp_errors, "CompilationError": compiler.CompilationError})
+    comp = CompatModule("triton.compiler", {"errors": comp_errors, "CompilationError": compiler.CompilationError,
+                                            "ASTSource": rt.ASTSource, "compile": rt.compile})
     core = CompatModule("triton.language.core", forward=lang.core)
     language.__dict__["core"] = core
     top = CompatModule("triton", {
@@ -184,6 +185,8 @@ def _build() -> dict:
         "TensorWrapper": rt.TensorWrapper,
         "TritonError": rt.TritonError,
         "set_allocator": rt.set_allocator,
+        "compile": rt.compile,
+        "must_use_result": compiler.must_use_result,
         "__version__": compiler.__version__,
         "__tilefarm__": True,
     })

@@ -127,6 +127,58 @@ def _base_dtype(a):
         return None
 
 
+class ASTSource:
+    """`triton.compiler.ASTSource(fn, signature, constexprs)`: a jit function with its parameters' types given
+    as Triton's strings ("*fp32", "i32", "fp16", "constexpr", ...) and its constexpr values, for `compile`."""
+
+    def __init__(self, fn, signature, constexprs=None, attrs=None):
+        if not getattr(fn, "__tilefarm_jit__", False):
+            raise TypeError(f"ASTSource needs a @jit function, got {fn!r}")
+        self.fn, self.signature, self.constexprs, self.attrs = fn, dict(signature), dict(constexprs or {}), attrs
+
+    def params(self):
+        names = self.fn.arg_names
+        const = {}
+        for k, v in self.constexprs.items():  # keyed by name, or (as Triton's) by a tuple of the index
+            if isinstance(k, tuple) and len(k) == 1:
+                k = k[0]
+            const[names[k] if isinstance(k, int) else k] = v
+        out = []
+        for i, n in enumerate(names):
+            ty = self.signature.get(n, self.signature.get(i))
+            if n in const or ty == "constexpr":
+                out.append(("const", const.get(n)))
+            elif ty is None:
+                raise TypeError(f"ASTSource: the signature has no type for parameter '{n}'")
+            elif ty.startswith("*"):
+                elem = ty[1:]
+                is_const = elem.startswith("k")
+                elem = T.from_name(elem[1:] if is_const else elem)
+                out.append(("arg", T.TensorType(T.pointer_type(elem, const=is_const)), {}))
+            else:
+                out.append(("arg", T.TensorType(T.from_name(ty)), {}))
+        return out
+
+
+def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001 - Triton's name
+    """`triton.compile(ASTSource(...))`: compile without launching (for `target`, a GPUTarget, else the GPU's
+    arch or sm_90); the CompiledKernel has `.asm` ("tile", "llir", "ptx", "cubin")."""
+    from ..compile import compile_kernel
+
+    if not isinstance(src, ASTSource):
+        raise TypeError(f"compile takes an ASTSource, got {type(src).__name__}")
+    opts = dict(options or {})
+    arch = None
+    if target is not None:
+        a = str(getattr(target, "arch", target))
+        arch = a if a.startswith("sm_") else f"sm_{a}"
+    try:
+        return compile_kernel(src.fn, src.params(), num_warps=opts.get("num_warps", 4),
+                              num_stages=opts.get("num_stages", 3), debug=bool(opts.get("debug", False)), arch=arch)
+    except CompilationError as e:
+        raise e.with_traceback(None) from None
+
+
 _ALLOCATOR = [None]
 
 
@@ -146,8 +198,22 @@ def get_allocator():
 GPUTarget = namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
 
 
+class _DriverUtils:
+    """`driver.active.utils`: the device's limits under Triton's names."""
+
+    def get_device_properties(self, device=None):
+        from ..runtime.cuda import device_properties
+
+        p = device_properties(None if device is None else int(device))
+        return {"max_shared_mem": p.max_shared_per_block_optin, "multiprocessor_count": p.sm_count,
+                "sm_clock_rate": p.clock_khz, "mem_clock_rate": p.memory_clock_khz,
+                "mem_bus_width": p.memory_bus_width, "warpSize": p.warp_size, "max_num_regs": 65536}
+
+
 class _ActiveDriver:
     """`triton.runtime.driver.active`: the CUDA GPU this process launches on."""
+
+    utils = _DriverUtils()
 
     def get_current_target(self):
         from ..compile import default_arch

@@ -185,3 +185,79 @@ def test_indexing_rules():
     np.testing.assert_allclose(z[0], x.astype(np.float64).sum(), rtol=1e-5)
     with pytest.raises(compiler.CompilationError, match="unsupported tensor index 10:"):
         bounded_slice[(1,)](np.zeros(16, np.float32))
+
+
+def _make_scaled_store(scale, dtype):
+    @compiler.jit
+    def k(X, Y, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(Y + offs, (tl.load(X + offs) * scale).to(dtype))
+
+    return k
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kernels_of_one_factory_keep_their_closures(target):
+    # one code object, different closure values: each kernel compiles with its own (in memory and on disk)
+    x = np.arange(8, dtype=np.float32) + 0.25
+    for scale, dt, npdt in [(2.0, tl.float32, np.float32), (3.0, tl.float16, np.float16), (5.0, tl.int32, np.int32)]:
+        k = _make_scaled_store(scale, dt)
+        if target == "ptxas":
+            # the output pointer's dtype is the argument's; the closure shows in the constant and the cast
+            ck = k.warmup(x, np.zeros(8, np.float32), BLOCK=8, grid=(1,), target="sm_90a")
+            tile = ck.asm["tile"]
+            assert f"value={scale}" in tile
+            assert (f"{{to={dt}}}" in tile) == (dt != tl.float32)
+            assert ck.asm["cubin"]
+            continue
+        y = poison(8, npdt)
+        run(target, k, (1,), x, y, BLOCK=8)
+        np.testing.assert_array_equal(y, (x * scale).astype(npdt))
+
+
+@compiler.must_use_result("Assign it.")
+@compiler.jit
+def cube(x):
+    return x * x * x
+
+
+@compiler.jit
+def discards_cube(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    cube(x)
+
+
+@compiler.jit
+def uses_cube(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), cube(x))
+
+
+def test_must_use_result():
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(compiler.CompilationError, match=r":\d+:\d+: The result of cube is not being used\. Assign it\."):
+        discards_cube[(1,)](x, BLOCK=4)
+    uses_cube[(1,)](x, BLOCK=4)
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32) ** 3)
+
+
+def test_compile_astsource():
+    from compiler.triton_compat.runtime import ASTSource, GPUTarget, compile
+
+    @compiler.jit
+    def k(X, Y, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < n).to(tl.float16), mask=offs < n)
+
+    ck = compile(ASTSource(k, {"X": "*fp32", "Y": "*fp16", "n": "i32"}, {"BLOCK": 64}),
+                 target=GPUTarget("cuda", 90, 32))
+    assert "ptr<f32>" in ck.asm["tile"] and "ptr<f16>" in ck.asm["tile"] and ".target sm_90" in ck.asm["ptx"]
+    ck2 = compile(ASTSource(k, {0: "*kfp32", 1: "*fp16", 2: "i64", 3: "constexpr"}, {(3,): 32}))
+    assert "%n: i64" in ck2.asm["tile"]
+
+    @compiler.jit
+    def bad():
+        a += 1  # noqa: F821
+
+    with pytest.raises(compiler.CompilationError, match="is not defined"):
+        compile(ASTSource(bad, {}, {}))
