@@ -9,6 +9,7 @@ libdevice).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -117,8 +118,8 @@ def _params_repr(params) -> str:
 
 
 class StageArtifacts(dict):
-    """The stage artifacts by name. "cubin" is assembled by ptxas on first access when it is not cached yet
-    (the GPU launch path loads PTX through the driver instead, which is faster for a cold compile)."""
+    """The stage artifacts by name. "cubin" is assembled by ptxas on first access when it is not cached yet (the
+    GPU launch path too; only where no ptxas is installed does it load PTX through the driver's JIT)."""
 
     def __init__(self, *a, arch="sm_90", on_cubin=None, **kw):
         super().__init__(*a, **kw)
@@ -198,8 +199,12 @@ class CompiledKernel:
             from .runtime.launch import Launcher
 
             asm = self.asm
-            image = asm.cached("cubin") if isinstance(asm, StageArtifacts) else asm.get("cubin")
-            if image is None:
+            # ptxas where it is installed: the assembler CI checks every kernel with, whose -v figures the farm
+            # records, and what compile workers ship to GPU nodes. The driver's JIT of the same PTX is not the
+            # same machine code: on the H200 (driver 580.159.04) it gave a 128x128x64 GELU matmul 203 registers
+            # (one block per SM) where ptxas 13.0 and 13.5 give 127 (two).
+            image = asm.get("cubin")
+            if image is None:  # no ptxas: the driver's JIT
                 image = asm["ptx"]
                 try:  # JIT in-process and keep the machine code, so the next process loads it directly
                     from .runtime.launch import link_ptx
@@ -367,6 +372,15 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
         from .codegen import compile_function
 
         out = compile_function(module, options, cubin=False)
+        cubin, regs = _occupancy_holds(out, arch)
+        if regs is not None:  # a ring sized for one more block per SM that ptxas's registers do not allow: loose
+            options = dataclasses.replace(options, ring_for_occupancy=False)
+            module = lower(jitfn, params, {})
+            module.options = options
+            module = run_pipeline(module, options, upto="dce")
+            tile = print_module(module)
+            out = compile_function(module, options, cubin=False)
+            out["meta"]["ring_occupancy_dropped"] = regs
     except CompilationError as e:
         raise e.with_traceback(None) from None
     meta = dict(out["meta"])
@@ -376,6 +390,9 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             "metadata.json": json.dumps(meta, default=str).encode()}
     asm = StageArtifacts({"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}, arch=arch,
                          on_cubin=_cubin_saver(disk, key, arts) if disk is not None else None)
+    if cubin:  # assembled already by the occupancy check
+        dict.__setitem__(asm, "cubin", cubin)
+        arts["cubin"] = cubin
     k = CompiledKernel(meta["name"], asm, meta, key)
     if disk is not None:
         try:
@@ -384,6 +401,29 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             pass
     _mem_cache[key] = k
     return k
+
+
+def _occupancy_holds(out: dict, arch) -> tuple[bytes | None, int | None]:
+    """For a kernel whose copy ring was sized to fit `ring_blocks_per_sm` blocks per SM by shared memory: assemble
+    it (ptxas -v) and see whether its registers fit that many blocks too (65,536 per SM, allocated per thread in
+    steps of 8) without spilling. Returns (the cubin, None) where they do or where no ptxas is installed, and
+    (None, registers) where they do not."""
+    blocks = out["meta"].get("ring_blocks_per_sm")
+    if not blocks:
+        return None, None
+    from .codegen.ptx import _RES, _run_ptxas, ptx_arch
+
+    cubin, log = _run_ptxas(out["ptx"], ptx_arch(out["ptx"], arch), ("-v",))
+    if cubin is None:
+        return None, None
+    _stats["assembled"] += 1
+    m = _RES["registers"].search(log)
+    spills = _RES["spill_stores"].search(log)
+    regs = int(m.group(1)) if m else 0
+    threads = out["meta"].get("num_warps", 4) * 32
+    if -(-regs // 8) * 8 * threads * blocks <= 65536 and not (spills and int(spills.group(1))):
+        return cubin, None
+    return None, regs
 
 
 def _from_entry(key, hit: dict, arch, disk) -> CompiledKernel:

@@ -15,6 +15,12 @@ if [ -f .gpu-node/site.tar.xz ] && [ ! -d /tmp/site/ray ]; then
   mkdir -p /tmp/site && tar -xJf .gpu-node/site.tar.xz -C /tmp/site
 fi
 [ -d /tmp/site ] && export PYTHONPATH=$PYTHONPATH:/tmp/site
+# The ptxas users get: the nvidia-cuda-nvcc pip package (a dependency; the node lacks it and has CUDA 13.0's):
+#   tar -C .venv/lib/python3.11/site-packages/nvidia/cu13 -cf - bin/ptxas | xz -6 > .gpu-node/ptxas.tar.xz
+if [ -f .gpu-node/ptxas.tar.xz ]; then
+  [ -x /tmp/nvcc/bin/ptxas ] || { mkdir -p /tmp/nvcc && tar -xJf .gpu-node/ptxas.tar.xz -C /tmp/nvcc; }
+  export TILEFARM_PTXAS=/tmp/nvcc/bin/ptxas
+fi
 status=()
 step() {  # step NAME CMD...: run, tee the log, remember the exit code
   local name=$1; shift
@@ -123,6 +129,22 @@ if has ncu128; then  # Nsight Compute: matmul 2048^3 128x128x64 w8 s3 (ours, Tri
       --warps 4
   done
 fi
+if [[ ",$what," == *",ncucorpus,"* ]]; then  # named only: Nsight Compute on idiom corpus cases, ours and Triton's
+  # NCU_CASES (comma list), NCU_AB (comma list of TILEFARM_AB variants of ours, e.g. "tight"; "-" for none)
+  NCU="ncu --clock-control none --launch-skip 1 --launch-count 1 --section SchedulerStats \
+       --section WarpStateStats --section LaunchStats --section Occupancy --section SpeedOfLight \
+       --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis --section SourceCounters \
+       --section InstructionStats \
+       --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
+  for c in ${NCU_CASES//,/ }; do
+    kn=$(python3 -c "import workloads.corpus as W; print(W.load('tilefarm', select=['$c'])['$c'].kernel.__name__)")
+    step ncu-$c-triton $NCU -k regex:$kn python3 scripts/ncu_once.py corpus --impl triton --case $c
+    for v in $(echo "${NCU_AB:--}" | tr , " "); do
+      TILEFARM_AB=${v#-} TILEFARM_CACHE_DIR=/tmp/tf-ncu${v#-} step ncu-$c-ours${v#-} $NCU -k regex:$kn \
+        python3 scripts/ncu_once.py corpus --impl ours --case $c
+    done
+  done
+fi
 if has flat; then
   step farm-flat python3 -m farm run configs/flat-1000.yaml --force --format none
   python3 -m farm report latest -s $ST --format json > "$OUT/farm-flat.json" 2>/dev/null
@@ -225,7 +247,10 @@ fi
 if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM_AB=<variant> per run ("none": off)
   # AB_VARIANTS (space-separated), AB_SELECT (bench_corpus --select); each variant its own kernel cache
   for v in ${AB_VARIANTS:-none}; do
-    step ab-$v env TILEFARM_AB=$v TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
+    pt=${TILEFARM_PTXAS:-}; [[ ",$v," == *",ptxas130,"* ]] && pt=/usr/local/cuda/bin/ptxas  # the node's own
+    [[ ",$v," == *",ptxas128,"* ]] && pt=$(python3 -c "import os, triton; print(os.path.join(os.path.dirname(\
+      triton.__file__), 'backends/nvidia/bin/ptxas'))")  # the one bundled with Triton (its kernels get it)
+    step ab-$v env TILEFARM_AB=$v TILEFARM_PTXAS=$pt TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi

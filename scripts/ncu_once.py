@@ -5,6 +5,7 @@ gpu_session.sh part ncu). Checks the result against torch so a profile of a wron
 
     python3 scripts/ncu_once.py attention --impl ours|triton [--D 64] [--block-n 64] [--warps 4] [--stages 3]
     python3 scripts/ncu_once.py matmul --impl ours|triton [--size 2048] [--block 128,256,64] [--warps 8] [--stages 3]
+    python3 scripts/ncu_once.py corpus --impl ours|triton --case mm_gelu_tanh_f16   (an idiom corpus case, GPU size)
 """
 from __future__ import annotations
 
@@ -55,9 +56,34 @@ def matmul(torch, a, impl_of) -> str:
     return f"matmul {n}^3 {BM}x{BN}x{BK}: max rel err {err:.2e}"
 
 
+def corpus(torch, a, impl_of) -> str:
+    import importlib.util
+
+    import workloads.corpus as W
+
+    spec = importlib.util.spec_from_file_location("bench_corpus", os.path.join(ROOT, "scripts", "bench_corpus.py"))
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    case = W.load("tilefarm" if a.impl == "ours" else "triton", select=[a.case])[a.case]
+    p, meta = case.params("gpu"), case.meta_for("gpu")
+    host = case.make_inputs(p, seed=0)
+    outs = {k: bc.to_torch(torch, v, "cuda") for k, v in case.make_outputs(p).items()}
+    arrays = {**{k: bc.to_torch(torch, v, "cuda") for k, v in host.items()}, **outs}
+    grid, args = case.launch(p, arrays, meta)
+    consts, opts = case.split_meta(meta)
+    for _ in range(2):  # the first compiles and warms up; the profiler takes the second
+        case.kernel[grid](*args, **consts, **opts)
+    torch.cuda.synchronize()
+    ref = case.expected(p, host)
+    specs = case.outputs(p)
+    got = {k: bc.to_host(torch, outs[k], specs[k][1]) for k in ref}
+    return f"{a.case}: check {case.check(p, got, ref)}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("workload", choices=("attention", "matmul"))
+    ap.add_argument("workload", choices=("attention", "matmul", "corpus"))
+    ap.add_argument("--case", default="mm_gelu_tanh_f16")
     ap.add_argument("--impl", choices=("ours", "triton"), required=True)
     ap.add_argument("--D", type=int, default=64)
     ap.add_argument("--block-n", type=int, default=64)
@@ -71,7 +97,7 @@ def main() -> None:
     from workloads._common import triton_module
 
     impl_of = (lambda mod: mod) if a.impl == "ours" else triton_module
-    print(a.impl, (attention if a.workload == "attention" else matmul)(torch, a, impl_of))
+    print(a.impl, {"attention": attention, "matmul": matmul, "corpus": corpus}[a.workload](torch, a, impl_of))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     module = run_pipeline(module, options)
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
+    if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)
+        meta["ring_blocks_per_sm"] = module.meta["ring_blocks_per_sm"]
     ptx = llvm_to_ptx(llir, options.arch)
     if options.maxnreg:
         ptx = _with_maxnreg(ptx, options.maxnreg)

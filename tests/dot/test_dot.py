@@ -4,6 +4,8 @@ Targets: the interpreter (CI), ptxas (compile and assemble for sm_90, CI) and th
 """
 import math
 
+import re
+
 import numpy as np
 import pytest
 
@@ -322,14 +324,14 @@ def test_k_loop_loads_are_pipelined():
         i < dot_at for i, o in enumerate(body) if o.kind == "load")
 
 
-def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a"):
+def _piped(BM, BN, BK, nw, stages, dtype=np.float16, Kd=256, arch="sm_90a", **opts):
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
     a = np.zeros((256, Kd), dtype)
     b = np.zeros((Kd, 256), dtype)
     mod = K_lower(a, b, Kd, BM, BN, BK)
-    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch))
+    return run_pipeline(mod, Options(num_warps=nw, num_stages=stages, arch=arch, **opts))
 
 
 def K_lower(a, b, Kd, BM, BN, BK):
@@ -345,10 +347,11 @@ def test_wgmma_operands_copied_async_into_a_ring(BM, BN, BK, nw, stages, slots):
     """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots: the
     prologue fills slots-2 slots, each iteration waits for its slot, views it for the dot and copies the
     iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory. (Blocks of two
-    warpgroups; one warpgroup takes the tight ring below.)"""
+    warpgroups, as the compile driver builds them where the tight ring's extra block per SM does not fit in the
+    registers; one warpgroup takes the tight ring below.)"""
     from compiler.passes.pipeline import SMEM_MAX
 
-    mod = _piped(BM, BN, BK, nw, stages)
+    mod = _piped(BM, BN, BK, nw, stages, ring_for_occupancy=False)
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     ring = loop.attrs["_ring"]
     assert ring["stages"] == slots and slots * ring["stage_bytes"] <= SMEM_MAX
@@ -402,9 +405,66 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 1 for op in copies)
     assert kinds.index("dot") < kinds.index("async_copy")
     assert copies[0].attrs.get("barrier") and not copies[1].attrs.get("barrier")
-    wide = _piped(BM, BN, BK, 8, stages)  # two warpgroups keep the loose ring
+    assert not mod.meta.get("ring_blocks_per_sm")  # one warpgroup always takes it: nothing for the driver to check
+    wide = _piped(BM, BN, BK, 8, stages, ring_for_occupancy=False)  # two warpgroups, loose where asked
     loop = next(op for op in wide.function.body.ops if op.kind == "for")
     assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
+
+
+@pytest.mark.parametrize("BM,BN,BK,stages,tight", [(128, 128, 64, 3, True), (128, 128, 32, 4, True),
+                                                   (128, 256, 64, 3, False), (128, 256, 64, 4, False),
+                                                   (128, 64, 32, 5, False)])
+def test_two_warpgroups_take_the_tight_ring_where_it_fits_one_more_block(BM, BN, BK, stages, tight):
+    """Two warpgroups take the tight ring only where its slot less fits one more block per SM by shared memory
+    (128x128x64 s3: 3 x 32 KiB, two blocks, against 4 x 32 KiB, one); the module records that block count for the
+    compile driver's register check. 128x256x64: 144 or 192 KiB, one block either way, and 128x64x32 s5: 60 or
+    72 KiB, three blocks either way: the loose ring."""
+    from compiler.passes.pipeline import blocks_per_sm
+
+    mod = _piped(BM, BN, BK, 8, stages)
+    ring = next(op for op in mod.function.body.ops if op.kind == "for").attrs["_ring"]
+    assert ring["ahead"] == ring["stages"] - (1 if tight else 2)  # the tight ring copies one iteration further
+    got = mod.meta.get("ring_blocks_per_sm")
+    if tight:
+        assert got == blocks_per_sm(ring["stages"] * ring["stage_bytes"]) > blocks_per_sm(
+            (stages + 1) * ring["stage_bytes"])
+    else:
+        assert got is None
+
+
+def test_the_driver_builds_the_loose_ring_where_registers_forbid_the_extra_block(monkeypatch):
+    """The register check after ptxas -v: a 128x128x64 w8 s3 matmul keeps the tight ring (two blocks per SM) where
+    its registers fit two blocks of 256 threads (at most 128 each), and is built again with the loose ring where
+    they do not (here: ptxas made to report 158 registers, as a GELU-through-erf epilogue takes)."""
+    from compiler import compile as C
+    from compiler.codegen import ptx as P
+
+    if P.find_ptxas() is None:
+        pytest.skip("needs ptxas (pip install nvidia-cuda-nvcc)")
+    monkeypatch.setattr(C, "_disk", False)  # no disk cache: both builds below compile
+    C._mem_cache.clear()
+    k = _matmul_kernel_for_ring(128, 128, 64, 8, 3)
+    assert k.metadata.get("ring_blocks_per_sm") == 2 and k.metadata["shared_bytes"] == 3 * 32768
+    assert "ring_occupancy_dropped" not in k.metadata and dict.get(k.asm, "cubin")  # assembled by the check
+    real = P._run_ptxas
+
+    def heavy(ptx, arch, extra=()):
+        cubin, log = real(ptx, arch, extra)
+        return cubin, re.sub(r"Used \d+ registers", "Used 158 registers", log)
+
+    monkeypatch.setattr(P, "_run_ptxas", heavy)
+    C._mem_cache.clear()
+    k = _matmul_kernel_for_ring(128, 128, 64, 8, 3)
+    assert k.metadata.get("ring_occupancy_dropped") == 158 and "ring_blocks_per_sm" not in k.metadata
+    assert k.metadata["shared_bytes"] == 4 * 32768
+
+
+def _matmul_kernel_for_ring(BM, BN, BK, nw, stages):
+    a = np.zeros((256, 256), np.float16)
+    return K.matmul_kernel.warmup(a, a, np.zeros((256, 256), np.float16), np.zeros(1, np.float32), 256, 256, 256,
+                                  256, 1, 256, 1, 256, 1, grid=(1,), target="sm_90a", BLOCK_M=BM, BLOCK_N=BN,
+                                  BLOCK_K=BK, GROUP_M=8, EPILOGUE="none", PRECISION="ieee", num_warps=nw,
+                                  num_stages=stages)
 
 
 def _attention_kernel(monkeypatch, tmp_path, D, nw, BM=128, stages=3, BN=64):
@@ -671,12 +731,12 @@ def test_ring_wait_has_no_proxy_fence(monkeypatch, tmp_path):
 def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, tmp_path):
     """In the attention loop nothing but the wait and the barrier precede the QK wgmma; the copies of a later
     iteration follow the P.V wgmma. The one-dot matmul loop keeps its copies first. Both assemble without
-    spills."""
+    spills. (128x256: the loose ring; 128x128x64 w8 takes the tight one, whose copies follow the dot.)"""
     late = _loop_body(_attention_kernel(monkeypatch, tmp_path, D, nw).asm["ptx"])
     last_wgmma = late.rindex("wgmma.mma_async")
     assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") > 0
     assert late.count("cp.async.commit_group") == 1
-    mm = _matmul_ptx("float16", "ieee", "float16", 128, 128, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
+    mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
     assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
 
 

@@ -282,7 +282,8 @@ def test_store_migrations_set_user_version_and_upgrade_old_stores(tmp_path):
 
 @pytest.mark.slow
 def test_ray_listens_on_loopback_only_and_removes_its_session(tmp_path):
-    """`farm cluster` in a fresh process: a local Ray started and stopped by the farm."""
+    """`farm cluster` in a fresh process: a local Ray started and stopped by the farm. Its listening sockets are read
+    from /proc (the GPU node has no `ss`)."""
     probe = tmp_path / "probe.py"
     probe.write_text("""
 import json, subprocess, sys, pathlib
@@ -293,7 +294,24 @@ gcs = ray.get_runtime_context().gcs_address
 session = ex._session_dir
 node = ray._private.worker._global_node
 pids = [p.process.pid for procs in node.all_processes.values() for p in procs]
-ss = subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+def listening(pids):  # (pid, local address) of every listening TCP socket of these processes, from /proc
+    inodes = {}
+    for pid in pids:
+        try:
+            for fd in pathlib.Path(f"/proc/{pid}/fd").iterdir():
+                link = str(fd.readlink()) if fd.is_symlink() else ""
+                if link.startswith("socket:["):
+                    inodes[link[8:-1]] = pid
+        except OSError:
+            pass
+    out = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in pathlib.Path(table).read_text().splitlines()[1:]:
+            f = row.split()
+            if f[3] == "0A" and f[9] in inodes:  # state LISTEN
+                out.append((inodes[f[9]], f[1].split(":")[0]))
+    return out
+ss = listening(pids)
 ex.close()
 print(json.dumps({"gcs": gcs, "session": session, "exists": pathlib.Path(session).exists(), "ss": ss, "pids": pids}))
 """)
@@ -303,8 +321,10 @@ print(json.dumps({"gcs": gcs, "session": session, "exists": pathlib.Path(session
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert got["gcs"].startswith("127.0.0.1:") and not got["exists"]
     # this Ray's own servers (the machine may run other Rays)
-    ours = [ln for ln in got["ss"].splitlines() if any(f"pid={p}," in ln for p in got["pids"])]
-    assert ours and all("127.0.0.1" in ln for ln in ours), ours
+    # 127.0.0.1, ::1 and ::ffff:127.0.0.1 as /proc/net/tcp{,6} spell them
+    loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+    ours = got["ss"]
+    assert ours and all(addr in loopback for _, addr in ours), ours
 
 
 def test_joining_a_cluster_without_auth_is_refused(monkeypatch):
