@@ -133,6 +133,39 @@ def _np_scalar_handler(a):
     return (dt.name,), a.item(), "typed"
 
 
+def _tuple_handler(a):
+    """A tuple (or namedtuple) argument: each element is specialized as an argument of its own; the key holds
+    the tuple's type and its elements' keys, the launch value its elements' (leaf value, kind) pairs."""
+    from .language.values import constexpr
+
+    keys, leaves = [], []
+    for e in a:
+        if isinstance(e, constexpr) or getattr(e, "__tilefarm_jit__", False):  # compile-time values
+            keys.append(("constexpr", ("k", e if _hashable(e) else repr(e)), e))
+            leaves.append((e, "constexpr"))
+            continue
+        h = _HANDLERS.get(type(e)) or _handler_for(e)
+        if h is None:  # a dtype: a compile-time value
+            keys.append(("constexpr", ("k", e), e))
+            leaves.append((e, "constexpr"))
+            continue
+        k, lv, kind = h(e)
+        if kind in ("desc", "hostdesc"):
+            raise TypeError("a tensor descriptor inside a tuple argument is not supported")
+        keys.append((kind, k, lv if kind == "const" else None))
+        leaves.append((lv, kind))
+    return ("tuple", type(a), tuple(keys)), tuple(leaves), "tuple"
+
+
+def _leaves(lv, kind):
+    """The (value, kind) leaves of one argument (a tuple's, recursively; anything else is its own leaf)."""
+    if kind != "tuple":
+        yield lv, kind
+        return
+    for v, k in lv:
+        yield from _leaves(v, k)
+
+
 def _wrapper_handler(a):
     """`reinterpret(tensor, dtype)` (compiler.triton_compat.runtime.TensorWrapper): a pointer to `a.dtype` at the
     base array's memory; on the host the interpreter reads it through the wrapper's `interp_array()`."""
@@ -180,6 +213,8 @@ def _handler_for(a):
         h = _numpy_handler
     elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         h = _torch_handler
+    elif isinstance(a, tuple):
+        h = _tuple_handler
     elif t.__name__ == "TensorWrapper" and hasattr(a, "base") and isinstance(getattr(a, "dtype", None), T.dtype):
         h = _wrapper_handler
     elif hasattr(a, "interp_array") and not hasattr(a, "__cuda_array_interface__"):
@@ -211,6 +246,11 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
     """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
     if kind == "const":
         return ("const", value)
+    if kind == "tuple":  # ("tuple", type, element params)
+        _, cls, elems = key
+        subs = [("const", v) if k == "constexpr" or k == "const" else
+                _param_from_key(name, ek, None, k, do_not_specialize) for k, ek, v in elems]
+        return ("tuple", cls, subs)
     if kind in ("desc", "hostdesc"):
         return ("desc",) + tuple(key[1:])
     if kind in ("ptr", "host"):
@@ -380,6 +420,12 @@ class JITFunction:
                 k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
             keys.append(k)
             kinds.append(kind)
+            if kind == "tuple":
+                for leaf, lk in _leaves(lv, kind):
+                    host = host or lk == "host"
+                    if lk not in ("const", "constexpr"):
+                        launch_vals.append(leaf)
+                continue
             if kind in ("host", "hostdesc"):
                 host = True
             if kind != "const":
@@ -419,6 +465,8 @@ class JITFunction:
             # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
             rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
             kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
+            if "tuple" in kinds:
+                kernel.arg_select = None  # launched with its leaves (run's launch values), never by the fast path
             self._kernels[kkey] = kernel
         if callable(grid):
             grid = grid(self._meta(vals))
@@ -476,12 +524,19 @@ class JITFunction:
             grid = grid(self._meta(vals))
         grid = _grid3(grid)
         run_args = []
+        flat = []
         for v, kind in zip(vals, kinds):
+            if kind == "tuple":
+                _, lv, _ = _tuple_handler(v)
+                flat += [(leaf, lk) for leaf, lk in _leaves(lv, kind)]
+            else:
+                flat.append((v, kind))
+        for v, kind in flat:
             if kind in ("ptr", "desc"):
                 raise TypeError(f"{self.__name__}: host arrays (NumPy, CPU tensors) run in the interpreter, which "
                                 f"needs every array on the host; got a GPU array ({type(v).__name__}): copy it to "
                                 "the host, or pass GPU arrays only")
-        for v, kind in zip(vals, kinds):
+        for v, kind in flat:
             if kind in ("constexpr", "const"):
                 continue
             if kind == "host":

@@ -928,6 +928,49 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_List(self, node):
         return [self.visit(e) for e in node.elts]
 
+    def visit_ListComp(self, node):
+        """`[f(v) for v in xs if c]` over compile-time iterables (tuples of tensors, ranges, lists): unrolled
+        while compiling, as Triton does; each `if` must be a compile-time condition."""
+        out = []
+        saved = dict(self.scope)
+
+        def walk(gens):
+            if not gens:
+                out.append(self.visit(node.elt))
+                return
+            g = gens[0]
+            if getattr(g, "is_async", 0):
+                raise SemanticError("async comprehensions are not supported in a kernel")
+            it = _unwrap(self.visit(g.iter))
+            if isinstance(it, (lang.static_range, lang.range)):
+                it = builtins.range(*(_unwrap(v) for v in (it.start, it.end, it.step)))
+            if isinstance(it, tensor):
+                raise SemanticError("a comprehension needs a compile-time iterable (a tuple, list or range), not a "
+                                    "tensor")
+            try:
+                items = list(it)
+            except TypeError:
+                raise SemanticError(f"cannot iterate over {it!r} while compiling") from None
+            for v in items:
+                self._assign(g.target, v, as_constexpr=True)
+                keep = True
+                for cond in g.ifs:
+                    c = _unwrap(self.visit(cond))
+                    if isinstance(c, tensor):
+                        raise SemanticError("a comprehension's 'if' must be a compile-time condition")
+                    keep = keep and bool(c)
+                if keep:
+                    walk(gens[1:])
+
+        try:
+            walk(node.generators)
+        finally:
+            self.scope = saved
+        return out
+
+    def visit_GeneratorExp(self, node):
+        return tuple(self.visit_ListComp(node))
+
     def visit_Slice(self, node):
         lo = self.visit(node.lower) if node.lower else None
         hi = self.visit(node.upper) if node.upper else None
@@ -1193,6 +1236,32 @@ def _descriptor_value(p, vals):
     return desc
 
 
+def _tuple_leaves(pname, p):
+    """(name, type, attrs) of the runtime leaves of a tuple parameter ("tuple", type, element params)."""
+    out = []
+    for i, sub in enumerate(p[2]):
+        if sub[0] == "tuple":
+            out += _tuple_leaves(f"{pname}_{i}", sub)
+        elif sub[0] == "arg":
+            out.append((f"{pname}_{i}", sub[1], sub[2]))
+    return out
+
+
+def _tuple_value(p, args):
+    """The tuple (or namedtuple) a tuple parameter is inside the kernel, its runtime leaves taken from `args`."""
+    items = []
+    for sub in p[2]:
+        if sub[0] == "tuple":
+            items.append(_tuple_value(sub, args))
+        elif sub[0] == "arg":
+            a = next(args)
+            items.append(tensor(a, a.type))
+        else:
+            items.append(sub[1])
+    cls = p[1]
+    return cls(*items) if cls is not tuple and hasattr(cls, "_fields") else tuple(items)
+
+
 def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Module:
     """Build the kernel's IR.
 
@@ -1203,8 +1272,8 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
     src = get_source(fn)
     arg_names, arg_types, arg_attrs = [], [], {}
     for pname, p in zip(jitfn.arg_names, params):
-        if p[0] == "desc":
-            for aname, aty, attrs in _descriptor_args(pname, p):
+        if p[0] in ("desc", "tuple"):
+            for aname, aty, attrs in (_descriptor_args if p[0] == "desc" else _tuple_leaves)(pname, p):
                 if attrs:
                     arg_attrs[len(arg_names)] = attrs
                 arg_names.append(aname)
@@ -1223,6 +1292,10 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
         if p[0] == "desc":
             n = len(_descriptor_args(pname, p))
             scope[pname] = _descriptor_value(p, [tensor(a, a.type) for a in func.args[ai:ai + n]])
+            ai += n
+        elif p[0] == "tuple":
+            n = len(_tuple_leaves(pname, p))
+            scope[pname] = _tuple_value(p, iter(func.args[ai:ai + n]))
             ai += n
         elif p[0] == "arg":
             a = func.args[ai]
