@@ -1543,6 +1543,82 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     return tensor(h, rt)
 
 
+_MX_FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+
+
+def _mx_upcast(x, scale, fmt, comp, k_axis, what):
+    """A dot_scaled operand as a block of `comp` (bfloat16 or float16) values with its K dim `k_axis`: fp4 e2m1
+    unpacked (two per byte along K, the first in the low bits), fp8 read from its bits, each group of 32 along K
+    times its e8m0 scale 2**(s - 127) (s = 255: NaN)."""
+    x = to_tensor(_unwrap(x))
+    if fmt in ("bf16", "fp16"):
+        want = T.bfloat16 if fmt == "bf16" else T.float16
+        if x.dtype != want:
+            raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must be a {want!r} block, got {x.dtype!r}")
+        v = cast(x, T.float32)
+    elif fmt in ("e4m3", "e5m2"):
+        f8 = T.float8e4nv if fmt == "e4m3" else T.float8e5
+        if x.dtype not in (T.uint8, T.int8, f8):
+            raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must hold uint8 (or {f8!r}), got {x.dtype!r}")
+        v = cast(cast(x, f8, bitcast=True) if x.dtype != f8 else x, T.float32)
+    else:  # e2m1: s e e m per nibble
+        if x.dtype not in (T.uint8, T.int8):
+            raise SemanticError(f"dot_scaled: {what} in format 'e2m1' must hold packed uint8, got {x.dtype!r}")
+        u = cast(x, T.uint8, bitcast=True)
+
+        def nibble(n):
+            e = and_(shr(n, 1), 3)
+            m = cast(and_(n, 1), T.float32)
+            # 0 (e = 0): m * 0.5 (subnormal); else (1 + m / 2) * 2 ** (e - 1)
+            p2 = where(compare("eq", e, 1), 1.0, where(compare("eq", e, 2), 2.0, 4.0))
+            mag = where(compare("eq", e, 0), mul(m, 0.5), mul(add(mul(m, 0.5), 1.0), p2))
+            return where(compare("ne", and_(n, 8), 0), neg(mag), mag)
+
+        lo, hi = nibble(and_(u, 15)), nibble(shr(u, 4))
+        if k_axis == len(x.type.shape) - 1:
+            v = interleave(lo, hi)
+        else:  # [K/2, N] -> [K, N]: the pair of each byte along dim 0
+            j = join(lo, hi)                                # [K/2, N, 2]
+            shape = list(j.type.shape)
+            v = reshape(permute(j, [0, 2, 1]), [shape[0] * 2, shape[1]])
+    if scale is not None:
+        s = to_tensor(_unwrap(scale))
+        if s.dtype not in (T.uint8, T.int8):
+            raise SemanticError(f"dot_scaled: the scale of {what} must be e8m0 in uint8, got {s.dtype!r}")
+        s = cast(s, T.uint8, bitcast=True)
+        K = v.type.shape[k_axis]
+        other = v.type.shape[1 - k_axis]
+        if tuple(s.type.shape) != (other, K // 32) or K % 32:
+            raise SemanticError(f"dot_scaled: the scale of {what} must have shape [{other}, {K // 32}] (one per 32 "
+                                f"along K = {K}), got {list(s.type.shape)}")
+        f = cast(shl(cast(s, T.uint32), 23), T.float32, bitcast=True)   # 2**(s - 127); s = 0 -> 0.0
+        f = where(compare("eq", s, 255), float("nan"), f)
+        f = reshape(broadcast_to(expand_dims(f, 2), [other, K // 32, 32]), [other, K])   # [other, K]
+        if k_axis == 0:
+            f = permute(f, [1, 0])
+        v = mul(v, f)
+    return cast(v, comp)
+
+
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+               lhs_k_pack=True, rhs_k_pack=True, out_dtype=T.float32):
+    """acc + lhs @ rhs of microscaled blocks: both operands are upcast (bfloat16, or float16 when one of them is
+    fp16) with their scales applied, then multiplied as a dot with float32 accumulation, as Triton emulates it on
+    GPUs without native microscaled MMA."""
+    fl, fr = _unwrap(lhs_format), _unwrap(rhs_format)
+    for f, what in ((fl, "lhs_format"), (fr, "rhs_format")):
+        if f not in _MX_FORMATS:
+            raise SemanticError(f"dot_scaled: {what} must be one of {', '.join(_MX_FORMATS)}, got {f!r}")
+    if not (_unwrap(lhs_k_pack) and _unwrap(rhs_k_pack)):
+        raise SemanticError("dot_scaled with operands packed along M/N (k_pack=False) is not supported")
+    if _unwrap(out_dtype) != T.float32:
+        raise SemanticError("dot_scaled accumulates in float32: out_dtype must be tl.float32")
+    comp = T.float16 if "fp16" in (fl, fr) else T.bfloat16
+    a = _mx_upcast(lhs, _unwrap(lhs_scale), fl, comp, 1, "lhs")
+    b = _mx_upcast(rhs, _unwrap(rhs_scale), fr, comp, 0, "rhs")
+    return dot(a, b, acc, out_dtype=T.float32)
+
+
 def _small_dot(a, b, acc, out_dtype):
     """acc + a @ b as elementwise products [.., M, K, N] summed over K, in `out_dtype` (float16 results are summed
     in float32 and rounded once)."""

@@ -740,6 +740,17 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     return _sem().dot(input, other, acc, input_precision, allow_tf32, out_dtype)
 
 
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=float32):
+    """acc + lhs @ rhs of microscaled (OCP MX) blocks: formats "e2m1" (fp4, two per uint8 along K, the first in
+    the low bits), "e4m3", "e5m2" (fp8 bits in uint8), "bf16", "fp16"; scales e8m0 in uint8, one per 32 along K
+    ([M, K/32] for lhs, [N, K/32] for rhs), or None. Upcast to bfloat16 (float16 when one operand is fp16) and
+    multiplied on the tensor cores with float32 accumulation."""
+    return _sem().dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, fast_math, lhs_k_pack,
+                             rhs_k_pack, out_dtype)
+
+
 # --- atomics ---------------------------------------------------------------------------------------
 def _atomic(op):
     def fn(pointer, val, mask=None, sem=None, scope=None):

@@ -106,12 +106,13 @@ class UnsupportedDtype:
 UNSUPPORTED_DTYPES = ("float8e4b15", "float8e4b8", "float8e5b16")
 
 class _MicroscalingTensor:
-    """`triton.tools.mxfp`'s host-side holders of OCP microscaling data (fp4 e2m1 values, e8m0 scales): they feed
-    `tl.dot_scaled`, which this compiler does not have, so making one says so."""
+    """`triton.tools.mxfp`'s host-side helpers for OCP microscaling data (fp4 e2m1 values, e8m0 scales, as torch
+    tensors): the layer does not provide them (tl.dot_scaled itself takes the packed uint8 blocks), so making one
+    says so."""
 
     def __init__(self, *args, **kwargs):
-        raise TritonCompatError(f"triton.tools.mxfp.{type(self).__name__}: microscaling formats (tl.dot_scaled) are "
-                                "not supported by this compiler")
+        raise TritonCompatError(f"tilefarm's Triton compatibility layer does not provide the host-side helper "
+                                f"triton.tools.mxfp.{type(self).__name__}")
 
 
 class MXFP4Tensor(_MicroscalingTensor):
