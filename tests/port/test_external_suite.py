@@ -86,9 +86,12 @@ def test_external_suite_counts(tmp_path):
     causes = {c["cause"]: c["tests"] for c in doc["causes"]}
     assert any("tl.inline_asm_elementwise is not supported" in c for c in causes), causes
     assert any(c.startswith("AssertionError") for c in causes), causes
-    # a file whose import fails is one collection error naming the missing module (Triton is not asked here
-    # unless installed; either way nothing of it passes)
+    # a file whose import fails: a collection error naming the missing module, unless an installed Triton cannot
+    # collect it either (then it is not counted, and says so)
     broken = doc["files"]["test_broken.py"]
-    assert broken["passed"] == 0 and broken["errors"] >= 1
-    assert any("triton.no_such_module" in c for c in causes), causes
+    assert broken["passed"] == 0
+    if broken["errors"]:
+        assert any("triton.no_such_module" in c for c in causes), causes
+    else:
+        assert "under Triton either" in broken["note"]
     assert "| test_small.py | 2 | 2 | 0 |" in (out / "external-suite.md").read_text()
