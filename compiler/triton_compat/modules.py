@@ -105,24 +105,6 @@ class UnsupportedDtype:
 #: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats")
 UNSUPPORTED_DTYPES = ("float8e4b15", "float8e4b8", "float8e5b16")
 
-class _MicroscalingTensor:
-    """`triton.tools.mxfp`'s host-side helpers for OCP microscaling data (fp4 e2m1 values, e8m0 scales, as torch
-    tensors): the layer does not provide them (tl.dot_scaled itself takes the packed uint8 blocks), so making one
-    says so."""
-
-    def __init__(self, *args, **kwargs):
-        raise TritonCompatError(f"tilefarm's Triton compatibility layer does not provide the host-side helper "
-                                f"triton.tools.mxfp.{type(self).__name__}")
-
-
-class MXFP4Tensor(_MicroscalingTensor):
-    pass
-
-
-class MXScaleTensor(_MicroscalingTensor):
-    pass
-
-
 _MODULES: dict | None = None
 
 
@@ -149,7 +131,9 @@ def _build() -> dict:
     from compiler.tools.tensor_descriptor import TensorDescriptor
 
     tensor_descriptor = CompatModule("triton.tools.tensor_descriptor", {"TensorDescriptor": TensorDescriptor})
-    mxfp = CompatModule("triton.tools.mxfp", {"MXFP4Tensor": MXFP4Tensor, "MXScaleTensor": MXScaleTensor})
+    from . import mxfp as mx
+
+    mxfp = CompatModule("triton.tools.mxfp", {"MXFP4Tensor": mx.MXFP4Tensor, "MXScaleTensor": mx.MXScaleTensor})
     tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor, "mxfp": mxfp})
     from . import runtime as rt
 
