@@ -205,7 +205,10 @@ class CompiledKernel:
             # records, and what compile workers ship to GPU nodes. The driver's JIT of the same PTX is not the
             # same machine code: on the H200 (driver 580.159.04) it gave a 128x128x64 GELU matmul 203 registers
             # (one block per SM) where ptxas 13.0 and 13.5 give 127 (two).
-            image = asm.get("cubin")
+            try:
+                image = asm.get("cubin")
+            except Exception:  # a ptxas that rejects the PTX (too old for it?): the driver may still take it
+                image = None
             if image is None:  # no ptxas: the driver's JIT
                 image = asm["ptx"]
                 try:  # JIT in-process and keep the machine code, so the next process loads it directly
@@ -413,9 +416,12 @@ def _occupancy_holds(out: dict, arch) -> tuple[bytes | None, int | None]:
     blocks = out["meta"].get("ring_blocks_per_sm")
     if not blocks:
         return None, None
-    from .codegen.ptx import _RES, _run_ptxas, ptx_arch
+    from .codegen.ptx import _RES, PTXASError, _run_ptxas, ptx_arch
 
-    cubin, log = _run_ptxas(out["ptx"], ptx_arch(out["ptx"], arch), ("-v",))
+    try:
+        cubin, log = _run_ptxas(out["ptx"], ptx_arch(out["ptx"], arch), ("-v",))
+    except (OSError, PTXASError):  # an assembler that fails here fails again, with its message, where it is used
+        return None, None
     if cubin is None:
         return None, None
     _stats["assembled"] += 1

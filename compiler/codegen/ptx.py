@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import re
 import shutil
 import subprocess
@@ -59,13 +60,16 @@ def _pkg_dirs():
 
 @functools.lru_cache(maxsize=None)
 def find_ptxas() -> str | None:
-    """ptxas from TILEFARM_PTXAS, the pip package, CUDA_HOME/bin, /usr/local/cuda/bin, or PATH (None: absent)."""
+    """ptxas from TILEFARM_PTXAS, the pip package, CUDA_HOME or CUDA_PATH /bin, beside the Python executable,
+    /usr/local/cuda/bin, or PATH (None: absent). Found once per process (`find_ptxas.cache_clear()` to look again)."""
     env = os.environ.get("TILEFARM_PTXAS")
-    if env and os.path.isfile(env):
+    if env and os.path.isfile(env) and os.access(env, os.X_OK):
         return env
     cands = [os.path.join(d, "bin", "ptxas") for d in _pkg_dirs()]
-    if os.environ.get("CUDA_HOME"):
-        cands.append(os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas"))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            cands.append(os.path.join(os.environ[var], "bin", "ptxas"))
+    cands.append(os.path.join(os.path.dirname(sys.executable), "ptxas"))
     cands.append("/usr/local/cuda/bin/ptxas")
     for c in cands:
         if os.path.isfile(c) and os.access(c, os.X_OK):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -72,26 +71,11 @@ def _fmt_for(kinds: Sequence[str]) -> str:
 # --- toolchain -------------------------------------------------------------------------------------------
 
 def find_ptxas() -> str | None:
-    """Path of a usable ``ptxas``: $TILEFARM_PTXAS, the nvidia-cuda-nvcc wheel, $CUDA_HOME/bin, or PATH."""
-    env = os.environ.get("TILEFARM_PTXAS")
-    if env and os.path.isfile(env) and os.access(env, os.X_OK):
-        return env
-    candidates = []
-    try:
-        import nvidia  # the nvidia-cuda-nvcc wheel installs nvidia/cu13/bin/ptxas (cu12: cuda_nvcc/bin)
-        for base in list(getattr(nvidia, "__path__", [])):
-            for sub in ("cu13/bin", "cu12/bin", "cuda_nvcc/bin"):
-                candidates.append(os.path.join(base, sub, "ptxas"))
-    except ImportError:
-        pass
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append(os.path.join(os.environ[var], "bin", "ptxas"))
-    candidates.append(os.path.join(os.path.dirname(sys.executable), "ptxas"))
-    for c in candidates:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    return shutil.which("ptxas")
+    """Path of the ptxas kernels are assembled with (compiler.codegen.ptx.find_ptxas: one search for the whole
+    compiler; imported here only when asked, so loading the runtime loads no code generator)."""
+    from ..codegen.ptx import find_ptxas as search
+
+    return search()
 
 
 def ptxas_compile(ptx: str, arch: str = "sm_90", opt_level: int = 3, extra: Sequence[str] = ()) -> bytes:
