@@ -1152,8 +1152,11 @@ class CodeGenerator(ast.NodeVisitor):
                 except TypeError as e:
                     raise SemanticError(f"tl.{fn.__name__}: {e} (not supported by this compiler)") from None
                 raise
-        if fn is builtins.print:
-            return lang.static_print(*args)
+        if fn is builtins.print:  # as in Triton, print in a kernel is device_print (its first string: the prefix)
+            first = _unwrap(args[0]) if args else ""
+            if isinstance(first, str):
+                return lang.device_print(first, *args[1:])
+            return lang.device_print("", *args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
             op = lang.minimum if fn is builtins.min else lang.maximum
             bad = set(kwargs) - {"propagate_nan"}
