@@ -19,7 +19,8 @@ same for either compiler (farm.worker). What differs is here:
   setting holds for the process's life. Compile tasks never import Triton (Triton compiles on the GPU worker,
   for the device it runs on), so a pooled CPU worker process can never hold a Triton of the wrong mode.
 - Where Triton is absent (or is another version than the plan's), its jobs become NOT_RUNNABLE results naming
-  the node and the reason; they are planned again by a later run (a transient status), never dropped.
+  the node and the reason; they are planned again by a later run (a transient status), never dropped. On Ray
+  they go to a node that has the plan's Triton whenever a live node has it (farm.executor.ray asks each node).
 """
 from __future__ import annotations
 
@@ -31,9 +32,18 @@ COMPILERS = ("tilefarm", "triton")
 DEFAULT = "tilefarm"
 
 
-@functools.lru_cache(maxsize=None)
 def triton_version() -> str | None:
-    """The installed Triton's version, read from its package metadata (Triton is not imported), or None."""
+    """The installed Triton's version, read from its package metadata (Triton is not imported), or None.
+
+    Test hook: TILEFARM_NO_TRITON=1 in a process's environment makes it answer None, as a node without Triton
+    would (tests/farm/test_triton_placement.py gives one node of a Ray cluster on one machine that setting)."""
+    if os.environ.get("TILEFARM_NO_TRITON", "") not in ("", "0"):
+        return None
+    return _installed_triton()
+
+
+@functools.lru_cache(maxsize=None)
+def _installed_triton() -> str | None:
     from importlib import metadata
 
     try:
@@ -77,9 +87,78 @@ def parse_list(text: str) -> list[str]:
 
 def prepare_process(compiler: str, on_gpu: bool) -> None:
     """Set what `compiler` reads when it is imported or decorates a kernel, before either happens in this process:
-    Triton's interpreter without a GPU, its compiler with one."""
+    Triton's interpreter without a GPU (and, where it needs it, the interpreter's scalar-index repair below), its
+    compiler with one."""
     if compiler == "triton":
         os.environ["TRITON_INTERPRET"] = "0" if on_gpu else "1"
+        if not on_gpu:
+            repair_interpreter_index()
+
+
+# Triton's interpreter holds every scalar as a one-element 1-D NumPy array, and a tensor's `__index__` (what
+# `range(0, N, BLOCK)` calls on a runtime `N`) converts that array with int(). NumPy 2.4 made int() of an array
+# with ndim > 0 a TypeError (deprecated since 1.25), so under Triton 3.6 and NumPy >= 2.4 every kernel with a `for`
+# loop over a runtime bound fails in the interpreter. Triton 3.7 converts the element instead. The repair does
+# the same, only in a process that runs Triton's interpreter (prepare_process above), only where the defect is
+# seen (a probe, not a version list), and only for the duration of each interpreted launch: the interpreter sets
+# its tensor attributes per launch in a scope it restores afterwards, and the repaired `__index__` is set in that
+# same scope. docs/DEPENDENCIES.md says why this rather than a NumPy pin.
+_INDEX_REPAIRED = "_tilefarm_index_repair"
+
+
+def _scalar_index(self) -> int:
+    data = self.handle.data
+    if data.size != 1:
+        raise TypeError(f"only a scalar can be used as an index (this tensor holds {data.size} elements)")
+    return int(data.item())
+
+
+def interpreter_index_works() -> bool | None:
+    """Whether Triton's interpreter turns a scalar tensor into an index in this process (None: no Triton, or
+    one whose interpreter is not built the way the probe knows, so nothing is repaired)."""
+    try:
+        import operator
+
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime import interpreter as ti
+
+        scope = ti._LangPatchScope()
+        try:
+            ti._patch_lang_tensor(tl.core.tensor, scope)
+            t = tl.core.tensor(ti.TensorHandle(np.array([3], dtype=np.int32), tl.int32), tl.int32)
+            return operator.index(t) == 3
+        except TypeError:
+            return False
+        finally:
+            scope.restore()
+    except Exception:  # not installed, or internals the probe does not know: leave Triton as it is
+        return None
+
+
+def repair_interpreter_index() -> bool:
+    """Repair `__index__` in Triton's interpreter in this process when the probe shows it broken (see above);
+    True when the repair is in place (now or before)."""
+    try:
+        from triton.runtime import interpreter as ti
+    except Exception:
+        return False
+    if getattr(ti._patch_lang_tensor, _INDEX_REPAIRED, False):
+        return True
+    if interpreter_index_works() is not False:
+        return False
+    original = ti._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", _scalar_index)
+
+    setattr(patch_lang_tensor, _INDEX_REPAIRED, True)
+    ti._patch_lang_tensor = patch_lang_tensor
+    if not interpreter_index_works():
+        ti._patch_lang_tensor = original  # not the defect the repair knows: Triton as it was
+        return False
+    return True
 
 
 def not_runnable(compiler: str, planned_version: str) -> str | None:

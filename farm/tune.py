@@ -15,6 +15,7 @@ search:
   timer: null                       # path.py::fn(params, meta, rep_ms) -> ms: synthetic times without a GPU
 timing: {flush_l2: true, timeout_s: 120}
 cluster: {address: null}
+compilers: [tilefarm]               # and/or triton: each shape's space is searched once per compiler
 workloads:
   - workload: vector_add            # a registry name, path.py or path.py::NAME (as in `farm run`)
     key: [N]                        # the autotune key the kernel is used with (default: its int arguments)
@@ -35,11 +36,19 @@ The database key of each shape is computed the way the autotuner computes it at 
 (`compiler.autotune.key_json`), from the arguments the workload's launch passes to the kernel
 (`compiler.autotune.capture_call`): the key arguments' values and the arguments' dtypes. The kernel is
 identified by its source hash (`JITFunction.cache_key`).
+
+Compilers (`compilers: [tilefarm, triton]`, `farm tune --compilers`): a Triton-style kernel file is searched under
+each compiler on its own (its own candidates' timings, its own rounds, its own winner), since the best
+meta-parameters of one compiler are not the other's. Triton's measurements are stored apart: their `kernel` is
+`triton:` + the source hash and their version `triton==<version>`, so `@compiler.autotune` (which looks a kernel
+up by its hash) never launches with a config another compiler was timed with, and a tuning table's summary shows
+each compiler's best on its own line. A synthetic timer may take a `compiler` keyword to time them differently.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 import math
 import random
 import time
@@ -47,9 +56,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from farm import FarmError, exprs
+from farm import FarmError, compilers as C, exprs
 from farm.config import Cluster, ConfigError, Constraint, Model, SweepSpec, expand, format_errors, read_data
 from farm.jobs import COMPILED, OK, VALIDATED, Job, Result, RunOptions
 from farm.planner import job_key
@@ -90,6 +99,16 @@ class TuneConfig(Model):
     cluster: Cluster = Field(default_factory=Cluster)
     store: str | None = None  # relative to the config's folder; left out: the default store of every command
     seed: int = 0
+    compilers: list[Literal["tilefarm", "triton"]] = Field(
+        default_factory=lambda: ["tilefarm"], min_length=1,
+        description="each shape's space is searched once per compiler, and stored per compiler (farm.compilers)")
+
+    @field_validator("compilers")
+    @classmethod
+    def _distinct(cls, v):
+        if len(set(v)) != len(v):
+            raise ValueError(f"names a compiler twice: {v}")
+        return v
 
 
 def load_config(path) -> tuple[TuneConfig, str]:
@@ -162,6 +181,7 @@ class Shape:
     candidates: list
     src: str
     data_bytes: int = 0
+    compiler: str = C.DEFAULT
     measured: dict = field(default_factory=dict)  # meta json -> {round: ms}
     best: dict | None = None
     best_ms: float | None = None
@@ -169,7 +189,8 @@ class Shape:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.params.items())
+        text = " ".join(f"{k}={v}" for k, v in self.params.items())
+        return text if self.compiler == C.DEFAULT else f"{text} [{self.compiler}]"
 
 
 def _jit_of(kernel):
@@ -217,8 +238,17 @@ def _meta_id(meta: dict) -> str:
     return json.dumps(meta, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def record_kernel(kernel_hash: str, compiler: str) -> str:
+    """The tuning table's `kernel` of a compiler's measurements (see the module doc): the source hash for
+    tilefarm, which its autotuner looks up; `triton:` + the hash for Triton."""
+    return kernel_hash if compiler == C.DEFAULT else f"{compiler}:{kernel_hash}"
+
+
 def plan_shapes(cfg: TuneConfig) -> list[Shape]:
     shapes = []
+    if "triton" in cfg.compilers and C.triton_version() is None:
+        raise FarmError("compilers: triton: Triton is not installed where farm tune plans (each measurement "
+                        "records Triton's version); install it here (pip install triton) or tune tilefarm only")
     for ei, entry in enumerate(cfg.workloads):
         where = f"workloads.{ei}"
         wl = load_workload(entry.workload)
@@ -259,8 +289,10 @@ def plan_shapes(cfg: TuneConfig) -> list[Shape]:
                 nbytes = int(wl.bytes(dict(p)))
             except Exception:
                 nbytes = 0
-            shapes.append(Shape(entry=ei, wl=wl, workload=entry.workload, params=dict(p), kernel_hash=kh,
-                                kernel_name=kname, key=key, candidates=cands, src=src, data_bytes=nbytes))
+            for comp in cfg.compilers:
+                shapes.append(Shape(entry=ei, wl=wl, workload=entry.workload, params=dict(p),
+                                    kernel_hash=record_kernel(kh, comp), kernel_name=kname, key=key,
+                                    candidates=list(cands), src=src, data_bytes=nbytes, compiler=comp))
     return shapes
 
 
@@ -278,9 +310,9 @@ class TuneReport:
     errors: list = field(default_factory=list)
 
     def winners(self) -> list[dict]:
-        return [{"workload": s.wl.name, "params": s.params, "key": s.key, "best": s.best, "best_ms": s.best_ms,
-                 "candidates": len(s.candidates), "measured": len(s.measured), "failures": s.failures}
-                for s in self.shapes]
+        return [{"workload": s.wl.name, "params": s.params, "compiler": s.compiler, "key": s.key, "best": s.best,
+                 "best_ms": s.best_ms, "candidates": len(s.candidates), "measured": len(s.measured),
+                 "failures": s.failures} for s in self.shapes]
 
 
 def target_for(resources: dict, compile_only: bool) -> str:
@@ -310,6 +342,9 @@ def tune(cfg: TuneConfig, executor, db: TuningDB | None, *, exhaustive: bool = F
                         "candidate compiles")
     shapes = plan_shapes(cfg)
     cver = compiler_version()
+    keyed = {c: C.key_part(c, cver) for c in cfg.compilers}  # a job's and a record's compiler version
+    versions = {c: C.job_version(c) for c in cfg.compilers}
+    timer_by_compiler = timer is not None and "compiler" in _parameters(timer)
     live = {i: list(sh.candidates) for i, sh in enumerate(shapes)}
     rep = s.max_rep_ms if strategy == "exhaustive" else min(s.min_rep_ms, s.max_rep_ms)
     rounds, n_records, stopped, errors = [], 0, False, []
@@ -318,9 +353,10 @@ def tune(cfg: TuneConfig, executor, db: TuningDB | None, *, exhaustive: bool = F
         for i, metas in live.items():
             sh = shapes[i]
             for m in metas:
-                key = job_key(sh.src, f"{sh.wl.name}:tune", sh.params, m, cver, f"{target}:{rep:g}")
+                key = job_key(sh.src, f"{sh.wl.name}:tune", sh.params, m, keyed[sh.compiler], f"{target}:{rep:g}")
                 job = Job(key=key, idx=len(jobs), workload=sh.workload, name=sh.wl.name, params=dict(sh.params),
-                          meta=dict(m), seed=cfg.seed, data_bytes=sh.data_bytes)
+                          meta=dict(m), seed=cfg.seed, data_bytes=sh.data_bytes, compiler=sh.compiler,
+                          compiler_version=versions[sh.compiler])
                 if key in owner:
                     continue
                 owner[key] = (i, m)
@@ -356,7 +392,8 @@ def tune(cfg: TuneConfig, executor, db: TuningDB | None, *, exhaustive: bool = F
                 ms, p10, p90, n = r.median_ms, r.p10_ms, r.p90_ms, r.n_reps
                 gpu = normalize_kind(r.gpu["name"]) if r.gpu and r.gpu.get("name") else target
             elif r is not None and r.status == VALIDATED and timer is not None:
-                ms = float(timer(dict(sh.params), dict(m), rep))
+                ms = float(timer(dict(sh.params), dict(m), rep, compiler=sh.compiler) if timer_by_compiler
+                           else timer(dict(sh.params), dict(m), rep))
                 p10 = p90 = ms
                 n, gpu = 1, "interpreter"
             if ms is None:
@@ -368,7 +405,8 @@ def tune(cfg: TuneConfig, executor, db: TuningDB | None, *, exhaustive: bool = F
             cfg_d = {"kwargs": {k: v for k, v in m.items() if k not in ("num_warps", "num_stages")},
                      "num_warps": m.get("num_warps", 4), "num_stages": m.get("num_stages", 3)}
             recs.append(make_record(kernel=sh.kernel_hash, kernel_name=sh.kernel_name, key=sh.key, config=cfg_d,
-                                    gpu=gpu, compiler_version=cver, median_ms=ms, p10_ms=p10, p90_ms=p90, n=n,
+                                    gpu=gpu, compiler_version=keyed[sh.compiler], median_ms=ms, p10_ms=p10,
+                                    p90_ms=p90, n=n,
                                     rep_ms=rep, source=f"farm tune {cfg.name}"))
         if db is not None and recs:
             n_records += db.add(recs)
@@ -395,6 +433,13 @@ def tune(cfg: TuneConfig, executor, db: TuningDB | None, *, exhaustive: bool = F
     return TuneReport(shapes=shapes, rounds=rounds, wall_s=time.monotonic() - t_start, records=n_records,
                       target=target, strategy=strategy, stopped_by_budget=stopped, compile_only=compile_only,
                       errors=errors)
+
+
+def _parameters(fn) -> set:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 def report_dict(rep: TuneReport) -> dict:

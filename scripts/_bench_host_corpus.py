@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import resource
 import sys
 import time
 
@@ -113,10 +114,16 @@ def _check(which, name, cubin, ptx):
     return text
 
 
+def cpu_s() -> float:
+    """CPU time so far, user + system, of this process and of the children it waited for (ptxas runs as one)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def child(which: str, mode: str, items: list, ptx_dir: str | None) -> None:
     """fresh: import + load the case's file + compile one kernel, in this fresh process. warm: compile names[0]
     untimed, then each other name, timed (each after at least one other kernel in the process)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_s()
     if which == "ours":
         import compiler  # noqa: F401
     else:
@@ -130,12 +137,13 @@ def child(which: str, mode: str, items: list, ptx_dir: str | None) -> None:
         (name,) = names
         case = cases_of(files[name], which)[name]
         args, kw = prepare(case)
-        t1 = time.perf_counter()
+        c1, t1 = cpu_s(), time.perf_counter()
         cubin, ptx, shared = comp(case, args, kw)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), cpu_s()
         text = _check(which, name, cubin, ptx)
-        out["kernels"][name] = {"compile_s": t2 - t1, "fresh_s": t2 - t0, "cubin_bytes": len(cubin),
-                                "ptx_bytes": len(text), "dyn_shared": shared}
+        out["kernels"][name] = {"compile_s": t2 - t1, "fresh_s": t2 - t0, "compile_cpu_s": c2 - c1,
+                                "fresh_cpu_s": c2 - c0, "cubin_bytes": len(cubin), "ptx_bytes": len(text),
+                                "dyn_shared": shared}
         if ptx_dir:
             with open(os.path.join(ptx_dir, f"{name}.{which}.ptx"), "w") as f:
                 f.write(text)
@@ -149,11 +157,11 @@ def child(which: str, mode: str, items: list, ptx_dir: str | None) -> None:
         for name in names:
             case = loaded[files[name]][name]
             args, kw = prepare(case)
-            t1 = time.perf_counter()
+            c1, t1 = cpu_s(), time.perf_counter()
             cubin, ptx, _ = comp(case, args, kw)
-            dt = time.perf_counter() - t1
+            dt, dc = time.perf_counter() - t1, cpu_s() - c1
             _check(which, name, cubin, ptx)
             if not first:
-                out["kernels"][name] = {"warm_s": dt, "warm_after": names[0]}
+                out["kernels"][name] = {"warm_s": dt, "warm_cpu_s": dc, "warm_after": names[0]}
             first = False
     print(json.dumps(out))

@@ -24,7 +24,9 @@ memory from each compiler's metadata. `farm --help`: the whole process, wall clo
 Both run from bytecode: site-packages (Triton) was byte-compiled by pip, and this script byte-compiles
 compiler/, farm/ and workloads/ first (`compileall`, what a non-editable install does), since an environment
 with PYTHONDONTWRITEBYTECODE=1 would otherwise make every fresh process of ours compile its sources again.
-Writes OUT/host.json (every sample) and OUT/host.md.
+Writes OUT/host.json (every sample) and OUT/host.md. With --corpus, each wall time has a CPU time beside it (user +
+system of the process and of the ptxas runs it waited for; for fresh_process, of the whole child from the parent),
+and the ratios of both are reported: on a machine shared with other work, CPU time is inflated less than wall time.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -442,6 +445,13 @@ def main() -> None:
     print(_markdown(doc, kernels))
 
 
+# Per kernel and compiler: wall times (in-process perf_counter; fresh_process: the whole child process from the
+# parent) and CPU times, user + system of the process and of the ptxas runs it waited for (both compilers run
+# ptxas as a child), which a loaded machine inflates less than wall time.
+CORPUS_MEASURES = ("fresh", "compile", "warm", "fresh_process", "fresh_cpu", "compile_cpu", "warm_cpu",
+                   "fresh_process_cpu")
+
+
 def corpus_main(args) -> None:
     """Every corpus kernel under both compilers: import, fresh-process compile, warm compile (interleaved rounds,
     the compilers' order alternating), ptxas -v resources of each compiler's PTX; OUT/corpus.json, OUT/corpus.md."""
@@ -463,7 +473,7 @@ def corpus_main(args) -> None:
     ptxdir = tempfile.mkdtemp(prefix="hostbench-ptx-")
     W = ("ours", "triton")
     samples = {"import": {w: [] for w in W},
-               **{n: {w: {"fresh": [], "compile": [], "warm": [], "fresh_process": []} for w in W} for n in names}}
+               **{n: {w: {x: [] for x in CORPUS_MEASURES} for w in W} for n in names}}
     info = {}
     try:
         load_start = os.getloadavg()
@@ -483,6 +493,9 @@ def corpus_main(args) -> None:
                 s["fresh"].append(k["fresh_s"])
                 s["compile"].append(k["compile_s"])
                 s["fresh_process"].append(r["process_s"])
+                s["fresh_cpu"].append(k["fresh_cpu_s"])
+                s["compile_cpu"].append(k["compile_cpu_s"])
+                s["fresh_process_cpu"].append(r["process_cpu_s"])
                 if rep == 0:
                     info[(n, w)] = {x: k[x] for x in ("cubin_bytes", "ptx_bytes", "dyn_shared")}
         # warm: two processes per compiler, each compiling one kernel of the other half first (untimed); the
@@ -499,6 +512,7 @@ def corpus_main(args) -> None:
                 r = _run_child_items(w, "cwarm", lst, None)
                 for n, k in r["kernels"].items():
                     samples[n][w]["warm"].append(k["warm_s"])
+                    samples[n][w]["warm_cpu"].append(k["warm_cpu_s"])
         print(f"round {rep + 1}/{args.reps} done ({time.time() - t_start:.0f} s)", flush=True)
 
     st = _run_child_items("ours", "cstages", [item[n] for n in names], None)
@@ -516,10 +530,11 @@ def corpus_main(args) -> None:
     med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
     for n in names:
         med[n] = {}
-        for what in ("fresh", "compile", "warm", "fresh_process"):
+        for what in CORPUS_MEASURES:
             o, t = _med(samples[n]["ours"][what]), _med(samples[n]["triton"][what])
             med[n][what] = {"ours": o, "triton": t, "ratio": o / t if o and t else None}
-    ratios = {what: [med[n][what]["ratio"] for n in names if med[n][what]["ratio"]] for what in ("fresh", "warm")}
+    ratios = {what: [med[n][what]["ratio"] for n in names if med[n][what]["ratio"]]
+              for what in ("fresh", "warm", "fresh_cpu", "warm_cpu")}
     summary = {what: {"min": min(v), "median": statistics.median(v), "max": max(v),
                       "geomean": _geomean(v), "worst": max(names, key=lambda n: med[n][what]["ratio"] or 0)}
                for what, v in ratios.items() if v}
@@ -527,6 +542,9 @@ def corpus_main(args) -> None:
                "fresh <= 0.5x on every kernel": all(r <= 0.5 for r in ratios["fresh"]),
                "warm <= 0.8x on every kernel": all(r <= 0.8 for r in ratios["warm"]),
                "warm <= 1.0x on every kernel": all(r <= 1.0 for r in ratios["warm"])}
+    counts = {f"{what} above {lim}": sum(r > lim for r in ratios[what])
+              for what, lims in (("fresh", (0.5,)), ("warm", (0.8, 1.0)), ("fresh_cpu", (0.5,)),
+                                 ("warm_cpu", (0.8, 1.0))) for lim in lims if ratios.get(what)}
     env = _versions()
     env["loadavg_start"] = load_start
     try:
@@ -535,7 +553,7 @@ def corpus_main(args) -> None:
         pass
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "reps": args.reps,
            "targets_compiled": {"ours": BC.TARGET_OURS, "triton": 'GPUTarget("cuda", 90, 32)'},
-           "env": env, "medians": med, "summary": summary, "targets": targets, "resources": res,
+           "env": env, "medians": med, "summary": summary, "targets": targets, "counts": counts, "resources": res,
            "stages_ours_ms": {n: {k: (round(v * 1000, 2) if k != "tile_ops" else v) for k, v in st[n].items()}
                               for n in names if n in st},
            "samples": samples, "kernels": {n: os.path.relpath(files[n], ROOT) for n in names}}
@@ -564,13 +582,16 @@ def _run_child_items(which, mode, items, ptx_dir) -> dict:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", which, mode] + list(items)
         if ptx_dir:
             cmd += ["--ptx-out", ptx_dir]
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cache, timeout=1200)
         wall = time.perf_counter() - t
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{which} {mode} {items[:2]}: exit {p.returncode}\n{p.stderr[-3000:]}")
     r = json.loads(p.stdout.strip().splitlines()[-1])
     r["process_s"] = wall
+    r["process_cpu_s"] = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime  # the child and its ptxas runs
     return r
 
 
@@ -587,15 +608,21 @@ def _corpus_markdown(doc, names) -> str:
              f"`import`: {ms(med['import']['ours'])} / {ms(med['import']['triton'])} ms = "
              f"**{med['import']['ratio']:.2f}**", ""]
     for what, label in (("fresh", "fresh process (import + load the file + compile)"),
-                        ("warm", "warm compile (after other kernels in the process)")):
+                        ("warm", "warm compile (after other kernels in the process)"),
+                        ("fresh_cpu", "fresh process, CPU time (user + sys, ptxas included)"),
+                        ("warm_cpu", "warm compile, CPU time (user + sys, ptxas included)")):
         if what in sm:
             s = sm[what]
             lines.append(f"- {label}, ours / Triton: min {s['min']:.2f}, median {s['median']:.2f}, geomean "
                          f"{s['geomean']:.2f}, max {s['max']:.2f} ({s['worst']})")
-    lines += ["", "Targets: " + ", ".join(f"{k}: {'met' if v else 'NOT met'}" for k, v in doc["targets"].items()), "",
-              "| kernel | fresh ms ours / Triton | ratio | warm ms ours / Triton | ratio | registers ours / Triton "
+    lines += ["", "Targets (wall): " + ", ".join(f"{k}: {'met' if v else 'NOT met'}"
+                                                for k, v in doc["targets"].items()), ""]
+    if doc.get("counts"):
+        lines += ["Kernels above the bounds: " + ", ".join(f"{k}: {v}" for k, v in doc["counts"].items()), ""]
+    lines += ["| kernel | fresh ms ours / Triton | ratio | CPU ratio | warm ms ours / Triton | ratio | CPU ratio "
+              "| registers ours / Triton "
               "| shared bytes ours / Triton | spills ours / Triton | our stages: frontend + passes / emit / llvm "
-              "/ ptxas ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "/ ptxas ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in names:
         m, o, t = med[n], res[n]["ours"], res[n]["triton"]
         st = doc["stages_ours_ms"].get(n, {})
@@ -603,7 +630,9 @@ def _corpus_markdown(doc, names) -> str:
         stage = (f"{fp:.0f} / {st.get('emit_llvm', 0):.0f} / {st.get('llvm', 0):.0f} / {st.get('ptxas', 0):.0f}"
                  if st else "-")
         lines.append(f"| {n} | {ms(m['fresh']['ours'])} / {ms(m['fresh']['triton'])} | {rt(m['fresh']['ratio'])} | "
+                     f"{rt(m.get('fresh_cpu', {}).get('ratio'))} | "
                      f"{ms(m['warm']['ours'])} / {ms(m['warm']['triton'])} | **{rt(m['warm']['ratio'])}** | "
+                     f"{rt(m.get('warm_cpu', {}).get('ratio'))} | "
                      f"{o['registers']} / {t['registers']} | {o['shared_total']} / {t['shared_total']} | "
                      f"{o['spill_stores']} / {t['spill_stores']} | {stage} |")
     lines += ["", f"Resources: ptxas -v ({env.get('ptxas')}) on each compiler's PTX for sm_90a; shared = dynamic "

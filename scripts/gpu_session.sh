@@ -38,6 +38,14 @@ if has tests; then
   step runtime-check python3 scripts/gpu_runtime_check.py --json "$OUT/runtime-check.json"
   step bench-launch python3 scripts/bench_launch.py --out "$OUT"
 fi
+if [[ ",$what," == *",quicktests,"* ]]; then  # named only: the gpu tests in a short device budget, in an order
+  # that puts the code generator's newest paths first; tests/ops (1,065 tests) last, stopped by SIGINT after
+  # OPS_S seconds so pytest still prints what ran
+  step ux-loopback python3 -m pytest -q -p no:cacheprovider tests/farm/test_ux.py -k loopback
+  step gpu-tests-core python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/tutorials \
+    tests/runtime tests/port tests/farm "$@"
+  step gpu-tests-ops timeout -s INT "${OPS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops "$@"
+fi
 if [[ ",$what," == *",host,"* ]]; then  # named only (not part of all): CPU work, ~3 min on the node
   # host-side cost against Triton (CPU only: import, fresh-process and warm compile, ptxas -v resources)
   step bench-host python3 scripts/bench_host.py --reps 9 --out "$OUT/host"
@@ -228,6 +236,9 @@ if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through t
   # farm's ratios are compared with bench_corpus.py's on the same kernels (farm-vs-bench-corpus.md).
   # CORPUS_FILES="elementwise softmax" keeps only those corpus files; the farm step stops at FARM_TIMEOUT (540 s)
   # so that what it stored still comes back. tests/farm/test_compilers.py's gpu test runs in `farmtests`.
+  # first the README's one command for a Triton user's kernel file (12 jobs): its side-by-side table is kept
+  rm -f "$OUT/readme-triton.db"
+  step readme-triton python3 -m farm run configs/examples/scaled_add_triton.yaml --store "$OUT/readme-triton.db"
   sel=configs/corpus.yaml
   if [ -n "${CORPUS_FILES:-}" ]; then
     sel=configs/.corpus-selected.yaml

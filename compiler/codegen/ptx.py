@@ -35,13 +35,34 @@ def _init():
     return True
 
 
+AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its docstring)
+
+
+def ab_switches() -> frozenset:
+    """The A/B switches on in TILEFARM_AB (a comma-separated list): code-changing variants that wait for a GPU
+    measurement before they become the default (the cache key includes the variable)."""
+    return frozenset(s.strip() for s in os.environ.get("TILEFARM_AB", "").split(",")) - {""}
+
+
+def ab_switch(name: str) -> bool:
+    return name in ab_switches()
+
+
 @functools.lru_cache(maxsize=None)
-def _target_machine(arch: str):
+def _target_machine(arch: str, opt: int = 3, short_ptr: bool = False):
     _init()
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
     # PTX 8.3 is understood by every ptxas that knows sm_90 features we use; newer archs need newer PTX.
     ptx = {"sm_90": "+ptx83", "sm_90a": "+ptx83"}.get(arch, "")
-    return target.create_target_machine(cpu=arch, features=ptx, opt=3, codemodel="default")
+    if not short_ptr:
+        return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
+    # 32-bit pointers for shared/const/local memory: a process-wide LLVM option, read when a target machine is
+    # made (it sets the data layout), so on just for this one.
+    llvm.set_option("", "--nvptx-short-ptr=true")
+    try:
+        return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
+    finally:
+        llvm.set_option("", "--nvptx-short-ptr=false")
 
 
 def _pkg_dirs():
@@ -142,17 +163,39 @@ def _link_libdevice(mod, tm, names):
             g.linkage = llvm.Linkage.internal
 
 
-def _optimize(mod, tm):
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+def _optimize(mod, tm, level: int = 3):
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     mpm.run(mod, pb)
 
 
-def llvm_to_ptx(llir: str, arch: str = "sm_90") -> str:
-    """Verify, optimize (O3) and lower LLVM IR text to PTX for `arch`."""
+# The "llvm_lean" levels: (module pipeline, NVPTX back end). O1 instead of O3 and the back end's default level
+# instead of aggressive, which there means EarlyCSE instead of two GVN runs after its address reassociation.
+_LEAN = (1, 2)
+
+
+def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) -> str:
+    """Verify, optimize (O3) and lower LLVM IR text to PTX for `arch`.
+
+    `ab`: the A/B switches to apply (default: those on in TILEFARM_AB, `ab_switches()`).
+
+    "short_ptr": 32-bit pointers for shared, const and local memory (the data layout's p3/p4/p5; LLVM's
+    nvptx-short-ptr, which Triton sets too). With 64-bit ones every shared-memory GEP indexes with a zext'd i64
+    and the back end's straight-line strength reduction and GVN spend several times longer on it. LLVM CPU time
+    0.88x over the 70 corpus kernels (mm_tf32 253 -> 130 ms); the SASS differs on 46 of them (fewer instructions
+    on 32, more on one; mm_even_k_f16's 188 bytes of spills gone; mm_tf32 222 -> 192 registers, a few kernels
+    1-10 more), so it waits for a GPU A/B.
+
+    "llvm_lean" runs the levels of _LEAN instead of O3 / aggressive. Measured on the
+    70 corpus kernels (scripts/sass_compare.py --ab llvm_lean, benchmarks/host-2026-12-02): LLVM CPU time 0.84x, the
+    same SASS for 60 kernels and different SASS for 10, so it waits for a GPU A/B. (The O2 module pipeline with
+    the aggressive back end gave byte-identical PTX on all 70 but only 0.98x; O2 with the default back end 0.97x,
+    one kernel's SASS changed; O1 with the aggressive back end 0.88x, eight changed.)"""
+    ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
+    level, cg_level = _LEAN if "llvm_lean" in ab else (3, 3)
     with _LOCK:
-        tm = _target_machine(arch)
+        tm = _target_machine(arch, cg_level, "short_ptr" in ab)
         mod = llvm.parse_assembly(llir)
         mod.triple = "nvptx64-nvidia-cuda"
         mod.data_layout = str(tm.target_data)
@@ -160,7 +203,7 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90") -> str:
         if names:
             _link_libdevice(mod, tm, names)
         mod.verify()
-        _optimize(mod, tm)
+        _optimize(mod, tm, level)
         return tm.emit_assembly(mod)
 
 

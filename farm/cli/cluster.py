@@ -18,7 +18,7 @@ def cluster(
     insecure_cluster: Annotated[bool, typer.Option(help="Allow joining a Ray cluster without authentication.")] = False,
     fmt: FormatOpt = "table",
 ):
-    """Show the Ray cluster a run would use: nodes, CPUs, GPUs (kind), memory, and pending work.
+    """Show the Ray cluster a run would use: nodes, CPUs, GPUs (kind), memory, Triton, and pending work.
 
     Without --address this starts a local Ray (a few seconds) and reports this machine; whether this
     process sees a GPU is shown too, since that decides between timing and interpreter-only validation.
@@ -34,13 +34,17 @@ def cluster(
         try:
             res = ex.resources()
             info = ex.details()
+            # which Triton each node's processes see: where `triton` jobs can run (placement prefers those nodes)
+            tri = ex.triton_nodes([n["NodeID"] for n in info["nodes"] if n["Alive"]], wait_s=30) \
+                if hasattr(ex, "triton_nodes") else {}
         finally:
             ex.close()
     ok, why = machine.gpu_available()
     if fmt != "table":
-        nodes = [{"address": n["NodeManagerAddress"], "alive": n["Alive"], "cpus": n["Resources"].get("CPU", 0),
+        nodes = [{"address": n["NodeManagerAddress"], "node_id": n["NodeID"], "alive": n["Alive"], "cpus": n["Resources"].get("CPU", 0),
                   "gpus": n["Resources"].get("GPU", 0), "memory_gib": n["Resources"].get("memory", 0) / 2**30,
-                  "object_store_gib": n["Resources"].get("object_store_memory", 0) / 2**30} for n in info["nodes"]]
+                  "object_store_gib": n["Resources"].get("object_store_memory", 0) / 2**30,
+                  "triton": tri.get(n["NodeID"])} for n in info["nodes"]]
         if fmt == "csv":
             return print_csv(nodes, list(nodes[0]) if nodes else ["address"])
         return print_json({"resources": res, "available": info["available"], "nodes": nodes,
@@ -49,12 +53,13 @@ def cluster(
     console.print(f"Ray: {res['nodes']} node(s), {res['cpus']} CPUs, {res['gpus']} GPUs "
                   f"{', '.join(res['gpu_names'])} [dim](ready in {res['init_s']:.1f} s)[/]")
     t = Table(header_style="bold")
-    for c in ("node", "alive", "CPUs", "GPUs", "memory GiB", "object store GiB"):
+    for c in ("node", "alive", "CPUs", "GPUs", "memory GiB", "object store GiB", "Triton"):
         t.add_column(c)
     for n in info["nodes"]:
         r = n["Resources"]
         t.add_row(n["NodeManagerAddress"], str(n["Alive"]), f"{r.get('CPU', 0):g}", f"{r.get('GPU', 0):g}",
-                  f"{r.get('memory', 0) / 2**30:.1f}", f"{r.get('object_store_memory', 0) / 2**30:.1f}")
+                  f"{r.get('memory', 0) / 2**30:.1f}", f"{r.get('object_store_memory', 0) / 2**30:.1f}",
+                  tri.get(n["NodeID"]) or "-")
     console.print(t)
     console.print(f"available now: {info['available']}")
     console.print(f"this process: {'GPU ' + machine.gpu_kind() if ok else 'no GPU (' + why + ')'}")

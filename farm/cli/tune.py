@@ -32,6 +32,9 @@ def tune(
                                                                  "the store (without CONFIG: import only).")] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the search's summary (winners, rounds) "
                                                                 "to this JSON file.")] = None,
+    compilers: Annotated[str | None, typer.Option(help="Who compiles the candidates, comma-separated: tilefarm, "
+                                                       "triton (overrides the config's `compilers:`); each "
+                                                       "compiler's space is searched and stored on its own.")] = None,
 ):
     """Tune: for each shape of each workload, search the meta-parameter space (successive halving within
     the budget, or --exhaustive) and store every measured config in the tuning database, which
@@ -43,6 +46,8 @@ def tune(
 
         farm tune configs/tune-vector-add.yaml --exhaustive --store /tmp/exhaustive.db
 
+        farm tune my_tune.yaml --compilers tilefarm,triton
+
         farm tune --export tuning.json --store .tilefarm/farm.db
     """
     from farm.tuning_db import TuningDB
@@ -53,6 +58,12 @@ def tune(
     if config is not None:
         from farm.tune import load_config
         cfg, _ = load_config(config)
+        if compilers is not None:
+            from farm.compilers import parse_list
+            try:
+                cfg.compilers = parse_list(compilers)
+            except ValueError as e:
+                raise FarmError(str(e)) from None
     path = store or (cfg.store if cfg else None) or DEFAULT_STORE
     from farm.tune import parse_budget
     parse_budget(budget)  # a bad --budget is refused before the tuning table is opened (and created)
@@ -96,11 +107,14 @@ def _run(cfg, db, budget, exhaustive, local, address, num_cpus, timer, compile_o
         executor.close()
     t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
               title=f"{cfg.name}: {rep.strategy} on {rep.target}")
-    for c in ("workload", "shape", "candidates", "measured", "failed", "best config", "best ms"):
+    several = len(cfg.compilers) > 1
+    for c in ("workload", "shape") + (("compiler",) if several else ()) + (
+            "candidates", "measured", "failed", "best config", "best ms"):
         t.add_column(c)
     for w in rep.winners():
         best = " ".join(f"{k}={v}" for k, v in (w["best"] or {}).items()) or "-"
-        t.add_row(w["workload"], " ".join(f"{k}={v}" for k, v in w["params"].items()), str(w["candidates"]),
+        t.add_row(w["workload"], " ".join(f"{k}={v}" for k, v in w["params"].items()),
+                  *((w["compiler"],) if several else ()), str(w["candidates"]),
                   str(w["measured"]), str(w["failures"]), best,
                   f"{w['best_ms']:.4g}" if w["best_ms"] is not None else "-")
     console.print(t, markup=False)

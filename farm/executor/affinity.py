@@ -15,15 +15,35 @@ def input_key(job) -> str:
     return json.dumps([job.name or job.workload, job.params, job.seed], sort_keys=True, default=str)
 
 
-def suits(info: dict | None, others: list) -> "callable":
-    """Whether a worker (its `info()`: "triton" is the Triton version on its node, or None) should take a job:
-    a Triton job goes to a worker whose node has Triton while any worker of the pool has it (placement prefers
-    nodes with Triton; where none has it, any worker takes the job and records it as not runnable there)."""
-    anywhere = any(o and o.get("triton") for o in others)
-    here = info is None or bool(info.get("triton"))
+ASKING = "asking"  # a node's Triton while the executor is still asking it (farm.executor.ray.RayExecutor.triton_nodes)
+
+
+def triton_fits(version, job) -> bool:
+    """Whether a node whose processes see Triton `version` (None: no Triton) can run the Triton job `job`: the
+    version its plan recorded (any Triton for a job planned without one)."""
+    if not version or version == ASKING:
+        return False
+    return not job.compiler_version or version == job.compiler_version
+
+
+def suits(info: dict | None, nodes: dict) -> "callable":
+    """Whether a worker (its `info()`: "triton" is the Triton version its node's processes see, or None) should
+    take a job. `nodes`: node id -> Triton version (None, or ASKING while not known yet) of the live nodes that
+    can hold a worker of this pool. A Triton job goes to a worker that has its Triton; while any node has it (or
+    may have it: still being asked) it waits for one there; where none has it, any worker takes it and records it
+    as not runnable, saying why."""
+    here = info.get("triton") if info else None
+    asking = None
 
     def ok(job) -> bool:
-        return getattr(job, "compiler", "tilefarm") != "triton" or here or not anywhere
+        nonlocal asking
+        if getattr(job, "compiler", "tilefarm") != "triton" or triton_fits(here, job):
+            return True
+        if asking is None:
+            asking = any(v == ASKING for v in nodes.values())
+        if asking:
+            return False
+        return not any(triton_fits(v, job) for v in nodes.values())
     return ok
 
 

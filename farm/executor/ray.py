@@ -8,8 +8,11 @@
   warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
   CPU slot, validating in the interpreter (compile included, one round trip per job).
 - `ship(folder)`: the config's folder goes to every node as the tasks' and actors' working folder (runtime_env).
-- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on;
-  a Triton job goes to an actor whose node has Triton while any actor of its kind has it.
+- An idle actor takes the ready job whose inputs it already holds (affinity.py), else one no other actor is on.
+  A Triton job goes to an actor on a node that has Triton whenever a live node of its pool has it: the executor
+  asks each node once which Triton its processes see (`triton_nodes`; Ray's resources and labels are fixed when a
+  node starts, what is installed there is not), and places an actor on such a node when none is there yet. Where
+  no node has it, the job is recorded as not runnable, saying so.
 - Jobs stream from the store; a bounded window of them is held (compiling, ready, running), so the driver's memory
   does not grow with the sweep; results are handled in completion order with `ray.wait`.
 - Faults are data: an actor past the job's timeout is killed and replaced (TIMEOUT); an actor or task whose
@@ -30,8 +33,8 @@ import time
 import ray
 
 from farm import FarmError
-from farm.executor.affinity import input_key, pick, suits
-from farm.jobs import COMPILED, ERROR, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
+from farm.executor.affinity import ASKING, input_key, pick, suits, triton_fits
+from farm.jobs import COMPILED, ERROR, NOT_RUNNABLE, TIMEOUT, WORKER_DIED, Job, Result, RunOptions
 
 _REPO = str(pathlib.Path(__file__).resolve().parents[2])
 
@@ -56,6 +59,13 @@ def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None
     res.artifacts["compile_node"] = ray.get_runtime_context().get_node_id()
     res.artifacts["compiler_version"] = compiler_version()
     return res.to_dict(), bundle
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def _triton_here() -> str | None:
+    """The Triton version this node's processes see (None: none), for placement (RayExecutor.triton_nodes)."""
+    from farm.compilers import triton_version
+    return triton_version()
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -119,7 +129,7 @@ class _Slot:
 
     def __init__(self, actor, kind: str, label: str):
         self.actor, self.kind, self.node, self.inputs, self.label = actor, kind, None, None, label
-        self.info = None  # its info() once it is up (None: not known, takes any job; affinity.suits)
+        self.info = None  # its info() once it is up (None: not known yet; affinity.suits)
 
 
 class RayExecutor:
@@ -180,6 +190,8 @@ class RayExecutor:
         self._kernels: collections.OrderedDict = collections.OrderedDict()
         self._nodes_at = 0.0
         self._nodes: list = []
+        self._triton: dict = {}  # node id -> the Triton version its processes see (None: none), asked once
+        self._asking: dict = {}  # ref of a node's _triton_here -> node id
 
     # ------------------------------------------------------------ what the cluster has
 
@@ -214,6 +226,24 @@ class RayExecutor:
             if self._fixed_in_flight is None:  # nodes that joined add compile slots; lost ones take them away
                 self.max_in_flight = max(1, int(sum(n.get("Resources", {}).get("CPU", 0) for n in self._nodes)))
         return self._nodes
+
+    def triton_nodes(self, node_ids, wait_s: float = 0.0) -> dict:
+        """node id -> the Triton version that node's processes see (None: no Triton; ASKING until it answers):
+        each node is asked once (a task pinned to it, no CPU), waiting here at most `wait_s` for the answers."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        for nid in node_ids:
+            if nid not in self._triton and nid not in self._asking.values():
+                strategy = NodeAffinitySchedulingStrategy(nid, soft=False)
+                self._asking[_triton_here.options(scheduling_strategy=strategy).remote()] = nid
+        if self._asking:
+            done, _ = ray.wait(list(self._asking), num_returns=len(self._asking), timeout=wait_s)
+            for ref in done:
+                nid = self._asking.pop(ref)
+                try:
+                    self._triton[nid] = ray.get(ref)
+                except ray.exceptions.RayError:  # the node left while asked
+                    self._triton[nid] = None
+        return {nid: self._triton.get(nid, ASKING) for nid in node_ids}
 
     def _capacity(self, kind: str, use_gpu: bool) -> int:
         """How many actors the live nodes can hold for `kind` (GPUs of that kind; CPU slots without GPUs)."""
@@ -296,10 +326,13 @@ class RayExecutor:
 
     # ------------------------------------------------------------ actors
 
-    def _new_actor(self, use_gpu: bool, kind: str = ""):
+    def _new_actor(self, use_gpu: bool, kind: str = "", node: str | None = None):
         opts: dict = {"num_gpus": 1, "num_cpus": 0} if use_gpu else {"num_cpus": 1}
         if use_gpu and kind:
             opts["accelerator_type"] = kind
+        if node:  # on that node only (a worker for Triton jobs where Triton is: _Pool._place_for_triton)
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+            opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
         if self._runtime_env:
             opts["runtime_env"] = self._runtime_env
         return _Worker.options(**opts).remote(not use_gpu)
@@ -474,7 +507,7 @@ class _Pool:
     def _dispatch(self) -> None:
         for kind, ready in self.ready.items():
             idle = self.idle[kind]
-            infos = [s.info for s in self.slots.values() if s.kind == kind]
+            tri = self._triton_nodes(kind) if idle and any(j.compiler == "triton" for j, _ in ready) else {}
             for _ in range(len(idle)):
                 if not ready:
                     break
@@ -483,7 +516,7 @@ class _Pool:
                 if slot is None:
                     continue
                 busy = {self.slots[s].inputs for s, *_ in self.running.values() if s in self.slots}
-                i = pick(ready, slot.inputs, busy, suits(slot.info, infos))
+                i = pick(ready, slot.inputs, busy, suits(slot.info, tri))
                 if i < 0:  # nothing here for this worker (Triton jobs wait for a worker with Triton)
                     idle.append(sid)
                     continue
@@ -577,6 +610,11 @@ class _Pool:
                 self._replace(sid)
             elif sid in self.slots:
                 self.idle[slot.kind].append(sid)
+            if res.status == NOT_RUNNABLE and job.compiler == "triton":
+                tri = self._triton_nodes(self.kind_of(job))
+                if not any(triton_fits(v, job) for v in tri.values()):
+                    res.error = (f"{res.error}; none of the {len(tri)} live node(s) that can run it has Triton"
+                                 + (f" {job.compiler_version}" if job.compiler_version else ""))
         self._finish(job, res)
 
     def _again(self, job: Job, item, where: str) -> None:
@@ -606,6 +644,32 @@ class _Pool:
         self.slots[sid] = slot
         self.idle[slot.kind].append(sid)
 
+    def _triton_nodes(self, kind: str) -> dict:
+        """Triton on the live nodes that can hold a worker of `kind` (RayExecutor.triton_nodes)."""
+        def holds(r: dict) -> bool:
+            if not self.use_gpu:
+                return r.get("CPU", 0) > 0
+            return r.get("GPU", 0) > 0 and (not kind or f"accelerator_type:{kind}" in r)
+        return self.ex.triton_nodes([n["NodeID"] for n in self.ex._alive() if holds(n.get("Resources", {}))])
+
+    def _place_for_triton(self, kind: str) -> None:
+        """Triton jobs wait and no worker of `kind` is on a node that has their Triton: one more worker, there
+        (once every worker of the kind has said where it runs, so a worker still starting is not doubled)."""
+        jobs = [j for j, _ in self.ready.get(kind, ()) if j.compiler == "triton"]
+        mine = [s for s in self.slots.values() if s.kind == kind]
+        if not jobs or any(s.info is None and s.node is None for s in mine):
+            return
+        tri = self._triton_nodes(kind)
+        there = [nid for nid, v in tri.items() if any(triton_fits(v, j) for j in jobs)]
+        if not there or any(s.node in there for s in mine):
+            return
+        sid = self.next_slot
+        self.next_slot += 1
+        slot = self.slots[sid] = _Slot(self.ex._new_actor(self.use_gpu, kind, node=there[0]), kind,
+                                       f"{self.label}{sid}" if not kind else f"{kind}:{sid}")
+        slot.node = there[0]
+        self.warming[slot.actor.info.remote()] = sid
+
     def _kinds(self) -> set:
         kinds = {k for k, r in self.ready.items() if r} | {k for k, r in self.parked.items() if r}
         kinds |= {self.kind_of(j) for _, j, _, _ in self.running.values()}
@@ -626,6 +690,7 @@ class _Pool:
                 label = f"{self.label}{sid}" if not kind else f"{kind}:{sid}"
                 slot = self.slots[sid] = _Slot(self.ex._new_actor(self.use_gpu, kind), kind, label)
                 self.warming[slot.actor.info.remote()] = sid
+            self._place_for_triton(kind)
 
     def _drop(self, sid: int) -> None:
         slot = self.slots.pop(sid, None)

@@ -54,6 +54,7 @@ workloads:
   - workload: {KERNELS}::asm_triton
   - workload: {INTERNAL}
   - workload: {REPO / 'workloads/corpus/norms.py'}::layernorm_fwd_f16
+  - workload: {REPO / 'workloads/corpus/norms.py'}::rmsnorm_looped_f32
 """
     p = tmp_path / "compilers.yaml"
     p.write_text(text)
@@ -80,7 +81,7 @@ def _by(doc):
 def test_both_compilers_validate_and_store_every_job(swept):
     cfg, db, doc = swept
     rows = doc["results"]
-    assert len(rows) == 18 and {r["compiler"] for r in rows} == {"tilefarm", "triton"}
+    assert len(rows) == 20 and {r["compiler"] for r in rows} == {"tilefarm", "triton"}
     axpy = [r for r in rows if r["workload"] == "axpy_triton"]
     assert len(axpy) == 8 and all(r["status"] == "validated" for r in axpy), [(r["compiler"], r["error"]) for r in axpy]
     for r in axpy:  # the farm's own checks, whoever compiled: tight errors against the float64 reference
@@ -97,9 +98,13 @@ def test_both_compilers_validate_and_store_every_job(swept):
     # the corpus kernel, through the farm's checks under both
     ln = {r["compiler"]: r["status"] for r in rows if r["workload"] == "layernorm_fwd_f16"}
     assert ln == {"tilefarm": "validated", "triton": "validated"}
+    # a `for` loop over a runtime bound: Triton 3.6's interpreter under NumPy >= 2.4 needs the farm's repair
+    # (farm.compilers.repair_interpreter_index; before it: "only 0-dimensional arrays can be converted")
+    loop = {r["compiler"]: (r["status"], r["error"]) for r in rows if r["workload"] == "rmsnorm_looped_f32"}
+    assert loop == {"tilefarm": ("validated", None), "triton": ("validated", None)}, loop
     # each (point, compiler) is its own job with its own key; Triton's carries its version
     keys = {r["key"] for r in rows}
-    assert len(keys) == 18
+    assert len(keys) == 20
     st = Store(db, write=False)
     jobs = [r["job"] for r in st.rows(st.resolve("latest"), samples=True)]
     assert {j["compiler_version"] for j in jobs if j["compiler"] == "triton"} == {compilers.triton_version()}
@@ -172,7 +177,7 @@ def test_a_second_run_reuses_every_final_result_and_retries_not_runnable(swept):
     _farm("run", str(cfg), "--local", "--format", "none", check_rc=1)
     st = Store(db, write=False)
     info = st.run(st.resolve("latest"))
-    assert info["n_jobs"] == 18 and info["n_reused"] == 17  # all but the not_runnable one (transient)
+    assert info["n_jobs"] == 20 and info["n_reused"] == 19  # all but the not_runnable one (transient)
     assert NOT_RUNNABLE in TRANSIENT
 
 
@@ -245,15 +250,22 @@ def test_config_and_cli_refuse_bad_compilers(tmp_path):
 
 
 def test_placement_prefers_workers_that_have_triton():
-    tri = Job(key="a", idx=0, workload="w", name="w", params={"N": 1}, meta={}, compiler="triton")
+    from farm.executor.affinity import ASKING
+    tri = Job(key="a", idx=0, workload="w", name="w", params={"N": 1}, meta={}, compiler="triton",
+              compiler_version="3.6.0")
     ours = Job(key="b", idx=1, workload="w", name="w", params={"N": 2}, meta={})
-    infos = [{"triton": None}, {"triton": "3.6.0"}]
+    without, with_ = {"triton": None}, {"triton": "3.6.0"}
+    nodes = {"n1": None, "n2": "3.6.0"}
     ready = [(tri, None), (ours, None)]
-    assert pick(ready, None, set(), suits(infos[0], infos)) == 1   # no Triton here: the tilefarm job
-    assert pick(ready, None, set(), suits(infos[1], infos)) == 0   # Triton here: either
-    assert pick([(tri, None)], None, set(), suits(infos[0], infos)) == -1  # it waits for the worker with Triton
-    nowhere = [{"triton": None}, {"triton": None}]
-    assert pick([(tri, None)], None, set(), suits(nowhere[0], nowhere)) == 0  # none has it: taken, recorded
+    assert pick(ready, None, set(), suits(without, nodes)) == 1   # no Triton here: the tilefarm job
+    assert pick(ready, None, set(), suits(with_, nodes)) == 0     # Triton here: either
+    assert pick([(tri, None)], None, set(), suits(without, nodes)) == -1  # it waits for a worker with Triton
+    # a node that has it counts though no worker is there yet (the pool places one there), and so does one that
+    # may have it: still being asked
+    assert pick([(tri, None)], None, set(), suits(without, {"n1": None, "n3": ASKING})) == -1
+    # another version than the plan's is not the job's Triton: where no node has 3.6.0, taken and recorded
+    assert pick([(tri, None)], None, set(), suits({"triton": "3.7.0"}, {"n1": "3.7.0", "n2": None})) == 0
+    assert pick([(tri, None)], None, set(), suits(without, {"n1": None, "n2": None})) == 0
 
 
 def test_the_corpus_config_plans_every_kernel_under_both(monkeypatch):
@@ -343,3 +355,47 @@ workloads:
     out, changed = runner.rekey(jobs, "H200")
     assert list(changed) == [jobs[1].key]  # tilefarm's key stands; Triton's is made again for 3.6.0
     assert out[1].compiler_version == "3.6.0" and compilers.not_runnable("triton", out[1].compiler_version) is None
+
+
+def _readme_command() -> list[str]:
+    """The README's one command for a Triton user's kernel file under both compilers (its `farm run` line)."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### A Triton kernel file under both compilers"):]
+    line = next(ln for ln in section.splitlines() if ln.startswith("farm run configs/examples/scaled_add_triton"))
+    return line.split("#")[0].split()[1:]
+
+
+@needs_triton
+def test_the_readmes_triton_kernel_file_runs_under_both_compilers_with_its_one_command(tmp_path):
+    args = _readme_command()
+    assert args[:2] == ["run", "configs/examples/scaled_add_triton.yaml"], args
+    db = tmp_path / "farm.db"
+    p = _farm(*args, "--store", str(db), check_rc=0)
+    head = next(line for line in p.stdout.splitlines() if "tilefarm compile" in line)
+    for col in ("tilefarm", "triton", "triton compile", "tilefarm/triton"):
+        assert col in head, head
+    assert "12 jobs finished (12 validated)" in p.stdout, p.stdout[-2000:]
+    doc = json.loads(_farm("report", "latest", "--store", str(db), "--format", "json", check_rc=0).stdout)
+    pts = doc["compilers"]["points"]
+    assert len(pts) == 6 and all(set(q["by"]) == {"tilefarm", "triton"} for q in pts)
+    assert all(e["status"] == "validated" for q in pts for e in q["by"].values())
+
+
+@pytest.mark.gpu
+def test_gpu_the_readmes_triton_kernel_file_timed_under_both_compilers(tmp_path):
+    """On the GPU node, the README's one command: every point timed under both compilers, with a ratio."""
+    db = tmp_path / "farm.db"
+    old = os.environ.pop("FARM_FORCE_NO_GPU", None)
+    try:
+        p = _farm(*_readme_command(), "--store", str(db), check_rc=0)
+        doc = json.loads(_farm("report", "latest", "--store", str(db), "--format", "json", check_rc=0).stdout)
+    finally:
+        if old is not None:
+            os.environ["FARM_FORCE_NO_GPU"] = old
+    assert "tilefarm/triton" in p.stdout
+    rows = doc["results"]
+    assert len(rows) == 12 and all(r["status"] == "ok" and r["median_ms"] > 0 for r in rows), \
+        [(r["compiler"], r["status"], r["error"]) for r in rows]
+    pts = doc["compilers"]["points"]
+    assert len(pts) == 6 and all(0.2 < q["ratio"]["tilefarm"] < 5 for q in pts)
+    assert doc["compilers"]["overall"]["tilefarm"]["n"] == 6

@@ -121,16 +121,17 @@ def test_reports_keep_compilers_and_kinds_apart():
     assert {"compiler", "gpu_kind"} <= set(report.EXPORT)
 
 
-def test_triton_jobs_go_to_a_worker_with_triton_while_one_of_the_kind_has_it():
+def test_triton_jobs_go_to_a_worker_with_triton_while_a_node_of_the_kind_has_it():
     import collections
     from farm.executor.affinity import pick, suits
     from farm.jobs import Job
     jobs = collections.deque((Job(key=c, idx=0, workload="w", name="w", params={"N": 1}, meta={}, seed=0,
                                   compiler=c, gpu_kind="H200"), None) for c in ("triton", "tilefarm"))
     with_t, without = {"triton": "3.6.0"}, {"triton": None}
-    assert pick(jobs, None, set(), suits(without, [with_t, without])) == 1
-    assert pick(jobs, None, set(), suits(with_t, [with_t, without])) == 0
-    assert pick(jobs, None, set(), suits(without, [without])) == 0  # nowhere has it: any worker, not_runnable
+    nodes = {"h200-a": "3.6.0", "h200-b": None}  # the kind's live nodes and the Triton each has
+    assert pick(jobs, None, set(), suits(without, nodes)) == 1
+    assert pick(jobs, None, set(), suits(with_t, nodes)) == 0
+    assert pick(jobs, None, set(), suits(without, {"h200-b": None})) == 0  # nowhere has it: any worker, not_runnable
 
 
 def test_the_gate_matches_compiler_and_kind_like_with_like(store):
