@@ -13,7 +13,7 @@
 """
 from .version import __version__  # noqa: E402,F401
 from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
-from .jit import JITFunction, cdiv, jit, next_power_of_2  # noqa: E402,F401
+from .jit import JITFunction, cdiv, jit, must_use_result, next_power_of_2  # noqa: E402,F401
 from .language.values import constexpr  # noqa: E402,F401
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402,F401
 from . import language  # noqa: E402,F401

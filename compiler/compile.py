@@ -114,6 +114,8 @@ def _params_repr(params) -> str:
             parts.append(f"c:{p[1]!r}")
         elif p[0] == "desc":
             parts.append(f"d:{p[1:]!r}")
+        elif p[0] == "tuple":
+            parts.append(f"t:{p[1].__module__}.{p[1].__qualname__}({_params_repr(p[2])})")
         else:
             parts.append(f"a:{p[1]}:{sorted(p[2].items())}")
     return "|".join(parts)

@@ -45,11 +45,20 @@ class _Located:
         return (_rebuild, (type(self), self.raw_message, self.loc, str(self)))
 
 
-class CompilationError(_Located, Exception):
+class CompilerError(Exception):
+    """The base of the errors this compiler raises for a kernel (`except compiler.errors.CompilerError` catches
+    both below; the Triton compatibility layer's `triton.TritonError` is this class)."""
+
+
+class CompilationError(_Located, CompilerError):
     """A kernel that cannot be compiled."""
 
 
-class KernelRuntimeError(_Located, RuntimeError):
+class CompileTimeAssertionFailure(CompilationError):
+    """A `tl.static_assert` whose condition is false (Triton's class of the same name)."""
+
+
+class KernelRuntimeError(_Located, CompilerError, RuntimeError):
     """A kernel did something invalid while running in the interpreter (out-of-bounds access, device_assert)."""
 
 

@@ -10,8 +10,10 @@ import functools
 import hashlib
 import types
 import inspect
+import itertools
 import os
 import sys
+import textwrap
 from types import MethodType as _MethodType
 
 from .errors import CompilationError
@@ -61,13 +63,17 @@ def _torch_handler(a):
 
 
 def _torch_cpu_numpy(a, dt):
-    """A NumPy view of a CPU torch tensor's memory (bfloat16 through its bits)."""
+    """A NumPy view of a CPU torch tensor's memory (bfloat16 and fp8 through their bits)."""
     try:
         a = a.detach()
         if dt == T.bfloat16:
             import torch
 
             return a.view(torch.int16).numpy().view(T.bfloat16.np)
+        if dt is not None and dt.is_fp8():
+            import torch
+
+            return a.view(torch.uint8).numpy().view(dt.np)
         return a.numpy()
     except (AttributeError, TypeError, RuntimeError) as e:
         raise TypeError(f"a CPU torch tensor runs in the interpreter, which could not read it as a NumPy array "
@@ -127,6 +133,50 @@ def _np_scalar_handler(a):
     return (dt.name,), a.item(), "typed"
 
 
+def _tuple_handler(a):
+    """A tuple (or namedtuple) argument: each element is specialized as an argument of its own; the key holds
+    the tuple's type and its elements' keys, the launch value its elements' (leaf value, kind) pairs."""
+    from .language.values import constexpr
+
+    keys, leaves = [], []
+    for e in a:
+        if isinstance(e, constexpr) or getattr(e, "__tilefarm_jit__", False):  # compile-time values
+            keys.append(("constexpr", ("k", e if _hashable(e) else repr(e)), e))
+            leaves.append((e, "constexpr"))
+            continue
+        h = _HANDLERS.get(type(e)) or _handler_for(e)
+        if h is None:  # a dtype: a compile-time value
+            keys.append(("constexpr", ("k", e), e))
+            leaves.append((e, "constexpr"))
+            continue
+        k, lv, kind = h(e)
+        if kind in ("desc", "hostdesc"):
+            raise TypeError("a tensor descriptor inside a tuple argument is not supported")
+        keys.append((kind, k, lv if kind == "const" else None))
+        leaves.append((lv, kind))
+    return ("tuple", type(a), tuple(keys)), tuple(leaves), "tuple"
+
+
+def _leaves(lv, kind):
+    """The (value, kind) leaves of one argument (a tuple's, recursively; anything else is its own leaf)."""
+    if kind != "tuple":
+        yield lv, kind
+        return
+    for v, k in lv:
+        yield from _leaves(v, k)
+
+
+def _wrapper_handler(a):
+    """`reinterpret(tensor, dtype)` (compiler.triton_compat.runtime.TensorWrapper): a pointer to `a.dtype` at the
+    base array's memory; on the host the interpreter reads it through the wrapper's `interp_array()`."""
+    base = a.base
+    bh = _HANDLERS.get(type(base)) or _handler_for(base)
+    bk, bv, bkind = bh(base) if bh is not None else (None, None, None)
+    if bkind not in ("ptr", "host"):
+        raise TypeError(f"a reinterpreted tensor's base must be an array, got {type(base).__name__}")
+    return (a.dtype, bk[1]), (a if bkind == "host" else bv), bkind
+
+
 def _desc_handler(a):
     """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
     padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
@@ -163,6 +213,10 @@ def _handler_for(a):
         h = _numpy_handler
     elif mod.startswith("torch") and t.__name__ in ("Tensor", "Parameter"):
         h = _torch_handler
+    elif isinstance(a, tuple):
+        h = _tuple_handler
+    elif t.__name__ == "TensorWrapper" and hasattr(a, "base") and isinstance(getattr(a, "dtype", None), T.dtype):
+        h = _wrapper_handler
     elif hasattr(a, "interp_array") and not hasattr(a, "__cuda_array_interface__"):
         h = lambda x: _numpy_handler(x.interp_array())  # noqa: E731
     elif t.__name__ == "DeviceArray" and hasattr(a, "data_ptr"):
@@ -192,6 +246,11 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
     """("arg", TensorType, attrs) or ("const", value) for one runtime argument's specialization key."""
     if kind == "const":
         return ("const", value)
+    if kind == "tuple":  # ("tuple", type, element params)
+        _, cls, elems = key
+        subs = [("const", v) if k == "constexpr" or k == "const" else
+                _param_from_key(name, ek, None, k, do_not_specialize) for k, ek, v in elems]
+        return ("tuple", cls, subs)
     if kind in ("desc", "hostdesc"):
         return ("desc",) + tuple(key[1:])
     if kind in ("ptr", "host"):
@@ -263,6 +322,35 @@ class JITFunction:
     def __repr__(self):
         return f"JITFunction({self.__module__}:{self.__qualname__})"
 
+    # --- source -----------------------------------------------------------------------------------
+    @property
+    def src(self) -> str:
+        """The function's source text from its `def` line on (decorators left out), dedented, as in Triton."""
+        try:
+            text = inspect.getsource(self.fn)
+        except (OSError, TypeError):
+            raise CompilationError(f"cannot read the source of {self.__qualname__}") from None
+        lines = textwrap.dedent(text).splitlines(keepends=True)
+        start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith(("def ", "async def "))), 0)
+        return "".join(lines[start:])
+
+    def _unsafe_update_src(self, new_src: str):
+        """Replace the function by the one `new_src` defines (Triton's API for tests that patch a kernel's text):
+        the text is compiled as a file of its own, registered with linecache so errors show its lines, in the
+        function's globals plus the values its closure held. Compiled kernels of the old text are dropped."""
+        fn = self.fn
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src takes the new source text, got {type(new_src).__name__}")
+        scope = dict(fn.__globals__)
+        if fn.__closure__:
+            for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    scope[n] = cell.cell_contents
+                except ValueError:
+                    pass
+        new = _define_from_source(textwrap.dedent(new_src), fn.__name__, scope)
+        self.__init__(new, debug=self.debug, do_not_specialize=tuple(self.do_not_specialize))
+
     def __call__(self, *args, **kwargs):
         raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), or call it "
                                "from inside another @compiler.jit function")
@@ -332,6 +420,12 @@ class JITFunction:
                 k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
             keys.append(k)
             kinds.append(kind)
+            if kind == "tuple":
+                for leaf, lk in _leaves(lv, kind):
+                    host = host or lk == "host"
+                    if lk not in ("const", "constexpr"):
+                        launch_vals.append(leaf)
+                continue
             if kind in ("host", "hostdesc"):
                 host = True
             if kind != "const":
@@ -371,6 +465,8 @@ class JITFunction:
             # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
             rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
             kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
+            if "tuple" in kinds:
+                kernel.arg_select = None  # launched with its leaves (run's launch values), never by the fast path
             self._kernels[kkey] = kernel
         if callable(grid):
             grid = grid(self._meta(vals))
@@ -428,12 +524,19 @@ class JITFunction:
             grid = grid(self._meta(vals))
         grid = _grid3(grid)
         run_args = []
+        flat = []
         for v, kind in zip(vals, kinds):
+            if kind == "tuple":
+                _, lv, _ = _tuple_handler(v)
+                flat += [(leaf, lk) for leaf, lk in _leaves(lv, kind)]
+            else:
+                flat.append((v, kind))
+        for v, kind in flat:
             if kind in ("ptr", "desc"):
                 raise TypeError(f"{self.__name__}: host arrays (NumPy, CPU tensors) run in the interpreter, which "
                                 f"needs every array on the host; got a GPU array ({type(v).__name__}): copy it to "
                                 "the host, or pass GPU arrays only")
-        for v, kind in zip(vals, kinds):
+        for v, kind in flat:
             if kind in ("constexpr", "const"):
                 continue
             if kind == "host":
@@ -518,6 +621,47 @@ def _without_path(code):
     return code.replace(co_filename="", co_consts=consts)
 
 
+_SRC_COUNT = itertools.count()
+
+
+def _define_from_source(text: str, name: str, scope: dict):
+    """The function `name` that `text` defines, compiled under a file name of its own that linecache knows (so
+    its source can be read back, and errors show its lines)."""
+    import linecache
+
+    fname = f"<tilefarm-src-{next(_SRC_COUNT)}:{name}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[fname] = (len(text), None, lines, fname)
+    ns: dict = {}
+    exec(compile(text, fname, "exec"), scope, ns)
+    fn = ns.get(name)
+    if fn is None:
+        fn = next((v for v in ns.values() if callable(v)), None)
+    if fn is None:
+        raise ValueError(f"_unsafe_update_src: the new source defines no function {name!r}")
+    fn = getattr(fn, "fn", fn)  # the text kept its @jit decorator: the plain function under it
+    return fn
+
+
+def _value_fingerprint(v) -> str:
+    """What a closure value contributes to a kernel's cache key: its repr for numbers, strings, dtypes,
+    constexprs and tuples of them (the same in every process); for anything else its type (and a module's or
+    function's qualified name)."""
+    from .language.values import constexpr
+
+    if isinstance(v, constexpr):
+        v = v.value
+    if v is None or isinstance(v, (bool, int, float, str, T.dtype, T.pointer_type)):
+        return f"{type(v).__name__}:{v!r}"
+    if isinstance(v, tuple) and len(v) <= 64:
+        return "(" + ",".join(_value_fingerprint(x) for x in v) + ")"
+    if inspect.ismodule(v):
+        return f"module:{v.__name__}"
+    if callable(v):
+        return f"callable:{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', type(v).__name__)}"
+    return f"object:{type(v).__module__}.{type(v).__qualname__}"
+
+
 def _dependency_sources(jitfn, seen=None) -> dict:
     """{qualified name: code fingerprint} for jitfn and every jit function it names (through globals/attrs)."""
     if seen is None:
@@ -527,7 +671,6 @@ def _dependency_sources(jitfn, seen=None) -> dict:
     if name in seen:
         return seen
     code = fn.__code__
-    seen[name] = _code_fingerprint(code)
     g = fn.__globals__
     closure = {}
     if fn.__closure__:
@@ -536,6 +679,9 @@ def _dependency_sources(jitfn, seen=None) -> dict:
                 closure[n] = cell.cell_contents
             except ValueError:
                 pass
+    # the closure's values are part of the kernel (a factory's kernels share one code object)
+    seen[name] = _code_fingerprint(code) + repr(sorted((n, _value_fingerprint(v)) for n, v in closure.items()
+                                                       if not getattr(v, "__tilefarm_jit__", False))).encode()
     names = set(code.co_names) | set(code.co_freevars)
     for c in code.co_consts:  # nested code (comprehensions)
         if hasattr(c, "co_names"):
@@ -561,6 +707,15 @@ def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, **kwargs):
         return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
 
     return wrap(fn) if fn is not None else wrap
+
+
+def must_use_result(fn, reason=True):
+    """Mark a jit function whose result must be used: a call to it as a statement of its own (result
+    discarded) is a CompilationError. `@must_use_result("extra words")` adds words to the message."""
+    if isinstance(fn, str):
+        return lambda f: must_use_result(f, fn)
+    fn._must_use_result = reason
+    return fn
 
 
 def cdiv(x: int, y: int) -> int:

@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,extsuite] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -297,6 +297,18 @@ if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker
   step farm-all-tests python3 -m pytest -q -p no:cacheprovider tests/farm tests/test_layering.py "$@"
   step farm-corr-run python3 -m farm run configs/h200-gate.yaml --local --label corr --force --format none
   step sample-correlation python3 scripts/sample_correlation.py --store $ST
+fi
+if [[ ",$what," == *",extsuite,"* ]]; then  # named only: Triton's language tests against our compiler (issue 20)
+  # needs .gpu-node/triton-tests carried (Triton 3.6's python/test/unit/language, git-ignored, never committed);
+  # ~5 min: 150 tests per file (hash-chosen, the same each run), 8 files at once, 60 s per test, 280 s per file
+  if [ -d .gpu-node/triton-tests ]; then
+    step extsuite python3 scripts/external_suite.py --suite .gpu-node/triton-tests --out "$OUT/extsuite" \
+      --device cuda --sample "${EXT_SAMPLE:-150}" --jobs 8 --timeout 60 --file-timeout 280 ${EXT_FILES:+--files "$EXT_FILES"}
+    cp "$OUT/extsuite/external-suite.md" "$FINAL/extsuite.md" 2>/dev/null || true
+    cp "$OUT/extsuite/external-suite.json" "$FINAL/extsuite.json" 2>/dev/null || true
+  else
+    echo "extsuite: .gpu-node/triton-tests was not carried (run with carry: [\".gpu-node/triton-tests\"])"
+  fi
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"

@@ -396,20 +396,20 @@ def _fmt(elem, hex_):
         return "%p"
     if elem.kind == "float":
         return "%a" if hex_ else "%f"
-    if hex_:
-        return "0x%llx" if elem.bits == 64 else "0x%x"
+    if hex_:  # zero-padded to the type's width, as the interpreter prints it
+        return f"0x%0{max(1, elem.bits // 4)}llx" if elem.bits == 64 else f"0x%0{max(1, elem.bits // 4)}x"
     if elem.bits == 64:
         return "%lld" if elem.kind == "int" else "%llu"
     return "%d" if elem.kind == "int" else "%u"
 
 
-def _print_arg(e, x, elem):
+def _print_arg(e, x, elem, hex_=False):
     if isinstance(elem, T.pointer_type):
         return e.b.addrspacecast(x, C.PTR)
     if elem.kind == "float":
         return e.b.fpext(x, C.F64) if x.type != C.F64 else x
-    if elem.bits < 32:
-        return (e.b.sext if elem.kind == "int" else e.b.zext)(x, C.I32)
+    if elem.bits < 32:  # hex shows the value's own bits (zero-extended)
+        return (e.b.sext if elem.kind == "int" and not hex_ else e.b.zext)(x, C.I32)
     return x
 
 
@@ -429,25 +429,31 @@ def _vprintf(e, fmt, args):
 
 @emits("print")
 def _e_print(e, op):
-    prefix = op.attrs.get("prefix", "")
+    from ..ir.ops import print_layout
+
     hex_ = op.attrs.get("hex", False)
     pid = [e.sreg("ctaid." + a) for a in "xyz"]
-    for v in op.operands:
+    # a scalar (or no value) is printed by every thread, as Triton does; a block's elements once each
+    if not op.operands:
+        label, _ = print_layout(op.attrs.get("prefix", ""), 0, ())
+        _vprintf(e, "pid (%d, %d, %d)" + label.replace("%", "%%") + "\n", pid)
+        return
+    for k, v in enumerate(op.operands):
         x = e.get(v)
         elem = v.type.element
         f = _fmt(elem, hex_)
+        label, widths = print_layout(op.attrs.get("prefix", ""), len(op.operands), v.type.shape)
+        label = label.replace("%", "%%") + (f"(operand {k}) " if len(op.operands) > 1 else "")
         if not isinstance(x, Tile):
-            pred = e.b.icmp_unsigned("==", e.tid, e.i32(0))
-            with e.b.if_then(pred):
-                _vprintf(e, f"pid ({'%d, %d, %d'}) {prefix}{f}\n", pid + [_print_arg(e, x, elem)])
+            _vprintf(e, f"pid (%d, %d, %d) idx (){label}{f}\n", pid + [_print_arg(e, x, elem, hex_)])
             continue
         ll = x.ll
         uniq = e.unique_pred(ll)
-        idx_fmt = ", ".join(["%d"] * len(ll.shape))
+        idx_fmt = ", ".join(f"%{w}d" for w in widths)
         for r in range(ll.num_regs):
             coords = [e.coord(ll, r, d) for d in range(len(ll.shape))]
-            args = pid + coords + [_print_arg(e, x.regs[r], elem)]
-            fmt = f"pid (%d, %d, %d) idx ({idx_fmt}) {prefix}{f}\n"
+            args = pid + coords + [_print_arg(e, x.regs[r], elem, hex_)]
+            fmt = f"pid (%d, %d, %d) idx ({idx_fmt}){label}{f}\n"
             if uniq is None:
                 _vprintf(e, fmt, args)
             else:

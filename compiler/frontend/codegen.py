@@ -13,7 +13,7 @@ import inspect
 import textwrap
 import types as _pytypes
 
-from ..errors import CompilationError
+from ..errors import CompilationError, CompileTimeAssertionFailure
 from ..ir import types as T
 from ..ir.core import Block, Function, Loc, Module
 from ..ir.ops import Builder
@@ -29,7 +29,7 @@ MAX_INLINE_DEPTH = 32
 class _Source:
     """A function's dedented source, its AST, and the offsets that map AST positions to the real file."""
 
-    __slots__ = ("file", "line0", "col0", "tree", "fdef", "globals", "closure")
+    __slots__ = ("file", "line0", "col0", "tree", "fdef", "globals", "closure", "cells")
 
     def __init__(self, fn):
         self.file = inspect.getsourcefile(fn) or "<unknown>"
@@ -50,7 +50,13 @@ class _Source:
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise CompilationError("a jit function must be defined with def", Loc(self.file, first, 0))
         self.fdef = fdef
+        self._bind(fn)
+
+    def _bind(self, fn):
+        """The function's own globals and closure values (functions made from one code object, e.g. by a
+        factory called with different values, share everything else)."""
         self.globals = fn.__globals__
+        self.cells = fn.__closure__
         self.closure = {}
         if fn.__closure__:
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
@@ -58,6 +64,13 @@ class _Source:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
+
+    def rebind(self, fn) -> "_Source":
+        s = object.__new__(_Source)
+        for k in ("file", "line0", "col0", "tree", "fdef"):
+            setattr(s, k, getattr(self, k))
+        s._bind(fn)
+        return s
 
     def loc(self, node) -> Loc:
         return Loc(self.file, self.line0 + getattr(node, "lineno", 1), self.col0 + getattr(node, "col_offset", 0))
@@ -109,6 +122,8 @@ def get_source(fn) -> _Source:
     if s is None:
         s = _Source(fn)
         _SOURCE_CACHE[key] = s
+    elif s.cells is not fn.__closure__ or s.globals is not fn.__globals__:
+        s = s.rebind(fn)  # the same code with other closure values (or globals): parse once, bind each
     return s
 
 
@@ -211,7 +226,8 @@ class CodeGenerator(ast.NodeVisitor):
         except CompilationError:
             raise
         except SemanticError as e:
-            raise CompilationError(str(e), loc) from None
+            cls = CompileTimeAssertionFailure if isinstance(e, context.StaticAssertError) else CompilationError
+            raise cls(str(e), loc) from None
         except (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
                 OverflowError, NotImplementedError) as e:
             raise CompilationError(f"{type(e).__name__}: {e}", loc) from None
@@ -286,6 +302,12 @@ class CodeGenerator(ast.NodeVisitor):
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, (ast.Name, ast.Attribute)):
+            fn = _unwrap(self.visit(node.value.func))  # a name or attribute: looking it up twice changes nothing
+            why = getattr(fn, "_must_use_result", False) if is_jit(fn) else False
+            if why:
+                extra = f" {why}" if isinstance(why, str) else ""
+                raise SemanticError(f"The result of {fn.__name__} is not being used.{extra}")
         self.visit(node.value)
 
     def visit_Return(self, node):
@@ -892,9 +914,10 @@ class CodeGenerator(ast.NodeVisitor):
             v = getattr(obj, node.attr)
         except AttributeError:
             mod = getattr(obj, "__name__", "") if isinstance(obj, _pytypes.ModuleType) else ""
-            if mod == "compiler.language" or mod.startswith("compiler.language."):
-                alias = "tl" + mod[len("compiler.language"):]
-                raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
+            for root in ("compiler.language", "triton.language"):  # ours, or the Triton compatibility layer's
+                if mod == root or mod.startswith(root + "."):
+                    alias = "tl" + mod[len(root):]
+                    raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
             what = "a tensor" if isinstance(obj, tensor) else repr(obj)
             raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
         return v
@@ -904,6 +927,49 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_List(self, node):
         return [self.visit(e) for e in node.elts]
+
+    def visit_ListComp(self, node):
+        """`[f(v) for v in xs if c]` over compile-time iterables (tuples of tensors, ranges, lists): unrolled
+        while compiling, as Triton does; each `if` must be a compile-time condition."""
+        out = []
+        saved = dict(self.scope)
+
+        def walk(gens):
+            if not gens:
+                out.append(self.visit(node.elt))
+                return
+            g = gens[0]
+            if getattr(g, "is_async", 0):
+                raise SemanticError("async comprehensions are not supported in a kernel")
+            it = _unwrap(self.visit(g.iter))
+            if isinstance(it, (lang.static_range, lang.range)):
+                it = builtins.range(*(_unwrap(v) for v in (it.start, it.end, it.step)))
+            if isinstance(it, tensor):
+                raise SemanticError("a comprehension needs a compile-time iterable (a tuple, list or range), not a "
+                                    "tensor")
+            try:
+                items = list(it)
+            except TypeError:
+                raise SemanticError(f"cannot iterate over {it!r} while compiling") from None
+            for v in items:
+                self._assign(g.target, v, as_constexpr=True)
+                keep = True
+                for cond in g.ifs:
+                    c = _unwrap(self.visit(cond))
+                    if isinstance(c, tensor):
+                        raise SemanticError("a comprehension's 'if' must be a compile-time condition")
+                    keep = keep and bool(c)
+                if keep:
+                    walk(gens[1:])
+
+        try:
+            walk(node.generators)
+        finally:
+            self.scope = saved
+        return out
+
+    def visit_GeneratorExp(self, node):
+        return tuple(self.visit_ListComp(node))
 
     def visit_Slice(self, node):
         lo = self.visit(node.lower) if node.lower else None
@@ -1086,8 +1152,11 @@ class CodeGenerator(ast.NodeVisitor):
                 except TypeError as e:
                     raise SemanticError(f"tl.{fn.__name__}: {e} (not supported by this compiler)") from None
                 raise
-        if fn is builtins.print:
-            return lang.static_print(*args)
+        if fn is builtins.print:  # as in Triton, print in a kernel is device_print (its first string: the prefix)
+            first = _unwrap(args[0]) if args else ""
+            if isinstance(first, str):
+                return lang.device_print(first, *args[1:])
+            return lang.device_print("", *args)
         if fn in (builtins.min, builtins.max) and any(isinstance(_unwrap(a), tensor) for a in args):
             op = lang.minimum if fn is builtins.min else lang.maximum
             bad = set(kwargs) - {"propagate_nan"}
@@ -1170,6 +1239,32 @@ def _descriptor_value(p, vals):
     return desc
 
 
+def _tuple_leaves(pname, p):
+    """(name, type, attrs) of the runtime leaves of a tuple parameter ("tuple", type, element params)."""
+    out = []
+    for i, sub in enumerate(p[2]):
+        if sub[0] == "tuple":
+            out += _tuple_leaves(f"{pname}_{i}", sub)
+        elif sub[0] == "arg":
+            out.append((f"{pname}_{i}", sub[1], sub[2]))
+    return out
+
+
+def _tuple_value(p, args):
+    """The tuple (or namedtuple) a tuple parameter is inside the kernel, its runtime leaves taken from `args`."""
+    items = []
+    for sub in p[2]:
+        if sub[0] == "tuple":
+            items.append(_tuple_value(sub, args))
+        elif sub[0] == "arg":
+            a = next(args)
+            items.append(tensor(a, a.type))
+        else:
+            items.append(sub[1])
+    cls = p[1]
+    return cls(*items) if cls is not tuple and hasattr(cls, "_fields") else tuple(items)
+
+
 def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Module:
     """Build the kernel's IR.
 
@@ -1180,8 +1275,8 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
     src = get_source(fn)
     arg_names, arg_types, arg_attrs = [], [], {}
     for pname, p in zip(jitfn.arg_names, params):
-        if p[0] == "desc":
-            for aname, aty, attrs in _descriptor_args(pname, p):
+        if p[0] in ("desc", "tuple"):
+            for aname, aty, attrs in (_descriptor_args if p[0] == "desc" else _tuple_leaves)(pname, p):
                 if attrs:
                     arg_attrs[len(arg_names)] = attrs
                 arg_names.append(aname)
@@ -1200,6 +1295,10 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
         if p[0] == "desc":
             n = len(_descriptor_args(pname, p))
             scope[pname] = _descriptor_value(p, [tensor(a, a.type) for a in func.args[ai:ai + n]])
+            ai += n
+        elif p[0] == "tuple":
+            n = len(_tuple_leaves(pname, p))
+            scope[pname] = _tuple_value(p, iter(func.args[ai:ai + n]))
             ai += n
         elif p[0] == "arg":
             a = func.args[ai]

@@ -14,6 +14,10 @@ class SemanticError(Exception):
     """A user mistake found while building IR; the frontend turns it into a CompilationError at the source."""
 
 
+class StaticAssertError(SemanticError):
+    """A failed `tl.static_assert`: a CompileTimeAssertionFailure (a CompilationError) at the source."""
+
+
 def current():
     gen = getattr(_state, "gen", None)
     if gen is None:

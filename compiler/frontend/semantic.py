@@ -444,9 +444,21 @@ def _no_ptr(a, b, what):
             raise SemanticError(f"operator {what} is not defined on pointers")
 
 
+def _same_signedness(a, b, sym):
+    """Triton refuses /, // and % between a signed and an unsigned integer tensor (the result would rarely be
+    what was meant); a Python number takes the tensor's type, so it never trips this."""
+    a, b = _unwrap(a), _unwrap(b)
+    if isinstance(a, tensor) and isinstance(b, tensor):
+        ka, kb = a.dtype.kind, b.dtype.kind
+        if {ka, kb} == {"int", "uint"}:
+            raise SemanticError(f"Cannot use {sym} with {a.dtype!r} and {b.dtype!r} because they have different "
+                                "signedness: cast them to the same signedness")
+
+
 def truediv(a, b, ieee=False):
     """`/`: fp32 division is approximate to 2 ulp (as Triton's); ieee=True (tl.div_rn) rounds exactly."""
     _no_ptr(a, b, "/")
+    _same_signedness(a, b, "/")
 
     def dt(x, y):
         d = promote_dtypes(x, y)
@@ -457,6 +469,7 @@ def truediv(a, b, ieee=False):
 
 def floordiv(a, b):
     _no_ptr(a, b, "//")
+    _same_signedness(a, b, "//")
     a2, b2 = binary_operands(a, b)
     if a2.dtype.is_fp8():
         return cast(floordiv(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
@@ -468,6 +481,7 @@ def floordiv(a, b):
 
 def mod(a, b):
     _no_ptr(a, b, "%")
+    _same_signedness(a, b, "%")
     a2, b2 = binary_operands(a, b)
     if a2.dtype.is_fp8():
         return cast(mod(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
@@ -667,6 +681,8 @@ def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
     if not isinstance(x, tensor):
         x = to_tensor(x, dtype if not bitcast else None)
     if not isinstance(dtype, (T.dtype, T.pointer_type)):
+        if getattr(type(dtype), "tilefarm_unsupported", False):  # a Triton dtype name this compiler lacks
+            raise SemanticError(f"tl.{dtype.name} is not supported by this compiler")
         raise SemanticError(f"{dtype!r} is not a dtype")
     if x.dtype == dtype:
         return x
@@ -1028,7 +1044,6 @@ def int_to_ptr(x, ptr_type):
 def getitem(x, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
-    shape = list(x.type.shape)
     out = x
     dim = 0
     for i in idx:
@@ -1037,15 +1052,15 @@ def getitem(x, idx):
             out = expand_dims(out, dim)
             dim += 1
         elif isinstance(i, slice):
-            if i.start is not None or i.stop is not None or i.step is not None:
-                raise SemanticError("only full slices ':' and None are supported in tensor indexing")
-            dim += 1
+            if any(_unwrap(v) is not None for v in (i.start, i.stop, i.step)):
+                text = ":".join("" if _unwrap(v) is None else str(_unwrap(v)) for v in (i.start, i.stop, i.step))
+                raise SemanticError(f"unsupported tensor index {text.rstrip(':') or ':'}: only ':' and None are "
+                                    "supported in tensor indexing")
+            dim += 1  # as in Triton, a ':' keeps a dimension and is not checked against the rank
         elif i is Ellipsis:
-            raise SemanticError("'...' is not supported in tensor indexing")
+            raise SemanticError("unsupported tensor index '...': only ':' and None are supported in tensor indexing")
         else:
             raise SemanticError(f"unsupported tensor index {i!r}: use ':' and None")
-    if dim - sum(1 for i in idx if _unwrap(i) is None) > len(shape):
-        raise SemanticError(f"too many indices for a tensor of shape {shape}")
     return out
 
 
@@ -1449,7 +1464,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
     input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in
-    int32. Every dim must be at least 16.
+    int32. A dim under 16 (no tensor-core shape fits) is computed as products and a sum over K in the
+    accumulator's type (float32 for fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
@@ -1464,8 +1480,7 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     if K != K2:
         raise SemanticError(f"dot: inner dimensions differ: {list(a.type.shape)} @ {list(b.type.shape)} "
                             f"(K {K} vs {K2})")
-    if min(M, N, K) < 16:
-        raise SemanticError(f"dot needs every dimension >= 16, got M={M}, N={N}, K={K}")
+    small = min(M, N, K) < 16
     da, db = a.dtype, b.dtype
     if da.is_ptr() or db.is_ptr():
         raise SemanticError("dot of pointers")
@@ -1520,10 +1535,99 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
                 acc = cast(acc, out_dtype)
             else:
                 raise SemanticError(f"dot acc dtype {acc.dtype!r} does not match the accumulator type {out_dtype!r}")
+    if small:
+        return _small_dot(a, b, acc, out_dtype)
     rt = TensorType(out_dtype, shape)
     h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt],
                     {"input_precision": prec, "out_dtype": out_dtype}).result
     return tensor(h, rt)
+
+
+_MX_FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+
+
+def _mx_upcast(x, scale, fmt, comp, k_axis, what):
+    """A dot_scaled operand as a block of `comp` (bfloat16 or float16) values with its K dim `k_axis`: fp4 e2m1
+    unpacked (two per byte along K, the first in the low bits), fp8 read from its bits, each group of 32 along K
+    times its e8m0 scale 2**(s - 127) (s = 255: NaN)."""
+    x = to_tensor(_unwrap(x))
+    if fmt in ("bf16", "fp16"):
+        want = T.bfloat16 if fmt == "bf16" else T.float16
+        if x.dtype != want:
+            raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must be a {want!r} block, got {x.dtype!r}")
+        v = cast(x, T.float32)
+    elif fmt in ("e4m3", "e5m2"):
+        f8 = T.float8e4nv if fmt == "e4m3" else T.float8e5
+        if x.dtype not in (T.uint8, T.int8, f8):
+            raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must hold uint8 (or {f8!r}), got {x.dtype!r}")
+        v = cast(cast(x, f8, bitcast=True) if x.dtype != f8 else x, T.float32)
+    else:  # e2m1: s e e m per nibble
+        if x.dtype not in (T.uint8, T.int8):
+            raise SemanticError(f"dot_scaled: {what} in format 'e2m1' must hold packed uint8, got {x.dtype!r}")
+        u = cast(x, T.uint8, bitcast=True)
+
+        def nibble(n):
+            e = and_(shr(n, 1), 3)
+            m = cast(and_(n, 1), T.float32)
+            # 0 (e = 0): m * 0.5 (subnormal); else (1 + m / 2) * 2 ** (e - 1)
+            p2 = where(compare("eq", e, 1), 1.0, where(compare("eq", e, 2), 2.0, 4.0))
+            mag = where(compare("eq", e, 0), mul(m, 0.5), mul(add(mul(m, 0.5), 1.0), p2))
+            return where(compare("ne", and_(n, 8), 0), neg(mag), mag)
+
+        lo, hi = nibble(and_(u, 15)), nibble(shr(u, 4))
+        if k_axis == len(x.type.shape) - 1:
+            v = interleave(lo, hi)
+        else:  # [K/2, N] -> [K, N]: the pair of each byte along dim 0
+            j = join(lo, hi)                                # [K/2, N, 2]
+            shape = list(j.type.shape)
+            v = reshape(permute(j, [0, 2, 1]), [shape[0] * 2, shape[1]])
+    if scale is not None:
+        s = to_tensor(_unwrap(scale))
+        if s.dtype not in (T.uint8, T.int8):
+            raise SemanticError(f"dot_scaled: the scale of {what} must be e8m0 in uint8, got {s.dtype!r}")
+        s = cast(s, T.uint8, bitcast=True)
+        K = v.type.shape[k_axis]
+        other = v.type.shape[1 - k_axis]
+        if tuple(s.type.shape) != (other, K // 32) or K % 32:
+            raise SemanticError(f"dot_scaled: the scale of {what} must have shape [{other}, {K // 32}] (one per 32 "
+                                f"along K = {K}), got {list(s.type.shape)}")
+        f = cast(shl(cast(s, T.uint32), 23), T.float32, bitcast=True)   # 2**(s - 127); s = 0 -> 0.0
+        f = where(compare("eq", s, 255), float("nan"), f)
+        f = reshape(broadcast_to(expand_dims(f, 2), [other, K // 32, 32]), [other, K])   # [other, K]
+        if k_axis == 0:
+            f = permute(f, [1, 0])
+        v = mul(v, f)
+    return cast(v, comp)
+
+
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+               lhs_k_pack=True, rhs_k_pack=True, out_dtype=T.float32):
+    """acc + lhs @ rhs of microscaled blocks: both operands are upcast (bfloat16, or float16 when one of them is
+    fp16) with their scales applied, then multiplied as a dot with float32 accumulation, as Triton emulates it on
+    GPUs without native microscaled MMA."""
+    fl, fr = _unwrap(lhs_format), _unwrap(rhs_format)
+    for f, what in ((fl, "lhs_format"), (fr, "rhs_format")):
+        if f not in _MX_FORMATS:
+            raise SemanticError(f"dot_scaled: {what} must be one of {', '.join(_MX_FORMATS)}, got {f!r}")
+    if not (_unwrap(lhs_k_pack) and _unwrap(rhs_k_pack)):
+        raise SemanticError("dot_scaled with operands packed along M/N (k_pack=False) is not supported")
+    if _unwrap(out_dtype) != T.float32:
+        raise SemanticError("dot_scaled accumulates in float32: out_dtype must be tl.float32")
+    comp = T.float16 if "fp16" in (fl, fr) else T.bfloat16
+    a = _mx_upcast(lhs, _unwrap(lhs_scale), fl, comp, 1, "lhs")
+    b = _mx_upcast(rhs, _unwrap(rhs_scale), fr, comp, 0, "rhs")
+    return dot(a, b, acc, out_dtype=T.float32)
+
+
+def _small_dot(a, b, acc, out_dtype):
+    """acc + a @ b as elementwise products [.., M, K, N] summed over K, in `out_dtype` (float16 results are summed
+    in float32 and rounded once)."""
+    work = T.float32 if out_dtype == T.float16 else out_dtype
+    a, b = cast(a, work), cast(b, work)
+    r = len(a.type.shape)
+    prod = mul(expand_dims(a, r), expand_dims(b, r - 2))  # [.., M, K, 1] * [.., 1, K, N]
+    s = reduce_simple(prod, r - 1, "add")
+    return cast(add(s, cast(acc, work)), out_dtype)
 
 
 # ----------------------------------------------------------------------------------------------------

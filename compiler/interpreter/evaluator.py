@@ -521,26 +521,29 @@ def _fmt_value(x, elem, hex_: bool) -> str:
 
 @impl("print")
 def _print(interp, op):
-    """device_print: one line per element (row-major), `pid (x, y, z) idx (i, j) prefix: v0, v1` (a space is put
-    before a prefix that does not start with one)."""
-    prefix = op.attrs.get("prefix", "")
-    if prefix and not prefix.startswith(" "):
-        prefix = " " + prefix
+    """device_print: one line per element (row-major) and value, laid out as compiler.ir.ops.print_layout says
+    (`pid (x, y, z) idx (  i) x: v`)."""
+    from ..ir.ops import print_layout
+
     hex_ = bool(op.attrs.get("hex", False))
     elems = [_elem(v) for v in op.operands]
     shape = tuple(op.operands[0].type.shape) if op.operands else ()
+    label, widths = print_layout(op.attrs.get("prefix", ""), len(op.operands), shape)
+    several = len(op.operands) > 1
 
     def run_print(*vals):
         pid = interp.pid
         head = f"pid ({pid[0]}, {pid[1]}, {pid[2]})"
         if not vals:
-            sys.stdout.write(f"{head}{prefix}\n")
+            sys.stdout.write(f"{head}{label}\n")
             return
         arrs = [np.broadcast_to(np.asarray(v), shape) for v in vals]
         lines = []
         for idx in np.ndindex(*shape):
-            vs = ", ".join(_fmt_value(a[idx], e, hex_) for a, e in zip(arrs, elems))
-            lines.append(f"{head} idx ({', '.join(str(i) for i in idx)}){prefix}: {vs}")
+            where = ", ".join(f"{i:{w}}" for i, w in zip(idx, widths))
+            for k, (a, e) in enumerate(zip(arrs, elems)):
+                operand = f"(operand {k}) " if several else ""
+                lines.append(f"{head} idx ({where}){label}{operand}{_fmt_value(a[idx], e, hex_)}")
         sys.stdout.write("\n".join(lines) + "\n")
     return run_print
 

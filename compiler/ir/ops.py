@@ -64,7 +64,7 @@ Op kinds (operands -> results; attrs):
   yield          (values...) -> ()                terminator
   condition      (c, values...) -> ()             terminator of a while's before block
   return         () -> ()                         terminator of the kernel body
-  print          (values...) -> ()                prefix, hex; device_print
+  print          (values...) -> ()                prefix, hex; device_print (lines as print_layout says)
   assert         (c) -> ()                        msg; device_assert (checked when debug is on)
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
 
@@ -248,3 +248,19 @@ class Builder:
 
     def ret(self) -> Op:
         return self.create("return", [], [])
+
+
+def print_layout(prefix: str, n_values: int, shape) -> tuple:
+    """How a `print` op's lines read, the same in the interpreter and on the GPU (Triton's layout):
+    `pid (x, y, z) idx (i, j){label}{operand}{value}`, one line per element and per value, where label is
+    " <prefix without its trailing ':' and spaces>: " (just ": " for an empty prefix), operand is "(operand k) "
+    when there are several values, and each index is padded to the width of its dimension's largest index
+    ("idx ()" for a scalar). Without values a line is `pid (x, y, z) <prefix>`.
+    Returns (label, index widths)."""
+    p = prefix.strip()
+    if n_values == 0:
+        return (f" {p}" if p else ""), ()
+    p = p.rstrip(":").rstrip()
+    label = f" {p}: " if p else ": "
+    return label, tuple(len(str(max(int(n) - 1, 0))) for n in shape)
+

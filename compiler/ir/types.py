@@ -209,7 +209,20 @@ class dtype(TritonDtypeAPI):
 
     __slots__ = ("name", "kind", "bits", "short")
 
-    def __init__(self, name: str, kind: str, bits: int, short: str):
+    # the names of Triton's dtype lists (`tl.dtype.SINT_TYPES`, ...), of the dtypes this compiler has
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+
+    def __new__(cls, name: str, kind: str | None = None, bits: int = 0, short: str = ""):
+        if kind is None:  # `tl.dtype("int8")`, as in Triton: the dtype of that name
+            return from_name(name)
+        return super().__new__(cls)
+
+    def __init__(self, name: str, kind: str | None = None, bits: int = 0, short: str = ""):
+        if kind is None:
+            return  # from_name's instance, already made
         self.name, self.kind, self.bits, self.short = name, _Kind(kind), bits, short
 
     # --- classification -------------------------------------------------------------------------

@@ -9,6 +9,24 @@ from .core import (  # noqa: F401
 from . import extra, math, random  # noqa: F401
 from .random import *  # noqa: F401,F403
 
+import builtins as _builtins
+
+
+class _TupleMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _builtins.tuple)
+
+
+class tuple(_builtins.tuple, metaclass=_TupleMeta):  # noqa: A001 - Triton's name
+    """`tl.tuple(iterable)`: a tuple of tensors and constants. Tuples in this language are Python tuples (indexed,
+    unpacked, compared and concatenated while compiling), so this makes one; `isinstance(t, tl.tuple)` is true of
+    any tuple."""
+
+    __tilefarm_builtin__ = True
+
+    def __new__(cls, values=()):
+        return _builtins.tuple(values)
+
 
 def __getattr__(name):
     if name in ("tensor", "block_ptr"):  # the semantics' value types, on first use (importing loads no frontend)

@@ -106,7 +106,7 @@ class tensor_descriptor:
 
     def __init__(self, base, shape, strides, block_shape, padding):
         self.base, self.shape, self.strides = base, list(shape), list(strides)
-        self.block_shape, self.padding = tuple(block_shape), padding
+        self.block_shape, self.padding = list(block_shape), padding  # a list, as Triton's
         self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
 
     @property
@@ -157,6 +157,74 @@ class tensor_descriptor:
             op.operands += [self.tmap.handle] + starts
             op.attrs["tma"] = len(starts)
         return out
+
+    def _atomic(self, op, offsets, value):
+        """`op` of the tile at `offsets` with `value`, element by element, atomically; out-of-bounds elements are
+        left alone."""
+        s = _sem()
+        ptrs, m = s._block_ptr_addresses(self._at(offsets), tuple(_py.range(len(self.block_shape))))
+        return s.atomic(op, ptrs, value, m)
+
+    @builtin
+    def atomic_add(self, offsets, value):
+        """tile += value, atomically per element (returns the old values)."""
+        return self._atomic("add", offsets, value)
+
+    @builtin
+    def atomic_min(self, offsets, value):
+        return self._atomic("min", offsets, value)
+
+    @builtin
+    def atomic_max(self, offsets, value):
+        return self._atomic("max", offsets, value)
+
+    @builtin
+    def atomic_and(self, offsets, value):
+        return self._atomic("and", offsets, value)
+
+    @builtin
+    def atomic_or(self, offsets, value):
+        return self._atomic("or", offsets, value)
+
+    @builtin
+    def atomic_xor(self, offsets, value):
+        return self._atomic("xor", offsets, value)
+
+    def _rows(self, x_offsets, y_offset, what):
+        """(pointers, in-bounds mask) of rows `x_offsets` (a 1-D block of row indices), columns y_offset ..
+        y_offset + block_shape[1] - 1, of a 2-D descriptor whose block_shape is [1, N]."""
+        s = _sem()
+        from ..frontend.context import SemanticError
+
+        if len(self.block_shape) != 2 or self.block_shape[0] != 1:
+            raise SemanticError(f"tensor descriptor {what} needs a 2-D descriptor with block_shape [1, N], got "
+                                f"{list(self.block_shape)}")
+        rows = s.to_tensor(_unwrap(x_offsets))
+        if len(rows.type.shape) != 1 or not rows.dtype.is_int():
+            raise SemanticError(f"tensor descriptor {what}: x_offsets must be a 1-D block of integers, got "
+                                f"{rows.type}")
+        cols = s.add(s.to_tensor(_unwrap(y_offset)), s.arange(0, self.block_shape[1]))
+        r = s.expand_dims(s.cast(rows, int64), 1)
+        c = s.expand_dims(s.cast(cols, int64), 0)
+        ptrs = s.addptr(s.addptr(self.base, s.mul(r, self.strides[0])), s.mul(c, self.strides[1]))
+        inb = s.and_(s.and_(s.compare("ge", r, 0), s.compare("lt", r, self.shape[0])),
+                     s.and_(s.compare("ge", c, 0), s.compare("lt", c, self.shape[1])))
+        shape = [rows.type.shape[0], self.block_shape[1]]
+        return s.broadcast_to(ptrs, shape), s.broadcast_to(inb, shape)
+
+    @builtin
+    def gather(self, x_offsets, y_offset):
+        """Rows `x_offsets` (a 1-D block), columns `y_offset` onward, of a descriptor with block_shape [1, N]: a
+        [len(x_offsets), N] block; out-of-bounds elements read as zero (NaN with padding_option="nan")."""
+        ptrs, m = self._rows(x_offsets, y_offset, "gather")
+        return _sem().load(ptrs, m, float("nan") if self.padding == "nan" else 0)
+
+    @builtin
+    def scatter(self, value, x_offsets, y_offset):
+        """Write the [len(x_offsets), N] block `value` to rows `x_offsets`, columns `y_offset` onward;
+        out-of-bounds elements are not written."""
+        ptrs, m = self._rows(x_offsets, y_offset, "scatter")
+        return _sem().store(ptrs, value, m)
 
     def __repr__(self):
         return f"tensor_descriptor<{self.dtype!r}, {list(self.block_shape)}>"
@@ -672,6 +740,17 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     return _sem().dot(input, other, acc, input_precision, allow_tf32, out_dtype)
 
 
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=float32):
+    """acc + lhs @ rhs of microscaled (OCP MX) blocks: formats "e2m1" (fp4, two per uint8 along K, the first in
+    the low bits), "e4m3", "e5m2" (fp8 bits in uint8), "bf16", "fp16"; scales e8m0 in uint8, one per 32 along K
+    ([M, K/32] for lhs, [N, K/32] for rhs), or None. Upcast to bfloat16 (float16 when one operand is fp16) and
+    multiplied on the tensor cores with float32 accumulation."""
+    return _sem().dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, fast_math, lhs_k_pack,
+                             rhs_k_pack, out_dtype)
+
+
 # --- atomics ---------------------------------------------------------------------------------------
 def _atomic(op):
     def fn(pointer, val, mask=None, sem=None, scope=None):
@@ -769,10 +848,10 @@ class range:
 # static_assert / static_print are handled by the frontend itself (they need the source location).
 @builtin
 def static_assert(cond, msg=""):
-    from ..frontend.context import SemanticError
+    from ..frontend.context import StaticAssertError
 
     if not _unwrap(cond):
-        raise SemanticError(f"static_assert failed: {_unwrap(msg)}" if _unwrap(msg) else "static_assert failed")
+        raise StaticAssertError(f"static_assert failed: {_unwrap(msg)}" if _unwrap(msg) else "static_assert failed")
 
 
 @builtin

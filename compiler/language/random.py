@@ -1,8 +1,8 @@
 """Counter-based random numbers (Philox 4x32 / 4x64), bit-identical to Triton's `tl.rand` family.
 
-`randint4x(seed, offset)` runs Philox on the counter (offset, 0, 0, 0) with the key (seed's low 32 bits, high
-32 bits) for `n_rounds` (10) rounds and returns the four uint32 words; 64-bit offsets use Philox 4x64 (key
-(seed, 0)). Everything is built from integer ops whose bits the IR defines (umulhi, wrapping mul/add, xor), so
+`randint4x(seed, offset)` runs Philox 4x32 on the counter (offset's low 32 bits, its high 32 bits, 0, 0) with
+the key (seed's low 32 bits, high 32 bits) for `n_rounds` (10) rounds and returns the four uint32 words;
+`philox` on 64-bit counters is Philox 4x64 (key (seed, 0)). Everything is built from integer ops whose bits the IR defines (umulhi, wrapping mul/add, xor), so
 the interpreter and the GPU give the same words. `rand` maps a word to [0, 1) as a float32 (exact, same bits on
 both); `randn` is the Box-Muller transform of two words (log/sqrt/cos: within float32 math tolerance).
 """
@@ -73,10 +73,14 @@ def philox(seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
 
 @builtin
 def randint4x(seed, offset, n_rounds=N_ROUNDS_DEFAULT):
-    """Four blocks of random uint32 (uint64 for 64-bit offsets) for a scalar `seed` and a block of offsets."""
+    """Four blocks of random uint32 for a scalar `seed` and a block of offsets: Philox 4x32 of the counter
+    (offset's low 32 bits, its high 32 bits (0 for offsets of 32 bits or less), 0, 0), as Triton's."""
+    s = _sem()
     off = _t(offset)
-    zero = _sem().mul(off, 0)
-    return philox(seed, off, zero, zero, zero, n_rounds)
+    lo = s.cast(off, _T.uint32)
+    zero = s.mul(lo, 0)
+    hi = s.cast(s.shr(off, 32), _T.uint32) if off.dtype.bits > 32 else zero
+    return philox(seed, lo, hi, zero, zero, n_rounds)
 
 
 @builtin

@@ -12,7 +12,9 @@ is put in `sys.modules` under Triton's names, so a real Triton imported in the s
     ours.add_kernel[grid](x, y, z, n, BLOCK=1024)
 
 What the layer maps (`triton.`): jit, autotune, heuristics, Config, cdiv, next_power_of_2, JITFunction,
-CompilationError, constexpr, language, testing.do_bench. A name it lacks -- a Triton internal, or a part of
+CompilationError, TritonError, constexpr, language, testing.do_bench, reinterpret / TensorWrapper, set_allocator,
+compile / compiler.ASTSource, must_use_result, runtime.driver.active, runtime.errors, compiler.errors,
+tools.tensor_descriptor, tools.mxfp. A name it lacks -- a Triton internal, or a part of
 the language this compiler does not have yet -- raises `TritonCompatError` naming it (outside a kernel), or a
 CompilationError at the kernel's file:line:col naming it (inside one).
 """

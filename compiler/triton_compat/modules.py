@@ -77,6 +77,34 @@ def _do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_
     return float(getattr(np, return_mode)(s))
 
 
+class UnsupportedDtype:
+    """A dtype name of `triton.language` this compiler does not have (fp8 formats of other vendors' hardware):
+    the name exists, so a file that lists it (a test's parameter list) loads, and it equals only itself; a kernel
+    that uses it is a CompilationError "tl.<name> is not supported by this compiler"."""
+
+    tilefarm_unsupported = True
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+    def __str__(self):
+        return self.name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise TritonCompatError(f"tl.{self.name} is not supported by this compiler")
+
+    def __reduce__(self):
+        return (UnsupportedDtype, (self.name,))
+
+
+#: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats")
+UNSUPPORTED_DTYPES = ("float8e4b15", "float8e4b8", "float8e5b16")
+
 _MODULES: dict | None = None
 
 
@@ -97,10 +125,32 @@ def _build() -> dict:
     extra = CompatModule("triton.language.extra", {"libdevice": libdevice, "cuda": cuda}, forward=extra_fwd)
     math = CompatModule("triton.language.math", forward=lang.math)
     language = CompatModule("triton.language", {"extra": extra, "math": math}, forward=lang)
+    for n in UNSUPPORTED_DTYPES:
+        if not hasattr(lang, n):
+            language.__dict__[n] = UnsupportedDtype(n)
     from compiler.tools.tensor_descriptor import TensorDescriptor
 
     tensor_descriptor = CompatModule("triton.tools.tensor_descriptor", {"TensorDescriptor": TensorDescriptor})
-    tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor})
+    from . import mxfp as mx
+
+    mxfp = CompatModule("triton.tools.mxfp", {"MXFP4Tensor": mx.MXFP4Tensor, "MXScaleTensor": mx.MXScaleTensor})
+    tools = CompatModule("triton.tools", {"tensor_descriptor": tensor_descriptor, "mxfp": mxfp})
+    from . import runtime as rt
+
+    rt_jit = CompatModule("triton.runtime.jit", {"TensorWrapper": rt.TensorWrapper, "reinterpret": rt.reinterpret,
+                                                 "JITFunction": compiler.JITFunction, "jit": compiler.jit})
+    rt_errors = CompatModule("triton.runtime.errors", {"InterpreterError": rt.InterpreterError})
+    runtime = CompatModule("triton.runtime", {"jit": rt_jit, "errors": rt_errors, "driver": rt.driver,
+                                              "JITFunction": compiler.JITFunction, "Autotuner": compiler.Autotuner,
+                                              "Config": compiler.Config})
+    from ..errors import CompileTimeAssertionFailure
+
+    comp_errors = CompatModule("triton.compiler.errors", {"CompilationError": compiler.CompilationError,
+                                                          "CompileTimeAssertionFailure": CompileTimeAssertionFailure})
+    comp = CompatModule("triton.compiler", {"errors": comp_errors, "CompilationError": compiler.CompilationError,
+                                            "ASTSource": rt.ASTSource, "compile": rt.compile})
+    core = CompatModule("triton.language.core", forward=lang.core)
+    language.__dict__["core"] = core
     top = CompatModule("triton", {
         "jit": compiler.jit,
         "autotune": compiler.autotune,
@@ -114,13 +164,23 @@ def _build() -> dict:
         "language": language,
         "testing": testing,
         "tools": tools,
+        "runtime": runtime,
+        "compiler": comp,
+        "reinterpret": rt.reinterpret,
+        "TensorWrapper": rt.TensorWrapper,
+        "TritonError": rt.TritonError,
+        "set_allocator": rt.set_allocator,
+        "compile": rt.compile,
+        "must_use_result": compiler.must_use_result,
         "__version__": compiler.__version__,
         "__tilefarm__": True,
     })
     mods = {"triton": top, "triton.language": language, "triton.language.math": math,
             "triton.language.extra": extra, "triton.language.extra.cuda": cuda,
             "triton.language.extra.libdevice": libdevice, "triton.testing": testing, "triton.tools": tools,
-            "triton.tools.tensor_descriptor": tensor_descriptor}
+            "triton.tools.tensor_descriptor": tensor_descriptor, "triton.tools.mxfp": mxfp, "triton.runtime": runtime,
+            "triton.runtime.jit": rt_jit, "triton.runtime.errors": rt_errors, "triton.compiler": comp,
+            "triton.compiler.errors": comp_errors, "triton.language.core": core}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
     return mods
 
@@ -140,4 +200,5 @@ def compat_module(name: str):
 #: the Triton modules the layer stands in for
 MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
-          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor")
+          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime", "triton.runtime.jit",
+          "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core")

@@ -81,7 +81,7 @@ def test_kernel_errors_point_at_the_users_file(kfile):
     with pytest.raises(compiler.CompilationError) as e:
         m.bad_kernel[(1,)](x, 128, BLOCK=128)
     msg = str(e.value)
-    assert msg.startswith(f"{kfile}:16:") and "no_such_op" in msg and "triton.language" in msg
+    assert msg.startswith(f"{kfile}:16:") and "tl.no_such_op is not supported by this compiler" in msg
     with pytest.raises(compiler.CompilationError) as e:
         m.shape_error_kernel[(1,)](x, BLOCK=128)
     assert str(e.value).startswith(f"{kfile}:21:") and "power of two" in str(e.value)
@@ -90,7 +90,7 @@ def test_kernel_errors_point_at_the_users_file(kfile):
 @pytest.mark.parametrize("line, name", [
     ("import triton.runtime.driver", "triton.runtime.driver"),
     ("from triton.language import no_such_thing", "triton.language.no_such_thing"),
-    ("from triton.compiler import compile", "triton.compiler"),
+    ("from triton.compiler import make_backend", "triton.compiler.make_backend"),
 ])
 def test_missing_names_raise_naming_them(tmp_path, line, name):
     p = tmp_path / "k.py"
@@ -104,8 +104,8 @@ def test_missing_names_raise_naming_them(tmp_path, line, name):
 
 def test_missing_attribute_names_it(tmp_path):
     p = tmp_path / "k.py"
-    p.write_text("import triton\nx = triton.runtime\n")
-    with pytest.raises(TritonCompatError, match=r"'triton\.runtime'"):
+    p.write_text("import triton\nx = triton.knobs\n")
+    with pytest.raises(TritonCompatError, match=r"'triton\.knobs'"):
         load_kernel_file(p)
     t = compat_module("triton")
     assert getattr(t, "no_such", None) is None and not hasattr(t, "no_such")

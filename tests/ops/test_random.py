@@ -79,10 +79,11 @@ def test_randint_rand_bits(target, rounds):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_randint_64bit_offsets(target):
+    # as Triton's randint4x: a 64-bit offset is the counter's first two 32-bit words (low, high), Philox 4x32
     seed = 42
     y = poison(N, "uint64")
     run(target, K.random_kernel, GRID, [y], [seed, N], WHAT="randint64", ROUNDS=10, BLOCK=BLOCK)
-    ref = [philox_ref((o + 2**40, 0, 0, 0), (seed, 0), 10, 64)[0] for o in range(N)]
+    ref = [philox_ref(((o + 2**40) & M32, (o + 2**40) >> 32, 0, 0), (seed, 0), 10, 32)[0] for o in range(N)]
     np.testing.assert_array_equal(y, np.array(ref, np.uint64))
 
 

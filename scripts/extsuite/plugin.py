@@ -1,0 +1,186 @@
+"""pytest plugin: run a Triton-style test suite with `triton` meaning this project's compiler.
+
+Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH; scripts/external_suite.py does it) before any test file
+is collected:
+- extsuite.boot: `import triton` is compiler.triton_compat in this process, `triton._internal_testing` is ours;
+- the fixtures Triton's test suites expect from their conftest: `device` (`--device`, default from
+  TILEFARM_SUITE_DEVICE), `fresh_triton_cache`;
+- `TILEFARM_SUITE_SAMPLE=N`: keep N tests per file, picked by a hash of their ids (the same N every run);
+- `TILEFARM_SUITE_SHARD=i/k`: keep the tests whose id hashes to i modulo k (one of k processes over a file);
+- `TILEFARM_SUITE_RECORD=path`: one JSON line per test outcome and per collection error;
+- `TILEFARM_SUITE_COMPAT=0`: leave `triton` alone (the installed Triton), to count a file's tests where ours
+  cannot collect it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+
+import pytest
+
+from . import boot  # noqa: F401,E402  (triton is ours from here on)
+
+
+def pytest_addoption(parser):
+    if os.environ.get("TILEFARM_SUITE_DEVICE_OPTION", "1") != "0":  # the suite's own conftest may declare it
+        parser.addoption("--device", action="store", default=os.environ.get("TILEFARM_SUITE_DEVICE", "cuda"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "interpreter: the test runs under the interpreter too")
+    path = os.environ.get("TILEFARM_SUITE_RECORD")
+    config._tilefarm_record = open(path, "a", encoding="utf-8") if path else None
+
+
+def pytest_unconfigure(config):
+    f = getattr(config, "_tilefarm_record", None)
+    if f is not None:
+        f.close()
+
+
+@pytest.fixture
+def device(request):
+    try:
+        return request.config.getoption("--device")
+    except ValueError:
+        return os.environ.get("TILEFARM_SUITE_DEVICE", "cuda")
+
+
+@pytest.fixture
+def fresh_triton_cache():
+    with tempfile.TemporaryDirectory() as d:
+        old = os.environ.get("TILEFARM_CACHE_DIR")
+        os.environ["TILEFARM_CACHE_DIR"] = d
+        try:
+            yield d
+        finally:
+            if old is None:
+                os.environ.pop("TILEFARM_CACHE_DIR", None)
+            else:
+                os.environ["TILEFARM_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def with_allocator():
+    from compiler.triton_compat.runtime import get_allocator, set_allocator
+
+    from .internal_testing import default_alloc_fn
+
+    before = get_allocator()
+    set_allocator(default_alloc_fn)
+    try:
+        yield
+    finally:
+        set_allocator(before)
+
+
+def _rank(nodeid: str) -> str:
+    return hashlib.sha1(nodeid.encode()).hexdigest()
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected theirs
+def pytest_collection_modifyitems(session, config, items):
+    shard = os.environ.get("TILEFARM_SUITE_SHARD")
+    if shard:
+        i, k = (int(x) for x in shard.split("/"))
+        drop = [it for it in items if int(_rank(it.nodeid)[:8], 16) % k != i]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [it for it in items if int(_rank(it.nodeid)[:8], 16) % k == i]
+    n = int(os.environ.get("TILEFARM_SUITE_SAMPLE", "0") or 0)
+    if n <= 0:
+        return
+    by_file: dict = {}
+    for it in items:
+        by_file.setdefault(it.nodeid.split("::")[0], []).append(it)
+    keep = set()
+    for group in by_file.values():
+        keep |= {id(it) for it in sorted(group, key=lambda it: _rank(it.nodeid))[:n]}
+    drop = [it for it in items if id(it) not in keep]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [it for it in items if id(it) in keep]
+
+
+def _crash(report) -> tuple[str, str]:
+    """(exception type, first line of its message) of a failed report."""
+    lr = report.longrepr
+    crash = getattr(lr, "reprcrash", None)
+    if crash is not None and crash.message:
+        msg = crash.message.strip()
+    elif isinstance(lr, tuple) and len(lr) == 3:  # a skip: (path, line, reason)
+        msg = str(lr[2])
+    else:
+        text = str(lr or "").strip().splitlines()
+        msg = next((ln[2:].strip() for ln in reversed(text) if ln.startswith("E ")), text[-1] if text else "")
+    first = msg.splitlines()[0] if msg else ""
+    etype, sep, rest = first.partition(": ")
+    if sep and etype.replace(".", "").replace("_", "").isalnum() and " " not in etype:
+        return etype, rest
+    return ("Failed" if first else "?"), first
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep the exception's class on the report (its message alone does not always name it: `assert a == b`)."""
+    outcome = yield
+    rep = outcome.get_result()
+    exc = call.excinfo
+    if exc is not None and rep.failed:
+        t = exc.type
+        mod = getattr(t, "__module__", "builtins")
+        rep._tilefarm_type = t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
+
+
+def _write(config, rec):
+    f = getattr(config, "_tilefarm_record", None)
+    if f is not None:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+
+
+def pytest_runtest_logreport(report):
+    config = getattr(report, "_tilefarm_config", None) or _CONFIG.get("c")
+    if config is None:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        outcome = report.outcome
+        if report.when != "call" and outcome == "failed":
+            outcome = "error"
+        if hasattr(report, "wasxfail"):
+            outcome = "xfail" if report.skipped else "xpass"
+        rec = {"nodeid": report.nodeid, "when": report.when, "outcome": outcome,
+               "duration": round(report.duration, 3)}
+        if report.outcome != "passed":
+            rec["type"], rec["message"] = _crash(report)
+            known = getattr(report, "_tilefarm_type", None)
+            if known and rec["type"] != known.rsplit(".", 1)[-1] and rec["type"] != known:
+                if rec["type"] not in ("Failed", "?"):
+                    rec["message"] = f"{rec['type']}: {rec['message']}"
+                rec["type"] = known
+        _write(config, rec)
+
+
+def pytest_collectreport(report):
+    config = _CONFIG.get("c")
+    if config is not None and report.failed:
+        rec = {"nodeid": report.nodeid, "when": "collect", "outcome": "error"}
+        rec["type"], rec["message"] = _crash(report)
+        _write(config, rec)
+
+
+_CONFIG: dict = {}
+
+
+def pytest_collection_finish(session):
+    """With TILEFARM_SUITE_COLLECT_ONLY=1 (and --collect-only): one record per selected test."""
+    if os.environ.get("TILEFARM_SUITE_COLLECT_ONLY") == "1":
+        for it in session.items:
+            _write(session.config, {"nodeid": it.nodeid, "when": "collect", "outcome": "collected"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    _CONFIG["c"] = session.config

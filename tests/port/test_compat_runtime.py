@@ -1,0 +1,263 @@
+"""What Triton-style kernel and test files reach for beyond the language: `triton.reinterpret` (unsigned and fp8
+data through torch), `JITFunction.src` / `_unsafe_update_src`, `tl.dtype(name)`, Triton's error classes, and the
+names of dtypes this compiler does not have."""
+import textwrap
+
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+from compiler.errors import CompileTimeAssertionFailure, CompilerError
+from compiler.triton_compat import load_kernel_file
+from compiler.triton_compat.runtime import TensorWrapper, reinterpret
+
+from .kernels import TARGETS, poison, run
+
+
+@compiler.jit
+def add_one(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=m) + 1, mask=m)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reinterpret_numpy_as_unsigned(target):
+    # int32 storage read as uint32: -1 is 0xffffffff, and +1 wraps to 0 (as unsigned arithmetic must)
+    rng = np.random.default_rng(5)
+    x = rng.integers(-(2**31), 2**31, 100, dtype=np.int64).astype(np.int32)
+    x[:4] = [-1, 0, 2**31 - 1, -(2**31)]
+    y = poison(100, np.int32)
+    wx, wy = reinterpret(x, tl.uint32), reinterpret(y, tl.uint32)
+    assert isinstance(wx, TensorWrapper) and wx.dtype is tl.uint32
+    if target == "ptxas":
+        k = add_one.warmup(wx, wy, 100, BLOCK=128, grid=(1,), target="sm_90a")
+        assert ".u32" in k.asm["ptx"] or "add.s32" in k.asm["ptx"]
+        assert "u32" in k.asm["tile"]
+        return
+    run(target, add_one, (1,), wx, wy, 100, BLOCK=128)
+    want = (x.view(np.uint32).astype(np.uint64) + 1) % 2**32
+    np.testing.assert_array_equal(y.view(np.uint32), want.astype(np.uint32))
+
+
+def test_reinterpret_cpu_torch_tensor():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([-1, 5, -2**15, 2**15 - 1], dtype=torch.int16)
+    y = torch.full((4,), 7, dtype=torch.int16)
+    add_one[(1,)](reinterpret(x, tl.uint16), reinterpret(y, tl.uint16), 4, BLOCK=4)
+    np.testing.assert_array_equal(y.numpy().view(np.uint16), (x.numpy().view(np.uint16).astype(np.int64) + 1)
+                                  .astype(np.uint16))
+
+
+def test_reinterpret_rules():
+    x = np.zeros(4, np.int32)
+    assert reinterpret(reinterpret(x, tl.uint32), tl.int32) is x  # back to the base's own dtype: the base
+    assert reinterpret(x, tl.int32) is x
+    with pytest.raises(TypeError, match="16-bit.*cannot be read as uint32|32-bit elements cannot be read as uint16"):
+        reinterpret(x, tl.uint16)
+
+
+@compiler.jit
+def template(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(Y + offs, OP)  # noqa: F821 - replaced before it is compiled
+
+
+def test_unsafe_update_src():
+    k = compiler.JITFunction(template.fn)
+    assert k.src.startswith("def template(")
+    k._unsafe_update_src(k.src.replace("OP", "x * 3 - 1"))
+    x = np.random.default_rng(2).standard_normal(32).astype(np.float32)
+    y = poison(32, np.float32)
+    k[(1,)](x, y, BLOCK=32)
+    np.testing.assert_allclose(y, x * 3 - 1, rtol=1e-6)
+    assert "x * 3 - 1" in k.src
+    # a mistake in the new text is reported at its line, with the line shown
+    bad = compiler.JITFunction(template.fn)
+    bad._unsafe_update_src(bad.src.replace("OP", "x << 2"))
+    with pytest.raises(compiler.CompilationError, match=r"tilefarm-src-\d+:template>:4:\d+: .*integer") as e:
+        bad[(1,)](x, y, BLOCK=32)
+    assert "x << 2" in str(e.value)
+
+
+def test_dtype_by_name():
+    assert tl.dtype("int8") is tl.int8 and tl.dtype("fp16") is tl.float16 and tl.dtype("bf16") is tl.bfloat16
+    assert [tl.dtype(n) for n in tl.dtype.SINT_TYPES] == [tl.int8, tl.int16, tl.int32, tl.int64]
+    assert tl.dtype(tl.dtype.UINT_TYPES[0]) is tl.int1
+    with pytest.raises(ValueError, match="unknown dtype"):
+        tl.dtype("int7")
+
+
+@compiler.jit
+def static_check(X, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK % 32 == 0, "BLOCK must be a multiple of 32")
+    tl.store(X + tl.arange(0, BLOCK), 1.0)
+
+
+def test_static_assert_class():
+    with pytest.raises(CompileTimeAssertionFailure, match="BLOCK must be a multiple of 32"):
+        static_check[(1,)](np.zeros(16, np.float32), BLOCK=16)
+    assert issubclass(CompileTimeAssertionFailure, compiler.CompilationError)
+    assert issubclass(compiler.CompilationError, CompilerError)
+    assert issubclass(compiler.KernelRuntimeError, CompilerError)
+
+
+KERNELS = '''
+import triton
+import triton.language as tl
+from triton.runtime.errors import InterpreterError
+from triton.compiler.errors import CompilationError, CompileTimeAssertionFailure
+
+
+@triton.jit
+def uses_fp8b15(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), x.to(tl.float8e4b15).to(tl.float32))
+
+
+@triton.jit
+def uses_missing(X, BLOCK: tl.constexpr):
+    tl.store(X + tl.arange(0, BLOCK), tl.no_such_function(BLOCK))
+
+
+@triton.jit
+def bad_bitwise(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), x | x)
+'''
+
+
+def test_compat_names(tmp_path):
+    p = tmp_path / "k.py"
+    p.write_text(textwrap.dedent(KERNELS))
+    m = load_kernel_file(p)
+    x = np.ones(8, np.float32)
+    tl_compat = m.tl
+    assert repr(tl_compat.float8e4b15) == "float8e4b15" and tl_compat.float8e4b15 != tl_compat.float8e5
+    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b15 is not supported"):
+        m.uses_fp8b15[(1,)](x, BLOCK=8)
+    with pytest.raises(compiler.CompilationError, match=r"tl\.no_such_function is not supported by this compiler"):
+        m.uses_missing[(1,)](x, BLOCK=8)
+    # Triton's error classes catch ours
+    with pytest.raises(m.triton.TritonError, match="invalid operands of type"):
+        m.bad_bitwise[(1,)](x, BLOCK=8)
+    with pytest.raises(m.InterpreterError):
+        m.bad_bitwise[(1,)](x, BLOCK=8)
+    assert m.CompileTimeAssertionFailure is CompileTimeAssertionFailure
+    t = m.triton.runtime.driver.active.get_current_target()
+    assert t.backend == "cuda" and t.warp_size == 32 and t.arch >= 70
+
+
+@compiler.jit
+def fp8_to_f32(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs).to(tl.float32))
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_cpu_torch_fp8_argument(name):
+    torch = pytest.importorskip("torch")
+    vals = torch.tensor([0.5, -1.75, 3.0, 0.0, 448.0 if name == "float8_e4m3fn" else 57344.0, -0.125, 2.5, 10.0])
+    x = vals.to(getattr(torch, name))
+    y = torch.full((8,), float("nan"))
+    fp8_to_f32[(1,)](x, y, BLOCK=8)
+    assert torch.equal(y, x.to(torch.float32))
+
+
+@compiler.jit
+def scalar_pointer_indexed(Z, X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])
+    z = tl.sum(tl.sum(x, axis=1, keep_dims=True), axis=0, keep_dims=True)   # [1, 1]
+    tl.store(Z[None, None, :], z)   # a ':' past the rank keeps nothing, as in Triton
+
+
+@compiler.jit
+def bounded_slice(X):
+    X[10:]
+
+
+def test_indexing_rules():
+    x = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    z = np.full(1, np.nan, np.float32)
+    scalar_pointer_indexed[(1,)](z, x, BLOCK=8)
+    np.testing.assert_allclose(z[0], x.astype(np.float64).sum(), rtol=1e-5)
+    with pytest.raises(compiler.CompilationError, match="unsupported tensor index 10:"):
+        bounded_slice[(1,)](np.zeros(16, np.float32))
+
+
+def _make_scaled_store(scale, dtype):
+    @compiler.jit
+    def k(X, Y, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(Y + offs, (tl.load(X + offs) * scale).to(dtype))
+
+    return k
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_kernels_of_one_factory_keep_their_closures(target):
+    # one code object, different closure values: each kernel compiles with its own (in memory and on disk)
+    x = np.arange(8, dtype=np.float32) + 0.25
+    for scale, dt, npdt in [(2.0, tl.float32, np.float32), (3.0, tl.float16, np.float16), (5.0, tl.int32, np.int32)]:
+        k = _make_scaled_store(scale, dt)
+        if target == "ptxas":
+            # the output pointer's dtype is the argument's; the closure shows in the constant and the cast
+            ck = k.warmup(x, np.zeros(8, np.float32), BLOCK=8, grid=(1,), target="sm_90a")
+            tile = ck.asm["tile"]
+            assert f"value={scale}" in tile
+            assert (f"{{to={dt}}}" in tile) == (dt != tl.float32)
+            assert ck.asm["cubin"]
+            continue
+        y = poison(8, npdt)
+        run(target, k, (1,), x, y, BLOCK=8)
+        np.testing.assert_array_equal(y, (x * scale).astype(npdt))
+
+
+@compiler.must_use_result("Assign it.")
+@compiler.jit
+def cube(x):
+    return x * x * x
+
+
+@compiler.jit
+def discards_cube(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    cube(x)
+
+
+@compiler.jit
+def uses_cube(X, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), cube(x))
+
+
+def test_must_use_result():
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(compiler.CompilationError, match=r":\d+:\d+: The result of cube is not being used\. Assign it\."):
+        discards_cube[(1,)](x, BLOCK=4)
+    uses_cube[(1,)](x, BLOCK=4)
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32) ** 3)
+
+
+def test_compile_astsource():
+    from compiler.triton_compat.runtime import ASTSource, GPUTarget, compile
+
+    @compiler.jit
+    def k(X, Y, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + offs, mask=offs < n).to(tl.float16), mask=offs < n)
+
+    ck = compile(ASTSource(k, {"X": "*fp32", "Y": "*fp16", "n": "i32"}, {"BLOCK": 64}),
+                 target=GPUTarget("cuda", 90, 32))
+    assert "ptr<f32>" in ck.asm["tile"] and "ptr<f16>" in ck.asm["tile"] and ".target sm_90" in ck.asm["ptx"]
+    ck2 = compile(ASTSource(k, {0: "*kfp32", 1: "*fp16", 2: "i64", 3: "constexpr"}, {(3,): 32}))
+    assert "%n: i64" in ck2.asm["tile"]
+
+    @compiler.jit
+    def bad():
+        a += 1  # noqa: F821
+
+    with pytest.raises(compiler.CompilationError, match="is not defined"):
+        compile(ASTSource(bad, {}, {}))

@@ -1,0 +1,97 @@
+"""scripts/external_suite.py on a tiny Triton-style suite: `import triton` is our compiler in its test processes,
+`triton._internal_testing` is ours, kernels made by exec'd text compile, outcomes and causes are counted."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SUITE = {
+    "test_small.py": '''
+        import numpy as np
+        import pytest
+        import triton
+        import triton.language as tl
+        from triton._internal_testing import is_interpreter, numpy_random
+
+
+        @triton.jit
+        def template(X, Y, BLOCK: tl.constexpr):
+            x = tl.load(X + tl.arange(0, BLOCK))
+            tl.store(Y + tl.arange(0, BLOCK), GENERATE)
+
+
+        def patched(expr):
+            import inspect
+            ns = {}
+            exec(inspect.getsource(template.fn).replace("GENERATE", expr), globals(), ns)
+            return ns["template"]
+
+
+        @pytest.mark.interpreter
+        @pytest.mark.parametrize("expr, ref", [("x * 2", lambda x: x * 2), ("x + 1", lambda x: x + 1)])
+        def test_ok(expr, ref, device):
+            assert device == "cpu" and is_interpreter() and triton.__tilefarm__
+            x = numpy_random(64, "float32")
+            y = np.full(64, np.nan, np.float32)
+            patched(expr)[(1,)](x, y, BLOCK=64)
+            np.testing.assert_allclose(y, ref(x))
+
+
+        @pytest.mark.interpreter
+        def test_wrong():
+            assert 1 == 2
+
+
+        @pytest.mark.interpreter
+        def test_unsupported():
+            @triton.jit
+            def k(X):
+                tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [tl.load(X)], dtype=tl.int32,
+                                          is_pure=True, pack=1)
+            k[(1,)](np.zeros(1, np.int32))
+
+
+        def test_not_selected():
+            pass
+    ''',
+    "test_broken.py": '''
+        import triton.no_such_module
+        import pytest
+
+        @pytest.mark.interpreter
+        def test_never():
+            pass
+    ''',
+}
+
+
+def test_external_suite_counts(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name, text in SUITE.items():
+        (suite / name).write_text(textwrap.dedent(text))
+    out = tmp_path / "out"
+    env = dict(os.environ, TILEFARM_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "external_suite.py"), "--suite", str(suite),
+                        "--out", str(out), "--device", "cpu", "--timeout", "120"], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((out / "external-suite.json").read_text())
+    small = doc["files"]["test_small.py"]
+    assert (small["passed"], small["failed"], small["errors"]) == (2, 2, 0), doc["tests"]["test_small.py"]
+    assert small["share"] == 0.5
+    causes = {c["cause"]: c["tests"] for c in doc["causes"]}
+    assert any("tl.inline_asm_elementwise is not supported" in c for c in causes), causes
+    assert any(c.startswith("AssertionError") for c in causes), causes
+    # a file whose import fails: a collection error naming the missing module, unless an installed Triton cannot
+    # collect it either (then it is not counted, and says so)
+    broken = doc["files"]["test_broken.py"]
+    assert broken["passed"] == 0
+    if broken["errors"]:
+        assert any("triton.no_such_module" in c for c in causes), causes
+    else:
+        assert "under Triton either" in broken["note"]
+    assert "| test_small.py | 2 | 2 | 0 |" in (out / "external-suite.md").read_text()
