@@ -61,9 +61,12 @@ def cluster():
 
 
 def _gated(src: str) -> str:
-    """The example's kernel file, whose launch first waits for the test's gate file (meta["gate"]; warmup, what
-    the compile tasks run, ignores it): the first job holds the GPU worker until the test opens the gate."""
+    """The example's kernel file, whose launch first says it got there (GATE.reached: its kernel is installed) and
+    waits for the test's gate file (meta["gate"]; warmup, what the compile tasks run, ignores it): the first job
+    holds the GPU worker until the test opens the gate."""
     wait = ('    gate = meta.pop("gate", "")\n'
+            '    if gate:\n'
+            '        open(gate + ".reached", "w").close()\n'
             '    deadline = time.monotonic() + 120\n'
             '    while gate and not os.path.exists(gate) and time.monotonic() < deadline:\n'
             '        time.sleep(0.1)\n')
@@ -109,7 +112,8 @@ workloads:
         """Once every kernel is compiled (the first job holds the GPU worker at its gate), the node holding
         them goes; then the gate opens."""
         deadline = time.monotonic() + 180
-        while len(ex._kernels) < 3 and time.monotonic() < deadline:
+        reached = pathlib.Path(str(gate) + ".reached")  # the first job has its kernel and waits at the gate
+        while (len(ex._kernels) < 3 or not reached.exists()) and time.monotonic() < deadline:
             time.sleep(0.1)
         removed["kernels"] = len(ex._kernels)
         cluster["cluster"].remove_node(cluster["nodes"].pop("compiler"))
