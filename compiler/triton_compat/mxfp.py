@@ -19,13 +19,17 @@ def _torch():
     return torch
 
 
-class MXFP4Tensor:
+class _Encoded:
+    """Codes of an MX format held as uint8 in `data`: made from float values (`data`), or left empty for
+    `random()` to fill (`size`)."""
+
     def __init__(self, data=None, size=None, device=None):
         torch = _torch()
+        name = type(self).__name__
         self.device = device
         if data is not None:
             if not isinstance(data, torch.Tensor):
-                raise TypeError("MXFP4Tensor: data must be a torch tensor of float values")
+                raise TypeError(f"{name}: data must be a torch tensor of float values")
             self.device = data.device
             self.data = self._from_float(data)
             self.size = tuple(data.shape)
@@ -33,8 +37,10 @@ class MXFP4Tensor:
             self.size = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
             self.data = None
         else:
-            raise ValueError("MXFP4Tensor needs data or size")
+            raise ValueError(f"{name} needs data or size")
 
+
+class MXFP4Tensor(_Encoded):
     def random(self):
         torch = _torch()
         self.data = torch.randint(0, 16, self.size, dtype=torch.uint8, device=self.device)
@@ -92,22 +98,7 @@ class MXFP4Tensor:
         return out.narrow(dim, 0, original_shape[dim]).to(torch.uint8)
 
 
-class MXScaleTensor:
-    def __init__(self, data=None, size=None, device=None):
-        torch = _torch()
-        self.device = device
-        if data is not None:
-            if not isinstance(data, torch.Tensor):
-                raise TypeError("MXScaleTensor: data must be a torch tensor of float values")
-            self.device = data.device
-            self.data = self._from_float(data)
-            self.size = tuple(data.shape)
-        elif size is not None:
-            self.size = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
-            self.data = None
-        else:
-            raise ValueError("MXScaleTensor needs data or size")
-
+class MXScaleTensor(_Encoded):
     def random(self, low=None, high=None):
         """Random scales (codes 0..254), or between the powers of two nearest `low` and `high`."""
         torch = _torch()
