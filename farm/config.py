@@ -60,8 +60,16 @@ def _as_list(v):
     return [v] if isinstance(v, dict) else v
 
 
+def _distinct(v):
+    if len(set(v)) != len(v):
+        raise ValueError(f"names a compiler twice: {v}")
+    return v
+
+
 Scalar = Annotated[Any, AfterValidator(_scalar)]
 Constraint = Annotated[str, AfterValidator(_constraint)]
+# `compilers:` of a run or a tune config: who compiles each kernel (farm.compilers), each named once
+Compilers = Annotated[list[Literal["tilefarm", "triton"]], AfterValidator(_distinct)]
 
 
 class ConfigError(FarmError):
@@ -215,16 +223,9 @@ class Config(_Model):
     cluster: Cluster = Field(default_factory=Cluster)
     store: str | None = Field(None, description="results file, relative to this config's folder, or a "
                                "postgresql://user@host/db URL")
-    compilers: list[Literal["tilefarm", "triton"]] = Field(
+    compilers: Compilers = Field(
         default_factory=lambda: ["tilefarm"], min_length=1,
         description="who compiles each kernel: every sweep point is one job per compiler (farm.compilers)")
-
-    @field_validator("compilers")
-    @classmethod
-    def _distinct(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError(f"names a compiler twice: {v}")
-        return v
 
 
 def _format(e: ValidationError) -> list[str]:

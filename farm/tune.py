@@ -56,10 +56,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from farm import FarmError, compilers as C, exprs
-from farm.config import Cluster, ConfigError, Constraint, Model, SweepSpec, expand, format_errors, read_data
+from farm.config import Cluster, Compilers, ConfigError, Constraint, Model, SweepSpec, expand, format_errors, read_data
 from farm.jobs import COMPILED, OK, VALIDATED, Job, Result, RunOptions
 from farm.planner import job_key
 from farm.tuning_db import TuningDB, make_record
@@ -99,16 +99,9 @@ class TuneConfig(Model):
     cluster: Cluster = Field(default_factory=Cluster)
     store: str | None = None  # relative to the config's folder; left out: the default store of every command
     seed: int = 0
-    compilers: list[Literal["tilefarm", "triton"]] = Field(
+    compilers: Compilers = Field(
         default_factory=lambda: ["tilefarm"], min_length=1,
         description="each shape's space is searched once per compiler, and stored per compiler (farm.compilers)")
-
-    @field_validator("compilers")
-    @classmethod
-    def _distinct(cls, v):
-        if len(set(v)) != len(v):
-            raise ValueError(f"names a compiler twice: {v}")
-        return v
 
 
 def load_config(path) -> tuple[TuneConfig, str]:
