@@ -52,3 +52,11 @@ workloads:
     p = tmp_path / f"{name}.yaml"
     p.write_text(text)
     return p
+
+
+def ray_node_args(root: pathlib.Path, name: str, **kw) -> dict:
+    """Arguments of `ray.cluster_utils.Cluster.add_node` for a node of a cluster on one machine: its own Ray and
+    kernel-cache folders under root/name, and no GPU of this machine seen by its workers."""
+    (root / name).mkdir()
+    return dict(temp_dir=str(root / name / "ray"), env_vars={
+        "TILEFARM_CACHE_DIR": str(root / name / "cache"), "FARM_FORCE_NO_GPU": "1"}, **kw)

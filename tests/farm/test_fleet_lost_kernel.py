@@ -16,17 +16,11 @@ import time
 
 import pytest
 
-from farm_testing import REPO
+from farm_testing import REPO, ray_node_args as _node_args
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = REPO / "configs" / "examples" / "scaled_add.py"
-
-
-def _node_args(root: pathlib.Path, name: str, **kw) -> dict:
-    (root / name).mkdir()
-    return dict(temp_dir=str(root / name / "ray"), env_vars={
-        "TILEFARM_CACHE_DIR": str(root / name / "cache"), "FARM_FORCE_NO_GPU": "1"}, **kw)
 
 
 @pytest.fixture(scope="module")
