@@ -7,6 +7,7 @@ import llvmlite.ir as ir
 from llvmlite.ir import types as _lt
 
 from ..ir import types as T
+from ..ir.core import uses  # noqa: F401 (memory.py and reduce.py import it from here)
 
 
 class BFloatType(_lt._BaseFloatType):
@@ -98,16 +99,6 @@ class Tile:
 
 # kind -> fn(emitter, op); filled by @emits in llvm.py, memory.py, reduce.py
 EMIT: dict = {}
-
-
-def uses(block, v) -> int:
-    """How many times ops of `block` (and of the blocks nested in them) take `v` as an operand."""
-    n = 0
-    for o in block.ops:
-        n += sum(1 for x in o.operands if x is v)
-        for b in o.blocks:
-            n += uses(b, v)
-    return n
 
 
 def emits(*kinds):

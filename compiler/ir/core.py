@@ -139,3 +139,13 @@ class Module:
     options: dict = field(default_factory=dict)
     # Metadata passes attach for later stages (e.g. "shared_bytes", layouts) lives here and in op.attrs.
     meta: dict = field(default_factory=dict)
+
+
+def uses(block, v) -> int:
+    """How many times ops of `block` (and of the blocks nested in them) take `v` as an operand."""
+    n = 0
+    for o in block.ops:
+        n += sum(1 for x in o.operands if x is v)
+        for b in o.blocks:
+            n += uses(b, v)
+    return n

@@ -16,17 +16,8 @@ and nothing after it changes the IR.
 """
 from __future__ import annotations
 
+from ..ir.core import uses
 from .layouts import MmaLayout, linear
-
-
-def uses(block, v) -> int:
-    """How many times ops of `block` (and of the blocks nested in them) take `v` as an operand."""
-    n = 0
-    for o in block.ops:
-        n += sum(1 for x in o.operands if x is v)
-        for b in o.blocks:
-            n += uses(b, v)
-    return n
 
 
 def register_a_applies(a_ll, lay, M, K, num_warps) -> bool:
