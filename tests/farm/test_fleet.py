@@ -8,16 +8,14 @@ else is what a real fleet does: compile tasks on CPU nodes, kernel bundles throu
 file through the runtime_env, placement by kind, nodes leaving and joining mid-run.
 """
 import json
-import os
 import pathlib
 import shutil
-import tempfile
 import threading
 import time
 
 import pytest
 
-from farm_testing import FAKES, REPO, ray_node_args as _node_args
+from farm_testing import FAKES, REPO, ray_cluster, ray_node_args as _node_args
 
 pytestmark = pytest.mark.slow
 
@@ -28,38 +26,10 @@ EXAMPLE = REPO / "configs" / "examples" / "scaled_add.py"
 def fleet():
     """A head (1 CPU), a CPU node (1 CPU) and an H200 node (no CPU for compiling, 1 GPU): a dict with the
     cluster, its folder and name -> Ray node."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
-
-    from farm.executor.ray import _init_local
-    # The kinds are the ones declared here, on a machine with GPUs too (Ray would add the real GPU's kind to
-    # every node declaring a GPU).
-    patch = pytest.MonkeyPatch()
-    patch.setattr(NvidiaGPUAcceleratorManager, "get_current_node_accelerator_type", staticmethod(lambda: None))
-    was_up = ray.is_initialized()
-    if was_up:  # the session's local Ray (conftest.ray_session): started again after this module
-        ray.shutdown()
-    root = pathlib.Path(tempfile.mkdtemp(prefix="tf-fleet-", dir="/tmp"))  # short: Ray's socket paths
-    fast = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 3}
-    # Ray's cluster helper records the head's address under its default folder whatever temp_dir the nodes
-    # use; on a fresh machine that folder does not exist yet
-    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
-    cluster = Cluster(initialize_head=True, head_node_args=_node_args(root, "head", num_cpus=1, _system_config=fast))
-    nodes = {"head": cluster.head_node,
-             "cpu": cluster.add_node(**_node_args(root, "cpu", num_cpus=1)),
-             "h200": cluster.add_node(**_node_args(root, "h200", num_cpus=0, num_gpus=1,
-                                                  resources={"accelerator_type:H200": 1}))}
-    ray.init(address=cluster.address, log_to_driver=False)
-    yield {"cluster": cluster, "root": root, "nodes": nodes}
-    ray.shutdown()
-    cluster.shutdown()
-    shutil.rmtree(root, ignore_errors=True)
-    patch.undo()
-    if was_up:
-        import logging
-        _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    with ray_cluster("tf-fleet-", head=dict(num_cpus=1), nodes={
+            "cpu": dict(num_cpus=1),
+            "h200": dict(num_cpus=0, num_gpus=1, resources={"accelerator_type:H200": 1})}) as c:
+        yield c
 
 
 def add(fleet, name, **kw):

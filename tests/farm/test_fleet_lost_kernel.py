@@ -7,16 +7,13 @@ As in test_fleet.py, the "GPU" node declares a GPU of kind H200 and validates in
 The head has no CPUs (so no compile can land there), and objects above 1 KiB go to the object store of the node
 that made them (Ray returns smaller ones inline to the driver, which would keep them safe).
 """
-import os
 import pathlib
-import shutil
-import tempfile
 import threading
 import time
 
 import pytest
 
-from farm_testing import REPO, ray_node_args as _node_args
+from farm_testing import REPO, ray_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -25,33 +22,10 @@ EXAMPLE = REPO / "configs" / "examples" / "scaled_add.py"
 
 @pytest.fixture(scope="module")
 def cluster():
-    import ray
-    from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
-    from ray.cluster_utils import Cluster
-
-    from farm.executor.ray import _init_local
-    patch = pytest.MonkeyPatch()
-    patch.setattr(NvidiaGPUAcceleratorManager, "get_current_node_accelerator_type", staticmethod(lambda: None))
-    was_up = ray.is_initialized()
-    if was_up:
-        ray.shutdown()
-    root = pathlib.Path(tempfile.mkdtemp(prefix="tf-lost-", dir="/tmp"))
-    system = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
-              "health_check_failure_threshold": 3, "max_direct_call_object_size": 1024}
-    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
-    c = Cluster(initialize_head=True, head_node_args=_node_args(root, "head", num_cpus=0, _system_config=system))
-    nodes = {"compiler": c.add_node(**_node_args(root, "compiler", num_cpus=1)),
-             "h200": c.add_node(**_node_args(root, "h200", num_cpus=0, num_gpus=1,
-                                              resources={"accelerator_type:H200": 1}))}
-    ray.init(address=c.address, log_to_driver=False)
-    yield {"cluster": c, "root": root, "nodes": nodes}
-    ray.shutdown()
-    c.shutdown()
-    shutil.rmtree(root, ignore_errors=True)
-    patch.undo()
-    if was_up:
-        import logging
-        _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    with ray_cluster("tf-lost-", head=dict(num_cpus=0), system={"max_direct_call_object_size": 1024}, nodes={
+            "compiler": dict(num_cpus=1),
+            "h200": dict(num_cpus=0, num_gpus=1, resources={"accelerator_type:H200": 1})}) as c:
+        yield c
 
 
 def _gated(src: str) -> str:

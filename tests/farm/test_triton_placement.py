@@ -5,14 +5,12 @@
 answers None in every process of that node, as on a node without the package). The "GPU" nodes declare `GPU` and
 `accelerator_type:H200` resources and, finding no device, validate in the interpreters (as in test_fleet.py).
 """
-import os
 import pathlib
 import shutil
-import tempfile
 
 import pytest
 
-from farm_testing import REPO
+from farm_testing import ray_cluster
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (__import__("importlib").util.find_spec("triton") and
@@ -28,48 +26,14 @@ workloads:
 """
 
 
-def _node_args(root: pathlib.Path, name: str, triton: bool, **kw) -> dict:
-    (root / name).mkdir()
-    env = {"TILEFARM_CACHE_DIR": str(root / name / "cache"), "FARM_FORCE_NO_GPU": "1"}
-    if not triton:
-        env["TILEFARM_NO_TRITON"] = "1"
-    return dict(temp_dir=str(root / name / "ray"), env_vars=env, **kw)
-
-
 @pytest.fixture(scope="module")
 def fleet():
     """A head with 2 CPUs and no Triton, a 1-CPU node with Triton, two H200 nodes (no CPUs), one without Triton."""
-    import logging
-
-    import ray
-    from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
-    from ray.cluster_utils import Cluster
-
-    from farm.executor.ray import _init_local
-    patch = pytest.MonkeyPatch()
-    patch.setattr(NvidiaGPUAcceleratorManager, "get_current_node_accelerator_type", staticmethod(lambda: None))
-    was_up = ray.is_initialized()
-    if was_up:  # the session's local Ray (conftest.ray_session): started again after this module
-        ray.shutdown()
-    root = pathlib.Path(tempfile.mkdtemp(prefix="tf-tri-", dir="/tmp"))  # short: Ray's socket paths
-    fast = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500, "health_check_failure_threshold": 3}
-    os.makedirs(os.path.join(tempfile.gettempdir(), "ray"), exist_ok=True)
-    cluster = Cluster(initialize_head=True,
-                      head_node_args=_node_args(root, "head", False, num_cpus=2, _system_config=fast))
-    nodes = {"head": cluster.head_node,
-             "tri": cluster.add_node(**_node_args(root, "tri", True, num_cpus=1)),
-             "gpu-bare": cluster.add_node(**_node_args(root, "gpu-bare", False, num_cpus=0, num_gpus=1,
-                                                       resources={"accelerator_type:H200": 1})),
-             "gpu-tri": cluster.add_node(**_node_args(root, "gpu-tri", True, num_cpus=0, num_gpus=1,
-                                                      resources={"accelerator_type:H200": 1}))}
-    ray.init(address=cluster.address, log_to_driver=False)
-    yield {"cluster": cluster, "nodes": nodes}
-    ray.shutdown()
-    cluster.shutdown()
-    shutil.rmtree(root, ignore_errors=True)
-    patch.undo()
-    if was_up:
-        _init_local(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    gpu = dict(num_cpus=0, num_gpus=1, resources={"accelerator_type:H200": 1})
+    with ray_cluster("tf-tri-", head=dict(triton=False, num_cpus=2), nodes={
+            "tri": dict(triton=True, num_cpus=1), "gpu-bare": dict(triton=False, **gpu),
+            "gpu-tri": dict(triton=True, **gpu)}) as c:
+        yield c
 
 
 @pytest.fixture
