@@ -294,7 +294,7 @@ workloads:
   - workload: {KERNELS}::axpy_triton
     params: {{N: [1048576], dtype: [float32, float16]}}
     meta: {{BLOCK: [1024], num_warps: [4]}}
-  - {{workload: {REPO / 'workloads/corpus/softmax.py'}::softmax_rows_keepdims_f32, sizes: gpu}}
+  - {{workload: {REPO / 'workloads/corpus/more_idioms.py'}::softmax_rows_keepdims_f32, sizes: gpu}}
 """)
     old = os.environ.pop("FARM_FORCE_NO_GPU", None)
     try:

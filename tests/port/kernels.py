@@ -31,7 +31,11 @@ def run(target, kernel, grid, *args, **meta):
         raise CompiledOnly()
     from compiler.runtime import DeviceArray, synchronize
 
-    dev = [DeviceArray.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args]
+    copies = {}  # one device copy per array, so an array passed twice (out aliased as acc) stays one buffer
+    for a in args:
+        if isinstance(a, np.ndarray) and id(a) not in copies:
+            copies[id(a)] = DeviceArray.from_numpy(a)
+    dev = [copies.get(id(a), a) for a in args]
     kernel[grid](*dev, **meta)
     synchronize()
     for a, d in zip(args, dev):
