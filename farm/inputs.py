@@ -113,7 +113,7 @@ def _nbytes(*dicts) -> int:
 
 
 class InputCache:
-    """LRU of (pristine inputs, reference outputs) by (workload object and file, canonical params, seed),
+    """LRU of (pristine inputs, reference outputs) by (workload file and content, canonical params, seed),
     bounded by the bytes of its arrays. One per worker process (`INPUT_CACHE`); jobs of a shape share an entry."""
 
     def __init__(self, limit_bytes: int | None = None):
@@ -182,8 +182,26 @@ def clear_input_cache() -> None:
 
 
 def _cache_key(wl, job: Job, params: dict) -> tuple:
-    return (id(wl), getattr(wl, "source_file", ""), getattr(wl, "name", ""), canonical(params),
-            tuple(input_seed(job)))
+    """A workload loaded from a file is known by that file's path and content, so the jobs of one shape share an
+    entry whoever compiles them (the file is loaded once per compiler: two objects, the same make_inputs and
+    reference); a workload without a file, by the object itself (the entry keeps it alive)."""
+    path = getattr(wl, "source_file", "") or ""
+    ident = ("file", path, _content_hash(path)) if path and os.path.isfile(path) else ("object", id(wl))
+    return (*ident, getattr(wl, "name", ""), canonical(params), tuple(input_seed(job)))
+
+
+def _content_hash(path: str) -> str:
+    """sha256 of a workload file, remembered per (path, size, mtime) so a sweep reads each file once."""
+    st = os.stat(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    h = _HASHES.get(key)
+    if h is None:
+        with open(path, "rb") as f:
+            h = _HASHES[key] = hashlib.sha256(f.read()).hexdigest()
+    return h
+
+
+_HASHES: dict = {}
 
 
 def inputs_and_reference(wl, job: Job, params: dict) -> tuple[dict, dict, dict | None, bool, float]:

@@ -1,6 +1,8 @@
 """The worker's per-process cache of (pristine inputs, reference outputs): one make_inputs and one reference
 per (workload, params, seed), whatever the meta-parameters; bounded in bytes; never handed to a kernel."""
 import dataclasses
+import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -92,6 +94,25 @@ def test_candidates_of_a_shape_share_one_make_inputs_and_reference(counted):
     _run(_job(n=200))
     _run(_job(seed=7))
     assert counted == {"make_inputs": 3, "reference": 3}
+
+
+def test_one_file_loaded_twice_shares_an_entry_and_an_edited_file_does_not(tmp_path):
+    """A sweep under two compilers loads the workload file once per compiler (two objects): the jobs of a shape
+    still make their inputs and reference once. Keyed by the file's content: an edited file is made again."""
+    src = tmp_path / "fakes.py"
+    src.write_text(pathlib.Path(FAKES).read_text())
+    ref, params = f"{src}::fake_vec", {"N": 100, "dtype": "float32"}
+    loader.load_workload.cache_clear()
+    first = loader.load_workload(ref)
+    second = dataclasses.replace(first)  # the other compiler's load of the same file: another object
+    a = farm_inputs.inputs_and_reference(first, _job(ref), params)
+    b = farm_inputs.inputs_and_reference(second, _job(ref, block=256), params)
+    assert a[3] is False and b[3] is True and b[0]["x"] is a[0]["x"]
+    src.write_text(src.read_text() + "\n# edited\n")
+    os.utime(src, ns=(1, 1))  # another mtime, whatever the clock's resolution
+    c = farm_inputs.inputs_and_reference(dataclasses.replace(first), _job(ref), params)
+    assert c[3] is False and c[0]["x"] is not a[0]["x"]
+    loader.load_workload.cache_clear()
 
 
 def test_byte_bound_evicts_least_recently_used(counted, monkeypatch):
