@@ -11,6 +11,16 @@ Two executors, so the driver's part can be told from Ray's:
   wall time per job includes the workers' (a job here validates 8 numbers), so it is an upper bound on the
   driver's part. Jobs go to the actors in batches (farm.executor.ray); `--compare-unbatched N` measures the
   N-job sweep again with FARM_BATCH_MAX=1 (one actor call per job, as before batching), right after.
+- `ray-gpu`: the real Ray executor on its GPU path, `--gpu-jobs` of it (several sizes comma-separated; 0: skip),
+  with the GPUs STUBBED: a local Ray declaring `--gpu-stubs` GPUs (default 2) beside 2 CPUs, started with
+  FARM_FORCE_NO_GPU=1 in its environment so that its workers (the "GPU" actors too) validate in the interpreter,
+  while the driver drops it and so takes the GPU path: compile tasks ahead on the CPU slots (the NOOP workload
+  declares no warmup: a compile is next to nothing), each job's result and kernel bundle through the object store,
+  validation on one actor per declared GPU (num_gpus=1). On a machine with a real GPU it is stubbed alike (the
+  driver's cost is what is measured, not the GPU's). A stubbed GPU job validates in ~1 ms, so actor calls carry
+  batches; a real GPU job is timed for ~0.1-1 s and goes one per call: `--compare-unbatched` on a `ray-gpu` size
+  measures it again with FARM_BATCH_MAX=1 and FARM_COMPILE_BATCH_MAX=32 (one actor call per job, compile tasks
+  still batched), the driver's cost where GPU jobs are long.
 
     python3 scripts/bench_driver_scale.py --jobs 100000 --json benchmarks/driver-scale.json
 """
@@ -113,6 +123,20 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     sampler.mark("start")
     if executor_name == "noop":
         ex = NoopExecutor()
+    elif executor_name == "ray-gpu":
+        import logging
+
+        from farm.executor import ray as ray_executor
+        # the workers import this checkout (the executor sets this when it starts Ray itself), and inherit
+        # FARM_FORCE_NO_GPU=1: the stubbed "GPU" actors validate in the interpreter
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        os.environ["FARM_FORCE_NO_GPU"] = "1"
+        stubs = int(os.environ.get("BENCH_GPU_STUBS", "2"))
+        ray_executor._init_local(num_cpus=2, num_gpus=stubs, include_dashboard=False, log_to_driver=False,
+                                 logging_level=logging.ERROR)
+        del os.environ["FARM_FORCE_NO_GPU"]  # the driver sees the declared GPUs: the GPU path
+        ex = ray_executor.RayExecutor()
+        assert ex.gpus == stubs, (ex.gpus, stubs)
     else:
         from farm.executor import ray as ray_executor
         ex = ray_executor.RayExecutor(num_cpus=2)
@@ -140,6 +164,10 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
     t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
     sampler.mark("finished")
     calls = dict(getattr(ex, "calls", {}))
+    if executor_name == "ray-gpu":
+        calls.setdefault("compile_tasks", None)  # (an executor that does not count them: one task per job)
+        calls["gpus_stubbed"] = ex.gpus
+        calls["gpu_path"] = True
     ex.close()
     rows = st.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=prep.run_id)[0]
     st.close()
@@ -152,9 +180,24 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
             "driver_cpu_ms_per_job": round(1e3 * (c_plan + c_run) / n, 4),
             "run_ms_per_job_by_tenth": slices,
             "rss_mb": sampler.marks, "rss_peak_mb": round(sampler.peak, 1),
-            **({"batch_max": ray_executor.BATCH_MAX, **calls} if executor_name == "ray" else {}),
+            **({"batch_max": ray_executor.BATCH_MAX, **calls} if executor_name.startswith("ray") else {}),
+            **({"compile_batch_max": getattr(ray_executor, "COMPILE_BATCH_MAX", None)}
+               if executor_name == "ray-gpu" else {}),
             "store_mb": round(store_path.stat().st_size / 2**20, 1),
             "loadavg_1_5_min": [round(x, 1) for x in os.getloadavg()[:2]]}  # a shared machine: what else ran
+
+
+def _code_version() -> str:
+    """The commit of the checkout measured (and whether it had changes)."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def main():
@@ -163,22 +206,30 @@ def main():
     ap.add_argument("--small", type=int, default=10_000, help="a smaller sweep, to show memory does not grow with N")
     ap.add_argument("--ray-jobs", default="5000", help="jobs through the real Ray executor, comma-separated sizes "
                                                        "(0: skip)")
+    ap.add_argument("--gpu-jobs", default="0", help="jobs through the Ray executor's GPU path, GPUs stubbed "
+                                                    "(comma-separated sizes; 0: skip)")
+    ap.add_argument("--gpu-stubs", type=int, default=2, help="GPUs the local Ray declares for --gpu-jobs")
     ap.add_argument("--compare-unbatched", default="",
                     help="Ray sizes (comma-separated, or `all`) measured again with one actor call per job "
-                         "(FARM_BATCH_MAX=1)")
+                         "(FARM_BATCH_MAX=1; on the GPU path compile tasks stay batched)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--one", nargs=3, metavar=("N", "EXECUTOR", "FOLDER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("FARM_FORCE_NO_GPU", "1")
     ray_sizes = [int(x) for x in str(args.ray_jobs).split(",") if int(x)]
-    os.environ.setdefault("FARM_MAX_JOBS", str(max(args.jobs, args.small, *ray_sizes) + 1))
+    gpu_sizes = [int(x) for x in str(args.gpu_jobs).split(",") if int(x)]
+    os.environ.setdefault("FARM_MAX_JOBS", str(max(args.jobs, args.small, *ray_sizes, *gpu_sizes) + 1))
+    os.environ["BENCH_GPU_STUBS"] = str(args.gpu_stubs)
     if args.one:  # one measurement, in a process of its own (so each one's memory starts from the same place)
         n, name, folder = int(args.one[0]), args.one[1], pathlib.Path(args.one[2])
         print(json.dumps(measure(n, name, folder, max(1, n // 10))))
         return
     import subprocess
     out = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-           "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": []}
+           "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "code": _code_version(), "runs": []}
+    if gpu_sizes:
+        out["gpu_path"] = (f"STUBBED: {args.gpu_stubs} GPU(s) declared to a local Ray, its workers validating in "
+                           "the interpreter (FARM_FORCE_NO_GPU=1 in theirs, not in the driver's environment)")
     with tempfile.TemporaryDirectory(prefix="driver-scale-") as tmp:
         folder = pathlib.Path(tmp)
         (folder / "noop.py").write_text(NOOP_WORKLOAD)
@@ -187,6 +238,10 @@ def main():
             todo.append((n, "ray", {}))
             if args.compare_unbatched == "all" or str(n) in args.compare_unbatched.split(","):
                 todo.append((n, "ray", {"FARM_BATCH_MAX": "1"}))
+        for n in gpu_sizes:
+            todo.append((n, "ray-gpu", {}))
+            if args.compare_unbatched == "all" or str(n) in args.compare_unbatched.split(","):
+                todo.append((n, "ray-gpu", {"FARM_BATCH_MAX": "1", "FARM_COMPILE_BATCH_MAX": "32"}))
         for n, name, env in todo:
             got = subprocess.run([sys.executable, __file__, "--one", str(n), name, str(folder)], check=True,
                                  capture_output=True, text=True, env={**os.environ, **env})
@@ -194,6 +249,9 @@ def main():
             out["runs"].append(r)
             if name == "ray":
                 name = f"ray (batch <= {r['batch_max']}, {r['actor_calls']} actor calls)"
+            elif name == "ray-gpu":
+                name = (f"ray-gpu, GPUs STUBBED (batch <= {r['batch_max']}, {r['actor_calls']} actor calls; "
+                        f"{r['compile_tasks'] if r['compile_tasks'] is not None else n} compile tasks)")
             print(f"{name:5} {n:>7,} jobs: plan {r['plan_ms_per_job']:.3f} ms/job, run {r['run_ms_per_job']:.3f} "
                   f"ms/job, total {r['total_ms_per_job']:.3f} ms/job (driver CPU {r['driver_cpu_ms_per_job']:.3f}); RSS peak {r['rss_peak_mb']} MiB "
                   f"(after planning {r['rss_mb']['planned']}, at the end {r['rss_mb']['finished']})", flush=True)

@@ -1,9 +1,11 @@
 """Run jobs on Ray (the only farm module that imports ray).
 
-- Compile runs as Ray CPU tasks (`_compile_task`). Each returns its result and, as a second object, the kernel's
-  bundle (farm.artifacts: PTX, the cubin assembled there, metadata); the driver keeps one ref per kernel key, and a
-  GPU worker fetches it only when its node lacks that kernel, installs it and loads it: a GPU node compiles
-  nothing and needs no shared disk. A compile-only run is nothing but these tasks.
+- Compile runs as Ray CPU tasks (`_compile_many`), each carrying a batch of jobs (`_Compiles`: sized like the
+  actors' batches, by the measured compile time per job, and spread over the cluster's CPU slots). A task streams,
+  for each job, the kernel's bundle (farm.artifacts: PTX, the cubin assembled there, metadata) and then the job's
+  result, each an object of its own; the driver keeps one bundle ref per kernel key, and a GPU worker fetches it
+  only when its node lacks that kernel, installs it and loads it: a GPU node compiles nothing and needs no shared
+  disk. A compile-only run is nothing but these tasks.
 - Validation and timing run in a pool of actors (`_Worker`): with GPUs one actor per GPU (`num_gpus=1`, a
   warm CUDA context), placed by GPU kind (`accelerator_type`) when the jobs name one; without GPUs one actor per
   CPU slot, validating in the interpreter (compile included).
@@ -52,9 +54,14 @@ KERNEL_WAIT_S = float(os.environ.get("FARM_KERNEL_WAIT_S", "60"))
 
 
 # max_retries: Ray runs a compile again when its process or node was lost (not when it raised: that is a result),
-# and rebuilds a kernel bundle that was lost with its node when a GPU worker asks for it.
-@ray.remote(num_cpus=1, max_retries=2, num_returns=2)
-def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None]:
+# and rebuilds a kernel bundle that was lost with its node when a GPU worker asks for it (a streaming task is run
+# again from its start and its outputs replayed: each job always yields two objects, so the replay matches).
+@ray.remote(num_cpus=1, max_retries=2, num_returns="streaming")
+def _compile_many(jobs: list, arch: str | None = None):
+    """Compile a batch of jobs in order, yielding for each its kernel bundle (None: no kernel to send), then
+    (its result, the seconds the job took here): each job's result and bundle are objects of their own, the
+    driver reads each job's result as soon as it is done, and it always knows which job of the batch is
+    compiling (its timeout counts from the previous result; a process that dies is charged with that one)."""
     # The target arch comes from the executor (a GPU worker's device, or the driver's): a compile process never
     # initializes CUDA itself. On a GPU node dozens of fresh compile processes each calling cuInit at once took
     # ~7 s apiece, which was most of a sweep's start-up.
@@ -62,15 +69,19 @@ def _compile_task(job: dict, arch: str | None = None) -> tuple[dict, dict | None
         os.environ["TILEFARM_ARCH"] = arch
     from farm import worker
     from farm.machine import compiler_version
-    job = Job.from_dict(job)
-    try:
-        res, bundle = worker.compile_and_export(job)
-    except Exception as e:  # e.g. the workload cannot be loaded on this node
-        res, bundle = Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}",
-                             worker=worker.worker_name()), None
-    res.artifacts["compile_node"] = ray.get_runtime_context().get_node_id()
-    res.artifacts["compiler_version"] = compiler_version()
-    return res.to_dict(), bundle
+    node, version = ray.get_runtime_context().get_node_id(), compiler_version()
+    for d in jobs:
+        t0 = time.perf_counter()
+        job = Job.from_dict(d)
+        try:
+            res, bundle = worker.compile_and_export(job)
+        except Exception as e:  # e.g. the workload cannot be loaded on this node
+            res, bundle = Result(key=job.key, status=ERROR, error=f"{type(e).__name__}: {e}",
+                                 worker=worker.worker_name()), None
+        res.artifacts["compile_node"] = node
+        res.artifacts["compiler_version"] = version
+        yield bundle
+        yield res.to_dict(), time.perf_counter() - t0
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -157,6 +168,9 @@ SHIP_MAX_MB = float(os.environ.get("FARM_SHIP_MAX_MB", "100"))
 # kind, at most BATCH_MAX jobs (FARM_BATCH_MAX=1: one job per actor call).
 BATCH_S = float(os.environ.get("FARM_BATCH_S", "0.25"))
 BATCH_MAX = max(1, int(os.environ.get("FARM_BATCH_MAX", "32")))
+# Compile tasks are batched alike, at most COMPILE_BATCH_MAX jobs per task (FARM_COMPILE_BATCH_MAX, default
+# BATCH_MAX; 1: one job per compile task)
+COMPILE_BATCH_MAX = max(1, int(os.environ.get("FARM_COMPILE_BATCH_MAX", str(BATCH_MAX))))
 
 
 class _Batch:
@@ -239,8 +253,9 @@ class RayExecutor:
         self._kernels: collections.OrderedDict = collections.OrderedDict()
         self._nodes_at = 0.0
         self._nodes: list = []
-        # actor calls made and the jobs they carried (a call carries a batch): what a sweep cost in round trips
-        self.calls = {"actor_calls": 0, "jobs_sent": 0}
+        # actor calls made and the jobs they carried (a call carries a batch), compile tasks and the jobs they
+        # carried (a batch too): what a sweep cost in round trips
+        self.calls = {"actor_calls": 0, "jobs_sent": 0, "compile_tasks": 0, "jobs_compiled": 0}
         self._triton: dict = {}  # node id -> the Triton version its processes see (None: none), asked once
         self._asking: dict = {}  # ref of a node's _triton_here -> node id
 
@@ -349,18 +364,22 @@ class RayExecutor:
 
     # ------------------------------------------------------------ compiling
 
-    def _compile(self, job: Job, arch: str | None = None):
-        """Submit a compile task for `arch` (default: the executor's); big jobs reserve host memory (inputs are
-        built to specialize the kernel). Returns (ref of the result, ref of the kernel bundle)."""
-        opts = {}
+    def _compile(self, jobs: list[Job], arch: str | None = None):
+        """Submit one compile task for a batch of jobs, built for `arch` (default: the executor's); a batch with
+        a big job reserves host memory for it (inputs are built to specialize the kernel; the jobs of a batch
+        compile one after another, so the biggest one's need is the batch's). Returns the task's stream
+        (_compile_many: a bundle, then a result, per job)."""
+        opts: dict = {}
         if self._runtime_env:
             opts["runtime_env"] = self._runtime_env
-        need = 4 * job.data_bytes  # inputs, outputs and float64 temporaries of make_inputs, roughly
+        need = max(4 * job.data_bytes for job in jobs)  # inputs, outputs and float64 temporaries, roughly
         if need > 256 * 2**20:
             cap = 0.5 * ray.cluster_resources().get("memory", need * 2)
             opts["memory"] = int(min(need, cap))
-        task = _compile_task.options(**opts) if opts else _compile_task
-        return task.remote(self._job_for_nodes(job), arch or self._arch)
+        task = _compile_many.options(**opts) if opts else _compile_many
+        self.calls["compile_tasks"] += 1
+        self.calls["jobs_compiled"] += len(jobs)
+        return task.remote([self._job_for_nodes(job) for job in jobs], arch or self._arch)
 
     def _kernel_ref(self, key: str | None, ref):
         """The one bundle ref kept per kernel key (later jobs of the same kernel send that one)."""
@@ -401,29 +420,15 @@ class RayExecutor:
             from compiler.compile import default_arch
             self._arch = default_arch()
         queue = _Queue(jobs)
-        inflight: dict = {}  # ref -> (job, deadline)
-        while queue or inflight:
-            while queue and len(inflight) < self.max_in_flight:
-                job = queue.popleft()
-                ref, _ = self._compile(job)
-                inflight[ref] = (job, time.monotonic() + opts.timeout_s)
-                on_event("start", job, "cpu")
-            self._drain(inflight, on_event, _next_deadline(inflight), opts.timeout_s)
+        line: collections.deque = collections.deque()  # read ahead of the tasks, to cut batches from
+        comp = _Compiles(self, opts.timeout_s, lambda job, res, bref: on_event("done", job, _checked(job, res)),
+                         lambda job: on_event("start", job, "cpu"))
+        while queue or line or comp.busy():
+            while queue and len(line) + comp.n_jobs < 2 * self.max_in_flight * comp.most():
+                line.append(queue.popleft())
+            comp.launch(line, self._arch)
+            comp.wait()
             self._alive()
-
-    def _drain(self, inflight: dict, on_event, timeout: float, limit: float):
-        done, _ = ray.wait(list(inflight), num_returns=1, timeout=timeout)
-        if done:
-            # Take everything that is ready now, not just one, to keep the loop's overhead per job small.
-            done, _ = ray.wait(list(inflight), num_returns=len(inflight), timeout=0)
-        for ref in done:
-            job, _ = inflight.pop(ref)
-            try:
-                res = _checked(job, Result.from_dict(ray.get(ref)))
-            except ray.exceptions.RayError as e:
-                res = _died(job, e, "cpu task")
-            on_event("done", job, res)
-        _expire_compiles(inflight, limit, "cpu task", on_event)
 
     def close(self):
         for actors in self._pools.values():
@@ -468,7 +473,8 @@ class _Pool:
         self.warming: dict = {}   # info() ref -> slot id: actors still starting (imports, CUDA context)
         self.ready: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> (job, item)
         self.parked: dict[str, collections.deque] = collections.defaultdict(collections.deque)  # kind -> jobs
-        self.compiling: dict = {}  # result ref -> (job, deadline, bundle ref)
+        # compile tasks in flight (GPU runs), each a batch of jobs; their results go to _compiled
+        self.compiles = _Compiles(ex, opts.timeout_s, self._compiled)
         self.running: dict = {}    # generator of an actor's batch -> _Batch
         self.n_running = 0         # jobs in those batches without a result yet
         self.job_s: dict[str, float] = {}  # kind -> measured seconds per job (moving average): the batch size
@@ -485,7 +491,7 @@ class _Pool:
 
     def window(self) -> int:
         most = max([self._batch_limit(k) for k in self.job_s] or [1])
-        return 2 * self.ex.max_in_flight + 2 * max(1, len(self.slots)) * most
+        return 2 * self.ex.max_in_flight * self.compiles.most() + 2 * max(1, len(self.slots)) * most
 
     def _batch_limit(self, kind: str) -> int:
         """How many jobs of `kind` one actor call carries, by their measured time per job (1 until one is known)."""
@@ -504,8 +510,8 @@ class _Pool:
             self._adopt(slot)
         self._grow()
         try:
-            while queue or self.again or self.compiling or self.n_ready or self.running:
-                self._unpark()
+            while queue or self.again or self.compiles.busy() or self.n_ready or self.running:
+                self._launch()
                 self._feed(queue)
                 self._dispatch()
                 self._wait()
@@ -530,7 +536,7 @@ class _Pool:
         return False, None
 
     def _feed(self, queue) -> None:
-        while (self.again or queue) and len(self.compiling) + self.n_ready + self.n_running < self.window():
+        while (self.again or queue) and self.compiles.n_jobs + self.n_ready + self.n_running < self.window():
             job = self.again.popleft() if self.again else queue.popleft()
             kind = self.kind_of(job)
             if kind in self.gone:
@@ -539,26 +545,22 @@ class _Pool:
             if not self.use_gpu:
                 self._put_ready(kind, job, (None, None, None))
                 continue
-            known, _ = self._arch(kind)
-            if not known:  # compiled once a worker of its kind has said which arch that kind is
-                self.parked[kind].append(job)
-                self.n_ready += 1
-                continue
-            if len(self.compiling) >= self.ex.max_in_flight:
-                self.again.appendleft(job)
-                break
-            self._submit(job, kind)
+            # to compile, in batches cut by _launch (once a worker of its kind has said which arch that kind is)
+            self.parked[kind].append(job)
+            self.n_ready += 1
 
-    def _submit(self, job: Job, kind: str) -> None:
-        ref, bref = self.ex._compile(job, self._arch(kind)[1])
-        self.compiling[ref] = (job, time.monotonic() + self.opts.timeout_s, bref)
-
-    def _unpark(self) -> None:
+    def _launch(self) -> None:
+        """Compile tasks onto the free CPU slots: batches of the jobs waiting to compile, kind by kind (a batch
+        compiles for one arch)."""
+        if not self.use_gpu:
+            return
+        self.compiles.launch(collections.deque(), None)  # the jobs to compile again go first
         for kind, jobs in self.parked.items():
-            if jobs and self._arch(kind)[0]:
-                while jobs and len(self.compiling) < self.ex.max_in_flight:
-                    self.n_ready -= 1
-                    self._submit(jobs.popleft(), kind)
+            if self.compiles.free() <= 0:
+                return
+            known, arch = self._arch(kind)
+            if jobs and known:
+                self.n_ready -= self.compiles.launch(jobs, arch)
 
     def _put_ready(self, kind: str, job: Job, item, front: bool = False) -> None:
         (self.ready[kind].appendleft if front else self.ready[kind].append)((job, item))
@@ -616,21 +618,23 @@ class _Pool:
     # -- results
 
     def _wait(self) -> None:
-        waiting = list(self.running) + list(self.compiling) + list(self.warming)
+        waiting = list(self.running) + list(self.compiles.tasks) + list(self.warming)
         if not waiting:
             time.sleep(0.05)  # nothing in flight: jobs wait for an actor that cannot be placed yet
             return
-        deadlines = [b.deadline for b in self.running.values()] + [d for _, d, _ in self.compiling.values()]
+        deadlines = [b.deadline for b in self.running.values()] + self.compiles.deadlines()
         timeout = min([d - time.monotonic() for d in deadlines] + [1.0])
-        done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, timeout))
+        # fetch_local=False: a compile task's next object may be a kernel bundle, which only the GPU worker that
+        # needs it fetches (a copy on the driver's node would outlive the node that made it, and cost its memory)
+        done, _ = ray.wait(waiting, num_returns=1, timeout=max(0.0, timeout), fetch_local=False)
         if done:
             # Take everything that is ready now, not just one, to keep the loop's overhead per job small.
-            done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+            done, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0, fetch_local=False)
         for ref in done:
             if ref in self.warming:
                 self._warmed(ref)
-            elif ref in self.compiling:
-                self._compiled(ref)
+            elif ref in self.compiles.tasks:
+                self.compiles.handle(ref)
             elif ref in self.running:
                 self._ran(ref)
 
@@ -659,14 +663,10 @@ class _Pool:
         if self.use_gpu:
             self.ex._arch_of.setdefault(slot.kind, got.get("arch"))
 
-    def _compiled(self, ref) -> None:
-        job, _, bref = self.compiling.pop(ref)
-        try:
-            res = ray.get(ref)
-        except ray.exceptions.RayError as e:  # lost past Ray's retries
-            self._finish(job, _died(job, e, "compile task"))
-            return
-        res = _checked(job, Result.from_dict(res))
+    def _compiled(self, job: Job, res: Result, bref) -> None:
+        """A job's compile result (from _Compiles): ready for a worker of its kind, with its kernel's bundle ref
+        (one per kernel key), or that job's result when it did not compile."""
+        res = _checked(job, res)
         if res.status != COMPILED:
             self._finish(job, res)
             return
@@ -804,7 +804,8 @@ class _Pool:
     def _kinds(self) -> set:
         kinds = {k for k, r in self.ready.items() if r} | {k for k, r in self.parked.items() if r}
         kinds |= {b.kind for b in self.running.values()}
-        kinds |= {self.kind_of(j) for j, _, _ in self.compiling.values()}
+        kinds |= {self.kind_of(b.jobs[0]) for b in self.compiles.tasks.values()}
+        kinds |= {self.kind_of(jobs[0]) for jobs, _ in self.compiles.redo}
         if not self.use_gpu:
             kinds.add("")
         return kinds - self.gone
@@ -860,20 +861,15 @@ class _Pool:
                 self._finish(job, Result(
                     key=job.key, status=TIMEOUT, worker=slot.label if slot else self.label,
                     error=f"ran past timeout_s={self.opts.timeout_s:g}; its worker was killed and replaced"))
-        for ref, (job, deadline, _) in list(self.compiling.items()):
-            if now > deadline:
-                ray.cancel(ref, force=True)
-                del self.compiling[ref]
-                self._finish(job, Result(key=job.key, status=TIMEOUT, worker="compile task",
-                                         error=f"compile ran past timeout_s={self.opts.timeout_s:g}"))
+        self.compiles.expire()
 
     def _starved(self) -> None:
         """Jobs of a kind no live node has: a notice every `notice_s`, and after `wait_s` they time out."""
         now = time.monotonic()
-        if self.compiling and now - self.noticed.get("compile", 0.0) >= self.ex.notice_s and not any(
+        if self.compiles.tasks and now - self.noticed.get("compile", 0.0) >= self.ex.notice_s and not any(
                 n.get("Resources", {}).get("CPU") for n in self.ex._alive()):
             self.noticed["compile"] = now
-            self.on_event("notice", None, f"{len(self.compiling)} compile task(s) wait for a node with CPUs: no "
+            self.on_event("notice", None, f"{self.compiles.n_jobs} job(s) wait to compile for a node with CPUs: no "
                                           f"live node has one; each times out after timeout_s="
                                           f"{self.opts.timeout_s:g} s")
         for kind in set(self.ready) | set(self.parked):
@@ -994,21 +990,171 @@ class _Queue:
         return job
 
 
-def _expire_compiles(inflight: dict, limit: float, worker: str, on_event) -> None:
-    """Cancel the compile tasks past their deadline (ref -> (job, deadline)); each becomes a TIMEOUT result."""
-    now = time.monotonic()
-    for ref, (job, deadline) in list(inflight.items()):
-        if now > deadline:
-            ray.cancel(ref, force=True)
-            del inflight[ref]
-            on_event("done", job, Result(key=job.key, status=TIMEOUT, worker=worker,
-                                         error=f"compile ran past timeout_s={limit:g}"))
+class _CBatch:
+    """Jobs compiled by one task (`_compile_many`): `i` the one compiling now (results came for those before it),
+    `bref` its bundle's ref once sent, `deadline` its timeout, `since` when it began (as the driver saw it: the
+    previous result, or the submission), `arch` what the batch compiles for."""
+
+    __slots__ = ("jobs", "i", "bref", "since", "deadline", "arch")
+
+    def __init__(self, jobs: list, arch, timeout_s: float):
+        self.jobs, self.i, self.bref, self.arch = jobs, 0, None, arch
+        self.since = time.monotonic()
+        self.deadline = self.since + timeout_s
 
 
-def _next_deadline(inflight: dict) -> float:
-    if not inflight:
-        return 0.0
-    return max(0.0, min(min(d for _, d in inflight.values()) - time.monotonic(), 1.0))
+class _Compiles:
+    """The compile tasks in flight, each carrying a batch of jobs (see the module's docstring), on the cluster's
+    CPU slots (`max_in_flight` tasks at once).
+
+    A batch lasts about BATCH_S by the measured time per job of its workload (compile tasks' own time for a job:
+    a cold compile of a specialization takes 50-500 ms, one from the kernel cache ~1 ms), at most
+    COMPILE_BATCH_MAX jobs,
+    one job per task until a time is known, and never more than a task's share of the jobs waiting, so every CPU
+    slot gets work. Each job's result goes to `done(job, result, bundle ref)` as it comes (`start(job)` when its
+    compile begins, as the driver sees it). A job past timeout_s (counted from the previous result, so a batch's
+    deadline grows with its size) is a TIMEOUT: its task is cancelled and the batch's jobs not begun are compiled
+    again. A task whose process died (past Ray's retries) is charged to its job when that was the batch's last,
+    else each of the batch's jobs without a result is compiled again in a task of its own (the process may have
+    died just after sending a result, so the first job without one is not surely the one that killed it)."""
+
+    def __init__(self, ex: RayExecutor, timeout_s: float, done, start=None):
+        self.ex, self.timeout_s, self.done, self.start = ex, timeout_s, done, start
+        self.tasks: dict = {}  # stream of a compile task -> _CBatch
+        self.n_jobs = 0        # jobs in those batches without a result yet
+        self.redo: collections.deque = collections.deque()  # ([jobs], arch) to compile again, each in a task
+        self.job_s: dict[str, float] = {}  # workload -> measured seconds per job (moving average)
+
+    def busy(self) -> bool:
+        return bool(self.tasks or self.redo)
+
+    def free(self) -> int:
+        return self.ex.max_in_flight - len(self.tasks)
+
+    def limit(self, workload: str) -> int:
+        per = self.job_s.get(workload)
+        if per is None:
+            return 1
+        return max(1, min(COMPILE_BATCH_MAX, int(BATCH_S / max(per, 1e-5))))
+
+    def most(self) -> int:
+        """The largest batch any workload measured so far gets (1 before any is measured)."""
+        return max([self.limit(w) for w in self.job_s] or [1])
+
+    def submit(self, jobs: list, arch) -> None:
+        gen = self.ex._compile(jobs, arch)
+        self.tasks[gen] = _CBatch(jobs, arch, self.timeout_s)
+        self.n_jobs += len(jobs)
+        if self.start:
+            self.start(jobs[0])
+
+    def launch(self, line: collections.deque, arch, slots: int | None = None) -> int:
+        """Cut batches from the front of `line` (jobs of one arch) onto the free CPU slots (the jobs to compile
+        again first); returns how many jobs were taken from `line`."""
+        while self.redo and self.free() > 0:
+            self.submit(*self.redo.popleft())
+        taken = 0
+        free = self.free() if slots is None else min(slots, self.free())
+        while line and free > 0:
+            share = -(-len(line) // max(1, self.ex.max_in_flight))
+            cap = self.limit(line[0].workload)
+            batch = []
+            while line and len(batch) < min(cap, share):
+                batch.append(line.popleft())
+                if line and line[0].workload != batch[0].workload:
+                    cap = min(cap, self.limit(line[0].workload))
+            taken += len(batch)
+            self.submit(batch, arch)
+            free -= 1
+        return taken
+
+    def deadlines(self) -> list:
+        return [b.deadline for b in self.tasks.values()]
+
+    def wait(self) -> None:
+        """For a compile-only run: wait for the next result or deadline, take what came, expire what is late."""
+        if self.tasks:
+            timeout = max(0.0, min([d - time.monotonic() for d in self.deadlines()] + [1.0]))
+            done, _ = ray.wait(list(self.tasks), num_returns=1, timeout=timeout, fetch_local=False)
+            if done:
+                done, _ = ray.wait(list(self.tasks), num_returns=len(self.tasks), timeout=0, fetch_local=False)
+            for gen in done:
+                self.handle(gen)
+        self.expire()
+
+    def handle(self, gen) -> None:
+        """Take what a task has sent so far (ray.wait said the next object is there)."""
+        b = self.tasks[gen]
+        first = True
+        while True:
+            try:
+                if not first and not gen.next_ready() and not gen.is_finished():
+                    return
+                first = False
+                ref = next(gen)  # (a finished task: at once, its end or the error that ended it)
+                if b.bref is None:  # a job's bundle comes first: kept as a ref (fetched by the GPU worker)
+                    b.bref = ref
+                    continue
+                got, took = ray.get(ref)
+            except StopIteration:
+                self._end(gen)
+                if b.i == len(b.jobs):  # every job had its result
+                    return
+                # The task ended early: it failed past Ray's retries, and the error took the place of the next
+                # object, read as a job's bundle (it is the error, or a bundle whose result never came)
+                try:
+                    ray.get(b.bref) if b.bref is not None else None
+                    e = RuntimeError("its compile task ended without sending this job's result")
+                except ray.exceptions.RayError as err:
+                    e = err
+                self._lost(b, e)
+                return
+            except ray.exceptions.RayError as e:  # its process or node was lost past Ray's retries
+                self._end(gen)
+                self._lost(b, e)
+                return
+            job, bref = b.jobs[b.i], b.bref
+            b.i += 1
+            b.bref = None
+            self.n_jobs -= 1
+            now = time.monotonic()
+            per = self.job_s.get(job.workload)
+            self.job_s[job.workload] = took if per is None else 0.5 * (per + took)
+            b.since, b.deadline = now, now + self.timeout_s
+            self.done(job, Result.from_dict(got), bref)
+            if b.i < len(b.jobs) and self.start:
+                self.start(b.jobs[b.i])
+
+    def _lost(self, b: _CBatch, e: BaseException) -> None:
+        """A task that died (past Ray's retries) with jobs of its batch unanswered: charged to that job when it was
+        the only one, else each is compiled again alone."""
+        rest = b.jobs[b.i:]
+        if len(rest) == 1:
+            self.done(rest[0], _died(rest[0], e, "compile task"), None)
+        else:
+            self.redo.extend(([job], b.arch) for job in rest)
+
+    def _end(self, gen) -> _CBatch:
+        b = self.tasks.pop(gen)
+        self.n_jobs -= len(b.jobs) - b.i
+        return b
+
+    def expire(self) -> None:
+        """Cancel the tasks whose current job is past its deadline: that job is a TIMEOUT, the jobs after it (not
+        begun) are compiled again, together."""
+        now = time.monotonic()
+        for gen, b in list(self.tasks.items()):
+            if now > b.deadline:
+                ray.cancel(gen, force=True)
+                self._end(gen)
+                job, rest = b.jobs[b.i], b.jobs[b.i + 1:]
+                if rest:
+                    self.redo.appendleft((rest, b.arch))
+                took = now - b.since
+                where = f" (job {b.i + 1} of {len(b.jobs)} in its compile task)" if len(b.jobs) > 1 else ""
+                self.done(job, Result(key=job.key, status=TIMEOUT, worker="compile task",
+                                      error=f"compile ran past timeout_s={self.timeout_s:g} ({took:.1f} s "
+                                            f"without finishing{where}); its compile task was cancelled"), None)
 
 
 def _folder_size(folder: str, excludes: list[str]) -> tuple[int, list]:

@@ -5,6 +5,8 @@ ok, wrong (off by a little), unwritten (leaves the tail), nan (one NaN), modify 
 raise (an exception), compile_error (warmup raises a CompilationError), hang (sleeps), die (os._exit),
 cuda_error (a CudaError: the worker's context is poisoned and it must be replaced),
 flaky_after_timing (right once, wrong on later runs); meta["sleep"] = seconds to sleep first.
+Compiling (warmup, what compile tasks run) misbehaves too: compile_raise (a RuntimeError), compile_die
+(os._exit), compile_hang (sleeps); the kernel itself is then as `ok`.
 """
 import os
 import time
@@ -66,7 +68,14 @@ def launch(arrays, params, meta):
 
 
 def warmup(arrays, params, meta):
-    if meta.get("mode") == "compile_error":
+    mode = meta.get("mode")
+    if mode == "compile_raise":
+        raise RuntimeError("the compiler fell over (fake)")
+    if mode == "compile_die":
+        os._exit(4)
+    if mode == "compile_hang":
+        time.sleep(3600)
+    if mode == "compile_error":
         raise CompilationError("fake.py:3:5: no such op\n    tl.nope()\n    ^")
     return Compiled(params["N"] // 64 + 1)
 
