@@ -485,6 +485,7 @@ class _Pool:
         self.gone: set[str] = set()          # kinds that waited past wait_s: their jobs time out at once
         self.solo: set[str] = set()  # keys of jobs that run alone, in a call of their own (see _ran)
         self.n_ready = 0  # jobs held in `ready` and `parked`
+        self._queue = None  # the jobs not read yet (run)
 
     def kind_of(self, job: Job) -> str:
         return job.gpu_kind if self.use_gpu else ""
@@ -502,7 +503,7 @@ class _Pool:
 
     def run(self, jobs) -> None:
         ex = self.ex
-        queue = _Queue(jobs)
+        queue = self._queue = _Queue(jobs)
         if not queue:
             return
         old = ex._pools.pop(self.use_gpu, None) or []
@@ -560,7 +561,12 @@ class _Pool:
                 return
             known, arch = self._arch(kind)
             if jobs and known:
-                self.n_ready -= self.compiles.launch(jobs, arch)
+                # a batch smaller than its measured size goes only at the sweep's end or when the kind's workers
+                # are short of compiled jobs: else each job a GPU worker takes would be compiled in a task of its
+                # own (where GPU jobs are slow, compiling runs ahead of them and the waiting line stays short)
+                low = max(1, sum(1 for sl in self.slots.values() if sl.kind == kind)) * self._batch_limit(kind)
+                partial = not (self._queue or self.again) or len(self.ready[kind]) + self.compiles.n_jobs <= low
+                self.n_ready -= self.compiles.launch(jobs, arch, partial)
 
     def _put_ready(self, kind: str, job: Job, item, front: bool = False) -> None:
         (self.ready[kind].appendleft if front else self.ready[kind].append)((job, item))
@@ -1048,16 +1054,19 @@ class _Compiles:
         if self.start:
             self.start(jobs[0])
 
-    def launch(self, line: collections.deque, arch, slots: int | None = None) -> int:
+    def launch(self, line: collections.deque, arch, partial: bool = True) -> int:
         """Cut batches from the front of `line` (jobs of one arch) onto the free CPU slots (the jobs to compile
-        again first); returns how many jobs were taken from `line`."""
+        again first); returns how many jobs were taken from `line`. `partial=False`: only full batches (the
+        workers have compiled jobs enough meanwhile: more jobs will come to fill one)."""
         while self.redo and self.free() > 0:
             self.submit(*self.redo.popleft())
         taken = 0
-        free = self.free() if slots is None else min(slots, self.free())
+        free = self.free()
+        share = -(-len(line) // max(1, self.ex.max_in_flight))  # a task's share of the waiting jobs
         while line and free > 0:
-            share = -(-len(line) // max(1, self.ex.max_in_flight))
             cap = self.limit(line[0].workload)
+            if not partial and share < cap:
+                break
             batch = []
             while line and len(batch) < min(cap, share):
                 batch.append(line.popleft())

@@ -120,3 +120,43 @@ def test_a_compile_timeout_inside_a_batch_is_that_job_s(fleet, executor, tmp_pat
     assert "compile ran past timeout_s=8" in hung["error"] and "in its compile task" in hung["error"], hung["error"]
     assert sorted(r["status"] for r in rows if r["meta"]["mode"] == "ok") == ["validated"] * 8
     assert calls["compile_tasks"] < calls["jobs_compiled"], calls
+
+
+def test_batch_sizes_follow_the_measured_time_and_spread_over_the_cpu_slots(monkeypatch):
+    """_Compiles.launch alone (no Ray: the executor's submission is recorded): one job per task until a compile
+    time is known, then ~BATCH_S of work per task, at most COMPILE_BATCH_MAX, never more than a task's share of the
+    waiting jobs over the CPU slots; with partial=False only full batches go."""
+    import collections
+    import types
+
+    from farm.executor import ray as R
+    from farm.jobs import Job
+    monkeypatch.setattr(R, "BATCH_S", 0.25)
+    monkeypatch.setattr(R, "COMPILE_BATCH_MAX", 32)
+    sizes = []
+    ex = types.SimpleNamespace(max_in_flight=4, _compile=lambda jobs, arch: sizes.append(len(jobs)) or object())
+
+    def line(n, workload="w.py"):
+        return collections.deque(Job(key=f"{workload}{i:060d}", idx=i, workload=workload, name="w", params={},
+                                     meta={}) for i in range(n))
+
+    def launch(todo, per=None, partial=True):
+        comp = R._Compiles(ex, 10.0, done=lambda *a: None)
+        if per is not None:
+            comp.job_s["w.py"] = per
+        sizes.clear()
+        taken = comp.launch(todo, "sm_90", partial)
+        assert taken == sum(sizes) and comp.n_jobs == taken and len(comp.tasks) == len(sizes)
+        return list(sizes)
+
+    assert launch(line(100)) == [1, 1, 1, 1]  # no time known yet: one job per task, every slot busy
+    assert launch(line(400), per=0.001) == [32, 32, 32, 32]  # cached compiles: BATCH_MAX
+    assert launch(line(40), per=0.001) == [10, 10, 10, 10]  # the waiting jobs' share: no slot left idle
+    assert launch(line(6), per=0.001) == [2, 2, 2]
+    assert launch(line(100), per=0.1) == [2, 2, 2, 2]  # 100 ms compiles: ~0.25 s per task
+    assert launch(line(100), per=5.0) == [1, 1, 1, 1]
+    assert launch(line(40), per=0.001, partial=False) == []  # the workers have enough: wait for full batches
+    assert launch(line(200), per=0.001, partial=False) == [32, 32, 32, 32]
+    # a workload with no measured time yet ends the batch before it (one job per task for it too)
+    mixed = line(3) + line(3, workload="other.py")
+    assert launch(mixed, per=0.001) == [2, 1, 1, 1]
