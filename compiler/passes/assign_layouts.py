@@ -340,7 +340,7 @@ class _Assigner:
                 tgt = d if d in known else max(known, key=known.count)
             for i in blockops:
                 self.want(op, i, tgt, final)
-            self.set(op, [tgt])
+            self.set(op, [tgt] * len(op.results))  # every result (inline_asm has several) in the one layout
         elif k == "dot":
             # The accumulator is anchored on the MMA layout (loop-carried accumulators stay there: the
             # backward walk pushes it to the loop's init and yield); operands are converted into the
@@ -520,7 +520,7 @@ class _Assigner:
             return
         if not op.results and not op.blocks:
             return
-        R = self._cur(op.results[0]) if op.results else None
+        R = next((x for x in map(self._cur, op.results) if x is not None), None)  # first result a user wants
         if k in ELEMENTWISE or k in ("broadcast", "scan"):
             for v in op.operands:
                 self._push(v, R)
