@@ -355,6 +355,65 @@ def test_2d_tiles(target, num_warps, BM, BN):
         np.testing.assert_array_equal(ob, b >> 7)
 
 
+# ---- other layouts and control flow: a dot's accumulator, a loop-carried value, a branch -------------------------
+@compiler.jit
+def dot_epilogue_kernel(A, B, C, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(A + rm[:, None] * BK + rk[None, :])
+    b = tl.load(B + rk[:, None] * BN + rn[None, :])
+    acc = tl.dot(a, b)
+    # two float32 accumulators -> one register of two halves ($2 to the upper half, $1 to the lower)
+    h = tl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,r,r", [acc], dtype=tl.float16, is_pure=True,
+                                  pack=2)
+    tl.store(C + rm[:, None] * BN + rn[None, :], h)
+
+
+@pytest.mark.parametrize("target", DEVICE)
+@pytest.mark.parametrize("num_warps, BM, BN, BK", [(4, 64, 64, 64), (8, 128, 64, 32), (4, 16, 16, 16)])
+def test_on_a_dot_accumulator(target, num_warps, BM, BN, BK):
+    rng = np.random.default_rng(13)
+    a = (rng.integers(-24, 25, (BM, BK)) / 8).astype(np.float16)  # products and sums exact in float32
+    b = (rng.integers(-24, 25, (BK, BN)) / 8).astype(np.float16)
+    c = poison((BM, BN), np.float16)
+    ck = launch(target, dot_epilogue_kernel, (1,), a, b, c, BM=BM, BN=BN, BK=BK, num_warps=num_warps)
+    if ck is not None:
+        assert "wgmma" in ck.asm["ptx"] or "mma.sync" in ck.asm["ptx"]
+        return
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32).astype(np.float16)
+    np.testing.assert_array_equal(c.view(np.uint16), want.view(np.uint16))
+
+
+@compiler.jit
+def loop_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.uint32)
+    for i in range(0, N, BLOCK):
+        x = tl.load(X + i + offs)
+        acc = tl.inline_asm_elementwise("add.u32 $0, $1, $2;", "=r,r,r", [acc, x], dtype=tl.uint32, is_pure=True,
+                                        pack=1)
+        if i > 0:
+            acc = tl.inline_asm_elementwise("xor.b32 $0, $1, 0x5;", "=r,r", [acc], dtype=tl.uint32, is_pure=False,
+                                            pack=1)
+    tl.store(Y + offs, acc)
+
+
+@pytest.mark.parametrize("target", DEVICE)
+def test_in_a_loop_and_a_branch(target):
+    rng = np.random.default_rng(14)
+    N, BLOCK = 1024, 128
+    x = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
+    y = poison(BLOCK, np.uint32)
+    if launch(target, loop_kernel, (1,), x, y, N, BLOCK=BLOCK) is None:
+        acc = np.zeros(BLOCK, np.uint64)
+        for i in range(0, N, BLOCK):
+            acc = (acc + x[i:i + BLOCK]) % 2**32
+            if i > 0:
+                acc ^= 5
+        np.testing.assert_array_equal(y, acc.astype(np.uint32))
+
+
 # ---- is_pure=False: side effects are kept, never merged, never moved past memory accesses -------------------------
 @compiler.jit
 def count_twice_kernel(C, BLOCK: tl.constexpr, PURE: tl.constexpr):
@@ -386,9 +445,9 @@ def test_impure_asm_is_kept_and_not_merged(target):
 @compiler.jit
 def pure_twice_kernel(X, Y, BLOCK: tl.constexpr):
     x = tl.load(X + tl.arange(0, BLOCK))
-    a = tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x0F0F0F0F, 0, 0x80;", "=r,r", [x], dtype=tl.int32,
+    a = tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x0F0F0F0F, 0, 0xC0;", "=r,r", [x], dtype=tl.int32,
                                   is_pure=True, pack=1)
-    b = tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x0F0F0F0F, 0, 0x80;", "=r,r", [x], dtype=tl.int32,
+    b = tl.inline_asm_elementwise("lop3.b32 $0, $1, 0x0F0F0F0F, 0, 0xC0;", "=r,r", [x], dtype=tl.int32,
                                   is_pure=True, pack=1)
     tl.store(Y + tl.arange(0, BLOCK), a + b)
 
@@ -400,7 +459,7 @@ def test_pure_asm_equal_calls_are_shared(target):
     y = poison(256, np.int32)
     ck = launch(target, pure_twice_kernel, (1,), x, y, BLOCK=256)
     if ck is not None:
-        assert ck.asm["tile"].count("inline_asm ") == 1  # lop3 0x80: a & b & c ... shared by CSE
+        assert ck.asm["tile"].count("inline_asm ") == 1  # equal pure calls: shared (CSE)
         return
     np.testing.assert_array_equal(y, 2 * (x & 0x0F0F0F0F))
 
@@ -410,6 +469,7 @@ def store_then_asm_load_kernel(X, Y, Z, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(X + offs)
     tl.store(Y + offs, x * 3)
+    tl.debug_barrier()  # another thread may hold the element in the asm's layout
     z = tl.inline_asm_elementwise("ld.global.b32 $0, [$1];", "=r,l", [Y + offs], dtype=tl.int32, is_pure=False,
                                   pack=1)
     tl.store(Z + offs, z)
@@ -423,7 +483,7 @@ def test_impure_asm_stays_after_a_store(target):
     ck = launch(target, store_then_asm_load_kernel, (4,), x, y, z, BLOCK=256)
     if ck is not None:
         ptx = ck.asm["ptx"]
-        assert ptx.index("st.global") < ptx.index("ld.global.b32 %r")
+        assert ptx.index("st.global") < ptx.index("bar.sync") < ptx.index("ld.global.b32 %r")
         return
     np.testing.assert_array_equal(z, 3 * x)
 
