@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,extsuite] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -45,6 +45,9 @@ if [[ ",$what," == *",quicktests,"* ]]; then  # named only: the gpu tests in a s
   step gpu-tests-core python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/tutorials \
     tests/runtime tests/port tests/farm "$@"
   step gpu-tests-ops timeout -s INT "${OPS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops "$@"
+fi
+if [[ ",$what," == *",pick,"* ]]; then  # named only: the gpu tests of PICK (test files or node ids, space-separated)
+  step pick-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 ${PICK:-tests/dot} "$@"
 fi
 if [[ ",$what," == *",host,"* ]]; then  # named only (not part of all): CPU work, ~3 min on the node
   # host-side cost against Triton (CPU only: import, fresh-process and warm compile, ptxas -v resources)
