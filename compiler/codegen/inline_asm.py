@@ -7,6 +7,13 @@ is brought to its constraint's type (`h` i16, `r` i32, `l` i64, `f` float, `d` d
 narrower integers widened), and the outputs come back the same way. A thread whose register count is not a
 multiple of `pack` (fewer elements than `pack`: small tiles, scalars) fills its last instance with undefined
 values and drops their results, as Triton does.
+
+Layouts are not changed for `pack`: the op is elementwise, so any grouping of a thread's elements computes the
+same values (Triton leaves the grouping unspecified), and forcing a layout with `pack` contiguous elements per
+thread would cost a shared-memory conversion wherever the operands arrive in another one. Where the operands
+come from loads, the coalesced layout already gives a thread up to 16 contiguous bytes along the fastest dim, so
+its registers group into consecutive elements (int8 pack=4 over 512 elements and 128 threads: one 32-bit load,
+one asm, one 32-bit store per thread).
 """
 from __future__ import annotations
 

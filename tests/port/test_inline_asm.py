@@ -196,6 +196,28 @@ def test_pack2_fp16(target, num_warps, BLOCK):
         np.testing.assert_array_equal(f.view(np.uint32), x.astype(np.float32).view(np.uint32))
 
 
+# ---- fp8: two e4m3 values in one 16-bit register -------------------------------------------------------------------
+@compiler.jit
+def fp8_to_half_kernel(X, Y, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs).to(tl.float8e4nv, bitcast=True)
+    y = tl.inline_asm_elementwise("cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", [x], dtype=tl.float16, is_pure=True,
+                                  pack=2)
+    tl.store(Y + offs, y)
+
+
+@pytest.mark.parametrize("target", DEVICE)
+def test_pack2_fp8_in_a_half_register(target):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bits = np.arange(256, dtype=np.uint8)  # every e4m3 value
+    y = np.full(256, 1000.0, np.float16)  # poisoned with a value no e4m3 converts to (NaN is one)
+    if launch(target, fp8_to_half_kernel, (1,), bits, y, BLOCK=256) is None:
+        want = bits.view(ml_dtypes.float8_e4m3fn).astype(np.float16)
+        nan = np.isnan(want)
+        assert np.isnan(y[nan]).all() and nan.sum() == 2
+        np.testing.assert_array_equal(y[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
 # ---- cvt with a rounding mode the language lacks: float32 -> float16 toward zero, `h` register ------------------------
 @compiler.jit
 def cvt_rz_kernel(X, Y, N, BLOCK: tl.constexpr):
@@ -320,6 +342,20 @@ def test_scalar_arguments(target):
     if launch(target, scalar_call_kernel, (5,), out, hs, oh, 1000, 3) is None:
         np.testing.assert_array_equal(out, np.arange(5, dtype=np.int32) * 1000 - 3)
         np.testing.assert_array_equal(oh.view(np.uint16), (-hs).view(np.uint16))
+
+
+@compiler.jit
+def no_args_kernel(Out):
+    # no arguments: one scalar result per thread (a special register the language has no name for)
+    n = tl.inline_asm_elementwise("mov.u32 $0, %nctaid.x;", "=r", [], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(Out + tl.program_id(0), n)
+
+
+@pytest.mark.parametrize("target", DEVICE)
+def test_no_arguments(target):
+    out = poison(6, np.int32)
+    if launch(target, no_args_kernel, (6,), out) is None:
+        np.testing.assert_array_equal(out, np.full(6, 6, np.int32))
 
 
 # ---- 2-D tiles ------------------------------------------------------------------------------------------------
