@@ -520,7 +520,9 @@ class _Assigner:
             return
         if not op.results and not op.blocks:
             return
-        R = next((x for x in map(self._cur, op.results) if x is not None), None)  # first result a user wants
+        R = self._cur(op.results[0]) if op.results else None
+        if R is None and k in ("inline_asm", "inline_asm_effects"):  # several results: the first one wanted
+            R = next((x for x in map(self._cur, op.results) if x is not None), None)
         if k in ELEMENTWISE or k in ("broadcast", "scan"):
             for v in op.operands:
                 self._push(v, R)
