@@ -391,6 +391,30 @@ def test_2d_tiles(target, num_warps, BM, BN):
         np.testing.assert_array_equal(ob, b >> 7)
 
 
+@compiler.jit
+def tile3d_kernel(X, R, Y, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    i = tl.arange(0, A)[:, None, None] * B * C + tl.arange(0, B)[None, :, None] * C + tl.arange(0, C)[None, None, :]
+    x = tl.load(X + i)
+    r = tl.load(R + tl.arange(0, C))
+    # pack=4 of float16: two registers of two halves per operand; the row r broadcast along the first two dims
+    y = tl.inline_asm_elementwise("sub.rn.f16x2 $0, $2, $4;\n sub.rn.f16x2 $1, $3, $5;", "=r,=r,r,r,r,r",
+                                  [x, r[None, None, :]], dtype=tl.float16, is_pure=True, pack=4)
+    tl.store(Y + i, y)
+
+
+@pytest.mark.parametrize("target", DEVICE)
+@pytest.mark.parametrize("num_warps, A, B, C", [(4, 4, 8, 16), (2, 2, 4, 64), (8, 8, 8, 8)])
+def test_3d_tile_and_a_broadcast_row(target, num_warps, A, B, C):
+    rng = np.random.default_rng(15)
+    x = rng.uniform(-8, 8, (A, B, C)).astype(np.float16)
+    r = rng.uniform(-8, 8, C).astype(np.float16)
+    y = poison((A, B, C), np.float16)
+    ck = launch(target, tile3d_kernel, (1,), x, r, y, A=A, B=B, C=C, num_warps=num_warps)
+    if ck is None:
+        want = (x.astype(np.float64) - r.astype(np.float64)).astype(np.float16)  # exact in float64, one rounding
+        np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))
+
+
 # ---- other layouts and control flow: a dot's accumulator, a loop-carried value, a branch -------------------------
 @compiler.jit
 def dot_epilogue_kernel(A, B, C, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
