@@ -170,6 +170,8 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
         calls["gpu_path"] = True
     ex.close()
     rows = st.sql("SELECT COUNT(*), COUNT(DISTINCT key) FROM results WHERE run_id=:r", r=prep.run_id)[0]
+    statuses = {s: c for s, c in st.sql("SELECT status, COUNT(*) FROM results WHERE run_id=:r GROUP BY status",
+                                        r=prep.run_id)}
     st.close()
     sampler.stop()
     assert tally.done == total == rows[0] == rows[1] == n, (tally.done, total, rows, n)
@@ -179,6 +181,7 @@ def measure(n: int, executor_name: str, folder: pathlib.Path, marks_every: int) 
             # the driver process's CPU time (all its threads, Ray's included): what it costs whatever else runs
             "driver_cpu_ms_per_job": round(1e3 * (c_plan + c_run) / n, 4),
             "run_ms_per_job_by_tenth": slices,
+            "statuses": statuses,  # every job validated (a compile or worker failure would show here)
             "rss_mb": sampler.marks, "rss_peak_mb": round(sampler.peak, 1),
             **({"batch_max": ray_executor.BATCH_MAX, **calls} if executor_name.startswith("ray") else {}),
             **({"compile_batch_max": getattr(ray_executor, "COMPILE_BATCH_MAX", None)}
