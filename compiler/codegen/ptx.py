@@ -35,7 +35,9 @@ def _init():
     return True
 
 
-AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its docstring)
+# llvm_lean, short_ptr: read by llvm_to_ptx (see its docstring); scan_direct, scan_prefix: by the scan emitter
+# (codegen/reduce.py _cross_warp_scan: force one of its two cross-warp schemes)
+AB_SWITCHES = ("llvm_lean", "short_ptr", "scan_direct", "scan_prefix")
 
 
 def ab_switches() -> frozenset:
