@@ -196,8 +196,12 @@ def _e_scan(e, op):
             acc = vals[r] if acc is None else combine(acc, vals[r])
             vals[r] = acc
         totals[ck] = acc
+    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
+    reps = sorted({rep for (_, rep) in chunks}, reverse=rev)
+    keys = sorted({key for (key, _) in chunks})
     # lanes along the axis: Hillis-Steele over chunk totals, then add the exclusive prefix into each element
     lbits = [i for i, b in enumerate(ll.lane) if b[axis]]
+    seg_last = None  # i1: this lane holds its segments' totals (only it stores them for the warps' combine)
     if lbits:
         i0, m = lbits[0], len(lbits)
         if lbits != list(range(i0, i0 + m)):
@@ -209,6 +213,10 @@ def _e_scan(e, op):
         M = 1 << m
         li = e.b.and_(e.b.lshr(e.lane, e.i32(i0)), e.i32(M - 1))
         kind = "down" if rev else "up"
+        # the segment total ends in the last lane along the axis (first, for a reverse scan): the warps' combine
+        # stores it from there; the registers' carry between reps needs it in every lane
+        bcast = not wbits and len(reps) > 1
+        seg_last = e.b.icmp_unsigned("==", li, e.i32(0 if rev else M - 1))
         for ck in chunks:
             t = totals[ck]
             for k in range(m):
@@ -217,19 +225,22 @@ def _e_scan(e, op):
                 ok = (e.b.icmp_unsigned("<", li, e.i32(M - (1 << k))) if rev else
                       e.b.icmp_unsigned(">=", li, e.i32(1 << k)))
                 t = _sel(e, ok, combine(v, t), t)
-            ex = [shuffle(e, kind, x, 1 << i0) for x in t]
-            has = e.b.icmp_unsigned("<", li, e.i32(M - 1)) if rev else e.b.icmp_unsigned(">", li, e.i32(0))
-            for _, r in chunks[ck]:
-                vals[r] = _sel(e, has, combine(ex, vals[r]), vals[r])
-            # the segment total sits in the last lane along the axis (first, for a reverse scan)
-            mask = (M - 1) << i0
-            src = e.b.and_(e.lane, e.i32(~mask & 31))
-            if not rev:
-                src = e.b.or_(src, e.i32(mask))
-            totals[ck] = [shuffle(e, "idx", x, src) for x in t]
-    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
-    reps = sorted({rep for (_, rep) in chunks}, reverse=rev)
-    keys = sorted({key for (key, _) in chunks})
+            lst = chunks[ck]
+            if len(lst) > 1:
+                ex = [shuffle(e, kind, x, 1 << i0) for x in t]
+                has = e.b.icmp_unsigned("<", li, e.i32(M - 1)) if rev else e.b.icmp_unsigned(">", li, e.i32(0))
+                for _, r in lst[:-1]:
+                    vals[r] = _sel(e, has, combine(ex, vals[r]), vals[r])
+            # the chunk's last element (in the scan's order) held its in-thread total: now the inclusive scan
+            vals[lst[-1][1]] = t
+            if bcast:
+                mask = (M - 1) << i0
+                src = e.b.and_(e.lane, e.i32(~mask & 31))
+                if not rev:
+                    src = e.b.or_(src, e.i32(mask))
+                totals[ck] = [shuffle(e, "idx", x, src) for x in t]
+            else:
+                totals[ck] = t
     if not wbits and len(reps) > 1:
         for key in keys:
             carry = None
@@ -242,7 +253,7 @@ def _e_scan(e, op):
                 else:
                     carry = tot
     elif wbits:
-        _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min)
+        _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min, seg_last)
     for k, res in enumerate(op.results):
         e.put(res, [vals[r][k] for r in range(ll.num_regs)], ll)
 
@@ -252,7 +263,7 @@ def _e_scan(e, op):
 _BARRIER_COST = 96
 
 
-def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min):
+def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min, seg_last):
     """Combine the segment totals of the warps along the axis into every element, in time linear in the number of
     segments. A segment is what one warp's lanes scanned for one rep (register bits along the axis at or above the
     lowest thread bit) and one set of other coordinates; its position along the axis is the rank of its rep and
@@ -358,8 +369,15 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
         for _, r in lst:
             vals[r] = combine(pre, vals[r]) if has is None else _sel(e, has, combine(pre, vals[r]), vals[r])
 
-    for (key, rep), tot in totals.items():
-        store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot)
+    def store_totals():
+        for (key, rep), tot in totals.items():
+            store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot)
+
+    if seg_last is None:
+        store_totals()
+    else:
+        with e.b.if_then(seg_last):
+            store_totals()
     e.barrier()
 
     if not use_prefix:
