@@ -334,6 +334,12 @@ LINEAR = [
     # like an MMA accumulator scanned down its rows: row reg bit 8 between lanes (1, 2, 4) and warps (16, 32)
     (LinearLayout((128, 16), ((0, 1), (8, 0), (0, 8), (64, 0)), ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)),
                   ((16, 0), (32, 0))), 4, 0),
+    # what the compiler gives a 128x64 dot accumulator with 8 warps (sm_90): rows are lanes 1, 2, 4, reg 8,
+    # warps 16, 32, 64 (the rep-major order of the code before the linear combine got these rows wrong)
+    (LinearLayout((128, 64), ((0, 1), (8, 0), (0, 8), (0, 16), (0, 32)), ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)),
+                  ((16, 0), (32, 0), (64, 0))), 8, 0),
+    (LinearLayout((128, 64), ((0, 1), (8, 0), (0, 8), (0, 16), (0, 32)), ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0)),
+                  ((16, 0), (32, 0), (64, 0))), 8, 1),
     # no lanes along the axis: reg 1, warp 2, reg 4, warp 8, reg 16, warp 32; a broadcast warp and lane
     (LinearLayout((64, 32), ((1, 0), (4, 0), (0, 16), (16, 0)), ((0, 1), (0, 2), (0, 4), (0, 8), (0, 0)),
                   ((2, 0), (0, 0), (8, 0), (32, 0))), 16, 0),
