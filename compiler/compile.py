@@ -224,6 +224,12 @@ class CompiledKernel:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
+            if self.metadata.get("smem_optin") and self.shared > 48 * 1024:  # an A/B in progress (codegen/ptx.py)
+                from .runtime.cuda import device_properties
+
+                k = self._launcher.kernel
+                optin = device_properties().max_shared_per_block_optin
+                k.set_max_dynamic_shared(optin - k.attribute("SHARED_SIZE_BYTES"))
             self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 

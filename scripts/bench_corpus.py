@@ -6,6 +6,7 @@ process (issue 16).
     python3 scripts/bench_corpus.py --interpret [--select ...]   # no GPU: both interpreters at the CI sizes
     python3 scripts/bench_corpus.py --compile-only [--select ...]  # no GPU: ours at the H200 specialization, ptxas
     python3 scripts/bench_corpus.py --table DIR/corpus-<date>.json  # re-render a stored run
+    python3 scripts/bench_corpus.py --ab 'short_ptr;llvm_lean,short_ptr' [--select ...]  # A/B in one process
 
 Every corpus file is loaded twice through compiler.triton_compat.load_kernel_file: `triton` resolved to our
 compiler, and to the real Triton. Per kernel, at its GPU size and meta-parameters (the same for both): seeded
@@ -18,6 +19,12 @@ is taken round by round and its median reported. The table prints time per side,
 TFLOP/s or GB/s, and the geomean of the ratios of kernels correct under both; DIR/corpus-<date>.json and .md
 keep every number. Outputs that accumulate (atomics: split-K, histogram, scatter-add) are zeroed before the
 checked call only; timed calls keep accumulating (the work per call is the same).
+
+--ab 'V1;V2,...': an A/B of code-generation switches (compiler/codegen/ptx.py AB_SWITCHES) in the same process
+and the same rounds: each variant (a comma list of switches, TILEFARM_AB while it compiles) is one more side,
+its own load of the corpus files (its own kernels), on the same inputs and reference, checked the same way and
+timed interleaved with the default and Triton. Reported per kernel: variant / default and variant / Triton
+(medians of per-round ratios), and their geomeans. Inputs and references are made once for all sides.
 
 --interpret (TRITON_INTERPRET=1, torch on the CPU for Triton's interpreter): every kernel at its CI size in our
 interpreter and in Triton's, both checked against the float64 reference: proof that the corpus is valid Triton
@@ -43,6 +50,16 @@ if ROOT not in sys.path:
 import numpy as np  # noqa: E402
 
 SIDES = ("tilefarm", "triton")
+AB_PREFIX = "ab:"  # a side of --ab: "ab:<switches>", our compiler with TILEFARM_AB=<switches> while it compiles
+
+
+def base(side: str) -> str:
+    """The compiler a side runs: an A/B variant is ours."""
+    return "tilefarm" if side.startswith(AB_PREFIX) else side
+
+
+def ab_sides(cases) -> list:
+    return [s for s in cases if s.startswith(AB_PREFIX)]
 # what Triton's own interpreter cannot run (reported as such by --interpret, not as a corpus error)
 TRITON_INTERPRETER_GAPS = {
     "bfloat16 tl.dot": "Triton's interpreter multiplies bfloat16 bit patterns in tl.dot (triton-lang/triton#11584)",
@@ -144,17 +161,17 @@ class DryDevice:
         return host
 
     def side_inputs(self, side, dev):
-        if side == "tilefarm":
+        if base(side) == "tilefarm":
             return dev
         if self.torch is None:
             raise ImportError("--dry-run needs torch for Triton's interpreter")
         return {k: to_torch(self.torch, v, "cpu") for k, v in dev.items()}
 
     def outputs(self, side, host_outs):
-        return host_outs if side == "tilefarm" else self.side_inputs(side, host_outs)
+        return host_outs if base(side) == "tilefarm" else self.side_inputs(side, host_outs)
 
     def back(self, side, t, dt):
-        return t if side == "tilefarm" else to_host(self.torch, t, dt)
+        return t if base(side) == "tilefarm" else to_host(self.torch, t, dt)
 
     def sync(self):
         pass
@@ -174,8 +191,9 @@ class DryDevice:
 def run_gpu(names, cases, args, device=None):
     dev = device or CudaDevice(args)
     rows = []
+    sides = list(SIDES) + ab_sides(cases)
     for name in names:
-        pair = {s: cases[s].get(name) for s in SIDES}
+        pair = {s: cases[s].get(name) for s in sides}
         c = pair["tilefarm"] or pair["triton"]
         p, meta = c.params(dev.size), c.meta_for(dev.size)
         row = {"name": name, "file": getattr(c, "file", ""), "idiom": c.idiom, "params": p,
@@ -196,12 +214,17 @@ def run_gpu(names, cases, args, device=None):
         pool = concurrent.futures.ThreadPoolExecutor(1)
         ref_future = pool.submit(c.expected, p, host)
         pending = {}
-        for side in SIDES:
+        for side in sides:
             ent = row[side] = {}
             case = pair[side]
             if case is None:
                 ent["error"] = cases["errors"][side].get(c.file, f"not loaded under {side}")
                 continue
+            saved_ab = os.environ.get("TILEFARM_AB")
+            if side.startswith(AB_PREFIX):  # read while the first call compiles (and in its cache key)
+                os.environ["TILEFARM_AB"] = side[len(AB_PREFIX):]
+            elif len(sides) > len(SIDES):  # an in-process A/B: the default side is the code without switches
+                os.environ.pop("TILEFARM_AB", None)
             try:
                 outs = dev.outputs(side, case.make_outputs(p))  # poisoned (NaN / sentinel), or zero (atomics)
                 arrays = {**dev.side_inputs(side, dev_in), **outs}
@@ -219,6 +242,11 @@ def run_gpu(names, cases, args, device=None):
                 ent["error"] = short(e)
                 if args.verbose:
                     traceback.print_exc()
+            finally:
+                if saved_ab is None:
+                    os.environ.pop("TILEFARM_AB", None)
+                else:
+                    os.environ["TILEFARM_AB"] = saved_ab
         try:
             ref = ref_future.result()
         except Exception as e:  # noqa: BLE001
@@ -264,6 +292,14 @@ def run_gpu(names, cases, args, device=None):
                 ratios = [a / b for a, b in zip(row["tilefarm"]["rounds_ms"], row["triton"]["rounds_ms"])]
                 row["ratio"] = float(np.median(ratios))
                 row["ratio_min"], row["ratio_max"] = float(min(ratios)), float(max(ratios))
+            for s in sides[len(SIDES):]:  # A/B variants: per-round ratios to the default and to Triton
+                got = {}
+                for ref_side, label in (("tilefarm", "vs_default"), ("triton", "vs_triton")):
+                    if row[s].get("ms") and row[ref_side].get("ms"):
+                        rs = [a / b for a, b in zip(row[s]["rounds_ms"], row[ref_side]["rounds_ms"])]
+                        got[label] = float(np.median(rs))
+                        got[label + "_min"], got[label + "_max"] = float(min(rs)), float(max(rs))
+                row.setdefault("ab", {})[s[len(AB_PREFIX):]] = got
         del fns, dev_in
         dev.release()
         row["wall_s"] = round(time.time() - t0, 2)
@@ -420,7 +456,42 @@ def table(rows) -> str:
                 out.append(f"  {r['name']} [{s}]{known}: {e.get('error') or 'wrong: ' + e.get('check', '')}")
         if r.get("error"):
             out.append(f"  {r['name']}: {r['error']}")
+    out += ab_table(rows)
     return "\n".join(out)
+
+
+def ab_table(rows) -> list:
+    """The --ab variants: per kernel variant / default (min-max over rounds) and variant / Triton; geomeans."""
+    variants = []
+    for r in rows:
+        for v in r.get("ab", {}):
+            if v not in variants:
+                variants.append(v)
+    if not variants:
+        return []
+    out = ["", "A/B: time of each variant (TILEFARM_AB) / time of the default, and / Triton's (medians of per-round "
+           "ratios)", f"{'kernel':32s} " + " ".join(f"{v[:24]:>26s}" for v in variants)]
+    for r in rows:
+        cells = []
+        for v in variants:
+            a = r.get("ab", {}).get(v, {})
+            cells.append(f"{a['vs_default']:5.3f} ({a['vs_default_min']:.2f}-{a['vs_default_max']:.2f}) "
+                         f"{a.get('vs_triton', float('nan')):5.2f}" if "vs_default" in a else f"{'-':>26s}")
+        out.append(f"{r['name']:32s} " + " ".join(f"{c:>26s}" for c in cells))
+    for v in variants:
+        d = [r["ab"][v]["vs_default"] for r in rows if "vs_default" in r.get("ab", {}).get(v, {})]
+        t = [r["ab"][v]["vs_triton"] for r in rows if "vs_triton" in r.get("ab", {}).get(v, {})]
+        wrong = [r["name"] for r in rows if r.get("ab:" + v, {}).get("ok") is False]
+        gd, gt = geomean(d), geomean(t)
+        vs_d = (f"geomean / default {gd:.3f} over {len(d)} kernels (faster on {sum(1 for x in d if x < 0.98)}, "
+                f"slower on {sum(1 for x in d if x > 1.02)} by over 2%)" if gd else "no kernel timed")
+        vs_t = f"/ Triton {gt:.3f} over {len(t)}" if gt else "/ Triton: none timed"
+        out.append(f"variant {v}: {vs_d}; {vs_t}; wrong or failing: {wrong or 'none'}")
+        for r in rows:
+            e = r.get("ab:" + v, {})
+            if e.get("error") or e.get("ok") is False:
+                out.append(f"  {r['name']} [{v}]: {e.get('error') or 'wrong: ' + e.get('check', '')}")
+    return out
 
 
 def markdown(doc) -> str:
@@ -442,13 +513,14 @@ def markdown(doc) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- main
-def load_both(select):
+def load_both(select, ab=()):
     import workloads.corpus as corpus
 
-    errors = {s: {} for s in SIDES}
-    cases = {s: corpus.load(s, select, errors=errors[s]) for s in SIDES}
+    sides = list(SIDES) + [AB_PREFIX + v for v in ab]
+    errors = {s: {} for s in sides}
+    cases = {s: corpus.load(base(s), select, errors=errors[s], copy=s if s not in SIDES else "") for s in sides}
     cases["errors"] = errors
-    for s in SIDES:
+    for s in sides:
         for f, e in errors[s].items():
             log(f"{f} does not load under {s}: {e}")
     names = sorted(set(cases["tilefarm"]) | set(cases["triton"]))
@@ -489,6 +561,8 @@ def main(argv=None):
     ap.add_argument("--target", default="sm_90a", help="--compile-only's target")
     ap.add_argument("--table", default=None, help="re-render a stored JSON")
     ap.add_argument("--list", action="store_true", help="list the kernels and exit")
+    ap.add_argument("--ab", default="", help="A/B variants in the same run: semicolon-separated, each a comma list "
+                                             "of TILEFARM_AB switches (e.g. 'short_ptr;llvm_lean,short_ptr')")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.table:
@@ -499,7 +573,11 @@ def main(argv=None):
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported: its jit then builds interpreted kernels
     select = [s.strip() for s in args.select.split(",") if s.strip()] or None
     t0 = time.time()
-    names, cases = load_both(select)
+    ab = [v.strip() for v in args.ab.split(";") if v.strip()]
+    if ab and (args.interpret or args.compile_only):
+        log("--ab times variants: it runs on the GPU or with --dry-run")
+        return 2
+    names, cases = load_both(select, ab)
     if args.list:
         for n in names:
             c = cases["tilefarm"].get(n) or cases["triton"][n]

@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus,extsuite] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -45,6 +45,9 @@ if [[ ",$what," == *",quicktests,"* ]]; then  # named only: the gpu tests in a s
   step gpu-tests-core python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/tutorials \
     tests/runtime tests/port tests/farm "$@"
   step gpu-tests-ops timeout -s INT "${OPS_S:-60}" python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops "$@"
+fi
+if [[ ",$what," == *",pick,"* ]]; then  # named only: the gpu tests of PICK (test files or node ids, space-separated)
+  step pick-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 ${PICK:-tests/dot} "$@"
 fi
 if [[ ",$what," == *",host,"* ]]; then  # named only (not part of all): CPU work, ~3 min on the node
   # host-side cost against Triton (CPU only: import, fresh-process and warm compile, ptxas -v resources)
@@ -264,6 +267,24 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
     step ab-$v env TILEFARM_AB=$v TILEFARM_PTXAS=$pt TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
+fi
+if [[ ",$what," == *",abin,"* ]]; then  # named only: an A/B of TILEFARM_AB variants in one process, one set of
+  # inputs and references for all sides: AB_IN ('short_ptr;llvm_lean,short_ptr'), AB_SELECT (bench_corpus --select)
+  step ab-inproc python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab "${AB_IN:-short_ptr}" \
+    ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/abin"
+  cp "$OUT"/abin/corpus-*.md "$FINAL/abin.md" 2>/dev/null || true
+fi
+if [[ ",$what," == *",farmresume,"* ]]; then  # named only: finish a farm corpus run stored by `farmcorpus` on an
+  # earlier call: FARM_DB (default .gpu-node/farm-corpus.db, carried with its -wal/-shm files), reports as farmcorpus
+  db=${FARM_DB:-.gpu-node/farm-corpus.db}
+  for f in "$db" "$db-wal" "$db-shm"; do [ -f "$f" ] && cp "$f" "$OUT/"; done
+  step farm-corpus-resume timeout "${FARM_TIMEOUT:-540}" python3 -m farm run --resume latest \
+    --store "$OUT/farm-corpus.db" --format none
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton > "$OUT/farm-corpus.txt" 2>&1
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --ratio-to triton --format markdown \
+    > "$OUT/farm-corpus.md" 2>/dev/null
+  python3 -m farm report corpus --store "$OUT/farm-corpus.db" --format json > "$OUT/farm-corpus.json"
+  tail -n 30 "$OUT/farm-corpus.txt"
 fi
 if [[ ",$what," == *",dottests,"* ]]; then  # named only: the gpu tests of dot (tensor cores and FMA)
   step dot-gpu-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=600 tests/dot tests/corpus "$@"

@@ -185,7 +185,8 @@ def _header(say, prep, resources, executor, startup_s):
         extra.append(f"{prep.skipped_by_constraint} points skipped by constraints")
     verb = "resuming run" if prep.resumed else "run"
     if prep.rekeyed:
-        extra.append(f"{prep.rekeyed} re-planned: their kernel or workload source changed since the run began")
+        extra.append(f"{prep.rekeyed} re-planned: their kernel or workload source, or the compiler, changed since "
+                     "the run began")
     say.print(f"[bold]{verb} {prep.run_id}[/]: {len(prep.jobs)} jobs to run of {prep.n_planned}"
               + (f" ({'; '.join(extra)})" if extra else "") + f" {where} [dim](ready in {startup_s:.1f} s)[/]")
     say.print(f"  {what}")

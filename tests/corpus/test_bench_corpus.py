@@ -103,3 +103,59 @@ def test_compile_only_at_the_gpu_specialization():
     cases = corpus.load("tilefarm")  # the known gaps are the selected cases still marked xfail (none, once supported)
     gaps = sorted(n for n in ("saxpy_2p26p3_f32", "mm_block_ptr_f16") if cases[n].xfail)
     assert f"known gaps (strict xfails in CI): {gaps or 'none'}" in r.stdout
+
+
+def test_ab_variants_in_one_run(tmp_path):
+    """--ab: each variant is a side of its own (its own load of the files, so its own kernels and compiled
+    specializations), checked and timed in the same rounds, reported against the default and Triton."""
+    import workloads.corpus as corpus
+
+    default = corpus.load("tilefarm", ["saxpy_2p26_f32"])["saxpy_2p26_f32"]
+    copy = corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:short_ptr")["saxpy_2p26_f32"]
+    assert copy.kernel is not default.kernel and copy.kernel.fn is not default.kernel.fn
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_corpus.py"), "--dry-run", "--rounds",
+                        "2", "--select", "saxpy_2p26_f32,transpose32_f32", "--ab", "short_ptr;llvm_lean,short_ptr",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(next(tmp_path.glob("corpus-dry-run-*.json")).read_text())
+    for row in doc["rows"]:
+        for v in ("short_ptr", "llvm_lean,short_ptr"):
+            assert row["ab:" + v]["ok"] and len(row["ab:" + v]["rounds_ms"]) == 2
+            assert row["ab"][v]["vs_default"] > 0
+            assert (row["ab"][v].get("vs_triton", 0) > 0) == HAVE_TRITON
+    assert "variant short_ptr: geomean / default" in r.stdout
+    assert "variant llvm_lean,short_ptr: geomean / default" in r.stdout
+
+
+def test_ab_variant_compiles_under_its_switches(monkeypatch):
+    """The variant's first call compiles with TILEFARM_AB set to its switches (a separate cache key), the default
+    side's without, whatever the environment held."""
+    calls = []
+
+    class Dev(bench_corpus.DryDevice):
+        pass
+
+    import workloads.corpus as corpus
+
+    cases = {"tilefarm": corpus.load("tilefarm", ["saxpy_2p26_f32"]), "triton": {},
+             "ab:short_ptr": corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:short_ptr"),
+             "errors": {"tilefarm": {}, "triton": {}, "ab:short_ptr": {}}}
+    for side in ("tilefarm", "ab:short_ptr"):
+        case = cases[side]["saxpy_2p26_f32"]
+        real = case.kernel
+
+        class Spy:
+            def __init__(self, k, side=side):
+                self.k, self.side = k, side
+
+            def __getitem__(self, grid):
+                calls.append((self.side, os.environ.get("TILEFARM_AB")))
+                return self.k[grid]
+
+        case.kernel = Spy(real)
+    monkeypatch.setenv("TILEFARM_AB", "llvm_lean")
+    args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1)
+    rows = bench_corpus.run_gpu(["saxpy_2p26_f32"], cases, args, Dev(args))
+    assert rows[0]["ab:short_ptr"]["ok"] and rows[0]["tilefarm"]["ok"]
+    assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:short_ptr", "short_ptr")
+    assert os.environ["TILEFARM_AB"] == "llvm_lean"  # restored

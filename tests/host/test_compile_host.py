@@ -130,3 +130,45 @@ def test_lean_pipeline_assembles(fresh):
         pytest.skip("no ptxas (nvidia-cuda-nvcc)")
     for ptx in variants.values():
         assert P.ptx_to_cubin(ptx, "sm_90")
+
+
+def test_other_ab_switches_change_what_they_name(fresh, monkeypatch):
+    """desc64_all: 64-bit wgmma descriptors in a one-dot loop too; reqntid: `.reqntid` for `.maxntid`; smem_optin:
+    a metadata flag the launcher reads. Each assembles; none is on by default."""
+    import compiler
+    import compiler.language as tl
+
+    @compiler.jit
+    def mm(A, B, C, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+        acc = tl.zeros([BM, BN], tl.float32)
+        for k in range(0, K, BK):
+            a = tl.load(A + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(B + (k + rk)[:, None] * BN + rn[None, :])
+            acc = tl.dot(a, b, acc)
+        tl.store(C + rm[:, None] * BN + rn[None, :], acc)
+
+    a = np.zeros((128, 256), np.float16)
+    b = np.zeros((256, 128), np.float16)
+    c = np.zeros((128, 128), np.float32)
+
+    def build(ab):
+        if ab:
+            monkeypatch.setenv("TILEFARM_AB", ab)
+        else:
+            monkeypatch.delenv("TILEFARM_AB", raising=False)
+        return mm.warmup(a, b, c, 256, grid=(1,), target="sm_90a", BM=128, BN=128, BK=64, num_warps=8,
+                         num_stages=3)
+
+    base, d64, req, opt = build(""), build("desc64_all"), build("reqntid"), build("smem_optin")
+    assert "wgmma.mma_async" in base.asm["ptx"]
+    assert ".maxntid 256" in base.asm["ptx"] and ".reqntid" not in base.asm["ptx"]
+    assert ".reqntid 256" in req.asm["ptx"] and ".maxntid" not in req.asm["ptx"]
+    # the 32-bit form rebuilds each descriptor with a 64-bit or of its high word; the 64-bit form adds to a base
+    assert base.asm["ptx"].count("or.b64") > d64.asm["ptx"].count("or.b64")
+    assert "smem_optin" not in base.metadata and opt.metadata["smem_optin"] is True
+    assert opt.asm["ptx"] == base.asm["ptx"]
+    if P.find_ptxas() is None:
+        pytest.skip("no ptxas (nvidia-cuda-nvcc)")
+    for k in (d64, req):
+        assert k.asm["cubin"]

@@ -17,16 +17,20 @@ def files() -> list[pathlib.Path]:
     return sorted(p for p in HERE.glob("*.py") if not p.name.startswith("_"))
 
 
-def load(compiler: str = "tilefarm", select=None, errors: dict | None = None) -> dict:
+def load(compiler: str = "tilefarm", select=None, errors: dict | None = None, copy: str = "") -> dict:
     """{case name: Case} of every corpus file loaded under `compiler`; `select`: names or globs (any match).
     A file that fails to import under that compiler is recorded in `errors` ({file: message}) when given, else
-    the error propagates."""
+    the error propagates. `copy` names a separate load of the files (modules, kernels and their compiled
+    specializations of their own: an A/B of code-generation switches in one process keeps each variant's)."""
     from compiler.triton_compat import load_kernel_file
 
     out = {}
     for path in files():
+        name = None
+        if copy:
+            name = "_tf_corpus_" + "".join(ch if ch.isalnum() else "_" for ch in f"{copy}_{compiler}_{path.stem}")
         try:
-            mod = load_kernel_file(path, compiler=compiler)
+            mod = load_kernel_file(path, compiler=compiler, module_name=name)
         except Exception as e:  # noqa: BLE001
             if errors is None:
                 raise
