@@ -259,8 +259,11 @@ def _e_scan(e, op):
 
 
 # Cost of a barrier (and of the extra round trip through shared memory it brings) in combine-sized instructions,
-# weighed against the instructions the prefix scheme saves over the direct one (_cross_warp_scan).
-_BARRIER_COST = 96
+# weighed against the instructions the prefix scheme saves over the direct one (_cross_warp_scan). With 24 the
+# model picks the scheme of fewer SASS instructions (ptxas 13, sm_90a) in 27 of 28 scans of tests/ops/
+# test_scan_layouts.py's kernels (1-D to 2-D, 2 to 16 warps; the miss: 8 instructions of 240); a GPU A/B of
+# TILEFARM_AB=scan_direct / scan_prefix against the model is what settles it.
+_BARRIER_COST = 24
 
 
 def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min, seg_last):
