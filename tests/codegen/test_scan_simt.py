@@ -310,6 +310,7 @@ BLOCKED = [
     ((64, 64), (1, 1), (4, 8), (2, 4), (1, 0)),
     ((32, 16), (2, 1), (4, 8), (4, 2), (0, 1)),
     ((16, 64), (1, 2), (2, 16), (8, 2), (1, 0)),
+    ((16, 128), (1, 4), (4, 8), (2, 1), (1, 0)),  # axis 0: more columns than threads (each scans two)
     # 3-D
     ((4, 8, 16), (1, 1, 2), (2, 2, 8), (2, 2, 1), (2, 1, 0)),
     ((8, 4, 32), (2, 1, 1), (1, 1, 32), (4, 1, 2), (2, 1, 0)),
@@ -362,7 +363,7 @@ def test_scan_linear_layouts(case, nops, reverse):
 
 
 @pytest.mark.parametrize("switch", ["scan_direct", "scan_prefix"])
-@pytest.mark.parametrize("case", [0, 6, 7, 12])
+@pytest.mark.parametrize("case", [0, 6, 7, 11, 13])
 def test_scan_both_schemes(monkeypatch, switch, case):
     """Each cross-warp scheme, forced, on layouts where the cost model picks one or the other."""
     monkeypatch.setenv("TILEFARM_AB", switch)
