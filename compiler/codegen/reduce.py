@@ -270,14 +270,16 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
     """Combine the segment totals of the warps along the axis into every element, in time linear in the number of
     segments. A segment is what one warp's lanes scanned for one rep (register bits along the axis at or above the
     lowest thread bit) and one set of other coordinates; its position along the axis is the rank of its rep and
-    warp bits among all of them, so reps may lie below, between or above the warp bits. Every thread stores its
-    segment totals at slot (position, other-coords), then a barrier, then one of two schemes:
+    warp bits among all of them, so reps may lie below, between or above the warp bits. The lane that holds a
+    segment's total (`seg_last`; every lane where no lanes lie along the axis) stores it at slot (position,
+    other-coords), then a barrier, then one of two schemes:
     - direct: each thread walks the totals of each of its columns once, in the scan's order, keeping the running
       combine, and each chunk picks the one that ends just before its own segment (a select over this warp's
       possible positions): per thread keys x segments loads and combines, no second barrier;
     - prefix: the block's threads scan the columns once (each column split into parts that lanes of one warp
-      scan in-thread and join by shuffles) and overwrite every total with its inclusive prefix; after a second
-      barrier each chunk reads one prefix: per thread keys x reps loads, plus a share of the column scans.
+      scan in-thread and join by shuffles) and write each total's inclusive prefix into a region of their own;
+      after a second barrier each chunk reads one prefix: per thread keys x reps loads, plus a share of the
+      column scans.
     The direct scheme is taken where its extra instructions cost less than a barrier (_BARRIER_COST);
     TILEFARM_AB=scan_direct or scan_prefix forces one of them. Both combine in the scan's order (the earlier
     segments on the left): exact for non-commutative combines and for reverse scans."""
