@@ -268,11 +268,16 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",abin,"* ]]; then  # named only: an A/B of TILEFARM_AB variants in one process, one set of
-  # inputs and references for all sides: AB_IN ('short_ptr;llvm_lean,short_ptr'), AB_SELECT (bench_corpus --select)
-  step ab-inproc python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab "${AB_IN:-short_ptr}" \
-    ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/abin"
-  cp "$OUT"/abin/corpus-*.md "$FINAL/abin.md" 2>/dev/null || true
+if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
+  # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
+  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-mm_*|short_ptr}"
+  for i in "${!abruns[@]}"; do
+    sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
+    step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab "$vars" --select "$sel" \
+      --out "$OUT/abin$i"
+    cp "$OUT"/abin$i/corpus-*.md "$FINAL/abin$i.md" 2>/dev/null || true
+  done
 fi
 if [[ ",$what," == *",farmresume,"* ]]; then  # named only: finish a farm corpus run stored by `farmcorpus` on an
   # earlier call: FARM_DB (default .gpu-node/farm-corpus.db, carried with its -wal/-shm files), reports as farmcorpus

@@ -17,6 +17,7 @@ from ..ir import optable, types as T
 from ..passes.layouts import linear, log2
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
+from . import inline_asm as _inline_asm  # noqa: F401,E402  (registers its emitter: tl.inline_asm_elementwise)
 
 # ---- scalar builders per (op, class): class 'f' float, 's' signed int, 'u' unsigned int / bool ----------------
 

@@ -640,6 +640,54 @@ def extern_elementwise(name, args, table):
     return out
 
 
+def inline_asm(asm, constraints, args, dtype, is_pure, pack):
+    """tl.inline_asm_elementwise (compiler/language/core.py says what it means): the arguments broadcast to one
+    shape, keeping their dtypes (Triton's rule: no promotion), one `inline_asm` op with a result per dtype. The
+    dtypes, `pack` and the constraint string are checked against each other here (compiler/ir/inline_asm.py)."""
+    from ..ir import inline_asm as ia
+
+    name = "tl.inline_asm_elementwise"
+    asm, constraints, pack, is_pure = (_unwrap(x) for x in (asm, constraints, pack, is_pure))
+    for what, v in (("asm", asm), ("constraints", constraints)):
+        if not isinstance(v, str):
+            raise SemanticError(f"{name}: {what} must be a string (a compile-time constant), got {_describe(v)}")
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
+        raise SemanticError(f"{name}: pack must be a constant int >= 1, got {_describe(pack)}")
+    if not isinstance(is_pure, (bool, int)):
+        raise SemanticError(f"{name}: is_pure must be a constant bool, got {_describe(is_pure)}")
+    args = _unwrap(args)
+    if not isinstance(args, (list, tuple)):
+        raise SemanticError(f"{name}: args must be a list of tensors or numbers, got {_describe(args)}")
+    ts = []
+    for i, a in enumerate(args):
+        a = _unwrap(a)
+        if not isinstance(a, tensor) and not is_number(a):
+            raise SemanticError(f"{name}: argument {i} must be a tensor or a number, got {_describe(a)}")
+        ts.append(to_tensor(a))
+    dts = _unwrap(dtype)
+    several = isinstance(dts, (tuple, list))
+    dts = tuple(_unwrap(d) for d in dts) if several else (dts,)
+    if not dts:
+        raise SemanticError(f"{name} needs at least one result dtype (an unused dummy result costs nothing)")
+    for d in dts:
+        if not isinstance(d, T.dtype):
+            hint = ": return an int64 and convert it with .to(tl.pointer_type(...))" if getattr(
+                d, "is_ptr", lambda: False)() else ""
+            raise SemanticError(f"{name}: dtype must be a dtype or a tuple of dtypes, got {d!r}{hint}")
+    shape = ()
+    for t in ts:
+        shape = broadcast_shapes(shape, t.type.shape)
+    ts = [broadcast_to(t, shape) for t in ts]
+    try:
+        cons = ia.check(constraints, [t.dtype for t in ts], dts, pack)
+    except ia.InlineAsmError as e:
+        raise SemanticError(f"{name}: {e}") from None
+    rtypes = [TensorType(d, shape) for d in dts]
+    hs = _b().inline_asm(asm, cons, [t.handle for t in ts], rtypes, bool(is_pure), pack)
+    outs = tuple(tensor(h, t) for h, t in zip(hs, rtypes))
+    return outs if several else outs[0]
+
+
 def compare(pred, a, b):
     a, b = _unwrap(a), _unwrap(b)
     if (isinstance(a, tensor) and a.dtype.is_ptr()) or (isinstance(b, tensor) and b.dtype.is_ptr()):

@@ -148,6 +148,15 @@ def _extern_elementwise(interp, op):
     return libdevice_fn(op.attrs["symbol"], [_nd(v) for v in op.operands], _nd(op.results[0]))
 
 
+@impl("inline_asm", "inline_asm_effects")
+def _inline_asm(interp, op):
+    # PTX has no NumPy meaning: refused when the kernel is prepared, before any program runs
+    from compiler.errors import CompilationError
+
+    raise CompilationError("tl.inline_asm_elementwise runs PTX: it needs a GPU; the interpreter cannot run it "
+                           "(pass GPU arrays, or give the interpreter a version of the kernel without it)", op.loc)
+
+
 @impl("barrier")
 def _barrier(interp, op):
     # Programs run one at a time and each whole block at once, so every store is visible to every later op.

@@ -36,6 +36,12 @@ Op kinds (operands -> results; attrs):
   fma            (a, b, c) -> T                   a*b+c with one rounding
   extern_elementwise (x0..xn-1) -> T              symbol: a libdevice function (`__nv_tanhf`) applied per element;
                                                   operands of one shape, each of the function's own dtype; pure
+  inline_asm     (x0..xn-1) -> m values           asm, constraints, pack: tl.inline_asm_elementwise; operands and
+                                                  results of one shape (any dtypes but int1); each asm instance
+                                                  takes `pack` elements of each (registers: ir/inline_asm.py);
+                                                  pure. `inline_asm_effects`: the same with side effects
+                                                  (is_pure=False: never dropped, shared or reordered with memory
+                                                  ops). The interpreter cannot run either (PTX)
   cmp            (a, b) -> int1-shaped            pred: eq ne lt le gt ge (signedness from dtype; floats ordered
                                                   except ne, which is unordered, as in C)
   select         (c, a, b) -> T                   c int1
@@ -185,6 +191,14 @@ class Builder:
         if any(v.type.shape != rtype.shape for v in operands):
             raise IRError(f"extern_elementwise {symbol}: operand shapes differ from {rtype.shape}")
         return self._one("extern_elementwise", list(operands), rtype, {"symbol": symbol})
+
+    def inline_asm(self, asm: str, constraints: str, operands, rtypes, pure: bool, pack: int) -> list:
+        shape = rtypes[0].shape
+        if any(v.type.shape != shape for v in operands) or any(t.shape != shape for t in rtypes):
+            raise IRError("inline_asm: operands and results of different shapes")
+        kind = "inline_asm" if pure else "inline_asm_effects"
+        return self.create(kind, list(operands), list(rtypes), {"asm": asm, "constraints": constraints,
+                                                                "pack": int(pack)}).results
 
     def cmp(self, pred: str, a: Value, b: Value) -> Value:
         if a.type != b.type:

@@ -153,6 +153,11 @@ _op("cmp", 2, "i1", "pure elementwise")
 _op("select", 3, "op", "pure elementwise")
 _op("cast bitcast ptr_to_int int_to_ptr", 1, "op", "pure elementwise")
 _op("addptr", 2, "op", "pure elementwise")
+# tl.inline_asm_elementwise (several results; ir/inline_asm.py packs them into registers). is_pure=True is pure
+# (shared when equal, dropped when unused); is_pure=False is `inline_asm_effects`: it may read and write memory,
+# so it is never dropped, shared, or moved past another memory access.
+_op("inline_asm", None, "op", "pure elementwise")
+_op("inline_asm_effects", None, "op", "reads_memory effects elementwise")
 
 # ---- memory ------------------------------------------------------------------------------------------------------
 _op("load", None, "op", "reads_memory", layout="anchor")

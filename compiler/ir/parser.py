@@ -137,7 +137,7 @@ def _attr_value(ln):
         return tuple(items)
     if kind == "str":
         ln.next()
-        return re.sub(r"\\(.)", r"\1", tok[1:-1])
+        return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), tok[1:-1])
     if kind == "num":
         ln.next()
         return float(tok) if any(c in tok for c in ".eEna") else int(tok)

@@ -18,7 +18,8 @@ def _fmt_attr(v) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # one line per op: newlines and tabs (multi-line inline asm) escaped, as the parser reads them back
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
     if isinstance(v, tuple):
         return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
     return str(v)

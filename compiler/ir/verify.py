@@ -11,6 +11,8 @@ rule with the op that breaks it).
   type; the init values have the results' types. `if` has a condition and two blocks yielding the results'
   types; `while` has a `before` block ending in `condition` and an `after` block ending in `yield`; `reduce` and
   `scan` have one block with two arguments per operand that yields one value per result.
+- `inline_asm` / `inline_asm_effects` have at least one result, operands and results all of one shape, and a
+  `pack` >= 1.
 - Ops whose result rule in the op table (compiler/ir/optable.py) is "same" (binary and unary arithmetic, the math
   ops, fma, convert_layout) take their number of operands, each of the result's type; `cmp` and `select` agree
   in shape.
@@ -164,6 +166,12 @@ class _Verifier:
             elif _ty(op.operands[1]) != res[0] or _ty(op.operands[2]) != res[0] or \
                     _ty(op.operands[0]).shape != res[0].shape:
                 self.bad(op, "a and b of the result's type and c of its shape expected")
+        elif k in ("inline_asm", "inline_asm_effects"):
+            if not res or any(_ty(v).shape != res[0].shape for v in op.operands) or \
+                    any(t.shape != res[0].shape for t in res):
+                self.bad(op, f"'{k}' has at least one result, operands and results of one shape")
+            elif not isinstance(op.attrs.get("pack"), int) or op.attrs["pack"] < 1:
+                self.bad(op, f"'{k}' needs a pack >= 1")
         elif k in TERMINATORS and op.results:
             self.bad(op, "a terminator has no results")
 

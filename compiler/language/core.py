@@ -707,6 +707,27 @@ def map_elementwise(scalar_fn, *args, pack=1):
 
 
 @builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Run inline PTX `asm` over the elements of `args` (tensors or numbers, broadcast to one shape, each keeping
+    its dtype): one result per dtype of `dtype` (a tuple of dtypes gives a tuple of results), of that shape.
+
+    Each asm instance processes `pack` elements: of an argument or result narrower than 32 bits, min(32 / bits,
+    pack) elements share one 32-bit register (int8 with pack=4: four bytes, the first in the low byte; float16
+    with pack=2: two halves); wider ones take a register per element. `constraints` is LLVM's inline-asm syntax,
+    outputs first, one entry per register in the order $0, $1, ...: result 0's registers, result 1's, ..., then
+    argument 0's, ... (`"=r,=r,r,r"`; `h` 16-bit, `r` 32-bit, `l` 64-bit, `f` float32, `d` float64 registers;
+    a narrower value is widened into its register, signed ints sign-extended). The elements of one instance
+    are `pack` consecutive elements of a thread's registers (consecutive along the fastest dim where the layout
+    gives a thread that many; which elements share an instance is not specified in Triton either, so the asm must
+    treat each element of a pack on its own); a thread holding fewer fills the rest of its last instance with
+    undefined values whose results are dropped. `is_pure=False` marks side effects (memory reads or writes):
+    such asm is never removed, merged with an equal one or reordered with memory accesses, and runs once in every
+    thread holding an element (a tile smaller than the program's threads has several). PTX runs only on the GPU:
+    in the interpreter a kernel using it is an error at this call."""
+    return _sem().inline_asm(asm, constraints, args, dtype, is_pure, pack)
+
+
+@builtin
 def associative_scan(input, axis, combine_fn, reverse=False):
     """Inclusive scan with a jit `combine_fn`; `input` may be a tuple of tensors."""
     from ..frontend.context import current

@@ -340,7 +340,7 @@ class _Assigner:
                 tgt = d if d in known else max(known, key=known.count)
             for i in blockops:
                 self.want(op, i, tgt, final)
-            self.set(op, [tgt])
+            self.set(op, [tgt] * len(op.results))  # every result (inline_asm has several) in the one layout
         elif k == "dot":
             # The accumulator is anchored on the MMA layout (loop-carried accumulators stay there: the
             # backward walk pushes it to the loop's init and yield); operands are converted into the
@@ -521,6 +521,8 @@ class _Assigner:
         if not op.results and not op.blocks:
             return
         R = self._cur(op.results[0]) if op.results else None
+        if R is None and k in ("inline_asm", "inline_asm_effects"):  # several results: the first one wanted
+            R = next((x for x in map(self._cur, op.results) if x is not None), None)
         if k in ELEMENTWISE or k in ("broadcast", "scan"):
             for v in op.operands:
                 self._push(v, R)

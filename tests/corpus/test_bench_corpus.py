@@ -152,7 +152,7 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
                 calls.append((self.side, os.environ.get("TILEFARM_AB")))
                 return self.k[grid]
 
-        case.kernel = Spy(real)
+        monkeypatch.setattr(case, "kernel", Spy(real))  # the loaded case is shared: put its kernel back after
     monkeypatch.setenv("TILEFARM_AB", "llvm_lean")
     args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1)
     rows = bench_corpus.run_gpu(["saxpy_2p26_f32"], cases, args, Dev(args))

@@ -51,7 +51,7 @@ workloads:
   - workload: {REPO / 'configs/examples/scaled_add.py'}
     params: {{N: [1000], dtype: [float32]}}
   - workload: {KERNELS}::short_triton
-  - workload: {KERNELS}::asm_triton
+  - workload: {KERNELS}::unsupported_triton
   - workload: {INTERNAL}
   - workload: {REPO / 'workloads/corpus/norms.py'}::layernorm_fwd_f16
   - workload: {REPO / 'workloads/corpus/norms.py'}::rmsnorm_looped_f32
@@ -121,9 +121,10 @@ def test_poisoned_outputs_catch_an_unwritten_element_under_both(swept):
 @needs_triton
 def test_a_name_the_compat_layer_lacks_fails_that_job_only_naming_it(swept):
     rows = swept[2]["results"]
-    asm = {r["compiler"]: r for r in rows if r["workload"] == "asm_triton"}
-    assert asm["tilefarm"]["status"] == "compile_error"
-    assert "inline_asm_elementwise" in asm["tilefarm"]["error"] and "compilers_kernels.py:" in asm["tilefarm"]["error"]
+    bad = {r["compiler"]: r for r in rows if r["workload"] == "unsupported_triton"}
+    assert bad["tilefarm"]["status"] == "compile_error"
+    assert "tl.float8e4b15 is not supported" in bad["tilefarm"]["error"]
+    assert "compilers_kernels.py:" in bad["tilefarm"]["error"]
     internal = {r["compiler"]: r for r in rows if r["workload"] == "internal_triton"}
     assert internal["tilefarm"]["status"] == "compile_error"
     err = internal["tilefarm"]["error"]
