@@ -14,6 +14,7 @@ import llvmlite.ir as ir
 from ..passes.layouts import DotOperandLayout, MmaLayout, linear
 from . import common as C
 from .common import Tile, emits, error, uses
+from .ptx import ab_switch
 
 FULL = 0xFFFFFFFF
 
@@ -195,15 +196,27 @@ def _e_scan(e, op):
             acc = vals[r] if acc is None else combine(acc, vals[r])
             vals[r] = acc
         totals[ck] = acc
+    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
+    reps = sorted({rep for (_, rep) in chunks}, reverse=rev)
+    keys = sorted({key for (key, _) in chunks})
     # lanes along the axis: Hillis-Steele over chunk totals, then add the exclusive prefix into each element
     lbits = [i for i, b in enumerate(ll.lane) if b[axis]]
+    seg_last = None  # i1: this lane holds its segments' totals (only it stores them for the warps' combine)
     if lbits:
         i0, m = lbits[0], len(lbits)
         if lbits != list(range(i0, i0 + m)):
             raise error("scan over a layout with non-contiguous lane bits", op.loc)
+        # the lanes' shuffles scan in lane order: their bits must be the coordinate bits right above the
+        # in-thread ones, in order (every other thread or register bit then lies above them)
+        if [ll.lane[i][axis] for i in lbits] != [thr_min << k for k in range(m)]:
+            raise error("scan over a layout whose lanes along the axis are not in coordinate order", op.loc)
         M = 1 << m
         li = e.b.and_(e.b.lshr(e.lane, e.i32(i0)), e.i32(M - 1))
         kind = "down" if rev else "up"
+        # the segment total ends in the last lane along the axis (first, for a reverse scan): the warps' combine
+        # stores it from there; the registers' carry between reps needs it in every lane
+        bcast = not wbits and len(reps) > 1
+        seg_last = e.b.icmp_unsigned("==", li, e.i32(0 if rev else M - 1))
         for ck in chunks:
             t = totals[ck]
             for k in range(m):
@@ -212,19 +225,22 @@ def _e_scan(e, op):
                 ok = (e.b.icmp_unsigned("<", li, e.i32(M - (1 << k))) if rev else
                       e.b.icmp_unsigned(">=", li, e.i32(1 << k)))
                 t = _sel(e, ok, combine(v, t), t)
-            ex = [shuffle(e, kind, x, 1 << i0) for x in t]
-            has = e.b.icmp_unsigned("<", li, e.i32(M - 1)) if rev else e.b.icmp_unsigned(">", li, e.i32(0))
-            for _, r in chunks[ck]:
-                vals[r] = _sel(e, has, combine(ex, vals[r]), vals[r])
-            # the segment total sits in the last lane along the axis (first, for a reverse scan)
-            mask = (M - 1) << i0
-            src = e.b.and_(e.lane, e.i32(~mask & 31))
-            if not rev:
-                src = e.b.or_(src, e.i32(mask))
-            totals[ck] = [shuffle(e, "idx", x, src) for x in t]
-    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
-    reps = sorted({rep for (_, rep) in chunks}, reverse=rev)
-    keys = sorted({key for (key, _) in chunks})
+            lst = chunks[ck]
+            if len(lst) > 1:
+                ex = [shuffle(e, kind, x, 1 << i0) for x in t]
+                has = e.b.icmp_unsigned("<", li, e.i32(M - 1)) if rev else e.b.icmp_unsigned(">", li, e.i32(0))
+                for _, r in lst[:-1]:
+                    vals[r] = _sel(e, has, combine(ex, vals[r]), vals[r])
+            # the chunk's last element (in the scan's order) held its in-thread total: now the inclusive scan
+            vals[lst[-1][1]] = t
+            if bcast:
+                mask = (M - 1) << i0
+                src = e.b.and_(e.lane, e.i32(~mask & 31))
+                if not rev:
+                    src = e.b.or_(src, e.i32(mask))
+                totals[ck] = [shuffle(e, "idx", x, src) for x in t]
+            else:
+                totals[ck] = t
     if not wbits and len(reps) > 1:
         for key in keys:
             carry = None
@@ -237,63 +253,210 @@ def _e_scan(e, op):
                 else:
                     carry = tot
     elif wbits:
-        wi, W = _thread_dim_index(e, ll.warp, e.warp, axis)
-        R = len(reps)
-        other_shape = tuple(s for d, s in enumerate(ll.shape) if d != axis)
-        n_other = 1
-        for s in other_shape:
-            n_other *= s
-        sample = vals[0]
-        bases, off = [], 0
-        for v in sample:
-            bases.append(off)
-            off += (R * W * n_other * _bytes(v) + 15) // 16 * 16
-        e.smem_begin(off)
-        # row-major index of the other coords, from a register of each key
-        lin = {}
-        for (key, rep), lst in chunks.items():
-            if key in lin:
-                continue
-            r = lst[0][1]
-            idx, stride = e.i32(0), 1
-            for d in range(len(ll.shape) - 1, -1, -1):
-                if d == axis:
-                    continue
-                idx = e.b.add(idx, e.b.mul(e.coord(ll, r, d), e.i32(stride)))
-                stride *= ll.shape[d]
-            lin[key] = idx
-        rep_pos = {rep: j for j, rep in enumerate(sorted(reps))}
-        for (key, rep), tot in totals.items():
-            seg = e.b.add(e.i32(rep_pos[rep] * W), wi)
-            slot = e.b.add(e.b.mul(seg, e.i32(n_other)), lin[key])
-            for k in range(nops):
-                _st_smem(e, slot, bases[k], tot[k])
-        e.barrier()
-        for (key, rep), lst in chunks.items():
-            acc, has = None, ir.Constant(C.I1, 0)
-            seq = [(rp, w) for rp in sorted(reps) for w in range(W)]
-            if rev:
-                seq.reverse()
-            for rp, w in seq:
-                if (rp > rep) if not rev else (rp < rep):
-                    continue
-                if rp == rep:
-                    pred = e.b.icmp_unsigned(">" if rev else "<", e.i32(w), wi)
-                else:
-                    pred = ir.Constant(C.I1, 1)
-                slot = e.b.add(lin[key], e.i32((rep_pos[rp] * W + w) * n_other))
-                got = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
-                if acc is None:
-                    acc = got
-                else:
-                    acc = _sel(e, pred, combine(acc, got), acc)
-                has = e.b.or_(has, pred)
-            if acc is None:
-                continue
-            for _, r in lst:
-                vals[r] = _sel(e, has, combine(acc, vals[r]), vals[r])
+        _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min, seg_last)
     for k, res in enumerate(op.results):
         e.put(res, [vals[r][k] for r in range(ll.num_regs)], ll)
+
+
+# Cost of a barrier (and of the extra round trip through shared memory it brings) in combine-sized instructions,
+# weighed against the instructions the prefix scheme saves over the direct one (_cross_warp_scan). With 24 the
+# model picks the scheme of fewer SASS instructions (ptxas 13, sm_90a) in 27 of 28 scans of tests/ops/
+# test_scan_layouts.py's kernels (1-D to 2-D, 2 to 16 warps; the miss: 8 instructions of 240); a GPU A/B of
+# TILEFARM_AB=scan_direct / scan_prefix against the model is what settles it.
+_BARRIER_COST = 24
+
+
+def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, thr_min, seg_last):
+    """Combine the segment totals of the warps along the axis into every element, in time linear in the number of
+    segments. A segment is what one warp's lanes scanned for one rep (register bits along the axis at or above the
+    lowest thread bit) and one set of other coordinates; its position along the axis is the rank of its rep and
+    warp bits among all of them, so reps may lie below, between or above the warp bits. The lane that holds a
+    segment's total (`seg_last`; every lane where no lanes lie along the axis) stores it at slot (position,
+    other-coords), then a barrier, then one of two schemes:
+    - direct: each thread walks the totals of each of its columns once, in the scan's order, keeping the running
+      combine, and each chunk picks the one that ends just before its own segment (a select over this warp's
+      possible positions): per thread keys x segments loads and combines, no second barrier;
+    - prefix: the block's threads scan the columns once (each column split into parts that lanes of one warp
+      scan in-thread and join by shuffles) and write each total's inclusive prefix into a region of their own;
+      after a second barrier each chunk reads one prefix: per thread keys x reps loads, plus a share of the
+      column scans.
+    The direct scheme is taken where its extra instructions cost less than a barrier (_BARRIER_COST);
+    TILEFARM_AB=scan_direct or scan_prefix forces one of them. Both combine in the scan's order (the earlier
+    segments on the left): exact for non-commutative combines and for reverse scans."""
+    rep_bits = sorted({b[axis] for b in ll.reg if b[axis] >= thr_min})
+    warp_bits = [(j, b[axis]) for j, b in enumerate(ll.warp) if b[axis]]
+    seg_vals = sorted(rep_bits + [v for _, v in warp_bits])
+    if len(set(seg_vals)) != len(seg_vals):
+        raise error("scan over a layout whose warps repeat a coordinate along the axis", op.loc)
+    rank = {v: i for i, v in enumerate(seg_vals)}
+    S = 1 << len(seg_vals)
+    W = 1 << len(warp_bits)
+    n_other = 1
+    for d, s in enumerate(ll.shape):
+        if d != axis:
+            n_other *= s
+    keys = sorted({key for key, _ in chunks})
+    reps = sorted({rep for _, rep in chunks})
+    nt = 32 * e.nw
+    if n_other >= nt:
+        P, L, cols = 1, S, n_other // nt
+    else:
+        P = min(S, 32, nt // n_other)
+        L, cols = S // P, 1
+    direct_cost = len(keys) * (2 * S + len(reps) * W)
+    prefix_cost = len(keys) * len(reps) + cols * (3 * L + 3 * (P.bit_length() - 1) + 2) + _BARRIER_COST
+    if ab_switch("scan_direct"):
+        use_prefix = False
+    elif ab_switch("scan_prefix"):
+        use_prefix = True
+    else:
+        use_prefix = prefix_cost < direct_cost
+
+    # the totals (and, for the prefix scheme, their prefixes: a region of their own, so that no thread overwrites
+    # a total another may still read)
+    types = [v.type for v in vals[0]]
+    bases, pbases, off = [], [], 0
+    for region in ((bases, pbases) if use_prefix else (bases,)):
+        for v in vals[0]:
+            region.append(off)
+            off += (S * n_other * _bytes(v) + 15) // 16 * 16
+    e.smem_begin(off)
+
+    def static_pos(rep):
+        return sum(1 << rank[v] for v in rep_bits if rep & v)
+
+    def warp_pos(w):
+        """Position bits of warp combination w (bit k of w: the k-th warp bit along the axis)."""
+        return sum(1 << rank[v] for k, (_, v) in enumerate(warp_bits) if w >> k & 1)
+
+    # this warp's part of the position (warp-uniform)
+    dyn = None
+    for j, v in warp_bits:
+        t = e.b.and_(e.b.lshr(e.warp, e.i32(j)), e.i32(1)) if j else e.b.and_(e.warp, e.i32(1))
+        if rank[v]:
+            t = e.b.shl(t, e.i32(rank[v]))
+        dyn = t if dyn is None else e.b.or_(dyn, t)
+    warp_mask = warp_pos(W - 1)
+    # row-major index of the other coords, from a register of each key
+    lin = {}
+    for (key, rep), lst in chunks.items():
+        if key in lin:
+            continue
+        r = lst[0][1]
+        idx, stride = e.i32(0), 1
+        for d in range(len(ll.shape) - 1, -1, -1):
+            if d == axis:
+                continue
+            idx = e.b.add(idx, e.b.mul(e.coord(ll, r, d), e.i32(stride)))
+            stride *= ll.shape[d]
+        lin[key] = idx
+
+    def slot(pos, col):
+        p = e.i32(pos * n_other) if isinstance(pos, int) else e.b.mul(pos, e.i32(n_other))
+        return e.b.add(p, col)
+
+    def load(pos, col, region=bases):
+        s = slot(pos, col)
+        return [_ld_smem(e, s, region[k], types[k]) for k in range(nops)]
+
+    def store(pos, col, v, region=bases):
+        s = slot(pos, col)
+        for k in range(nops):
+            _st_smem(e, s, region[k], v[k])
+
+    def first(sp):
+        """Is this chunk's segment the first in the scan's order, for some warp? (then: the i1 'not first')"""
+        if not rev:
+            return None if sp else e.b.icmp_unsigned("!=", dyn, e.i32(0))
+        return e.b.icmp_unsigned("!=", dyn, e.i32(warp_mask)) if (sp | warp_mask) == S - 1 else None
+
+    def apply(lst, pre, has):
+        for _, r in lst:
+            vals[r] = combine(pre, vals[r]) if has is None else _sel(e, has, combine(pre, vals[r]), vals[r])
+
+    def store_totals():
+        for (key, rep), tot in totals.items():
+            store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot)
+
+    if seg_last is None:
+        store_totals()
+    else:
+        with e.b.if_then(seg_last):
+            store_totals()
+    e.barrier()
+
+    if not use_prefix:
+        # order index q of position p: p forward, S-1-p reversed; the running combine after q = 0..S-2
+        eq = {w: e.b.icmp_unsigned("==", dyn, e.i32(warp_pos(w))) for w in range(1, W)}
+        for key in keys:
+            got = [load(S - 1 - q if rev else q, lin[key]) for q in range(S - 1)]
+            run = [got[0]]
+            for q in range(1, S - 1):
+                run.append(combine(run[-1], got[q]))
+            for rep in reps:
+                if (key, rep) not in chunks:
+                    continue
+                sp = static_pos(rep)
+                # the running combine before this warp's segment: the first candidate is the default (taken for
+                # warp combination 0, or where the segment is the first and nothing is combined)
+                pre = None
+                for w in range(W):
+                    p = sp | warp_pos(w)
+                    q = S - 1 - p if rev else p
+                    if q == 0:
+                        continue
+                    pre = run[q - 1] if pre is None else _sel(e, eq[w], run[q - 1], pre)
+                apply(chunks[(key, rep)], pre, first(sp))
+        return
+
+    def column(col, part, active):
+        # this thread's part of the column: order indices q = part*L + i, i < L
+        qb = e.b.mul(part, e.i32(L)) if P > 1 else e.i32(0)
+        pos = [e.b.sub(e.i32(S - 1 - i), qb) if rev else e.b.add(qb, e.i32(i)) for i in range(L)]
+        got = [load(p, col) for p in pos]
+        loc = [got[0]]
+        for i in range(1, L):
+            loc.append(combine(loc[-1], got[i]))
+        if P > 1:
+            # the parts' totals: an inclusive Hillis-Steele over the P lanes of the column, then shifted by one
+            t = loc[-1]
+            for k in range(P.bit_length() - 1):
+                v = [shuffle(e, "up", x, 1 << k) for x in t]
+                t = _sel(e, e.b.icmp_unsigned(">=", part, e.i32(1 << k)), combine(v, t), t)
+            ex = [shuffle(e, "up", x, 1) for x in t]
+            has = e.b.icmp_unsigned("!=", part, e.i32(0))
+            loc = [_sel(e, has, combine(ex, x), x) for x in loc]
+        if active is None:
+            for p, v in zip(pos, loc):
+                store(p, col, v, pbases)
+        else:
+            with e.b.if_then(active):
+                for p, v in zip(pos, loc):
+                    store(p, col, v, pbases)
+
+    if P == 1 and n_other >= nt:
+        for j in range(cols):
+            column(e.tid if not j else e.b.add(e.tid, e.i32(j * nt)), None, None)
+    else:
+        lg = P.bit_length() - 1
+        part = e.b.and_(e.lane, e.i32(P - 1)) if P > 1 else None
+        c = e.b.lshr(e.tid, e.i32(lg)) if lg else e.tid
+        active = e.b.icmp_unsigned("<", c, e.i32(n_other)) if n_other * P < nt else None
+        if active is not None:
+            c = e.b.urem(c, e.i32(n_other))
+        column(c, part, active)
+    e.barrier()
+    for (key, rep), lst in chunks.items():
+        sp = static_pos(rep)
+        # the position before this one in the scan's order, wrapped into the buffer where there is none
+        if rev:
+            pos = e.b.add(dyn, e.i32(sp + 1))
+        else:
+            pos = e.b.add(dyn, e.i32(sp - 1)) if sp else e.b.add(dyn, e.i32(S - 1))
+        has = first(sp)
+        if has is not None:
+            pos = e.b.and_(pos, e.i32(S - 1))
+        apply(lst, load(pos, lin[key], pbases), has)
 
 
 # ---- layout conversion through shared memory ------------------------------------------------------------------
