@@ -309,12 +309,13 @@ if has fleet; then  # issue 19: a fleet on this machine: the GPU node (no CPU sl
   # with its own Ray folder and kernel cache; `farm run --address` joins it; the GPU node must compile nothing
   step fleet python3 scripts/fleet_session.py --cpus 4 --out "$OUT/fleet"
   cp "$OUT/fleet/fleet.json" "$FINAL/fleet.json" 2>/dev/null || true
-  step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py tests/farm/test_fleet_lost_kernel.py
+  [ "${FLEET_TESTS:-1}" = 1 ] && step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py \
+    tests/farm/test_fleet_lost_kernel.py tests/farm/test_compile_batches.py
 fi
 if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 jobs (CPU only, ~6 min): stand-in
   # executor, then real local Ray (batched) at 5,000 and 100,000 jobs, and 5,000 again one actor call per job
   step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --ray-jobs 5000,100000 \
-    --compare-unbatched 5000 --json "$OUT/driver-scale.json"
+    --gpu-jobs 5000,100000 --compare-unbatched 5000 --json "$OUT/driver-scale.json"
   cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
