@@ -224,7 +224,10 @@ class CompiledKernel:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
-            if self.metadata.get("smem_optin") and self.shared > 48 * 1024:  # an A/B in progress (codegen/ptx.py)
+            if self.shared > 48 * 1024:
+                # Over 48 KiB: allow the device's whole opt-in, as Triton's launcher does, so the SM takes its
+                # largest shared-memory configuration (timed against allowing just the kernel's own bytes on the
+                # H200, 2026-12-02: 0.988 over 21 matmul and attention kernels, none slower; docs/EXPERIMENTS.md)
                 from .runtime.cuda import device_properties
 
                 k = self._launcher.kernel

@@ -27,14 +27,6 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)
         meta["ring_blocks_per_sm"] = module.meta["ring_blocks_per_sm"]
     ptx = llvm_to_ptx(llir, options.arch)
-    from .ptx import ab_switch
-
-    if ab_switch("reqntid"):  # an A/B in progress (codegen/ptx.py OTHER_AB_SWITCHES)
-        import re
-
-        ptx = re.sub(r"^\.maxntid ([0-9]+)(?:, 1, 1)?$", r".reqntid \1", ptx, count=1, flags=re.M)
-    if ab_switch("smem_optin"):
-        meta["smem_optin"] = True
     if options.maxnreg:
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg
@@ -42,13 +34,13 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
 
 
 def _with_maxnreg(ptx: str, n: int) -> str:
-    """The kernel's PTX with `.maxnreg n` beside its `.maxntid` (LLVM's NVPTX back end writes no .maxnreg)."""
+    """The kernel's PTX with `.maxnreg n` beside its `.reqntid` (LLVM's NVPTX back end writes no .maxnreg)."""
     import re
 
     out, k = re.subn(r"^(\.(?:maxntid|reqntid) [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {n}", ptx, count=1,
                      flags=re.M)
     if not k:
-        raise ValueError("the kernel's PTX has no .maxntid to put .maxnreg beside")
+        raise ValueError("the kernel's PTX has no .reqntid to put .maxnreg beside")
     return out
 
 

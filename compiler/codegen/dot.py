@@ -484,12 +484,8 @@ def _desc64(e, op) -> bool:
     QK and P.V chains, where the rebuilt descriptors stand between the wgmmas; measured on the H200 in three A/B
     runs, attention D=128 1.020-1.024, D=64 1.00, while the matmul loop's long n256 chains gained nothing,
     0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs (docs/EXPERIMENTS.md, desc64)."""
-    from .ptx import ab_switch
-
     blk = op.block
     loop = getattr(blk, "parent", None)
-    if ab_switch("desc64_all"):  # an A/B in progress (codegen/ptx.py OTHER_AB_SWITCHES)
-        return getattr(loop, "kind", None) == "for"
     return getattr(loop, "kind", None) == "for" and sum(o.kind == "dot" for o in blk.ops) > 1
 
 

@@ -6,7 +6,7 @@ Elementwise ops map a scalar builder over registers; tables below give the scala
 
 Kernel ABI: one `ptx_kernel` function named like the IR function; parameters in argument order: pointers as
 `ptr addrspace(1)`, scalars as their LLVM type except int1, passed as i8 (metadata "params" says "abi": "i8").
-Thread block: num_warps*32 threads in x (`"nvvm.maxntid"`); dynamic shared memory is one `extern` addrspace(3)
+Thread block: num_warps*32 threads in x (`"nvvm.reqntid"`); dynamic shared memory is one `extern` addrspace(3)
 array, size metadata["shared_bytes"].
 """
 from __future__ import annotations
@@ -482,8 +482,10 @@ class Emitter:
             self.b.ret_void()
         self.eb.branch(body)
         text = str(self.mod)
-        # llvmlite cannot spell string function attributes; maxntid tells ptxas the block size (.maxntid).
-        text = _add_fn_attrs(text, f.name, f'"nvvm.maxntid"="{self.nw * 32}"')
+        # llvmlite cannot spell string function attributes; reqntid tells ptxas the exact block size (.reqntid),
+        # as Triton writes it (timed beside .maxntid on the H200, 2026-12-02: 0.993 over 21 matmul and attention
+        # kernels, none slower; docs/EXPERIMENTS.md)
+        text = _add_fn_attrs(text, f.name, f'"nvvm.reqntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
         return text, meta
 

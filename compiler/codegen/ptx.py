@@ -36,14 +36,10 @@ def _init():
 
 
 AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its docstring)
-# Switches read elsewhere, re-measured under ptxas (the launch path's assembler since 2026-12-02; they lost or
-# tied under the driver's JIT, whose register allocation differed): `desc64_all` (codegen/dot.py _desc64: 64-bit
-# wgmma descriptors in every loop), `reqntid` (codegen/__init__.py: `.reqntid` for `.maxntid`, the exact block
-# size, as Triton writes it), `smem_optin` (compile.py: a kernel over 48 KiB of shared memory may use the device's
-# whole opt-in, as Triton's launcher sets it, so the SM takes its largest shared-memory configuration),
-# and, awaiting their first GPU A/B, `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one
-# of its two cross-warp schemes).
-OTHER_AB_SWITCHES = ("desc64_all", "reqntid", "smem_optin", "scan_direct", "scan_prefix")
+# Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
+# cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
+# three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 def ab_switches() -> frozenset:

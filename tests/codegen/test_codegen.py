@@ -52,7 +52,7 @@ def test_vector_add_is_vectorized():
     assert count(ptx, r"ld\.global\.v4\.b32") == 4  # 2 per input
     assert count(ptx, r"st\.global\.v4\.b32") == 2
     assert count(ptx, r"ld\.global(?!\.v4)") == 0 and count(ptx, r"st\.global(?!\.v4)") == 0
-    assert ".maxntid 128" in ptx
+    assert ".reqntid 128" in ptx
     assert r["meta"]["shared_bytes"] == 0
     assert [p["type"] for p in r["meta"]["params"]] == ["ptr", "ptr", "ptr", "int32"]
     res = no_local_memory(ptx)
@@ -83,7 +83,7 @@ def test_softmax_row(dt):
 @needs_ptxas
 def test_softmax_num_warps_8():
     r = build(K.softmax_kernel(2048), num_warps=8)
-    assert ".maxntid 256" in r["ptx"]
+    assert ".reqntid 256" in r["ptx"]
     no_local_memory(r["ptx"])
 
 

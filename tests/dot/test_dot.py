@@ -75,7 +75,7 @@ def test_matmul_with_maxnreg(target):
 
 
 def test_maxnreg_puts_maxnreg_in_the_ptx(monkeypatch, tmp_path):
-    """maxnreg=N writes `.maxnreg N` beside `.maxntid` and ptxas keeps to it; without it there is none; a value
+    """maxnreg=N writes `.maxnreg N` beside `.reqntid` and ptxas keeps to it; without it there is none; a value
     outside 16..255 is refused with a message that names it."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
@@ -89,7 +89,7 @@ def test_maxnreg_puts_maxnreg_in_the_ptx(monkeypatch, tmp_path):
                                       EPILOGUE="none", PRECISION="ieee", num_warps=4, num_stages=3, **opt)
 
     capped, free = build(maxnreg=128).asm["ptx"], build().asm["ptx"]
-    assert ".maxntid 128\n.maxnreg 128\n" in capped and ".maxnreg" not in free
+    assert ".reqntid 128\n.maxnreg 128\n" in capped and ".maxnreg" not in free
     if find_ptxas() is not None:
         assert ptx_resources(free, "sm_90a")["registers"] > 128 >= ptx_resources(capped, "sm_90a")["registers"]
     with pytest.raises(ValueError, match="maxnreg must be an int from 16 to 255.*300"):

@@ -27,9 +27,9 @@ def test_parameter_named_like_a_launch_option(target):
 def test_launch_option_parameter_is_also_the_option():
     x = np.zeros(64, np.int32)
     k = uses_num_warps.warmup(x, 64, num_warps=8, grid=(1,), target="sm_90a")
-    assert ".maxntid 256" in k.asm["ptx"]
+    assert ".reqntid 256" in k.asm["ptx"]
     k = uses_num_warps.warmup(x, 64, num_warps=2, num_stages=1, grid=(1,), target="sm_90a")
-    assert ".maxntid 64" in k.asm["ptx"]
+    assert ".reqntid 64" in k.asm["ptx"]
 
 
 def test_launch_option_parameter_missing_is_an_error():
@@ -90,4 +90,4 @@ def test_autotuned_kernel_with_a_launch_option_parameter():
     k[(1,)](x, 64)  # the generated launcher's path (key cached)
     assert (x == k.best_config.num_warps).all()
     ck = k.warmup(x, 64, grid=(1,), target="sm_90a")
-    assert sorted(c.asm["ptx"].count(".maxntid 256") for c in ck) == [0, 1]
+    assert sorted(c.asm["ptx"].count(".reqntid 256") for c in ck) == [0, 1]
