@@ -224,15 +224,6 @@ class CompiledKernel:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
-            if self.shared > 48 * 1024:
-                # Over 48 KiB: allow the device's whole opt-in, as Triton's launcher does, so the SM takes its
-                # largest shared-memory configuration (timed against allowing just the kernel's own bytes on the
-                # H200, 2026-12-02: 0.988 over 21 matmul and attention kernels, none slower; docs/EXPERIMENTS.md)
-                from .runtime.cuda import device_properties
-
-                k = self._launcher.kernel
-                optin = device_properties().max_shared_per_block_optin
-                k.set_max_dynamic_shared(optin - k.attribute("SHARED_SIZE_BYTES"))
             self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 

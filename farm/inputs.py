@@ -182,26 +182,15 @@ def clear_input_cache() -> None:
 
 
 def _cache_key(wl, job: Job, params: dict) -> tuple:
-    """A workload loaded from a file is known by that file's path and content, so the jobs of one shape share an
-    entry whoever compiles them (the file is loaded once per compiler: two objects, the same make_inputs and
-    reference); a workload without a file, by the object itself (the entry keeps it alive)."""
+    """A workload loaded from a file is known by its path and its sources' hash (farm.loader.source_hash, the
+    job key's), so the jobs of one shape share an entry whoever compiles them (the file is loaded once per
+    compiler: two objects, the same make_inputs and reference); a workload without a file, by the object itself
+    (the entry keeps it alive)."""
+    from farm.loader import source_hash
+
     path = getattr(wl, "source_file", "") or ""
-    ident = ("file", path, _content_hash(path)) if path and os.path.isfile(path) else ("object", id(wl))
+    ident = ("file", path, source_hash(wl)) if path and os.path.isfile(path) else ("object", id(wl))
     return (*ident, getattr(wl, "name", ""), canonical(params), tuple(input_seed(job)))
-
-
-def _content_hash(path: str) -> str:
-    """sha256 of a workload file, remembered per (path, size, mtime) so a sweep reads each file once."""
-    st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns)
-    h = _HASHES.get(key)
-    if h is None:
-        with open(path, "rb") as f:
-            h = _HASHES[key] = hashlib.sha256(f.read()).hexdigest()
-    return h
-
-
-_HASHES: dict = {}
 
 
 def inputs_and_reference(wl, job: Job, params: dict) -> tuple[dict, dict, dict | None, bool, float]:

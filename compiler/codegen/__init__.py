@@ -37,8 +37,7 @@ def _with_maxnreg(ptx: str, n: int) -> str:
     """The kernel's PTX with `.maxnreg n` beside its `.reqntid` (LLVM's NVPTX back end writes no .maxnreg)."""
     import re
 
-    out, k = re.subn(r"^(\.(?:maxntid|reqntid) [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {n}", ptx, count=1,
-                     flags=re.M)
+    out, k = re.subn(r"^(\.reqntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {n}", ptx, count=1, flags=re.M)
     if not k:
         raise ValueError("the kernel's PTX has no .reqntid to put .maxnreg beside")
     return out
