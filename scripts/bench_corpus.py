@@ -481,14 +481,14 @@ def ab_table(rows) -> list:
     for v in variants:
         d = [r["ab"][v]["vs_default"] for r in rows if "vs_default" in r.get("ab", {}).get(v, {})]
         t = [r["ab"][v]["vs_triton"] for r in rows if "vs_triton" in r.get("ab", {}).get(v, {})]
-        wrong = [r["name"] for r in rows if r.get("ab:" + v, {}).get("ok") is False]
+        wrong = [r["name"] for r in rows if r.get(AB_PREFIX + v, {}).get("ok") is False]
         gd, gt = geomean(d), geomean(t)
         vs_d = (f"geomean / default {gd:.3f} over {len(d)} kernels (faster on {sum(1 for x in d if x < 0.98)}, "
                 f"slower on {sum(1 for x in d if x > 1.02)} by over 2%)" if gd else "no kernel timed")
         vs_t = f"/ Triton {gt:.3f} over {len(t)}" if gt else "/ Triton: none timed"
         out.append(f"variant {v}: {vs_d}; {vs_t}; wrong or failing: {wrong or 'none'}")
         for r in rows:
-            e = r.get("ab:" + v, {})
+            e = r.get(AB_PREFIX + v, {})
             if e.get("error") or e.get("ok") is False:
                 out.append(f"  {r['name']} [{v}]: {e.get('error') or 'wrong: ' + e.get('check', '')}")
     return out
