@@ -149,10 +149,19 @@ if [[ ",$what," == *",ncucorpus,"* ]]; then  # named only: Nsight Compute on idi
        --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio"
   for c in ${NCU_CASES//,/ }; do
     kn=$(python3 -c "import workloads.corpus as W; print(W.load('tilefarm', select=['$c'])['$c'].kernel.__name__)")
-    step ncu-$c-triton $NCU -k regex:$kn python3 scripts/ncu_once.py corpus --impl triton --case $c
+    # NCU_SRC=1: also keep each report and its per-instruction page (SASS with the stall samples of each line)
+    src() { [ "${NCU_SRC:-0}" = 1 ] && echo "-f -o $OUT/ncu-$1"; }
+    srcpage() {
+      [ "${NCU_SRC:-0}" = 1 ] || return 0
+      ncu -i "$OUT/ncu-$1.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu-$1-source.csv" 2>&1
+      ncu -i "$OUT/ncu-$1.ncu-rep" --page details > "$OUT/ncu-$1.log" 2>&1
+    }
+    step ncu-$c-triton $NCU $(src $c-triton) -k regex:$kn python3 scripts/ncu_once.py corpus --impl triton --case $c
+    srcpage $c-triton
     for v in $(echo "${NCU_AB:--}" | tr , " "); do
-      TILEFARM_AB=${v#-} TILEFARM_CACHE_DIR=/tmp/tf-ncu${v#-} step ncu-$c-ours${v#-} $NCU -k regex:$kn \
-        python3 scripts/ncu_once.py corpus --impl ours --case $c
+      TILEFARM_AB=${v#-} TILEFARM_CACHE_DIR=/tmp/tf-ncu${v#-} step ncu-$c-ours${v#-} $NCU $(src $c-ours${v#-}) \
+        -k regex:$kn python3 scripts/ncu_once.py corpus --impl ours --case $c
+      srcpage $c-ours${v#-}
     done
   done
 fi

@@ -1452,7 +1452,7 @@ def reduce_simple(x, axis, kind, keep_dims=False, dtype=None):
 
 
 def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
-    """argmax (pred 'gt') / argmin (pred 'lt') along axis; returns (value, index); ties take the smaller index."""
+    """argmax (pred 'gt') / argmin (pred 'lt') along axis; returns (value, index); ties take the smaller index under tie_break_left."""
     x = to_tensor(x)
     shape = x.type.shape
     if not shape:
@@ -1474,20 +1474,16 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
     b = _b()
 
     def combine(av, ai, bv, bi):
-        better = tensor(b.cmp(pred, av.handle, bv.handle), av.type.with_element(T.int1))
-        eq = tensor(b.cmp("eq", av.handle, bv.handle), av.type.with_element(T.int1))
+        # Triton's combine: a wins when greater (argmax; smaller for argmin), or equal with the smaller index under
+        # tie_break_left (otherwise b wins ties: "fast", order-dependent). NaN compares false, so it is not ordered:
+        # which index a row holding NaN gives depends on the reduction order, as in Triton's compiled code (NumPy
+        # returns the first NaN). The NaN-first combine this replaced cost 2.6x the float compares of Triton's
+        # (62 FSETP + 10 PLOP3 against 24 in a 1024-wide row argmax), measured 1.12x Triton's time on the H200.
+        take_a = tensor(b.cmp(pred, av.handle, bv.handle), av.type.with_element(T.int1))
         if tie_break_left:
+            eq = tensor(b.cmp("eq", av.handle, bv.handle), take_a.type)
             lower = tensor(b.cmp("lt", ai.handle, bi.handle), ai.type.with_element(T.int1))
-        else:
-            lower = tensor(b.cmp("gt", ai.handle, bi.handle), ai.type.with_element(T.int1))
-        if av.dtype.is_floating():
-            # NaN wins like Triton: a NaN value is "better" than any number
-            a_nan = tensor(b.cmp("ne", av.handle, av.handle), eq.type)
-            b_nan = tensor(b.cmp("ne", bv.handle, bv.handle), eq.type)
-            take_a = or_(or_(and_(a_nan, invert(b_nan)), better), and_(eq, lower))
-            take_a = or_(take_a, and_(and_(a_nan, b_nan), lower))
-        else:
-            take_a = or_(better, and_(eq, lower))
+            take_a = or_(take_a, and_(eq, lower))
         v = tensor(b.select(take_a.handle, av.handle, bv.handle), av.type)
         i = tensor(b.select(take_a.handle, ai.handle, bi.handle), ai.type)
         return v, i
