@@ -514,6 +514,8 @@ def _plan(x, dst_ll, src_shape_perm, dst_shape):
     src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
     vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
     vd = _run_length(dst_ll, len(dst_ll.shape) - 1, 16 // eb) if fast and dst_ll.shape else 1
+    if pad:
+        pad = _choose_pad(x.ll, dst_ll, src_shape_perm, eb, vs, vd, pad)
     swz = _choose_swizzle(x.ll, dst_ll, src_shape_perm, eb, vs, vd, pad) if fast else None
     if swz is not None:
         pad = 0
@@ -606,6 +608,24 @@ def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, accesses=None):
     for v, lanes in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd):
         cost += _wavefronts([_buffer_index(c, shape, pad, swz) * eb for c in lanes], v * eb)
     return cost
+
+
+@functools.lru_cache(maxsize=None)
+def _choose_pad(src, dst, perm, eb, vs, vd, pad):
+    """The row padding (in elements) whose accesses take the fewest shared-memory wavefronts: 16 bytes (what vector
+    accesses of 16 bytes keep aligned), or one or two 4-byte words where neither side moves vectors that wide. A
+    scalar transpose reads a column of 32 rows: rows 16 bytes apart beyond a multiple of 128 put 8 of them in one
+    bank (4-way for 16-bit elements), rows one word apart put each in a bank of its own. Ties keep 16 bytes."""
+    width = max(vs, vd) * eb
+    acc = _accesses(src, dst, perm, vs, vd)
+    best, best_cost = pad, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc)
+    for nbytes in (4, 8):
+        if nbytes % width or nbytes % eb:
+            continue
+        cost = _conversion_cost(src, dst, perm, eb, vs, vd, nbytes // eb, None, acc)
+        if cost < best_cost:
+            best, best_cost = nbytes // eb, cost
+    return best
 
 
 @functools.lru_cache(maxsize=None)
