@@ -223,3 +223,57 @@ def test_block_pointer_matmul_edges(target):
         [M, N, K, K, 1, N, 1, N, 1], BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
     from .test_ops import assert_close
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float16", rtol=2e-3, atol=2e-2)
+
+
+@compiler.jit
+def transpose_addr_kernel(X, Y, M, N, BLOCK: tl.constexpr):
+    # the transpose is in the store's addresses alone: rows load along N, the store runs along M
+    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    x = tl.load(X + offs_m[:, None] * N + offs_n[None, :], mask=mask)
+    tl.store(Y + offs_n[None, :] * M + offs_m[:, None], x, mask=mask)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
+def test_transpose_by_store_addresses(target, dtype):
+    """Sizes odd and not divisible by the block: scalar accesses on both sides, through a conversion buffer whose
+    rows are padded by a word (see the next test); every element lands exactly."""
+    M, N = 70, 53
+    rng = np.random.default_rng(7)
+    x = (rng.integers(-100, 100, (M, N)) if dtype == "int8" else rng.standard_normal((M, N))).astype(dtype)
+    y = poison((N, M), dtype)
+    run(target, transpose_addr_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [x, y], [M, N], BLOCK=32,
+        num_warps=4)
+    np.testing.assert_array_equal(y, x.T)
+
+
+@pytest.mark.parametrize("eb", [1, 2, 4])
+def test_scalar_transpose_buffer_pads_rows_by_a_word(eb):
+    """Rows written along the last dim and read down the columns, one element per access on both sides: with rows
+    16 bytes beyond a multiple of 128 apart, 8 of a column's 32 rows share a bank; a one-word pad gives each row a
+    bank of its own, so the padding chosen by the bank model is the word and the reads take a quarter of the
+    wavefronts or fewer."""
+    from compiler.codegen.reduce import _choose_pad, _conversion_cost
+    from compiler.passes.layouts import BlockedLayout, linear
+
+    shape = (64, 64)
+    src = linear(BlockedLayout((1, 1), (1, 32), (4, 2), (1, 0)), shape, 8)
+    dst = linear(BlockedLayout((1, 1), (32, 1), (2, 4), (0, 1)), shape, 8)
+    pad16 = 16 // eb
+    pad = _choose_pad(src, dst, None, eb, 1, 1, pad16)
+    assert pad * eb == 4
+    assert 2 * _conversion_cost(src, dst, None, eb, 1, 1, pad, None) <= _conversion_cost(src, dst, None, eb, 1, 1,
+                                                                                        pad16, None)
+
+
+def test_vector_conversion_keeps_the_16_byte_pad():
+    """Where one side moves 16-byte vectors a word pad would misalign them: the 16-byte pad stays."""
+    from compiler.codegen.reduce import _choose_pad
+    from compiler.passes.layouts import BlockedLayout, linear
+
+    shape = (64, 64)
+    src = linear(BlockedLayout((1, 8), (8, 4), (8, 1), (1, 0)), shape, 8)
+    dst = linear(BlockedLayout((1, 1), (32, 1), (2, 4), (0, 1)), shape, 8)
+    assert _choose_pad(src, dst, None, 2, 8, 1, 8) == 8

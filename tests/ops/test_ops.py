@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import compiler
+import compiler.language as tl
 from compiler.ir import types as T
 
 from . import kernels as K
@@ -620,3 +621,26 @@ def test_cuda_error_is_named():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert "CUDAERROR" in p.stdout and "CUDA_ERROR_" in p.stdout, p.stdout + p.stderr
+
+
+@compiler.jit
+def _argmax_fast_kernel(x_ptr, y_ptr, N: tl.constexpr, LEFT: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(y_ptr, tl.argmax(x, 0, tie_break_left=LEFT))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("left", [True, False])
+def test_argmax_tie_break(target, left):
+    """Triton's combine: with tie_break_left the first of the tied maxima wins; without it any of them may (Triton's
+    "fast" order), but the index still holds the maximum."""
+    rng = np.random.default_rng(3)
+    x = rand("float32", 256, rng, -1, 0.5)
+    ties = [17, 40, 200]
+    x[ties] = np.float32(0.75)
+    y = poison(1, "int32")
+    run(target, _argmax_fast_kernel, (1,), [x, y], [], N=256, LEFT=left)
+    if left:
+        assert int(y[0]) == ties[0]
+    else:
+        assert int(y[0]) in ties
