@@ -1452,7 +1452,8 @@ def reduce_simple(x, axis, kind, keep_dims=False, dtype=None):
 
 
 def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
-    """argmax (pred 'gt') / argmin (pred 'lt') along axis; returns (value, index); ties take the smaller index under tie_break_left."""
+    """argmax (pred 'gt') / argmin (pred 'lt') along axis; returns (value, index); ties take the smaller index
+    under tie_break_left."""
     x = to_tensor(x)
     shape = x.type.shape
     if not shape:

@@ -158,11 +158,14 @@ def test_rows_of_odd_length_are_not_taken_for_aligned():
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_transpose_by_address_odd_sizes(target):
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
+def test_transpose_by_address_odd_sizes(target, dtype):
+    """Scalar accesses on both sides, through a conversion buffer whose rows are padded by a word (the test of
+    _choose_pad below): every element lands exactly."""
     M, N = 70, 45
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((M, N)).astype(np.float16)
-    y = poison((N, M), "float16")
+    x = (rng.integers(-100, 100, (M, N)) if dtype == "int8" else rng.standard_normal((M, N))).astype(dtype)
+    y = poison((N, M), dtype)
     run(target, transpose_by_address_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [x, y], [M, N], BLOCK=32,
         num_warps=4)
     np.testing.assert_array_equal(y, x.T)
@@ -223,30 +226,6 @@ def test_block_pointer_matmul_edges(target):
         [M, N, K, K, 1, N, 1, N, 1], BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
     from .test_ops import assert_close
     assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float16", rtol=2e-3, atol=2e-2)
-
-
-@compiler.jit
-def transpose_addr_kernel(X, Y, M, N, BLOCK: tl.constexpr):
-    # the transpose is in the store's addresses alone: rows load along N, the store runs along M
-    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    offs_n = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    x = tl.load(X + offs_m[:, None] * N + offs_n[None, :], mask=mask)
-    tl.store(Y + offs_n[None, :] * M + offs_m[:, None], x, mask=mask)
-
-
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("dtype", ["float16", "float32", "int8"])
-def test_transpose_by_store_addresses(target, dtype):
-    """Sizes odd and not divisible by the block: scalar accesses on both sides, through a conversion buffer whose
-    rows are padded by a word (see the next test); every element lands exactly."""
-    M, N = 70, 53
-    rng = np.random.default_rng(7)
-    x = (rng.integers(-100, 100, (M, N)) if dtype == "int8" else rng.standard_normal((M, N))).astype(dtype)
-    y = poison((N, M), dtype)
-    run(target, transpose_addr_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [x, y], [M, N], BLOCK=32,
-        num_warps=4)
-    np.testing.assert_array_equal(y, x.T)
 
 
 @pytest.mark.parametrize("eb", [1, 2, 4])
