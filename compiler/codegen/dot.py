@@ -833,6 +833,7 @@ class _Ring:
         self.inner = [None] * len(spec["tiles"])
         self.started = False
         self.start = 0  # where the ring begins in shared memory (1024-aligned)
+        self.slot = None  # the loop's carried byte offset of this iteration's slot (ring_slot_begin)
 
 
 def _ring(e, op):
@@ -853,14 +854,40 @@ def _loop_iteration(e, loop):
     return e.b.trunc(it, C.I32) if it.type != C.I32 else it
 
 
+def ring_slot_begin(e, loop, pre):
+    """At the loop header of a loop with a copy ring: the byte offset of the iteration's slot, carried from
+    iteration to iteration (0 on entry) instead of computed from the induction variable, (iv - lb) / step % S:
+    an add, a compare and a select per iteration, which ptxas keeps in uniform registers, against a division
+    and a remainder by constants in vector registers."""
+    if "_ring" not in loop.attrs:
+        return None
+    ring = _ring(e, loop)
+    ring.slot = e.b.phi(C.I32)
+    ring.slot.add_incoming(e.i32(0), pre)
+    return ring
+
+
+def ring_slot_end(e, ring):
+    """The next iteration's slot offset (at the end of the body; the caller adds the incoming edge)."""
+    sb = ring.spec["stage_bytes"]
+    nxt = e.b.add(ring.slot, e.i32(sb))
+    return e.b.select(e.b.icmp_unsigned("==", nxt, e.i32(ring.spec["stages"] * sb)), e.i32(0), nxt)
+
+
 def _slot_offset(e, op, ring, ahead):
-    """Byte offset of the slot of the enclosing loop's iteration + ahead."""
-    loop = op.block.parent
-    it = _loop_iteration(e, loop)
-    if ahead:
-        it = e.b.add(it, e.i32(ahead))
-    slot = e.b.urem(it, e.i32(ring.spec["stages"]))
-    return e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
+    """Byte offset of the slot of the enclosing loop's iteration + ahead (ahead < stages)."""
+    from .ptx import ab_switch
+    if ab_switch("slot_iv"):  # A/B in progress: the slot from the induction variable, (iv - lb) / step % S
+        it = _loop_iteration(e, op.block.parent)
+        if ahead:
+            it = e.b.add(it, e.i32(ahead))
+        return e.b.mul(e.b.urem(it, e.i32(ring.spec["stages"])), e.i32(ring.spec["stage_bytes"]))
+    off = ring.slot
+    if not ahead:
+        return off
+    total = ring.spec["stages"] * ring.spec["stage_bytes"]
+    w = e.b.add(off, e.i32(ahead * ring.spec["stage_bytes"]))
+    return e.b.select(e.b.icmp_unsigned(">=", w, e.i32(total)), e.b.sub(w, e.i32(total)), w)
 
 
 def _tile_of(ring, j, inner):

@@ -864,7 +864,7 @@ def _e_for(e, op):
     header = e.kfn.append_basic_block("for.header")
     loop = e.kfn.append_basic_block("for.body")
     exit_ = e.kfn.append_basic_block("for.exit")
-    from .dot import finish_loop, hoist_operands
+    from .dot import finish_loop, hoist_operands, ring_slot_begin, ring_slot_end
     from .reduce import partial_init, partial_sums, partial_total
 
     hoist_operands(e, op)
@@ -882,6 +882,7 @@ def _e_for(e, op):
     phis = [e.b.phi(v.type) for v in init]
     for p, v in zip(phis, init):
         p.add_incoming(v, pre)
+    ring = ring_slot_begin(e, op, pre)
     cond = (e.b.icmp_signed if signed else e.b.icmp_unsigned)("<", iv, ub)
     e.b.cbranch(cond, loop, exit_)
     e.b.position_at_end(loop)
@@ -892,8 +893,11 @@ def _e_for(e, op):
     e.cf_depth -= 1
     ys = _flat(e, [e.get(v) for v in body.terminator.operands])
     nxt = e.b.add(iv, step)
+    slot_next = ring_slot_end(e, ring) if ring is not None else None
     end = e.b.block
     iv.add_incoming(nxt, end)
+    if ring is not None:
+        ring.slot.add_incoming(slot_next, end)
     for p, v in zip(phis, ys):
         p.add_incoming(v, end)
     e.b.branch(header)

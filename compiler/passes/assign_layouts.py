@@ -107,6 +107,8 @@ class _Assigner:
         self._note_users(fn.body)
         self.desired: dict = {}
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
+        from ..codegen.ptx import ab_switch
+        self.group_run = {} if ab_switch("no_group_run") else self._group_runs(fn.body)  # A/B in progress
         self._out, self._cur_op = [], None
 
     def _note_users(self, block):
@@ -116,12 +118,77 @@ class _Assigner:
             for b in op.blocks:
                 self._note_users(b)
 
+    def _own_run(self, ptr, to_smem=False):
+        """(contiguous dim, elements per thread along it) of the coalesced layout of accesses through ptr."""
+        shape = ptr.type.shape
+        info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
+        order = sorted(range(len(shape)), key=lambda d: (-info.contiguity[d], -d))
+        eb = _ebytes(ptr.type.element.element_ty)
+        d = order[0]
+        vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
+        return tuple(order), min(vec, max(1, 16 // eb), shape[d])
+
+    def _group_runs(self, body) -> dict:
+        """{id(load op): elements per thread along its contiguous dim} for loads whose values meet other memory
+        accesses' values in elementwise arithmetic (connected through elementwise ops, same shape and order) and
+        whose own 16-byte run is shorter than the longest in that group: an fp32 load added to values of an
+        fp16 load (8 per thread) takes 8 per thread, two 16-byte vectors, instead of 4 and a conversion of the
+        loaded tile through shared memory (two barriers). Only loads whose own run is a full 16 bytes are
+        lengthened (each of their vectors stays whole); stores keep their own rule (the data's layout)."""
+        parent = {}
+
+        def find(x):
+            while parent.get(x, x) != x:
+                parent[x] = parent.get(parent[x], parent[x])
+                x = parent[x]
+            return x
+
+        def union(a, b):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[ra] = rb
+
+        mem = []  # (op, value id of its data, order, run, full)
+
+        def walk(block):
+            for op in block.ops:
+                k = op.kind
+                if k in ELEMENTWISE and op.results and op.results[0].type.shape:
+                    shape = tuple(op.results[0].type.shape)
+                    for v in op.operands:
+                        if v.type.shape and tuple(v.type.shape) == shape:
+                            union(v.id, op.results[0].id)
+                    for r in op.results[1:]:
+                        union(r.id, op.results[0].id)
+                elif k in ("load", "store") and op.operands and op.operands[0].type.shape:
+                    to_smem = k == "load" and self._to_smem(op)
+                    if not to_smem:
+                        order, run = self._own_run(op.operands[0])
+                        eb = _ebytes(op.operands[0].type.element.element_ty)
+                        data = op.result.id if k == "load" else op.operands[1].id
+                        mem.append((op, data, order, run, run * eb == 16))
+                for b in op.blocks:
+                    walk(b)
+
+        walk(body)
+        best = {}
+        for op, data, order, run, _ in mem:
+            key = (find(data), order)
+            best[key] = max(best.get(key, 1), run)
+        out = {}
+        for op, data, order, run, full in mem:
+            g = best[(find(data), order)]
+            if op.kind == "load" and full and g > run and g % run == 0:
+                out[id(op)] = g
+        return out
+
     # ---- helpers ------------------------------------------------------------------------------------
     def default(self, v):
         return default_blocked(v.type.shape, _ebytes(v.type.element), self.nw)
 
-    def anchor(self, ptr, to_smem=False):
-        """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread."""
+    def anchor(self, ptr, to_smem=False, run=None):
+        """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread
+        (`run` elements per thread instead, for a load of a group with longer runs: _group_runs)."""
         shape = ptr.type.shape
         info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
         rank = len(shape)
@@ -135,6 +202,8 @@ class _Assigner:
         # address per element would cost a register pair per element.
         d = order[0]
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
+        if run is not None:
+            return default_blocked(shape, eb, self.nw, order=order, run=run)
         return default_blocked(shape, eb, self.nw, order=order, max_vec=vec)
 
     def _to_smem(self, op) -> bool:
@@ -316,7 +385,7 @@ class _Assigner:
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
-                op.attrs["_anchor"] = self.anchor(op.operands[0], self._to_smem(op))
+                op.attrs["_anchor"] = self.anchor(op.operands[0], self._to_smem(op), self.group_run.get(id(op)))
             anc = op.attrs["_anchor"]
             for i in blockops:
                 self.want(op, i, anc, final)

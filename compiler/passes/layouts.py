@@ -217,16 +217,18 @@ def linear(layout, shape: tuple, num_warps: int) -> LinearLayout:
     return LinearLayout(shape, tuple(reg), tuple(lane), tuple(warp))
 
 
-def default_blocked(shape: tuple, elem_bytes: int, num_warps: int, order=None, max_vec: int | None = None):
-    """Triton-like default: 16 bytes per thread along the fastest dim (fewer when the block is small, so all
-    threads get work), lanes then warps filled along `order`, leftovers on the slowest dim."""
+def default_blocked(shape: tuple, elem_bytes: int, num_warps: int, order=None, max_vec: int | None = None,
+                    run: int | None = None):
+    """Triton-like default: 16 bytes per thread along the fastest dim (`run` elements instead where given; fewer
+    when the block is small, so all threads get work), lanes then warps filled along `order`, leftovers on the
+    slowest dim."""
     rank = len(shape)
     order = tuple(order) if order is not None else tuple(range(rank - 1, -1, -1))
     numel = 1
     for s in shape:
         numel *= s
     threads = 32 * num_warps
-    vec = max(1, 16 // max(1, elem_bytes))
+    vec = run if run is not None else max(1, 16 // max(1, elem_bytes))
     if max_vec is not None:
         vec = min(vec, max(1, max_vec))
     vec = min(vec, shape[order[0]], max(1, numel // threads))

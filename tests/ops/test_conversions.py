@@ -26,6 +26,51 @@ def _lowered(fn, args, meta, nw=4):
     return run_pipeline(fn.lower(*args, **meta), Options(num_warps=nw, arch="sm_90a"))
 
 
+@compiler.jit
+def mixed_width_kernel(h_ptr, f_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # an fp16 load (16-byte runs of 8) meets an fp32 load (runs of 4) in one sum
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(h_ptr + offs, mask=m, other=0.0).to(tl.float32)
+    f = tl.load(f_ptr + offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, h * 2.0 + f, mask=m)
+
+
+def test_loads_of_one_sum_share_the_longest_run():
+    """The fp32 load takes the fp16 load's 8 elements per thread (two 16-byte vectors) instead of 4 and a
+    conversion of its tile through shared memory; alone, an fp32 load keeps its 4."""
+    from compiler.passes.layouts import BlockedLayout
+
+    h, f = np.zeros(4096, np.float16), np.zeros(4096, np.float32)
+    mod = _lowered(mixed_width_kernel, [h, f, f, 4096], dict(BLOCK=2048), nw=8)
+    ops = mod.function.body.ops
+    assert not [op for op in ops if op.kind == "convert_layout"]
+    loads = [op.attrs["_layouts"][0] for op in ops if op.kind == "load"]
+    assert [lay.spt for lay in loads] == [(8,), (8,)] and all(isinstance(x, BlockedLayout) for x in loads)
+    mod = _lowered(vector_kernel, [f, f, 4096], dict(BLOCK=2048), nw=8)
+    assert [op.attrs["_layouts"][0].spt for op in mod.function.body.ops if op.kind == "load"] == [(4,)]
+
+
+@compiler.jit
+def vector_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1.0, mask=m)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mixed_width_loads(target):
+    n = 5000  # the last block is masked
+    rng = np.random.default_rng(3)
+    h = rng.standard_normal(n).astype(np.float16)
+    f = rng.standard_normal(n).astype(np.float32)
+    y = poison(n, "float32")
+    run(target, mixed_width_kernel, (compiler.cdiv(n, 2048),), [h, f, y], [n], BLOCK=2048, num_warps=8)
+    if target != "ptxas":
+        ref = h.astype(np.float64) * 2.0 + f.astype(np.float64)
+        np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("B", [32, 64])
 def test_transpose_converts_the_data_only(B):
     """The mask is used in the load's layout and (transposed) in the store's: it is recomputed in both, and the
