@@ -508,33 +508,61 @@ def _plan(x, dst_ll, src_shape_perm, dst_shape):
     # H200 with the paired casts and the ring's immediate distances (2026-11-30): matmul 1.00-1.11x, attention
     # D=64 1.05x.
     fast = dst_shape is None and t != C.I1
-    last = dst_ll.shape[-1] if dst_ll.shape else 1
+    best = _buffer_plan(x.ll, dst_ll, src_shape_perm, eb, fast, None)
+    rank = len(dst_ll.shape)
+    from .ptx import ab_switch
+    if fast and src_shape_perm is None and rank >= 2 and not ab_switch("no_buffer_order"):  # A/B in progress
+        # The buffer's contiguous dim need not be the tensor's last: where the writer's registers run along
+        # another dim (scalar loads whose threads hold runs along the dim they are stored by: a transpose by
+        # store addresses), a buffer contiguous along that dim takes the writes as 16-byte vectors. Chosen by
+        # the same count of wavefronts; ties keep the destination's order.
+        w = max(range(rank), key=lambda d: (_run_length(x.ll, d, 16 // eb), d == rank - 1))
+        if w != rank - 1 and _run_length(x.ll, w, 16 // eb) > 1:
+            dperm = tuple(d for d in range(rank) if d != w) + (w,)
+            alt = _buffer_plan(x.ll, dst_ll, dperm, eb, fast, dperm)
+            if _plan_cost(x.ll, dst_ll, eb, alt) < _plan_cost(x.ll, dst_ll, eb, best):
+                best = alt
+    numel = 1
+    for n in best["shape"][:-1]:
+        numel *= n
+    numel *= best["shape"][-1] + best["pad"] if best["shape"] else 1
+    return {"t": t, "eb": eb, "fast": fast, "pad": best["pad"], "vs": best["vs"], "vd": best["vd"],
+            "swz": best["swz"], "perm": best["perm"], "dperm": best["dperm"], "shape": best["shape"],
+            "bytes": numel * eb}
+
+
+def _buffer_plan(src, dst, perm, eb, fast, dperm):
+    """Padding, swizzle, vector widths and cost of a conversion buffer whose dims are the destination's in the
+    order `dperm` (None: the destination's), the writer's coordinates permuted by `perm`."""
+    shape = _buffer_shape(dst.shape, dperm) if dst.shape else ()
+    last = shape[-1] if shape else 1
     pad = 16 // eb if fast and last * eb >= 128 else 0
-    # the source dim that becomes the destination's last (a permute's destination dim d is source dim perm[d])
-    src_last = (src_shape_perm[-1] if src_shape_perm is not None else len(x.ll.shape) - 1) if dst_ll.shape else 0
-    vs = _run_length(x.ll, src_last, 16 // eb) if fast else 1
-    vd = _run_length(dst_ll, len(dst_ll.shape) - 1, 16 // eb) if fast and dst_ll.shape else 1
+    # the source dim that becomes the buffer's last (a permute's destination dim d is source dim perm[d])
+    src_last = (perm[-1] if perm is not None else len(src.shape) - 1) if dst.shape else 0
+    dst_last = (dperm[-1] if dperm is not None else len(dst.shape) - 1) if dst.shape else 0
+    vs = _run_length(src, src_last, 16 // eb) if fast else 1
+    vd = _run_length(dst, dst_last, 16 // eb) if fast and dst.shape else 1
     if pad:
-        pad = _choose_pad(x.ll, dst_ll, src_shape_perm, eb, vs, vd, pad)
-    swz = _choose_swizzle(x.ll, dst_ll, src_shape_perm, eb, vs, vd, pad) if fast else None
+        pad = _choose_pad(src, dst, perm, eb, vs, vd, pad, dperm)
+    swz = _choose_swizzle(src, dst, perm, eb, vs, vd, pad, dperm) if fast else None
     if swz is not None:
         pad = 0
-    numel = 1
-    for s in dst_ll.shape[:-1]:
-        numel *= s
-    numel *= last + pad
-    return {"t": t, "eb": eb, "fast": fast, "pad": pad, "vs": vs, "vd": vd, "swz": swz, "perm": src_shape_perm,
-            "bytes": numel * eb}
+    return {"pad": pad, "vs": vs, "vd": vd, "swz": swz, "perm": perm, "dperm": dperm, "shape": shape}
+
+
+def _plan_cost(src, dst, eb, b):
+    return _conversion_cost(src, dst, b["perm"], eb, b["vs"], b["vd"], b["pad"], b["swz"], None, b["dperm"])
 
 
 def _store_plan(e, x, dst_ll, plan, off):
     t, eb, pad, vs, swz, perm = plan["t"], plan["eb"], plan["pad"], plan["vs"], plan["swz"], plan["perm"]
+    shape = plan["shape"] if plan["dperm"] is not None else dst_ll.shape
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
     for r in range(0, x.ll.num_regs, vs):
         if swz is not None:
-            idx = _swizzled_index(e, x.ll, r, dst_ll.shape, perm, swz)
+            idx = _swizzled_index(e, x.ll, r, shape, perm, swz)
         elif perm is not None:
-            idx = e.linear_index(x.ll, r, shape=dst_ll.shape, perm=perm, row_pad=pad)
+            idx = e.linear_index(x.ll, r, shape=shape, perm=perm, row_pad=pad)
         else:
             idx = e.linear_index(x.ll, r, shape=dst_ll.shape if plan["fast"] else None, row_pad=pad)
         if vs == 1:
@@ -545,11 +573,12 @@ def _store_plan(e, x, dst_ll, plan, off):
 
 
 def _load_plan(e, dst_ll, plan, off):
-    t, eb, pad, vd, swz = plan["t"], plan["eb"], plan["pad"], plan["vd"], plan["swz"]
+    t, eb, pad, vd, swz, dperm = plan["t"], plan["eb"], plan["pad"], plan["vd"], plan["swz"], plan["dperm"]
+    shape = plan["shape"] if dperm is not None else dst_ll.shape
     regs = []
     for r in range(0, dst_ll.num_regs, vd):
-        idx = _swizzled_index(e, dst_ll, r, dst_ll.shape, None, swz) if swz is not None else \
-            e.linear_index(dst_ll, r, row_pad=pad)
+        idx = _swizzled_index(e, dst_ll, r, shape, dperm, swz) if swz is not None else \
+            e.linear_index(dst_ll, r, shape=shape if dperm is not None else None, perm=dperm, row_pad=pad)
         if vd == 1:
             regs.append(_ld_smem(e, idx, off, t))
         else:
@@ -591,52 +620,58 @@ def _wavefronts(addrs, width):
     return total
 
 
-def _accesses(src, dst, perm, vs, vd):
+def _accesses(src, dst, perm, vs, vd, dperm=None):
     """[(width in elements, [coords of lanes 0..31])] of warp 0's accesses: the writes of `src` (coordinates
-    permuted by `perm`) and the reads of `dst`, one entry per vector access."""
+    permuted by `perm`) and the reads of `dst` (permuted by `dperm`: the buffer's dim order), one entry per
+    vector access."""
     out = []
-    for ll, v, p in ((src, vs, perm), (dst, vd, None)):
+    for ll, v, p in ((src, vs, perm), (dst, vd, dperm)):
         for r in range(0, ll.num_regs, v):
             out.append((v, [_coords(ll, r, lane, 0, p) for lane in range(32)]))
     return out
 
 
-def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, accesses=None):
-    """Wavefronts of warp 0 writing `src` and reading `dst` through the buffer described by (pad, swz)."""
-    shape = dst.shape
+def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, accesses=None, dperm=None):
+    """Wavefronts of warp 0 writing `src` and reading `dst` through the buffer described by (pad, swz), whose
+    dims are the destination's in the order `dperm` (default: the destination's own)."""
+    shape = _buffer_shape(dst.shape, dperm)
     cost = 0
-    for v, lanes in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd):
+    for v, lanes in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd, dperm):
         cost += _wavefronts([_buffer_index(c, shape, pad, swz) * eb for c in lanes], v * eb)
     return cost
 
 
+def _buffer_shape(shape, dperm):
+    return tuple(shape) if dperm is None else tuple(shape[p] for p in dperm)
+
+
 @functools.lru_cache(maxsize=None)
-def _choose_pad(src, dst, perm, eb, vs, vd, pad):
+def _choose_pad(src, dst, perm, eb, vs, vd, pad, dperm=None):
     """The row padding (in elements) whose accesses take the fewest shared-memory wavefronts: 16 bytes (what vector
     accesses of 16 bytes keep aligned), or one or two 4-byte words where neither side moves vectors that wide. A
     scalar transpose reads a column of 32 rows: rows 16 bytes apart beyond a multiple of 128 put 8 of them in one
     bank (4-way for 16-bit elements), rows one word apart put each in a bank of its own. Ties keep 16 bytes."""
     width = max(vs, vd) * eb
-    acc = _accesses(src, dst, perm, vs, vd)
-    best, best_cost = pad, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc)
+    acc = _accesses(src, dst, perm, vs, vd, dperm)
+    best, best_cost = pad, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc, dperm)
     for nbytes in (4, 8):
         if nbytes % width or nbytes % eb:
             continue
-        cost = _conversion_cost(src, dst, perm, eb, vs, vd, nbytes // eb, None, acc)
+        cost = _conversion_cost(src, dst, perm, eb, vs, vd, nbytes // eb, None, acc, dperm)
         if cost < best_cost:
             best, best_cost = nbytes // eb, cost
     return best
 
 
 @functools.lru_cache(maxsize=None)
-def _choose_swizzle(src, dst, perm, eb, vs, vd, pad):
+def _choose_swizzle(src, dst, perm, eb, vs, vd, pad, dperm=None):
     """A swizzled buffer (shift, mask, vec) when it moves the data in fewer shared-memory wavefronts than the padded
     row-major one, else None. Decided by counting bank conflicts of both sides' accesses (e.g. a transpose, whose
     writer holds runs along the reader's rows: padding cannot spread those rows over the banks, an XOR of the
     16-byte chunk with the row bits the writer's lanes step through can). Cached: layouts and shapes repeat
     between kernels and specializations; and the padded buffer is kept without trying swizzles when its accesses
     already take the fewest wavefronts possible (the matmul epilogue's)."""
-    shape = dst.shape
+    shape = _buffer_shape(dst.shape, dperm)
     vec = 16 // eb
     if len(shape) < 2 or shape[-1] % vec or shape[-1] // vec < 2 or vs > vec or vd > vec:
         return None
@@ -646,13 +681,13 @@ def _choose_swizzle(src, dst, perm, eb, vs, vd, pad):
     mask = min(shape[-1] // vec, 128 // 16) - 1
     if mask & (mask + 1):
         return None
-    acc = _accesses(src, dst, perm, vs, vd)
-    best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc)
+    acc = _accesses(src, dst, perm, vs, vd, dperm)
+    best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc, dperm)
     if best_cost <= sum(-(-32 * max(v * eb, 4) // 128) for v, _ in acc):  # one wavefront per 128 bytes
         return None
     for shift in range(max(1, rows.bit_length() - 1)):
         swz = (shift, mask, vec)
-        cost = _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, acc)
+        cost = _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, acc, dperm)
         if cost < best_cost:
             best, best_cost = swz, cost
     return best

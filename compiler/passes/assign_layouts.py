@@ -19,7 +19,7 @@ from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
-from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, mma_warps,
+from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, mma_warps,
                       permute_layout, wgmma_applies)
 
 # The op table's layout rules (compiler/ir/optable.py): a layout passes through ELEMENTWISE ops unchanged; SOURCES
@@ -179,21 +179,33 @@ class _Assigner:
 
         walk(body)
         best = {}
+        store_dims = {}  # group -> the contiguous dims of its stores
         for op, data, order, run, _ in mem:
             key = (find(data), order)
             best[key] = max(best.get(key, 1), run)
+            if op.kind == "store":
+                store_dims.setdefault(find(data), set()).add(order[0])
         out = {}
+        self.cross_run = {}
         for op, data, order, run, full in mem:
             g = best[(find(data), order)]
             if op.kind == "load" and full and g > run and g % run == 0:
                 out[id(op)] = g
+            elif op.kind == "load" and run == 1:
+                # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored
+                # along another dim (a transpose by store addresses): a thread's free run goes along the stores'
+                # dim, so the conversion between the two writes 16-byte vectors (lanes still read consecutive
+                # elements of one row, coalesced as before).
+                dims = store_dims.get(find(data), set()) - {order[0]}
+                if len(dims) == 1:
+                    self.cross_run[id(op)] = dims.pop()
         return out
 
     # ---- helpers ------------------------------------------------------------------------------------
     def default(self, v):
         return default_blocked(v.type.shape, _ebytes(v.type.element), self.nw)
 
-    def anchor(self, ptr, to_smem=False, run=None):
+    def anchor(self, ptr, to_smem=False, run=None, cross=None):
         """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread
         (`run` elements per thread instead, for a load of a group with longer runs: _group_runs)."""
         shape = ptr.type.shape
@@ -209,6 +221,13 @@ class _Assigner:
         # address per element would cost a register pair per element.
         d = order[0]
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
+        if cross is not None and info.contiguity[d] > 1:
+            numel = 1
+            for x in shape:
+                numel *= x
+            spt = [1] * rank
+            spt[cross] = max(1, min(16 // eb, shape[cross], numel // (32 * self.nw)))
+            return fill_blocked(shape, spt, self.nw, order)
         if run is not None:
             return default_blocked(shape, eb, self.nw, order=order, run=run)
         return default_blocked(shape, eb, self.nw, order=order, max_vec=vec)
@@ -392,7 +411,8 @@ class _Assigner:
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
-                op.attrs["_anchor"] = self.anchor(op.operands[0], self._to_smem(op), self.group_run.get(id(op)))
+                op.attrs["_anchor"] = self.anchor(op.operands[0], self._to_smem(op), self.group_run.get(id(op)),
+                                                  self.cross_run.get(id(op)))
             anc = op.attrs["_anchor"]
             for i in blockops:
                 self.want(op, i, anc, final)

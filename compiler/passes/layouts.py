@@ -234,6 +234,14 @@ def default_blocked(shape: tuple, elem_bytes: int, num_warps: int, order=None, m
     vec = min(vec, shape[order[0]], max(1, numel // threads))
     spt = [1] * rank
     spt[order[0]] = vec
+    return fill_blocked(shape, spt, num_warps, order)
+
+
+def fill_blocked(shape: tuple, spt, num_warps: int, order):
+    """The BlockedLayout with these elements per thread: lanes then warps filled along `order`, leftovers on the
+    slowest dim."""
+    rank = len(shape)
+    spt = list(spt)
     tpw = [1] * rank
     rem = 32
     for d in order[:-1]:
@@ -248,7 +256,7 @@ def default_blocked(shape: tuple, elem_bytes: int, num_warps: int, order=None, m
         wpc[d] = w
         rem //= w
     wpc[order[-1]] = rem
-    return BlockedLayout(tuple(spt), tuple(tpw), tuple(wpc), order)
+    return BlockedLayout(tuple(spt), tuple(tpw), tuple(wpc), tuple(order))
 
 
 def permute_layout(layout, order: tuple):

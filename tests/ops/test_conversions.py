@@ -188,7 +188,8 @@ def transpose_by_address_kernel(X, Y, M, N, BLOCK: tl.constexpr):
 def test_rows_of_odd_length_are_not_taken_for_aligned():
     """offs_m[:, None] * N with N odd: the product is no longer contiguous, so a run's first element being a
     multiple of 64 says nothing of the others: row starts are 2-byte aligned, and the loads take one element per
-    thread along the row (a warp reads 64 contiguous bytes) instead of 8-element runs no vector can cover."""
+    thread along the row (a warp reads 64 contiguous bytes) instead of 8-element runs no vector can cover. The
+    thread's free run goes down the column instead, the dim the stores run along: 8 rows per thread."""
     from compiler.passes import axisinfo
 
     x = np.zeros((8190, 6001), np.float16)
@@ -196,10 +197,24 @@ def test_rows_of_odd_length_are_not_taken_for_aligned():
     load = next(op for op in mod.function.body.ops if op.kind == "load")
     info = axisinfo.analyze(mod.function)[load.operands[0].id]
     assert info.divisibility[1] == 2 and info.contiguity[1] == 64
-    assert load.attrs["_layouts"][0].spt == (1, 1)
+    assert load.attrs["_layouts"][0].spt == (8, 1)
     even = _lowered(transpose_by_address_kernel, [x, x, 8192, 6016], dict(BLOCK=64), nw=8)
     load = next(op for op in even.function.body.ops if op.kind == "load")
     assert load.attrs["_layouts"][0].spt == (1, 8)  # 16-byte rows: 8 fp16 per thread, one vector
+
+
+def test_buffer_runs_along_the_writers_runs():
+    """Writers holding 8 rows of one column, readers one element of consecutive rows: a buffer contiguous down the
+    columns takes each writer's run as one 16-byte store (2 per thread instead of 16 scalar ones) and still
+    reads conflict-free; the row-major buffer is kept where the writer's runs are along its rows."""
+    from compiler.codegen.reduce import _buffer_plan, _plan_cost
+    from compiler.passes.layouts import BlockedLayout, linear
+
+    src = linear(BlockedLayout((8, 1), (1, 32), (4, 2), (1, 0)), (64, 64), 8)
+    dst = linear(BlockedLayout((1, 1), (32, 1), (2, 4), (0, 1)), (64, 64), 8)
+    rowmajor, colmajor = _buffer_plan(src, dst, None, 2, True, None), _buffer_plan(src, dst, (1, 0), 2, True, (1, 0))
+    assert (rowmajor["vs"], colmajor["vs"]) == (1, 8)
+    assert _plan_cost(src, dst, 2, colmajor) < _plan_cost(src, dst, 2, rowmajor)
 
 
 @pytest.mark.parametrize("target", TARGETS)
