@@ -39,8 +39,7 @@ AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its 
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
-# `no_buffer_order` (codegen/reduce.py _plan): conversion buffers always in the destination's dim order.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_buffer_order")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 def ab_switches() -> frozenset:

@@ -510,17 +510,20 @@ def _plan(x, dst_ll, src_shape_perm, dst_shape):
     fast = dst_shape is None and t != C.I1
     best = _buffer_plan(x.ll, dst_ll, src_shape_perm, eb, fast, None)
     rank = len(dst_ll.shape)
-    from .ptx import ab_switch
-    if fast and src_shape_perm is None and rank >= 2 and not ab_switch("no_buffer_order"):  # A/B in progress
+    if fast and src_shape_perm is None and rank >= 2:
         # The buffer's contiguous dim need not be the tensor's last: where the writer's registers run along
         # another dim (scalar loads whose threads hold runs along the dim they are stored by: a transpose by
-        # store addresses), a buffer contiguous along that dim takes the writes as 16-byte vectors. Chosen by
-        # the same count of wavefronts; ties keep the destination's order.
+        # store addresses), a buffer contiguous along that dim takes the writes as 16-byte vectors. Taken where
+        # the reads stay as wide as before and the count of wavefronts falls. Measured on the H200 (2026-12-02,
+        # benchmarks/2026-12-02d/ab-buffer-order.md): transpose by store addresses, fp16 at odd sizes, 1.09 ->
+        # 0.99 of Triton's time (2 vector stores per thread instead of 16 scalar ones); where the reads lost
+        # their vectors (a 3-D permute's writer and reader swapping 16-byte runs) it took 1.02x, hence the rule.
         w = max(range(rank), key=lambda d: (_run_length(x.ll, d, 16 // eb), d == rank - 1))
         if w != rank - 1 and _run_length(x.ll, w, 16 // eb) > 1:
             dperm = tuple(d for d in range(rank) if d != w) + (w,)
             alt = _buffer_plan(x.ll, dst_ll, dperm, eb, fast, dperm)
-            if _plan_cost(x.ll, dst_ll, eb, alt) < _plan_cost(x.ll, dst_ll, eb, best):
+            if alt["vs"] > best["vs"] and alt["vd"] >= best["vd"] and \
+                    _plan_cost(x.ll, dst_ll, eb, alt) < _plan_cost(x.ll, dst_ll, eb, best):
                 best = alt
     numel = 1
     for n in best["shape"][:-1]:
