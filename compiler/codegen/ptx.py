@@ -35,7 +35,7 @@ def _init():
     return True
 
 
-AB_SWITCHES = ("llvm_lean", "short_ptr")  # the ones llvm_to_ptx reads (see its docstring)
+AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
@@ -174,13 +174,18 @@ def _optimize(mod, tm, level: int = 3):
     mpm.run(mod, pb)
 
 
-# The "llvm_lean" levels: (module pipeline, NVPTX back end). O1 instead of O3 and the back end's default level
+# The optimization levels: (module pipeline, NVPTX back end). O1 instead of O3 and the back end's default level
 # instead of aggressive, which there means EarlyCSE instead of two GVN runs after its address reassociation.
-_LEAN = (1, 2)
+# LLVM CPU time 0.83x over the 70 corpus kernels, the same SASS for 58 of them; the other 12 timed on the H200
+# against O3 / aggressive in one process (2026-12-02, 5 rounds, benchmarks/2026-12-02d/ab-llvm-lean.md): 0.999 of
+# O3's time, none faster or slower by over 2% (mm_tf32 1.018, attn_kT_d64 0.984). (The O2 module pipeline with
+# the aggressive back end gave byte-identical PTX on all 70 but only 0.98x; O2 with the default back end 0.97x,
+# one kernel's SASS changed; O1 with the aggressive back end 0.88x, eight changed.)
+_LEVELS = (1, 2)
 
 
 def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) -> str:
-    """Verify, optimize (O3) and lower LLVM IR text to PTX for `arch`.
+    """Verify, optimize (the levels of _LEVELS) and lower LLVM IR text to PTX for `arch`.
 
     `ab`: the A/B switches to apply (default: those on in TILEFARM_AB, `ab_switches()`).
 
@@ -189,15 +194,9 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
     and the back end's straight-line strength reduction and GVN spend several times longer on it. LLVM CPU time
     0.88x over the 70 corpus kernels (mm_tf32 253 -> 130 ms); the SASS differs on 46 of them (fewer instructions
     on 32, more on one; mm_even_k_f16's 188 bytes of spills gone; mm_tf32 222 -> 192 registers, a few kernels
-    1-10 more), so it waits for a GPU A/B.
-
-    "llvm_lean" runs the levels of _LEAN instead of O3 / aggressive. Measured on the
-    70 corpus kernels (scripts/sass_compare.py --ab llvm_lean, benchmarks/host-2026-12-02): LLVM CPU time 0.84x, the
-    same SASS for 60 kernels and different SASS for 10, so it waits for a GPU A/B. (The O2 module pipeline with
-    the aggressive back end gave byte-identical PTX on all 70 but only 0.98x; O2 with the default back end 0.97x,
-    one kernel's SASS changed; O1 with the aggressive back end 0.88x, eight changed.)"""
+    1-10 more), so it waits for a GPU A/B (mm_fp32_ieee took 1.117x with it)."""
     ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
-    level, cg_level = _LEAN if "llvm_lean" in ab else (3, 3)
+    level, cg_level = _LEVELS
     with _LOCK:
         tm = _target_machine(arch, cg_level, "short_ptr" in ab)
         mod = llvm.parse_assembly(llir)

@@ -114,17 +114,17 @@ def test_ab_variants_in_one_run(tmp_path):
     copy = corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:short_ptr")["saxpy_2p26_f32"]
     assert copy.kernel is not default.kernel and copy.kernel.fn is not default.kernel.fn
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_corpus.py"), "--dry-run", "--rounds",
-                        "2", "--select", "saxpy_2p26_f32,transpose32_f32", "--ab", "short_ptr;llvm_lean,short_ptr",
+                        "2", "--select", "saxpy_2p26_f32,transpose32_f32", "--ab", "short_ptr;scan_direct,short_ptr",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(next(tmp_path.glob("corpus-dry-run-*.json")).read_text())
     for row in doc["rows"]:
-        for v in ("short_ptr", "llvm_lean,short_ptr"):
+        for v in ("short_ptr", "scan_direct,short_ptr"):
             assert row["ab:" + v]["ok"] and len(row["ab:" + v]["rounds_ms"]) == 2
             assert row["ab"][v]["vs_default"] > 0
             assert (row["ab"][v].get("vs_triton", 0) > 0) == HAVE_TRITON
     assert "variant short_ptr: geomean / default" in r.stdout
-    assert "variant llvm_lean,short_ptr: geomean / default" in r.stdout
+    assert "variant scan_direct,short_ptr: geomean / default" in r.stdout
 
 
 def test_ab_variant_compiles_under_its_switches(monkeypatch):
@@ -153,9 +153,9 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
                 return self.k[grid]
 
         monkeypatch.setattr(case, "kernel", Spy(real))  # the loaded case is shared: put its kernel back after
-    monkeypatch.setenv("TILEFARM_AB", "llvm_lean")
+    monkeypatch.setenv("TILEFARM_AB", "short_ptr")
     args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1)
     rows = bench_corpus.run_gpu(["saxpy_2p26_f32"], cases, args, Dev(args))
     assert rows[0]["ab:short_ptr"]["ok"] and rows[0]["tilefarm"]["ok"]
     assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:short_ptr", "short_ptr")
-    assert os.environ["TILEFARM_AB"] == "llvm_lean"  # restored
+    assert os.environ["TILEFARM_AB"] == "short_ptr"  # restored

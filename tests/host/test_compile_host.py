@@ -88,10 +88,10 @@ def test_collector_pause_frees_the_compiles_garbage(fresh):
 
 
 def test_ab_switch_parses_a_comma_list(monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", "other, llvm_lean")
-    assert P.ab_switch("llvm_lean") and P.ab_switch("other") and not P.ab_switch("llvm")
+    monkeypatch.setenv("TILEFARM_AB", "other, short_ptr")
+    assert P.ab_switch("short_ptr") and P.ab_switch("other") and not P.ab_switch("llvm")
     monkeypatch.setenv("TILEFARM_AB", "")
-    assert not P.ab_switch("llvm_lean")
+    assert not P.ab_switch("short_ptr")
 
 
 def test_ab_switches_are_part_of_the_key(fresh, monkeypatch):
@@ -100,8 +100,8 @@ def test_ab_switches_are_part_of_the_key(fresh, monkeypatch):
     k = _kernel_file(fresh)
     plain = _warm(k)
     assert "ab" not in C.toolchain()
-    monkeypatch.setenv("TILEFARM_AB", "llvm_lean")
-    assert C.toolchain()["ab"] == ["llvm_lean"]
+    monkeypatch.setenv("TILEFARM_AB", "short_ptr")
+    assert C.toolchain()["ab"] == ["short_ptr"]
     lean = _warm(k)
     assert lean.key != plain.key
     monkeypatch.setenv("TILEFARM_AB", " ")
