@@ -118,7 +118,13 @@ class _Assigner:
                 self._note_users(b)
 
     def _own_run(self, ptr, to_smem=False):
-        """(contiguous dim, elements per thread along it) of the coalesced layout of accesses through ptr."""
+        """(dims fastest first, elements per thread along the first) of the coalesced layout of accesses through
+        ptr. A thread's run along the fastest dim is as long as one vector access can be: contiguous elements AND
+        an address aligned for it. Where rows start unaligned (a row stride not divisible by 16 bytes), a run of
+        8 scalars per thread would put a warp's lanes 16 bytes apart on every access; one element per thread
+        keeps each warp-wide access contiguous. Data bound for shared memory (a dot's operand) keeps the
+        contiguous runs: its stores there are vectors whatever the global side's alignment, and one address per
+        element would cost a register pair per element."""
         shape = ptr.type.shape
         info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
         order = sorted(range(len(shape)), key=lambda d: (-info.contiguity[d], -d))
@@ -207,21 +213,13 @@ class _Assigner:
 
     def anchor(self, ptr, to_smem=False, run=None, cross=None):
         """Coalesced layout for accesses through `ptr`: fastest dim = most contiguous, 16 bytes per thread
-        (`run` elements per thread instead, for a load of a group with longer runs: _group_runs)."""
+        (`run` elements per thread instead, for a load of a group with longer runs; `cross`: the dim a scalar
+        load's free run goes along, the dim its values are stored by: _group_runs)."""
         shape = ptr.type.shape
-        info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
         rank = len(shape)
-        order = sorted(range(rank), key=lambda d: (-info.contiguity[d], -d))
         eb = _ebytes(ptr.type.element.element_ty)
-        # A thread's run along the fastest dim is as long as one vector access can be: contiguous elements AND
-        # an address aligned for it. Where rows start unaligned (a row stride not divisible by 16 bytes), a run
-        # of 8 scalars per thread would put a warp's lanes 16 bytes apart on every access; one element per
-        # thread keeps each warp-wide access contiguous. Data bound for shared memory (a dot's operand) keeps
-        # the contiguous runs: its stores there are vectors whatever the global side's alignment, and one
-        # address per element would cost a register pair per element.
-        d = order[0]
-        vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
-        if cross is not None and info.contiguity[d] > 1:
+        order, vec = self._own_run(ptr, to_smem)
+        if cross is not None and (self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)).contiguity[order[0]] > 1:
             numel = 1
             for x in shape:
                 numel *= x
