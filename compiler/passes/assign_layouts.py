@@ -195,7 +195,10 @@ class _Assigner:
         self.cross_run = {}
         for op, data, order, run, full in mem:
             g = best[(find(data), order)]
-            if op.kind == "load" and full and g > run and g % run == 0:
+            # (not loads that skip the L1, .cg / .cs / .cv or volatile: the two halves of each 32-byte sector
+            # would come from the L2 by separate accesses)
+            l1 = op.attrs.get("cache", "") in ("", ".ca") and not op.attrs.get("volatile")
+            if op.kind == "load" and full and l1 and g > run and g % run == 0:
                 out[id(op)] = g
             elif op.kind == "load" and run == 1:
                 # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored

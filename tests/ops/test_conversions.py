@@ -52,6 +52,23 @@ def test_loads_of_one_sum_share_the_longest_run():
 
 
 @compiler.jit
+def mixed_width_cg_kernel(h_ptr, f_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(h_ptr + offs, mask=m, other=0.0).to(tl.float32)
+    f = tl.load(f_ptr + offs, mask=m, other=0.0, cache_modifier=".cg")
+    tl.store(y_ptr + offs, h * 2.0 + f, mask=m)
+
+
+def test_loads_that_skip_the_l1_keep_their_run():
+    """An L2-only load (.cg) lengthened to 8 fp32 per thread would fetch each 32-byte sector by two accesses:
+    it keeps its 4 (and the conversion)."""
+    h, f = np.zeros(4096, np.float16), np.zeros(4096, np.float32)
+    mod = _lowered(mixed_width_cg_kernel, [h, f, f, 4096], dict(BLOCK=2048), nw=8)
+    assert [op.attrs["_layouts"][0].spt for op in mod.function.body.ops if op.kind == "load"] == [(8,), (4,)]
+
+
+@compiler.jit
 def vector_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
