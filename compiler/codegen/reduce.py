@@ -554,7 +554,12 @@ def _buffer_plan(src, dst, perm, eb, fast, dperm):
 
 
 def _plan_cost(src, dst, eb, b):
-    return _conversion_cost(src, dst, b["perm"], eb, b["vs"], b["vd"], b["pad"], b["swz"], None, b["dperm"])
+    return _cached_cost(src, dst, b["perm"], eb, b["vs"], b["vd"], b["pad"], b["swz"], b["dperm"])
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_cost(src, dst, perm, eb, vs, vd, pad, swz, dperm):
+    return _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, None, dperm)
 
 
 def _store_plan(e, x, dst_ll, plan, off):
