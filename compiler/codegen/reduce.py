@@ -564,7 +564,7 @@ def _cached_cost(src, dst, perm, eb, vs, vd, pad, swz, dperm):
 
 def _store_plan(e, x, dst_ll, plan, off):
     t, eb, pad, vs, swz, perm = plan["t"], plan["eb"], plan["pad"], plan["vs"], plan["swz"], plan["perm"]
-    shape = plan["shape"] if plan["dperm"] is not None else dst_ll.shape
+    shape = plan["shape"]  # the buffer's dims (the destination's, or in the order plan["dperm"])
     # Duplicate holders write the same value to the same place: harmless, so no predicate.
     for r in range(0, x.ll.num_regs, vs):
         if swz is not None:
@@ -582,11 +582,11 @@ def _store_plan(e, x, dst_ll, plan, off):
 
 def _load_plan(e, dst_ll, plan, off):
     t, eb, pad, vd, swz, dperm = plan["t"], plan["eb"], plan["pad"], plan["vd"], plan["swz"], plan["dperm"]
-    shape = plan["shape"] if dperm is not None else dst_ll.shape
+    shape = plan["shape"]
     regs = []
     for r in range(0, dst_ll.num_regs, vd):
         idx = _swizzled_index(e, dst_ll, r, shape, dperm, swz) if swz is not None else \
-            e.linear_index(dst_ll, r, shape=shape if dperm is not None else None, perm=dperm, row_pad=pad)
+            e.linear_index(dst_ll, r, shape=shape, perm=dperm, row_pad=pad)
         if vd == 1:
             regs.append(_ld_smem(e, idx, off, t))
         else:

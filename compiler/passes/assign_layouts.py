@@ -107,7 +107,7 @@ class _Assigner:
         self._note_users(fn.body)
         self.desired: dict = {}
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
-        self.group_run = self._group_runs(fn.body)
+        self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
 
     def _note_users(self, block):
@@ -133,8 +133,13 @@ class _Assigner:
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
         return tuple(order), min(vec, max(1, 16 // eb), shape[d])
 
-    def _group_runs(self, body) -> dict:
-        """{id(load op): elements per thread along its contiguous dim} for loads whose values meet other memory
+    def _contiguity(self, v, d) -> int:
+        info = self.ai.get(v.id)
+        return info.contiguity[d] if info is not None else 1
+
+    def _group_runs(self, body) -> tuple:
+        """({id(load op): elements per thread along its contiguous dim}, {id(load op): the dim its free run goes
+        along}). The first for loads whose values meet other memory
         accesses' values in elementwise arithmetic (connected through elementwise ops, same shape and order) and
         whose own 16-byte run is shorter than the longest in that group: an fp32 load added to values of an
         fp16 load (8 per thread) takes 8 per thread, two 16-byte vectors, instead of 4 and a conversion of the
@@ -143,7 +148,8 @@ class _Assigner:
         lengthened (each of their vectors stays whole): lengthened scalar accesses put a warp's lanes further
         apart (measured on the H200, 2026-12-02: an fp32 -> fp16 chain at n = 2^25 + 7, scalar accesses, took
         1.96x the time at 8 per thread). Stores keep their own rule (the data's layout). Measured on the spin-lock
-        LayerNorm backward, whose dW/dB partials (fp32) meet fp16 values: 0.84x the time."""
+        LayerNorm backward, whose dW/dB partials (fp32) meet fp16 values: 0.84x the time. The second for scalar
+        loads along a contiguous dim whose values are stored along another (below)."""
         parent = {}
 
         def find(x):
@@ -191,8 +197,7 @@ class _Assigner:
             best[key] = max(best.get(key, 1), run)
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
-        out = {}
-        self.cross_run = {}
+        out, cross = {}, {}
         for op, data, order, run, full in mem:
             g = best[(find(data), order)]
             # (not loads that skip the L1, .cg / .cs / .cv or volatile: the two halves of each 32-byte sector
@@ -200,15 +205,15 @@ class _Assigner:
             l1 = op.attrs.get("cache", "") in ("", ".ca") and not op.attrs.get("volatile")
             if op.kind == "load" and full and l1 and g > run and g % run == 0:
                 out[id(op)] = g
-            elif op.kind == "load" and run == 1:
+            elif op.kind == "load" and run == 1 and self._contiguity(op.operands[0], order[0]) > 1:
                 # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored
                 # along another dim (a transpose by store addresses): a thread's free run goes along the stores'
                 # dim, so the conversion between the two writes 16-byte vectors (lanes still read consecutive
                 # elements of one row, coalesced as before).
                 dims = store_dims.get(find(data), set()) - {order[0]}
                 if len(dims) == 1:
-                    self.cross_run[id(op)] = dims.pop()
-        return out
+                    cross[id(op)] = dims.pop()
+        return out, cross
 
     # ---- helpers ------------------------------------------------------------------------------------
     def default(self, v):
@@ -222,7 +227,7 @@ class _Assigner:
         rank = len(shape)
         eb = _ebytes(ptr.type.element.element_ty)
         order, vec = self._own_run(ptr, to_smem)
-        if cross is not None and (self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)).contiguity[order[0]] > 1:
+        if cross is not None:
             numel = 1
             for x in shape:
                 numel *= x
