@@ -222,8 +222,8 @@ def test_rows_of_odd_length_are_not_taken_for_aligned():
 
 def test_buffer_runs_along_the_writers_runs():
     """Writers holding 8 rows of one column, readers one element of consecutive rows: a buffer contiguous down the
-    columns takes each writer's run as one 16-byte store (2 per thread instead of 16 scalar ones) and still
-    reads conflict-free; the row-major buffer is kept where the writer's runs are along its rows."""
+    columns takes each writer's run as one 16-byte store (2 per thread instead of 16 scalar ones) and the model
+    counts fewer wavefronts for it than for the row-major buffer."""
     from compiler.codegen.reduce import _buffer_plan, _plan_cost
     from compiler.passes.layouts import BlockedLayout, linear
 
