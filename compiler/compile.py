@@ -104,7 +104,7 @@ def lower_kernel(jitfn, params):
     try:
         return lower(jitfn, params, {})
     except CompilationError as e:
-        raise e.with_traceback(None) from None
+        raise e.with_traceback(None) from e.__cause__
 
 
 def _params_repr(params) -> str:
@@ -415,7 +415,7 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
                 out = compile_function(module, options, cubin=False)
                 out["meta"]["ring_occupancy_dropped"] = regs
     except CompilationError as e:
-        raise e.with_traceback(None) from None
+        raise e.with_traceback(None) from e.__cause__
     meta = dict(out["meta"])
     meta.setdefault("name", module.function.name)
     meta["arch"] = arch

@@ -494,7 +494,7 @@ class JITFunction:
             return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
                                  opts.get("debug", self.debug), target=target, maxnreg=opts.get("maxnreg"))
         except CompilationError as e:
-            raise e.with_traceback(None) from None  # the user's mistake, shown from this call, not our internals
+            raise e.with_traceback(None) from e.__cause__  # the user's mistake, shown from this call, not our internals
 
     def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg=None):
         from .compile import compile_kernel
@@ -744,7 +744,7 @@ def _first_launch():
                "    try:\n"
                "        return run(*args, grid=grid, **kwargs)\n"
                "    except _USER_ERRORS as _e:\n"
-               "        raise _e.with_traceback(None) from None\n")
+               "        raise _e.with_traceback(None) from _e.__cause__\n")
         env = {"_USER_ERRORS": (CompilationError, KernelRuntimeError)}
         exec(compile(src, "<tilefarm launcher>", "exec"), env)
         _FIRST = env["first"]
@@ -773,7 +773,7 @@ def _make_fast_launch(jf: JITFunction):
              "        try:",
              f"            return _slow(None, grid, {allargs}, _extra, num_warps, num_stages, debug, stream)",
              "        except _USER_ERRORS as _e:",
-             "            raise _e.with_traceback(None) from None"]
+             "            raise _e.with_traceback(None) from _e.__cause__"]
     torch = sys.modules.get("torch")  # never import torch for the user: only recognise it once it is loaded
     tt = getattr(torch, "Tensor", None)
     if not isinstance(tt, type):
@@ -812,7 +812,7 @@ def _make_fast_launch(jf: JITFunction):
             "        try:",
             f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
             "        except _USER_ERRORS as _e:",
-            "            raise _e.with_traceback(None) from None",
+            "            raise _e.with_traceback(None) from _e.__cause__",
         ]
         keyparts += [f"_k{i}", f"_a{i}"]
         vals.append(f"_v{i}")
@@ -825,12 +825,12 @@ def _make_fast_launch(jf: JITFunction):
         "        try:",
         f"            return _slow(None, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
         "        except _USER_ERRORS as _e:",
-        "            raise _e.with_traceback(None) from None",
+        "            raise _e.with_traceback(None) from _e.__cause__",
         "    if _kernel is None:",
         "        try:",
         f"            return _slow(_key, grid, {allargs}, {{}}, num_warps, num_stages, debug, stream)",
         "        except _USER_ERRORS as _e:",
-        "            raise _e.with_traceback(None) from None",
+        "            raise _e.with_traceback(None) from _e.__cause__",
         "    if type(grid) is not tuple:",
         f"        grid = grid(dict(zip(_names, {allargs}))) if callable(grid) else grid",
         f"    _kernel._tf_entry({', '.join(['grid', 'stream'] + vals)})",

@@ -75,6 +75,17 @@ class _Source:
     def loc(self, node) -> Loc:
         return Loc(self.file, self.line0 + getattr(node, "lineno", 1), self.col0 + getattr(node, "col_offset", 0))
 
+    def where(self, loc):
+        """(function name, line, column) of `loc` as Triton counts them: the `def` is line 1, columns from the
+        function's own indentation; None when `loc` is not in this function."""
+        if loc is None or loc.file != self.file:
+            return None
+        first = self.line0 + self.fdef.lineno
+        last = self.line0 + (getattr(self.fdef, "end_lineno", None) or self.fdef.lineno)
+        if not first <= loc.line <= last:
+            return None
+        return (self.fdef.name, loc.line - first + 1, loc.col - self.col0)
+
 
 def _quick_source(fn, file):
     """(lines, first line, AST) of fn's definition read straight from the file: from its first line (decorators
@@ -223,16 +234,22 @@ class CodeGenerator(ast.NodeVisitor):
             self.builder.loc = loc
         try:
             return super().visit(node)
-        except CompilationError:
+        except CompilationError as e:
+            if e.where is None and e.loc is not None and not e.calls:
+                e.locate_in(self.src.where(e.loc))
             raise
         except SemanticError as e:
-            cls = CompileTimeAssertionFailure if isinstance(e, context.StaticAssertError) else CompilationError
-            raise cls(str(e), loc) from None
+            if isinstance(e, context.StaticAssertError):  # Triton's: no cause, the assertion is the error
+                raise CompileTimeAssertionFailure(str(e), loc, where=self.src.where(loc)) from None
+            err = CompilationError(str(e), loc, where=self.src.where(loc), cause=e)
+            raise err from err.__cause__
         except (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
                 OverflowError, NotImplementedError) as e:
-            raise CompilationError(f"{type(e).__name__}: {e}", loc) from None
+            err = CompilationError(f"{type(e).__name__}: {e}", loc, where=self.src.where(loc), cause=e)
+            raise err from err.__cause__
         except RecursionError:
-            raise CompilationError("recursion too deep while compiling (recursive jit calls?)", loc) from None
+            raise CompilationError("recursion too deep while compiling (recursive jit calls?)", loc,
+                                   where=self.src.where(loc)) from None
         finally:
             self.builder.loc = saved
 
@@ -537,9 +554,28 @@ class CodeGenerator(ast.NodeVisitor):
             # end, which returns None. What the branches return is the if's result.
             self._returning_if(cond, node, then_b, else_b, then_val, else_val)
             return
-        names = []
+        # block pointers and descriptors assigned in a branch merge part by part ("n#i", as loops carry them)
+        composites = {}
+        for n in dict.fromkeys(list(then_scope) + list(else_scope)):
+            if n not in before and not (n in then_scope and n in else_scope):
+                continue  # assigned in one branch only and not defined before: not visible after the if
+            tv, ev = then_scope.get(n, before.get(n)), else_scope.get(n, before.get(n))
+            if tv is ev or not (_composite(tv) or _composite(ev)):
+                continue
+            if not (_composite(tv) and tv.same_structure(ev)):
+                raise SemanticError(f"'{n}' gets different kinds of value in the two branches of a runtime if "
+                                    f"({tv!r} and {ev!r}): a block pointer or descriptor must keep its element "
+                                    "type and block shape")
+            composites[n] = tv
+            for sc, v in ((then_scope, tv), (else_scope, ev)):
+                for i, part in enumerate(v.parts()):
+                    sc[f"{n}#{i}"] = part
+            if _composite(before.get(n)) and before[n].same_structure(tv):
+                for i, part in enumerate(before[n].parts()):
+                    before[f"{n}#{i}"] = part
+        names, same = [], {}
         for n in list(then_scope) + list(else_scope):
-            if n in names:
+            if n in names or n in composites:
                 continue
             in_then, in_else = n in then_scope, n in else_scope
             tv, ev = then_scope.get(n), else_scope.get(n)
@@ -549,6 +585,7 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             if not isinstance(tv, tensor) and not isinstance(ev, tensor):
                 if tv is ev or (type(tv) is type(ev) and tv == ev):
+                    same[n] = tv  # the same compile-time value on both paths: it holds after the if
                     continue
                 if not (sem.is_number(tv) and sem.is_number(ev)):
                     if n in before:
@@ -583,8 +620,14 @@ class CodeGenerator(ast.NodeVisitor):
         b.set_insertion_block(parent)
         op = b.create("if", [cond.handle], types, {}, [then_b, else_b])
         self.scope = dict(before)
+        self.scope.update(same)
         for n, r in zip(names, op.results):
             self.scope[n] = tensor(r, r.type)
+        for n, proto in composites.items():
+            parts = [self.scope.pop(f"{n}#{i}", then_scope[f"{n}#{i}"]) for i in builtins.range(len(proto.parts()))]
+            self.scope[n] = proto.with_parts(parts)
+        for k in [k for k in self.scope if "#" in k and k.split("#")[0] in composites]:
+            del self.scope[k]
 
     def _returning_if(self, cond, node, then_b, else_b, then_val, else_val):
         b = self.builder
@@ -747,26 +790,32 @@ class CodeGenerator(ast.NodeVisitor):
             v = self.scope[n]
             if isinstance(v, tensor) or (sem.is_number(v)):
                 out.append(n)
-            elif isinstance(v, lang.block_ptr):
-                # a block pointer is carried as its scalar parts, named "n#i" (not valid Python names)
+            elif _composite(v):
+                # a block pointer or tensor descriptor is carried as its scalar parts, named "n#i" (not valid
+                # Python names)
                 for i, part in enumerate(v.parts()):
                     self.scope[f"{n}#{i}"] = part
                     out.append(f"{n}#{i}")
         return out
 
     def _composite_in(self, carried):
-        """Rebuild carried block pointers from their parts "n#i" (just bound to block arguments or results)."""
+        """Rebuild carried block pointers and descriptors from their parts "n#i" (just bound to block arguments or
+        results)."""
         for n in {c.split("#")[0] for c in carried if "#" in c}:
             old = self.scope[n]
             self.scope[n] = old.with_parts([self.scope[f"{n}#{i}"] for i in builtins.range(len(old.parts()))])
 
     def _composite_out(self, carried, before):
-        """Export the parts of carried block pointers after the loop body (their structure must not change)."""
+        """Export the parts of carried block pointers and descriptors after the loop body (their structure must not
+        change)."""
         for n in {c.split("#")[0] for c in carried if "#" in c}:
             v = self.scope[n]
-            if not isinstance(v, lang.block_ptr) or not v.same_structure(before[n]):
-                raise SemanticError(f"loop-carried block pointer '{n}' must keep its element type and block "
-                                    "shape in the loop (use tl.advance)")
+            if not before[n].same_structure(v):
+                if isinstance(before[n], lang.block_ptr):
+                    raise SemanticError(f"loop-carried block pointer '{n}' must keep its element type and block "
+                                        "shape in the loop (use tl.advance)")
+                raise SemanticError(f"loop-carried tensor descriptor '{n}' must keep its element type, block "
+                                    "shape and padding in the loop")
             for i, part in enumerate(v.parts()):
                 self.scope[f"{n}#{i}"] = part
 
@@ -1211,9 +1260,19 @@ class CodeGenerator(ast.NodeVisitor):
         prev = context.push(gen)
         try:
             gen.visit_stmts(src.fdef.body)
+        except CompilationError as e:  # seen from this call site too, the callee's error as its cause
+            call = self.builder.loc
+            err = e.called_from(call, self.src.where(call))
+            raise err from err.__cause__
         finally:
             context.pop(prev)
         return gen.return_value
+
+
+def _composite(v) -> bool:
+    """A block pointer or tensor descriptor: a compile-time object over runtime parts (`parts()`,
+    `with_parts()`, `same_structure()`)."""
+    return isinstance(v, (lang.block_ptr, lang.tensor_descriptor))
 
 
 def _descriptor_args(pname, p):

@@ -223,6 +223,7 @@ def scalar_dtype_of_python(v):
     """The type a Python number takes as a tensor, as in Triton: an int is int32 if it fits, else uint32, else
     int64, else uint64 (else an error); a float is float32 when its magnitude is 0, inf, NaN or a normal float32,
     else float64 (1e-300, 1e300)."""
+    v = _unwrap(v)  # a number assigned in the kernel (`add = 10.0`) counts as its value
     if isinstance(v, bool):
         return T.int1
     if isinstance(v, int):
@@ -807,12 +808,17 @@ def expand_dims(x, axis):
     axes = _unwrap(axis)
     axes = list(axes) if isinstance(axes, (list, tuple)) else [axes]
     nd = len(x.type.shape) + len(axes)
-    axes = sorted(a + nd if a < 0 else a for a in (_unwrap(a) for a in axes))
+    norm = []
+    for a in (_unwrap(a) for a in axes):
+        if not isinstance(a, int) or not -nd <= a < nd:
+            raise SemanticError(f"invalid axis {a!r}: expand_dims of shape {list(x.type.shape)} by {len(axes)} "
+                                f"takes axes in [{-nd}, {nd})")
+        norm.append(a % nd)
+    if len(set(norm)) != len(norm):
+        raise SemanticError(f"duplicate axes, normalized axes = {norm}")
     h = x.handle
     shape = list(x.type.shape)
-    for a in axes:
-        if not 0 <= a <= len(shape):
-            raise SemanticError(f"expand_dims axis {a} out of range for shape {list(x.type.shape)}")
+    for a in sorted(norm):
         h = _b().expand_dims(h, a)
         shape.insert(a, 1)
     return tensor(h, x.type.with_shape(shape))

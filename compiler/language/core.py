@@ -113,6 +113,22 @@ class tensor_descriptor:
     def dtype(self):
         return self.base.dtype.element_ty
 
+    # A descriptor assigned in a runtime if or carried by a loop travels as its runtime parts (the frontend merges
+    # them like tensors); its element type, block shape, padding and TMA-ness must stay the same.
+    def parts(self):
+        return [self.base] + self.shape + self.strides + ([self.tmap] if self.tmap is not None else [])
+
+    def with_parts(self, parts):
+        r = len(self.block_shape)
+        d = tensor_descriptor(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], self.block_shape, self.padding)
+        d.tmap = parts[1 + 2 * r] if self.tmap is not None else None
+        return d
+
+    def same_structure(self, other):
+        return (isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape
+                and other.padding == self.padding and other.base.dtype == self.base.dtype
+                and len(other.shape) == len(self.shape) and (other.tmap is None) == (self.tmap is None))
+
     def _at(self, offsets):
         offsets = list(_unwrap(offsets))
         if len(offsets) != len(self.block_shape):
@@ -240,7 +256,7 @@ def program_id(axis):
     if axis not in (0, 1, 2):
         from ..frontend.context import SemanticError
 
-        raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+        raise SemanticError(f"program_id axis must be 0, 1, or 2 but got {axis!r}")
     from ..frontend.context import current
 
     return _sem().tensor(current().builder.program_id(axis), TensorType(int32))
@@ -253,7 +269,7 @@ def num_programs(axis):
     if axis not in (0, 1, 2):
         from ..frontend.context import SemanticError
 
-        raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+        raise SemanticError(f"num_programs axis must be 0, 1, or 2 but got {axis!r}")
     from ..frontend.context import current
 
     return _sem().tensor(current().builder.num_programs(axis), TensorType(int32))
@@ -343,6 +359,11 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     pad = _unwrap(padding_option)
     if pad not in ("zero", "nan"):
         raise SemanticError(f"padding_option must be 'zero' or 'nan', got {pad!r}")
+    # A TMA box's rows are at least 16 bytes; Triton refuses narrower ones, so a kernel written here ports back.
+    inner, bits = _unwrap(block_shape[-1]), base.dtype.element_ty.primitive_bitwidth
+    if isinstance(inner, int) and inner * bits < 128:
+        raise SemanticError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
+                            f"{inner} * {bits // 8 if bits >= 8 else bits / 8} = {inner * bits / 8:g} bytes")
     return tensor_descriptor(base, shape, strides, [_unwrap(b) for b in block_shape], pad)
 
 

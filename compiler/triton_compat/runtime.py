@@ -176,7 +176,7 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001 - Tri
         return compile_kernel(src.fn, src.params(), num_warps=opts.get("num_warps", 4),
                               num_stages=opts.get("num_stages", 3), debug=bool(opts.get("debug", False)), arch=arch)
     except CompilationError as e:
-        raise e.with_traceback(None) from None
+        raise e.with_traceback(None) from e.__cause__
 
 
 _ALLOCATOR = [None]

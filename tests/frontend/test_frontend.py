@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import compiler
+import compiler.language as tl
 from compiler.ir import print_module
 from compiler.passes.canonicalize import canonicalize
 
@@ -155,3 +156,84 @@ def test_launch_error_has_no_compiler_frames():
         K.bad_float_bitwise.warmup(x, 64, grid=(1,), target="sm_90")
     frames = [f.filename for f in traceback.extract_tb(ei.value.__traceback__)]
     assert len([f for f in frames if f.startswith(pkg)]) <= 1, frames  # at most the warmup() call itself
+
+
+def test_error_names_its_function_and_position_as_triton_counts():
+    """Below the caret: "at L:C: in fn", the line counted from the function's `def` (line 1) and the column from its
+    indentation, the position Triton's messages give, so a Triton user finds it as before."""
+    e = _err(K.bad_arange, f32, 3, BLOCK=16)
+    def_line, _ = _line_of("def bad_arange(")
+    line, col = _line_of("offs = tl.arange(0, 100)")
+    src_line = open(KFILE).read().splitlines()[line - 1]
+    rel_col = src_line.index("tl.arange")
+    assert e.where == ("bad_arange", line - def_line + 1, rel_col)
+    assert str(e).splitlines()[-1] == f"  at {line - def_line + 1}:{rel_col}: in bad_arange"
+    # the builtin's own complaint is the cause (Triton's `__cause__`), without a traceback into the compiler
+    assert e.__cause__ is not None and "power of two" in str(e.__cause__)
+    assert e.__cause__.__traceback__ is None and e.__cause__.__context__ is None
+
+
+def test_error_in_a_called_function_lists_the_call_site():
+    """An error inside a jit function another one calls: the first line is still where it happened; the call site
+    follows ("called from here", with its own position), and the cause is the error as the callee raised it."""
+    e = _err(K.bad_in_callee, f32)
+    err_line, _ = _line_of("return tl.exp(x)")
+    call_line, _ = _line_of("tl.store(X + tl.arange(0, 16), _helper_bad(")
+    lines = str(e).splitlines()
+    assert lines[0].startswith(f"{KFILE}:{err_line}:") and e.loc.line == err_line
+    assert lines[3].strip().endswith("in _helper_bad")
+    assert lines[4].startswith(f"{KFILE}:{call_line}:") and lines[4].endswith("called from here")
+    assert lines[-1].strip().startswith("at 3:") and lines[-1].endswith("in bad_in_callee")
+    assert [c[0].line for c in e.calls] == [call_line]
+    inner = e.__cause__
+    assert isinstance(inner, compiler.CompilationError) and inner.loc == e.loc and not inner.calls
+    assert "called from here" not in str(inner) and inner.__traceback__ is None
+    e2 = pickle.loads(pickle.dumps(e))
+    assert str(e2) == str(e)
+
+
+def test_launch_keeps_the_cause_and_static_assert_has_none():
+    x = np.zeros(64, np.float32)
+    with pytest.raises(compiler.CompilationError) as ei:
+        K.bad_float_bitwise[(1,)](x, 64)
+    assert ei.value.__cause__ is not None and ei.value.__suppress_context__
+
+    @compiler.jit
+    def asserts(X):
+        tl.static_assert(X.dtype.element_ty == tl.int8, "needs int8")
+
+    from compiler.errors import CompileTimeAssertionFailure
+
+    with pytest.raises(CompileTimeAssertionFailure) as ei:
+        asserts.lower(x)
+    assert ei.value.__cause__ is None and "needs int8" in str(ei.value)
+
+
+@compiler.jit
+def _expand(X, AXES: tl.constexpr):
+    y = tl.expand_dims(tl.arange(0, 16), AXES)
+    tl.store(X + tl.reshape(tl.arange(0, 16), y.shape), y)
+
+
+@pytest.mark.parametrize("axes,words", [(-3, "invalid axis -3"), (2, "invalid axis 2"), ((0, 3), "invalid axis 3"),
+                                        ((0, 0), r"duplicate axes, normalized axes = \[0, 0\]"),
+                                        ((0, -3), r"duplicate axes, normalized axes = \[0, 0\]")])
+def test_expand_dims_names_the_axis_the_user_wrote(axes, words):
+    with pytest.raises(compiler.CompilationError, match=words):
+        _expand.lower(f32, AXES=axes)
+
+
+@pytest.mark.parametrize("axes,shape", [(-2, [1, 16]), (-1, [16, 1]), ((0, 2), [1, 16, 1]), ((-1, 0), [1, 16, 1])])
+def test_expand_dims_shapes(axes, shape):
+    text = print_module(_expand.lower(f32, AXES=axes))
+    assert f"<{'x'.join(map(str, shape))}xi32>" in text
+
+
+def test_narrow_descriptor_block_is_refused_as_in_triton():
+    @compiler.jit
+    def k(X):
+        d = tl.make_tensor_descriptor(X, [128, 128], [128, 1], [8, 2])
+        d.store([0, 0], d.load([0, 0]))
+
+    with pytest.raises(compiler.CompilationError, match="at least 16 bytes in the last dimension, but got 2 \\* 4 = 8"):
+        k.lower(np.zeros((128, 128), np.float32))

@@ -270,3 +270,48 @@ def nested_return(Cond1, Cond2, Cond3, Val1, Val2, Val3, Out):
         else:
             val = tl.load(Val3)
     tl.store(Out, val)
+
+
+# ---- values assigned in runtime ifs: equal constants, descriptors and block pointers ----------------------
+@compiler.jit
+def same_constant_both_branches(X, n):
+    """A constant given the same value on both paths of a runtime if holds after it (it used to keep its old one)."""
+    x = 1
+    if n > 0:
+        x = 2
+        y = 5
+    else:
+        x = 2
+        y = 5
+    tl.store(X, x * 10 + y)
+
+
+@compiler.jit
+def descriptor_switched_in_loop(A, B, M, N, MB: tl.constexpr, NB: tl.constexpr):
+    """A descriptor re-made in a runtime if inside a loop (so the loop carries it), then a second loop that switches
+    it between two arrays: tiles of rows pid*MB of A get +10 while column tile % 3 != 0, and those of B +20
+    on the others (persistent kernels re-make descriptors per tile this way)."""
+    m0 = tl.program_id(0) * MB
+    d = tl.make_tensor_descriptor(A, shape=[M, N], strides=[N, 1], block_shape=[MB, NB])
+    for i in range(0, N, NB):
+        if (i // NB) % 3 == 0:
+            d = tl.make_tensor_descriptor(B, shape=[M, N], strides=[N, 1], block_shape=[MB, NB])
+        else:
+            d = tl.make_tensor_descriptor(A, shape=[M, N], strides=[N, 1], block_shape=[MB, NB])
+        t = d.load([m0, i])
+        add = 10.0
+        if (i // NB) % 3 == 0:
+            add = 20.0
+        d.store([m0, i], t + add)
+
+
+@compiler.jit
+def block_ptr_switched_in_if(A, B, N, flag, BLOCK: tl.constexpr):
+    """A block pointer chosen by a runtime if, then advanced in a loop."""
+    p = tl.make_block_ptr(A, shape=[N], strides=[1], offsets=[0], block_shape=[BLOCK], order=[0])
+    if flag > 0:
+        p = tl.make_block_ptr(B, shape=[N], strides=[1], offsets=[0], block_shape=[BLOCK], order=[0])
+    for i in range(0, N, BLOCK):
+        x = tl.load(p, boundary_check=[0])
+        tl.store(p, x * 2.0, boundary_check=[0])
+        p = tl.advance(p, [BLOCK])
