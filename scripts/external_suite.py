@@ -11,7 +11,9 @@ Each file (or each shard of one) runs in its own pytest process with scripts/ext
 (scripts/extsuite/internal_testing.py). `--device cpu` (the default without a GPU) sets TRITON_INTERPRET=1, so
 the tests take their interpreter paths, and runs them on CPU torch tensors through this project's interpreter;
 `-m interpreter` is then the default selection (the tests the suite itself marks as runnable there).
-`--device cuda` runs on the GPU. Writes OUT/external-suite.json (every test's outcome, per-file counts, causes)
+`--gpu-paths` (with `--device cpu`) lets the tests take their GPU paths while launches still run in our
+interpreter; `--codegen` also compiles every launch to PTX and a cubin (ptxas) first, so what the code generator
+cannot build fails as it would on the GPU. `--device cuda` runs on the GPU. Writes OUT/external-suite.json (every test's outcome, per-file counts, causes)
 and OUT/external-suite.md (the table). Exit code 0 when the run completed, whatever the share.
 """
 from __future__ import annotations
@@ -91,6 +93,8 @@ def _run_one(job, args, out, reference=False):
         env["TILEFARM_SUITE_SHARD"] = f"{shard}/{args.shards}"
     if args.device == "cpu":
         env["TILEFARM_INTERPRET"] = "1"  # every launch in our interpreter, even one with no array argument
+        if args.codegen:
+            env["TILEFARM_SUITE_CODEGEN"] = "1"
         if args.gpu_paths:
             env.pop("TRITON_INTERPRET", None)
         else:
@@ -207,6 +211,9 @@ def main(argv=None):
                     help="with --device cpu: the tests take their GPU paths (TRITON_INTERPRET unset, so the suite's "
                          "is_interpreter() is false) while every launch still runs in our interpreter: an estimate, "
                          "without a GPU, of what the GPU run meets (tests needing CUDA itself fail)")
+    ap.add_argument("--codegen", action="store_true",
+                    help="with --device cpu: each launch is also compiled to PTX and assembled by ptxas for the GPU "
+                         "before the interpreter runs it (a kernel the code generator cannot build fails)")
     args = ap.parse_args(argv)
     args.suite = os.path.abspath(args.suite)
     out = os.path.abspath(args.out)
@@ -214,6 +221,8 @@ def main(argv=None):
         ap.error(f"--suite {args.suite}: not a folder")
     if args.device is None:
         args.device = "cuda" if _has_gpu() else "cpu"
+    if args.codegen and args.device != "cpu":
+        ap.error("--codegen goes with --device cpu (on a GPU every launch is compiled anyway)")
     if args.gpu_paths and args.device != "cpu":
         ap.error("--gpu-paths goes with --device cpu")
     if args.mark is None and args.device == "cpu" and not args.gpu_paths:

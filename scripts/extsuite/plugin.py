@@ -9,7 +9,10 @@ is collected:
 - `TILEFARM_SUITE_SHARD=i/k`: keep the tests whose id hashes to i modulo k (one of k processes over a file);
 - `TILEFARM_SUITE_RECORD=path`: one JSON line per test outcome and per collection error;
 - `TILEFARM_SUITE_COMPAT=0`: leave `triton` alone (the installed Triton), to count a file's tests where ours
-  cannot collect it.
+  cannot collect it;
+- `TILEFARM_SUITE_CODEGEN=1`: every launch that runs in the interpreter is first compiled by the code generator
+  and assembled by ptxas for the GPU (`warmup`, then the cubin), so a kernel the GPU run could not build fails
+  here too: what a CPU-only run of the GPU paths can say of the code generator.
 """
 from __future__ import annotations
 
@@ -28,7 +31,28 @@ def pytest_addoption(parser):
         parser.addoption("--device", action="store", default=os.environ.get("TILEFARM_SUITE_DEVICE", "cuda"))
 
 
+def _check_codegen():
+    """Wrap JITFunction.run: compile for the GPU (PTX and cubin) before the interpreter runs the launch."""
+    from compiler.jit import JITFunction
+
+    run = JITFunction.run
+    if getattr(run, "_tilefarm_codegen", False):
+        return
+
+    def checked_run(self, *args, grid, **kwargs):
+        opts = {k: v for k, v in kwargs.items() if k != "stream"}
+        k = self.warmup(*args, grid=grid, **opts)
+        if not k.asm["cubin"]:
+            raise RuntimeError(f"{self.__name__}: ptxas is missing, the cubin could not be made")
+        return run(self, *args, grid=grid, **kwargs)
+
+    checked_run._tilefarm_codegen = True
+    JITFunction.run = checked_run
+
+
 def pytest_configure(config):
+    if os.environ.get("TILEFARM_SUITE_CODEGEN") == "1":
+        _check_codegen()
     config.addinivalue_line("markers", "interpreter: the test runs under the interpreter too")
     path = os.environ.get("TILEFARM_SUITE_RECORD")
     config._tilefarm_record = open(path, "a", encoding="utf-8") if path else None
