@@ -1332,6 +1332,11 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
     """
     fn = jitfn.fn
     src = get_source(fn)
+    for pname in jitfn.arg_names:  # Triton's check: a constexpr is always specialized
+        if pname in jitfn.constexpr_names and pname in getattr(jitfn, "do_not_specialize", ()):
+            loc = src.loc(src.fdef)
+            raise CompilationError(f"{pname} marked as constexpr and listed in do_not_specialize", loc,
+                                   where=src.where(loc))
     arg_names, arg_types, arg_attrs = [], [], {}
     for pname, p in zip(jitfn.arg_names, params):
         if p[0] in ("desc", "tuple"):

@@ -707,6 +707,11 @@ def compare(pred, a, b):
 def where(cond, x, y):
     cond = to_tensor(cond)
     if not cond.dtype.is_bool():
+        # as Triton: a non-boolean condition still means "!= 0", with a warning (Triton plans to refuse it)
+        import warnings
+
+        warnings.warn(f"tl.where with a non-boolean condition ({cond.dtype!r}) is deprecated in Triton and will be "
+                      "an error there: compare it (x != 0) or cast it to tl.int1", UserWarning, stacklevel=2)
         cond = compare("ne", cond, 0)
     x, y = _unwrap(x), _unwrap(y)
     if isinstance(x, tensor) and x.dtype.is_ptr() or isinstance(y, tensor) and y.dtype.is_ptr():
@@ -1639,9 +1644,11 @@ def _mx_upcast(x, scale, fmt, comp, k_axis, what):
         s = cast(s, T.uint8, bitcast=True)
         K = v.type.shape[k_axis]
         other = v.type.shape[1 - k_axis]
-        if tuple(s.type.shape) != (other, K // 32) or K % 32:
-            raise SemanticError(f"dot_scaled: the scale of {what} must have shape [{other}, {K // 32}] (one per 32 "
-                                f"along K = {K}), got {list(s.type.shape)}")
+        if K % 32:
+            raise SemanticError(f"dot_scaled: K must be a multiple of 32 (one e8m0 scale per 32 values), got {K}")
+        if tuple(s.type.shape) != (other, K // 32):  # Triton's words (one scale per 32 values along K)
+            raise SemanticError(f"{what}_scale must be a tensor of shape [{other}, {K // 32}]. Got "
+                                f"{[str(d) for d in s.type.shape]}")
         f = cast(shl(cast(s, T.uint32), 23), T.float32, bitcast=True)   # 2**(s - 127); s = 0 -> 0.0
         f = where(compare("eq", s, 255), float("nan"), f)
         f = reshape(broadcast_to(expand_dims(f, 2), [other, K // 32, 32]), [other, K])   # [other, K]

@@ -80,7 +80,7 @@ def _do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_
 class UnsupportedDtype:
     """A dtype name of `triton.language` this compiler does not have (fp8 formats of other vendors' hardware):
     the name exists, so a file that lists it (a test's parameter list) loads, and it equals only itself; a kernel
-    that uses it is a CompilationError "tl.<name> is not supported by this compiler"."""
+    that uses it is a CompilationError "tl.<name> is not supported by this compiler: ..." saying why."""
 
     tilefarm_unsupported = True
 
@@ -96,14 +96,23 @@ class UnsupportedDtype:
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise TritonCompatError(f"tl.{self.name} is not supported by this compiler")
+        raise TritonCompatError(f"tl.{self.name} is not supported by this compiler: {_WHY_UNSUPPORTED[self.name]}")
 
     def __reduce__(self):
         return (UnsupportedDtype, (self.name,))
 
 
-#: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats")
-UNSUPPORTED_DTYPES = ("float8e4b15", "float8e4b8", "float8e5b16")
+#: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats"), and why (Triton's words
+#: "not supported in this architecture" included: code that checks for Triton's error finds it)
+_WHY_UNSUPPORTED = {
+    "float8e4b15": "not supported in this architecture (a software fp8 format, which Triton deprecates on Hopper "
+                   "and later; use tl.float8e4nv or tl.float8e5)",
+    "float8e4b8": "not supported in this architecture (an AMD fp8 format; NVIDIA GPUs have tl.float8e4nv and "
+                  "tl.float8e5)",
+    "float8e5b16": "not supported in this architecture (an AMD fp8 format; NVIDIA GPUs have tl.float8e4nv and "
+                   "tl.float8e5)",
+}
+UNSUPPORTED_DTYPES = tuple(_WHY_UNSUPPORTED)
 
 _MODULES: dict | None = None
 

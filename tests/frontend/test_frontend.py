@@ -237,3 +237,50 @@ def test_narrow_descriptor_block_is_refused_as_in_triton():
 
     with pytest.raises(compiler.CompilationError, match="at least 16 bytes in the last dimension, but got 2 \\* 4 = 8"):
         k.lower(np.zeros((128, 128), np.float32))
+
+
+def test_where_on_a_non_boolean_condition_warns_as_triton_does():
+    @compiler.jit
+    def k(X):
+        c = tl.full((64,), 3, tl.uint32)
+        tl.store(X + tl.arange(0, 64), tl.where(c, 1.0, 2.0))
+
+    with pytest.warns(UserWarning, match="non-boolean condition"):
+        k.lower(f32)
+
+
+def test_max_num_imprecise_acc_is_checked_against_k():
+    @compiler.jit
+    def k(X, LIMIT: tl.constexpr):
+        a = tl.full((64, 64), 1.0, tl.float8e5)
+        tl.store(X + tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :],
+                 tl.dot(a, a, max_num_imprecise_acc=LIMIT))
+
+    x = np.zeros(64 * 64, np.float32)
+    with pytest.raises(compiler.CompilationError, match=r"max_num_imprecise_acc \(128\) must be <= K \(64\)"):
+        k.lower(x, LIMIT=128)
+    k.lower(x, LIMIT=64)
+
+
+def test_constexpr_listed_in_do_not_specialize_is_an_error():
+    @compiler.jit(do_not_specialize=["N"])
+    def k(X, N: tl.constexpr):
+        tl.store(X, N)
+
+    with pytest.raises(compiler.CompilationError, match="N marked as constexpr and listed in do_not_specialize"):
+        k.lower(f32, 5)
+    with pytest.raises(compiler.CompilationError, match="N marked as constexpr and listed in do_not_specialize"):
+        k[(1,)](np.zeros(1, np.float32), 5)
+
+
+def test_dot_scaled_scale_shape_in_tritons_words():
+    @compiler.jit
+    def k(X):
+        a = tl.full((32, 64), 0, tl.uint8)
+        b = tl.full((64, 32), 0, tl.uint8)
+        acc = tl.dot_scaled(a, tl.full((32, 4), 0, tl.uint8), "e5m2", b, tl.full((32, 2), 0, tl.uint8), "e5m2")
+        tl.store(X + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :], acc)
+
+    with pytest.raises(compiler.CompilationError) as ei:
+        k.lower(np.zeros(32 * 32, np.float32))
+    assert str(ei.value.__cause__) == "lhs_scale must be a tensor of shape [32, 2]. Got ['32', '4']"
