@@ -13,7 +13,7 @@
 """
 from .version import __version__  # noqa: E402,F401
 from .errors import CompilationError, KernelRuntimeError  # noqa: E402,F401
-from .jit import JITFunction, cdiv, jit, must_use_result, next_power_of_2  # noqa: E402,F401
+from .jit import JITFunction, cdiv, constexpr_function, jit, must_use_result, next_power_of_2  # noqa: E402,F401
 from .language.values import constexpr  # noqa: E402,F401
 from .autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: E402,F401
 from . import language  # noqa: E402,F401
@@ -25,7 +25,7 @@ from . import language  # noqa: E402,F401
 # package (module `__getattr__`, PEP 562).
 _SUBMODULES = frozenset({"codegen", "compile", "frontend", "interpreter", "ir", "options", "passes", "runtime"})
 
-__all__ = ["jit", "JITFunction", "cdiv", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
+__all__ = ["jit", "JITFunction", "cdiv", "constexpr_function", "next_power_of_2", "CompilationError", "KernelRuntimeError", "constexpr",
            "autotune", "heuristics", "Config", "Autotuner", "Heuristics", "__version__"]
 
 

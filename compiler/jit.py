@@ -503,6 +503,17 @@ class JITFunction:
         return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
                               arch=target, maxnreg=maxnreg)
 
+    def rewrite(self):
+        """Triton's interpreter API: read the function's source and say where its `def` is
+        (`self.rewriter.def_file_lineno`, 1-based, in `self.rewriter.filename`). Returns the rewriter."""
+        from types import SimpleNamespace
+
+        from .frontend.codegen import get_source
+
+        src = get_source(self.fn)
+        self.rewriter = SimpleNamespace(filename=src.file, def_file_lineno=src.line0 + src.fdef.lineno)
+        return self.rewriter
+
     def lower(self, *args, **kwargs):
         """The frontend's IR Module for these arguments (for inspection and tests)."""
         vals, opts = self._bind(args, kwargs)
@@ -693,12 +704,29 @@ def _dependency_sources(jitfn, seen=None) -> dict:
         if getattr(obj, "__tilefarm_jit__", False):
             if obj is not jitfn:
                 _dependency_sources(obj, seen)
+        elif isinstance(obj, type) and getattr(obj, "__tilefarm_aggregate__", False):
+            _aggregate_sources(obj, seen)
         elif inspect.ismodule(obj):
             for attr in names:
                 sub = getattr(obj, attr, None)
                 if sub is not None and getattr(sub, "__tilefarm_jit__", False) and sub is not jitfn:
                     _dependency_sources(sub, seen)
     return seen
+
+
+def _aggregate_sources(cls, seen) -> None:
+    """An aggregate class a kernel names: its constructor and plain methods (code, run while compiling) and its
+    jit methods (with what they call) are part of the kernel."""
+    key = f"{cls.__module__}.{cls.__qualname__}"
+    if key in seen:
+        return
+    seen[key] = repr(cls.__tilefarm_fields__).encode()
+    for m in cls.__tilefarm_methods__:
+        m = getattr(m, "__func__", m)  # staticmethod / classmethod
+        if getattr(m, "__tilefarm_jit__", False):
+            _dependency_sources(m, seen)
+        elif hasattr(m, "__code__"):
+            seen[f"{key}.{m.__name__}"] = _code_fingerprint(m.__code__)
 
 
 def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, **kwargs):
@@ -715,6 +743,15 @@ def must_use_result(fn, reason=True):
     if isinstance(fn, str):
         return lambda f: must_use_result(f, fn)
     fn._must_use_result = reason
+    return fn
+
+
+def constexpr_function(fn):
+    """A plain Python function kernels may call while compiling on compile-time values (Triton's
+    `triton.constexpr_function`): inside a kernel its arguments are unwrapped constexprs and its result is a
+    compile-time value (`BLOCK: tl.constexpr = pick_block(N)`); a runtime tensor argument is an error. Called from
+    Python it is the function itself."""
+    fn.__tilefarm_constexpr_fn__ = True
     return fn
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 import textwrap
 import types as _pytypes
 
@@ -20,6 +21,7 @@ from ..ir.ops import Builder
 from ..ir.types import TensorType
 from ..language import core as lang
 from ..language.core import constexpr, tensor, _unwrap
+from ..language.aggregate import BoundJitMethod
 from . import context, semantic as sem
 from .context import SemanticError
 
@@ -724,9 +726,9 @@ class CodeGenerator(ast.NodeVisitor):
     def _no_return_in_loop(self, node):
         r = _first_return(node.body)
         if r is not None:
-            raise CompilationError("return inside a for or while loop is not supported (as in Triton; a "
-                                   "tl.static_range loop may return): set a flag and test it, or end the loop "
-                                   "with its condition", self.src.loc(r))
+            raise CompilationError("Cannot have `return` statements inside `while` or `for` statements in triton, "
+                                   "nor here (a tl.static_range loop may return): set a flag and test it, or end "
+                                   "the loop with its condition", self.src.loc(r), where=self.src.where(self.src.loc(r)))
 
     def visit_For(self, node):
         if node.orelse:
@@ -969,6 +971,8 @@ class CodeGenerator(ast.NodeVisitor):
                     raise SemanticError(f"{alias}.{node.attr} is not supported by this compiler") from None
             what = "a tensor" if isinstance(obj, tensor) else repr(obj)
             raise SemanticError(f"{what} has no attribute '{node.attr}'") from None
+        if is_jit(v) and getattr(obj, "__tilefarm_aggregate__", False) and not isinstance(obj, type):
+            return BoundJitMethod(v, obj)  # obj.method(...): the jit method with obj as self
         return v
 
     def visit_Tuple(self, node):
@@ -1031,6 +1035,9 @@ class CodeGenerator(ast.NodeVisitor):
         idx = self.visit(node.slice)
         if isinstance(obj, tensor):
             return sem.getitem(obj, idx)
+        getitem = getattr(type(obj), "__getitem__", None) if getattr(obj, "__tilefarm_aggregate__", False) else None
+        if is_jit(getitem):
+            return self.call_jit(getitem, [obj, idx], {})
         idx = _unwrap(idx)
         if isinstance(idx, tensor):
             raise SemanticError("cannot index a Python sequence with a runtime value")
@@ -1192,6 +1199,12 @@ class CodeGenerator(ast.NodeVisitor):
     def call_function(self, fn, args, kwargs):
         if is_jit(fn):
             return self.call_jit(fn, args, kwargs)
+        if isinstance(fn, BoundJitMethod):
+            return self.call_jit(fn.fn, [fn.obj] + list(args), kwargs)
+        if getattr(fn, "__tilefarm_aggregate__", False) or getattr(fn, "__tilefarm_aggregate_fn__", False):
+            # an aggregate's constructor or one of its plain methods: Python run while compiling, on the values
+            # as they are (tensors included)
+            return fn(*args, **kwargs)
         if is_builtin(fn):
             try:
                 return fn(*args, **kwargs)
@@ -1227,6 +1240,15 @@ class CodeGenerator(ast.NodeVisitor):
             uargs = [_unwrap(a) for a in args]
             if any(isinstance(a, tensor) for a in uargs):
                 raise SemanticError(f"{getattr(fn, '__name__', fn)}() cannot take a runtime tensor")
+            if fn in (builtins.min, builtins.max):
+                # Python's min/max and the GPU's differ on NaN and on -0.0 (Python keeps the first of equal
+                # values): refused while compiling, as Triton does, so a constant means the same on both
+                vals = uargs[0] if len(uargs) == 1 and isinstance(uargs[0], (tuple, list)) else uargs
+                for v in vals:
+                    if isinstance(v, float) and (v != v or (v == 0.0 and math.copysign(1.0, v) < 0)):
+                        raise SemanticError(f"{fn.__name__}() of compile-time values with {v!r} is ambiguous (the "
+                                            "GPU's and Python's answers differ): use tl.minimum/tl.maximum on "
+                                            "tensors, or other values")
             if fn in (builtins.int, builtins.float, builtins.bool) or isinstance(fn, type):
                 return fn(*uargs, **{k: _unwrap(v) for k, v in kwargs.items()})
             return fn(*uargs, **{k: _unwrap(v) for k, v in kwargs.items()})
@@ -1270,9 +1292,10 @@ class CodeGenerator(ast.NodeVisitor):
 
 
 def _composite(v) -> bool:
-    """A block pointer or tensor descriptor: a compile-time object over runtime parts (`parts()`,
-    `with_parts()`, `same_structure()`)."""
-    return isinstance(v, (lang.block_ptr, lang.tensor_descriptor))
+    """A block pointer, tensor descriptor or aggregate instance: a compile-time object over runtime parts
+    (`parts()`, `with_parts()`, `same_structure()`)."""
+    return isinstance(v, (lang.block_ptr, lang.tensor_descriptor)) or (
+        getattr(v, "__tilefarm_aggregate__", False) and not isinstance(v, type))
 
 
 def _descriptor_args(pname, p):

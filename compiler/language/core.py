@@ -15,6 +15,7 @@ from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
 )
 
 from .values import _unwrap, constexpr  # noqa: F401,E402
+from .aggregate import _aggregate  # noqa: F401,E402  (tl.core._aggregate, as Triton names it)
 
 bool_ = int1
 
@@ -82,9 +83,17 @@ class assigned_number(constexpr):
 
 
 def builtin(fn):
-    """Mark a function as a tile-language builtin (the frontend calls it directly, with constexprs unwrapped)."""
-    fn.__tilefarm_builtin__ = True
-    return fn
+    """Mark a function as a tile-language builtin (the frontend calls it directly, with constexprs unwrapped).
+    It also takes Triton's internal keywords `_semantic=` and `_generator=` and ignores them, so Python code written
+    against Triton's builtins (an aggregate's constructor calling `tl.arange(0, 4, _semantic=_semantic)`) runs."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args, _semantic=None, _generator=None, **kwargs):
+        return fn(*args, **kwargs)
+
+    call.__tilefarm_builtin__ = True
+    return call
 
 
 def _sem():

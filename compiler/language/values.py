@@ -26,5 +26,41 @@ class constexpr:
         return hash(self.value)
 
 
+def _plain(v) -> bool:
+    return isinstance(v, (bool, int, float, str, tuple, type(None)))
+
+
+def _binary(op, reflected=False):
+    """constexpr <op> constexpr (or a plain Python value) is a constexpr, as in Triton; anything else (a tensor)
+    is left to the other operand."""
+    def f(self, other):
+        o = _unwrap(other)
+        if not (isinstance(other, constexpr) or _plain(o)):
+            return NotImplemented
+        return constexpr(op(o, self.value) if reflected else op(self.value, o))
+    return f
+
+
+def _unary(op):
+    return lambda self: constexpr(op(self.value))
+
+
+def _add_operators():
+    import operator as o
+
+    for name, op in (("add", o.add), ("sub", o.sub), ("mul", o.mul), ("truediv", o.truediv),
+                     ("floordiv", o.floordiv), ("mod", o.mod), ("pow", o.pow), ("lshift", o.lshift),
+                     ("rshift", o.rshift), ("and", o.and_), ("or", o.or_), ("xor", o.xor)):
+        setattr(constexpr, f"__{name}__", _binary(op))
+        setattr(constexpr, f"__r{name}__", _binary(op, reflected=True))
+    for name, op in (("lt", o.lt), ("le", o.le), ("gt", o.gt), ("ge", o.ge), ("ne", o.ne)):
+        setattr(constexpr, f"__{name}__", _binary(op))
+    for name, op in (("neg", o.neg), ("pos", o.pos), ("abs", abs), ("invert", o.invert)):
+        setattr(constexpr, f"__{name}__", _unary(op))
+
+
+_add_operators()
+
+
 def _unwrap(v):
     return v.value if isinstance(v, constexpr) else v

@@ -181,6 +181,7 @@ def _build() -> dict:
         "set_allocator": rt.set_allocator,
         "compile": rt.compile,
         "must_use_result": compiler.must_use_result,
+        "constexpr_function": compiler.constexpr_function,
         "__version__": compiler.__version__,
         "__tilefarm__": True,
     })

@@ -131,7 +131,7 @@ def test_return_inside_a_loop_is_refused():
                 return
             tl.store(X + i, i)
 
-    with pytest.raises(compiler.CompilationError, match="return inside a for or while loop") as e:
+    with pytest.raises(compiler.CompilationError, match="Cannot have `return` statements inside `while` or `for` statements") as e:
         k[(1,)](np.zeros(8, np.int32), 8)
     lines = str(e.value).splitlines()
     assert "test_control_flow.py" in lines[0] and lines[1].strip() == "return" and lines[2].strip() == "^"
@@ -145,7 +145,7 @@ def test_return_inside_a_loop_is_refused():
                 return
             i += 1
 
-    with pytest.raises(compiler.CompilationError, match="return inside a for or while loop"):
+    with pytest.raises(compiler.CompilationError, match="Cannot have `return` statements inside `while` or `for` statements"):
         w[(1,)](np.zeros(8, np.int32), 8)
 
 
