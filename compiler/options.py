@@ -27,6 +27,16 @@ class Options:
     ring_for_occupancy: bool = True
     debug_no_wgmma: bool = False
     debug_no_async_copy: bool = False
+    # No source line information (`.loc` in the PTX, a line table in the cubin: codegen/lineinfo.py), set by
+    # TILEFARM_DISABLE_LINE_INFO=1 or Triton's TRITON_DISABLE_LINE_INFO=1 (compile.options_for). The machine code is
+    # the same either way.
+    disable_line_info: bool = False
+
+    @property
+    def wgmma(self) -> bool:
+        """Whether the target has wgmma: sm_90a only (Blackwell's sm_100a has tcgen05 instead, which this compiler
+        does not use: its dots run on mma.sync there)."""
+        return has_wgmma(self.arch)
 
     @property
     def sm(self) -> int:
@@ -40,3 +50,8 @@ class Options:
         n = self.maxnreg
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 16 <= n <= 255):
             raise ValueError(f"maxnreg must be an int from 16 to 255 (registers per thread), got {n!r}")
+
+
+def has_wgmma(arch) -> bool:
+    """wgmma exists on the arch-specific Hopper target, sm_90a, and on no other."""
+    return str(arch) == "sm_90a"

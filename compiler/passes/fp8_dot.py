@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .dce import dce
 from .layouts import wgmma_applies
+from ..options import has_wgmma
 
 
 def _fp8_source(v):
@@ -26,7 +27,7 @@ def _fp8_source(v):
 
 def fp8_dots(module, options):
     """Pass: dot(cast(a8 -> f16), cast(b8 -> f16), acc) -> dot(a8, b8, acc) where wgmma applies (see above)."""
-    if getattr(options, "debug_no_wgmma", False) or not str(getattr(options, "arch", "")).endswith("a"):
+    if getattr(options, "debug_no_wgmma", False) or not has_wgmma(getattr(options, "arch", "")):
         return module
     changed = False
     for op in list(module.function.walk()):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from ..options import has_wgmma
 
 
 def log2(n: int) -> int:
@@ -399,7 +400,7 @@ def mma_warps(shape, num_warps, version=2, instr_n=8):
 def wgmma_applies(op, options, num_warps) -> tuple | None:
     """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16 -> fp32, whole warpgroups, M a
     multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256), else None."""
-    if not str(getattr(options, "arch", "")).endswith("a") or num_warps % 4:
+    if not has_wgmma(getattr(options, "arch", "")) or num_warps % 4:
         return None
     a = op.operands[0].type
     if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits not in (8, 16):

@@ -158,6 +158,8 @@ def _build() -> dict:
                                                           "CompileTimeAssertionFailure": CompileTimeAssertionFailure})
     comp = CompatModule("triton.compiler", {"errors": comp_errors, "CompilationError": compiler.CompilationError,
                                             "ASTSource": rt.ASTSource, "compile": rt.compile})
+    backends_compiler = CompatModule("triton.backends.compiler", {"GPUTarget": rt.GPUTarget})
+    backends = CompatModule("triton.backends", {"compiler": backends_compiler})
     core = CompatModule("triton.language.core", forward=lang.core)
     language.__dict__["core"] = core
     top = CompatModule("triton", {
@@ -175,6 +177,7 @@ def _build() -> dict:
         "tools": tools,
         "runtime": runtime,
         "compiler": comp,
+        "backends": backends,
         "reinterpret": rt.reinterpret,
         "TensorWrapper": rt.TensorWrapper,
         "TritonError": rt.TritonError,
@@ -190,7 +193,8 @@ def _build() -> dict:
             "triton.language.extra.libdevice": libdevice, "triton.testing": testing, "triton.tools": tools,
             "triton.tools.tensor_descriptor": tensor_descriptor, "triton.tools.mxfp": mxfp, "triton.runtime": runtime,
             "triton.runtime.jit": rt_jit, "triton.runtime.errors": rt_errors, "triton.compiler": comp,
-            "triton.compiler.errors": comp_errors, "triton.language.core": core}
+            "triton.compiler.errors": comp_errors, "triton.language.core": core, "triton.backends": backends,
+            "triton.backends.compiler": backends_compiler}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
     return mods
 
@@ -211,4 +215,5 @@ def compat_module(name: str):
 MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
           "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime", "triton.runtime.jit",
-          "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core")
+          "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core",
+          "triton.backends", "triton.backends.compiler")

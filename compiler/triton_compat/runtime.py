@@ -172,6 +172,8 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001 - Tri
     if target is not None:
         a = str(getattr(target, "arch", target))
         arch = a if a.startswith("sm_") else f"sm_{a}"
+        if a.isdigit() and int(a) >= 100:
+            arch += "a"  # Triton builds Blackwell and later for the arch-specific target (sm_100a ...)
     try:
         return compile_kernel(src.fn, src.params(), num_warps=opts.get("num_warps", 4),
                               num_stages=opts.get("num_stages", 3), debug=bool(opts.get("debug", False)), arch=arch)
