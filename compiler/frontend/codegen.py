@@ -958,6 +958,9 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         obj = self.visit(node.value)
+        if isinstance(obj, constexpr) and not isinstance(obj, lang.assigned_number) and node.attr in ("type",
+                                                                                                     "value"):
+            return getattr(obj, node.attr)  # a constexpr's own: constexpr_type(v), and v (as in Triton)
         obj = _unwrap(obj)
         if isinstance(obj, (bool, int, float)) and not hasattr(obj, node.attr) and hasattr(tensor, node.attr):
             obj = sem.to_tensor(obj)  # `acc = 0; acc.to(tl.int64)`: a number is a scalar tensor here
@@ -1342,7 +1345,7 @@ def _tuple_value(p, args):
             a = next(args)
             items.append(tensor(a, a.type))
         else:
-            items.append(sub[1])
+            items.append(constexpr(sub[1]))  # a constexpr, or an int specialized (== 1): constexpr_type(v)
     cls = p[1]
     return cls(*items) if cls is not tuple and hasattr(cls, "_fields") else tuple(items)
 
@@ -1392,7 +1395,7 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
             scope[pname] = tensor(a, a.type)
             ai += 1
         else:
-            scope[pname] = p[1]
+            scope[pname] = constexpr(p[1])  # constexprs and specialized ints: `N.type` is constexpr_type(N)
     gen = CodeGenerator(src, builder, scope)
     prev = context.push(gen)
     try:

@@ -80,3 +80,19 @@ def test_list_comprehension():
     out = poison(16, np.int32)
     comprehension_kernel[(1,)](out, BLOCK=16)
     np.testing.assert_array_equal(out, np.arange(16) * 4 + 5)
+
+
+def test_constexpr_and_specialized_ints_have_a_constexpr_type():
+    """As in Triton: a constexpr parameter, and an int argument equal to 1 (specialized), are constexprs inside the
+    kernel, `x.type` a tl.constexpr_type and `x.value` the value; a runtime int is a scalar tensor."""
+    @compiler.jit
+    def k(X, n, strides, N: tl.constexpr):
+        tl.static_assert(isinstance(N.type, tl.constexpr_type) and N.value == 8)
+        tl.static_assert(isinstance(strides[1].type, tl.constexpr_type) and strides[1].value == 1)
+        tl.static_assert(not isinstance(strides[0].type, tl.constexpr_type))
+        tl.static_assert(not isinstance(n.type, tl.constexpr_type))
+        tl.store(X + tl.arange(0, N), tl.arange(0, N) * strides[0] + strides[1] + n)
+
+    x = np.zeros(8, np.int32)
+    k[(1,)](x, 5, (3, 1), N=8)
+    np.testing.assert_array_equal(x, np.arange(8) * 3 + 6)
