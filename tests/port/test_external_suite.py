@@ -96,3 +96,51 @@ def test_external_suite_counts(tmp_path):
     else:
         assert "under Triton either" in broken["note"]
     assert "| test_small.py | 2 | 2 | 0 |" in (out / "external-suite.md").read_text()
+
+
+CODEGEN_SUITE = '''
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def double(X, Y, BLOCK: tl.constexpr):
+        tl.store(Y + tl.arange(0, BLOCK), tl.load(X + tl.arange(0, BLOCK)) * 2)
+
+
+    def test_built_for_the_gpu_too():
+        from compiler import compile as C
+
+        x = np.arange(64, dtype=np.float32)
+        y = np.full(64, np.nan, np.float32)
+        double[(1,)](x, y, BLOCK=64)
+        np.testing.assert_array_equal(y, x * 2)  # the interpreter ran it
+        assert C.stats()["compiled"] == 1, C.stats()  # and built by the code generator
+'''
+
+
+def test_external_suite_codegen_builds_every_launch(tmp_path):
+    """--gpu-paths --codegen: each launch is compiled to PTX and a cubin before the interpreter runs it (without
+    --codegen the same test fails: nothing was compiled)."""
+    import shutil
+
+    from compiler.codegen.ptx import find_ptxas
+
+    if find_ptxas() is None:
+        import pytest
+
+        pytest.skip("ptxas not found")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_cg.py").write_text(textwrap.dedent(CODEGEN_SUITE))
+    for extra, passed in ((["--codegen"], 1), ([], 0)):
+        out = tmp_path / f"out{len(extra)}"
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+        env = dict(os.environ, TILEFARM_CACHE_DIR=str(tmp_path / "cache"))
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "external_suite.py"), "--suite",
+                            str(suite), "--out", str(out), "--device", "cpu", "--gpu-paths", *extra, "--timeout", "120"],
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        doc = json.loads((out / "external-suite.json").read_text())
+        assert doc["files"]["test_cg.py"]["passed"] == passed, doc["tests"]
