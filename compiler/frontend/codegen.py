@@ -783,7 +783,8 @@ class CodeGenerator(ast.NodeVisitor):
         if down:
             def iv_map(iv):
                 return sem.add(sem.sub(ub_t, iv), lb_t)
-        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype, iv_map)
+        attrs = {"num_stages": r.num_stages} if getattr(r, "num_stages", None) is not None else {}
+        self._runtime_loop(node, node.target.id, lb_t, ub_t, st_t, iv_dtype, iv_map, attrs)
 
     def _carried(self, body_stmts, extra_exclude=()):
         names = [n for n in _assigned_names(body_stmts) if n in self.scope and n not in extra_exclude]
@@ -821,7 +822,7 @@ class CodeGenerator(ast.NodeVisitor):
             for i, part in enumerate(v.parts()):
                 self.scope[f"{n}#{i}"] = part
 
-    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype, iv_map=None):
+    def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype, iv_map=None, attrs=None):
         b = self.builder
         carried = self._carried(node.body, (ivname,))
         before = dict(self.scope)
@@ -868,7 +869,8 @@ class CodeGenerator(ast.NodeVisitor):
             vals = [self._coerce(self.scope[n], t, n).handle for n, t in zip(carried, init_types)]
             b.yield_(vals)
             b.set_insertion_block(parent)
-            op = b.create("for", [lb.handle, ub.handle, step.handle] + [v.handle for v in inits], init_types, {},
+            op = b.create("for", [lb.handle, ub.handle, step.handle] + [v.handle for v in inits], init_types,
+                          dict(attrs or {}),
                           [body])
             self.scope = dict(before)
             for n, r in zip(carried, op.results):

@@ -895,7 +895,9 @@ class static_range:
 
 
 class range:
-    """`for i in tl.range(...)`: a runtime loop (num_stages / loop_unroll_factor hints are accepted)."""
+    """`for i in tl.range(...)`: a runtime loop. `num_stages` is this loop's own pipelining depth (the launch's
+    num_stages otherwise; below 2, its loads are not pipelined); the other hints (loop_unroll_factor, flatten,
+    warp_specialize, disallow_acc_multi_buffer) are accepted and left to the compiler."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None, flatten=False,
                  warp_specialize=False, disallow_acc_multi_buffer=False):
@@ -904,6 +906,12 @@ class range:
         else:
             self.start, self.end = arg1, arg2
         self.step = 1 if step is None else step
+        stages = _unwrap(num_stages)
+        if stages is not None and (isinstance(stages, bool) or not isinstance(stages, int) or stages < 0):
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"tl.range's num_stages must be a non-negative int, got {stages!r}")
+        self.num_stages = stages
 
 
 # static_assert / static_print are handled by the frontend itself (they need the source location).

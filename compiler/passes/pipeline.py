@@ -43,15 +43,19 @@ from .layouts import wgmma_applies
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
+def loop_stages(loop, options) -> int:
+    """A loop's pipelining depth: its own (`tl.range(..., num_stages=k)`), else the launch's num_stages."""
+    n = loop.attrs.get("num_stages")
+    return getattr(options, "num_stages", 1) if n is None else n
+
+
 def pipeline_loads(module, options):
-    """Pass: rotate the loads of K loops that contain a dot (see the module docstring); num_stages < 2 or
-    loops without a dot are left alone."""
-    if getattr(options, "num_stages", 1) < 2:
-        return module
+    """Pass: rotate the loads of K loops that contain a dot (see the module docstring); loops of fewer than 2
+    stages (loop_stages) or without a dot are left alone."""
     threads = 32 * options.num_warps
     rings = False
     for op in list(module.function.walk()):
-        if op.kind != "for":
+        if op.kind != "for" or loop_stages(op, options) < 2:
             continue
         ndots = sum(o.kind == "dot" for o in op.blocks[0].ops)
         # Loops whose dots all run on wgmma take the copy ring (matmul's K loop, attention's KV loop). Otherwise
@@ -393,7 +397,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # whose wgmmas the first dot's wait retired (a dot leaves at most one group in flight). Measured on the H200
     # (BH32 L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays
     # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
-    stages = getattr(options, "num_stages", 3)
+    stages = loop_stages(loop, options)
 
     def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
         least = 2 if tight else 3
