@@ -48,7 +48,7 @@ class _Located:
     `.calls`: the call sites that led there, innermost first, each (loc, where)."""
 
     def __init__(self, message: str, loc=None, *, where=None, calls=(), cause=None):
-        self.raw_message = self.message = message
+        self.raw_message = self.message = self.error_message = message  # error_message: Triton's name
         self.loc = loc
         self.where = where
         self.calls = tuple(calls)
@@ -108,7 +108,7 @@ class KernelRuntimeError(_Located, CompilerError, RuntimeError):
 
 def _rebuild(cls, message, loc, text):
     err = cls.__new__(cls)
-    err.raw_message = err.message = message
+    err.raw_message = err.message = err.error_message = message
     err.loc = loc
     err.where, err.calls = None, ()
     Exception.__init__(err, text)

@@ -490,7 +490,7 @@ def mod(a, b):
     return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
 
 
-def _int_only(kind, a, b, sym):
+def _int_operands(a, b, sym):
     for v in (_unwrap(a), _unwrap(b)):
         if (isinstance(v, tensor) and v.dtype.is_floating()) or isinstance(v, float):
             ta, tb = (x.dtype if isinstance(x, tensor) else scalar_dtype_of_python(x) for x in (_unwrap(a), _unwrap(b)))
@@ -498,6 +498,11 @@ def _int_only(kind, a, b, sym):
     a2, b2 = binary_operands(a, b)
     if not a2.dtype.is_int():
         raise SemanticError(f"operator {sym} needs integer operands, got {a2.dtype!r}")
+    return a2, b2
+
+
+def _int_only(kind, a, b, sym):
+    a2, b2 = _int_operands(a, b, sym)
     return tensor(_b().binary(kind, a2.handle, b2.handle), a2.type)
 
 
@@ -518,7 +523,20 @@ def shl(a, b):
 
 
 def shr(a, b):
-    return _int_only("shr", a, b, ">>")
+    """a >> b as Triton shifts: arithmetic when the left operand's own type is signed, logical when unsigned (a
+    Python number on the left takes the right operand's), whatever type the two promote to (int16 >> uint16 is a
+    uint16 whose bits are shifted arithmetically)."""
+    ua, ub = _unwrap(a), _unwrap(b)
+    lhs = ua if isinstance(ua, tensor) else ub if isinstance(ub, tensor) else None
+    a2, b2 = _int_operands(a, b, ">>")
+    d = a2.dtype
+    if lhs is None or lhs.dtype.is_bool() or d.is_bool() or lhs.dtype.is_int_signed() == d.is_int_signed():
+        return tensor(_b().binary("shr", a2.handle, b2.handle), a2.type)
+    # the promoted type's signedness differs from the left operand's: shift the same bits the other way
+    want = getattr(T, ("int" if lhs.dtype.is_int_signed() else "uint") + str(d.primitive_bitwidth))
+    shifted = tensor(_b().binary("shr", cast(a2, want, bitcast=True).handle, cast(b2, want, bitcast=True).handle),
+                     a2.type.with_element(want))
+    return cast(shifted, d, bitcast=True)
 
 
 def minimum(a, b, propagate_nan=False):
