@@ -247,7 +247,8 @@ class CodeGenerator(ast.NodeVisitor):
             raise err from err.__cause__
         except (TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError,
                 OverflowError, NotImplementedError) as e:
-            err = CompilationError(f"{type(e).__name__}: {e}", loc, where=self.src.where(loc), cause=e)
+            msg = str(e) if isinstance(e, T.UnsupportedTypeError) else f"{type(e).__name__}: {e}"
+            err = CompilationError(msg, loc, where=self.src.where(loc), cause=e)
             raise err from err.__cause__
         except RecursionError:
             raise CompilationError("recursion too deep while compiling (recursive jit calls?)", loc,
@@ -1378,6 +1379,11 @@ def lower(jitfn, params: list, constants: dict, name: str | None = None) -> Modu
                 arg_attrs[len(arg_names)] = dict(p[2])
             arg_names.append(pname)
             arg_types.append(p[1])
+    for aname, aty in zip(arg_names, arg_types):
+        bad = T.unsupported_element(aty)
+        if bad is not None:
+            loc = src.loc(src.fdef)
+            raise CompilationError(f"argument {aname}: {T.unsupported_message(bad)}", loc, where=src.where(loc))
     func = Function(name or fn.__name__, arg_names, arg_types, loc=src.loc(src.fdef))
     func.arg_attrs = arg_attrs
     builder = Builder(func.body)

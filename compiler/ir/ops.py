@@ -117,6 +117,10 @@ class Builder:
         self.block = block
 
     def create(self, kind, operands=(), result_types=(), attrs=None, blocks=(), loc=None) -> Op:
+        for t in result_types:  # Triton's fp8 names NVIDIA GPUs do not have: refused where a kernel computes with one
+            bad = T.unsupported_element(t)
+            if bad is not None:
+                raise T.UnsupportedTypeError(T.unsupported_message(bad))
         op = Op(kind, operands, result_types, attrs, blocks, loc or self.loc)
         self.block.append(op)
         return op

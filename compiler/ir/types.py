@@ -368,11 +368,35 @@ float64 = dtype("float64", "float", 64, "f64")
 float8e4nv = dtype("float8e4nv", "float", 8, "fp8e4nv")
 float8e5 = dtype("float8e5", "float", 8, "fp8e5")
 FP8_DTYPES = [float8e4nv, float8e5]
+# Triton's fp8 formats that NVIDIA GPUs do not have (AMD's fnuz pair; e4b15, Triton's software format it deprecates
+# on Hopper): the names exist, so code that names, compares or reinterprets them runs, and a kernel that computes
+# with one is refused ("not supported in this architecture", Triton's words on NVIDIA GPUs).
+float8e4b15 = dtype("float8e4b15", "float", 8, "fp8e4b15")
+float8e4b8 = dtype("float8e4b8", "float", 8, "fp8e4b8")
+float8e5b16 = dtype("float8e5b16", "float", 8, "fp8e5b16")
+UNSUPPORTED_FP8 = frozenset((float8e4b15, float8e4b8, float8e5b16))
+
+
+def unsupported_element(t):
+    """The unsupported fp8 dtype a type holds or points to (see UNSUPPORTED_FP8), else None."""
+    e = getattr(t, "element", t)
+    while isinstance(e, pointer_type):
+        e = e.element_ty
+    return e if e in UNSUPPORTED_FP8 else None
+
+
+def unsupported_message(d) -> str:
+    return (f"tl.{d.name} is not supported in this architecture: NVIDIA GPUs have the fp8 formats tl.float8e4nv and "
+            "tl.float8e5")
+
+
+class UnsupportedTypeError(ValueError):
+    """A kernel computes with a dtype this target does not have (unsupported_message says which)."""
 
 ALL_DTYPES = [int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64]
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 _BY_NAME.update({"bool": int1, "i1": int1, "fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64})
-for _d in ALL_DTYPES + FP8_DTYPES:
+for _d in ALL_DTYPES + FP8_DTYPES + sorted(UNSUPPORTED_FP8, key=lambda d: d.name):
     _BY_NAME[_d.name] = _BY_NAME[_d.short] = _d
 _BY_NAME.update({"fp8e4m3": float8e4nv, "e4m3": float8e4nv, "fp8e5m2": float8e5, "e5m2": float8e5})
 
@@ -411,6 +435,8 @@ def _fp8_np(name):
         import numpy as np
     except Exception as e:  # pragma: no cover - ml_dtypes is a dependency
         raise RuntimeError(f"{name} arrays need ml_dtypes") from e
+    if name not in ("float8e4nv", "float8e5"):
+        raise UnsupportedTypeError(unsupported_message(from_name(name)))
     return np.dtype(_ml_dtypes.float8_e4m3fn if name == "float8e4nv" else _ml_dtypes.float8_e5m2)
 
 

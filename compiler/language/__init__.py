@@ -3,7 +3,7 @@ from .core import *  # noqa: F401,F403
 from .core import (  # noqa: F401
     constexpr, dtype, pointer_type, builtin, static_range, range, static_assert, static_print,
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,
-    float8e4nv, float8e5, bool_,
+    float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16, bool_,
     sum, max, min, abs, const, constexpr_type, PropagateNan,
 )
 from . import extra, math, random  # noqa: F401

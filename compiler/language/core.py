@@ -10,7 +10,8 @@ import enum as _enum
 
 from ..ir import optable as _optable, types as _T
 from ..ir.types import (  # noqa: F401  (re-exported as tl.float32 ...)
-    TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, int1, int8, int16, int32, int64,
+    TensorType, bfloat16, dtype, float16, float32, float64, float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16,
+    int1, int8, int16, int32, int64,
     pointer_type, uint8, uint16, uint32, uint64,
 )
 

@@ -284,3 +284,26 @@ def test_dot_scaled_scale_shape_in_tritons_words():
     with pytest.raises(compiler.CompilationError) as ei:
         k.lower(np.zeros(32 * 32, np.float32))
     assert str(ei.value.__cause__) == "lhs_scale must be a tensor of shape [32, 2]. Got ['32', '4']"
+
+
+@pytest.mark.parametrize("name", ["float8e4b15", "float8e4b8", "float8e5b16"])
+def test_other_hardwares_fp8_names_exist_and_kernels_using_them_are_refused(name):
+    d = getattr(tl, name)
+    assert d.primitive_bitwidth == 8 and d == getattr(tl, name) and d != tl.float8e5 and d.is_fp8()
+
+    @compiler.jit
+    def computes(X, DT: tl.constexpr):
+        tl.store(X + tl.arange(0, 16), tl.full((16,), 1.0, DT).to(tl.float32))
+
+    with pytest.raises(compiler.CompilationError, match=f"tl.{name} is not supported in this architecture") as ei:
+        computes.lower(np.zeros(16, np.float32), d)
+    assert "in this architecture" in str(ei.value.__cause__)
+
+    from compiler.triton_compat.runtime import reinterpret
+
+    @compiler.jit
+    def takes(X):
+        tl.store(X, tl.load(X))
+
+    with pytest.raises(compiler.CompilationError, match=f"argument X: tl.{name} is not supported"):
+        takes[(1,)](reinterpret(np.zeros(16, np.uint8), d))

@@ -136,7 +136,7 @@ def test_compat_names(tmp_path):
     x = np.ones(8, np.float32)
     tl_compat = m.tl
     assert repr(tl_compat.float8e4b15) == "float8e4b15" and tl_compat.float8e4b15 != tl_compat.float8e5
-    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b15 is not supported"):
+    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b15 is not supported in this architecture"):
         m.uses_fp8b15[(1,)](x, BLOCK=8)
     with pytest.raises(compiler.CompilationError, match=r"tl\.no_such_function is not supported by this compiler"):
         m.uses_missing[(1,)](x, BLOCK=8)
