@@ -102,7 +102,7 @@ def _warn_retired_switches(value: str) -> None:
 def lower_kernel(jitfn, params):
     """Frontend only: the kernel's IR Module for one specialization."""
     try:
-        return lower(jitfn, params, {})
+        return lower(jitfn, params, {}, name=kernel_name(jitfn, params))
     except CompilationError as e:
         raise e.with_traceback(None) from e.__cause__
 
@@ -283,10 +283,48 @@ def toolchain() -> dict:
 
 def cache_key(jitfn, params, options) -> str:
     """The kernel cache key of one specialization: sha256 over the kernel's source (and its jit callees'), its
+def _triton_type(t) -> str:
+    """A parameter's type as Triton's signature strings write it ("i32", "u64", "fp32", "bf16", "*fp16")."""
+    from .ir import types as T
+
+    e = t.element
+    if e.is_ptr():
+        return "*" + _triton_type(T.TensorType(e.element_ty))
+    if e.is_bool():
+        return "i1"
+    if e.kind == "float":
+        return "bf16" if e.name == "bfloat16" else e.short if e.bits == 8 else f"fp{e.bits}"
+    return ("u" if e.kind == "uint" else "i") + str(e.bits)
+
+
+def kernel_name(jitfn, params) -> str:
+    """The compiled kernel's name: the function's, or what its `repr=` function (Triton's) makes of the
+    specialization: `.signature` {parameter: Triton type string, "constexpr" for constants} and `.constants`
+    {parameter: value} of the compile-time ones (constexprs and ints specialized as 1). Characters PTX does not
+    allow in a name become '_'."""
+    fn = getattr(jitfn, "repr", None)
+    if fn is None:
+        return jitfn.fn.__name__
+    import re
+    from types import SimpleNamespace
+
+    sig, consts = {}, {}
+    for name, p in zip(jitfn.arg_names, params):
+        if p[0] == "arg":
+            sig[name] = _triton_type(p[1])
+        elif p[0] == "const":
+            sig[name], consts[name] = "constexpr", p[1]
+        else:
+            sig[name] = p[0]
+    got = str(fn(SimpleNamespace(signature=sig, constants=consts)))
+    name = re.sub(r"[^A-Za-z0-9_$]", "_", got)
+    return name if name and not name[0].isdigit() else f"_{name}"
+
+
     name, the parameters' specialization, the options and the toolchain. The only place a key is made."""
     from .runtime.cache import cache_key as digest
 
-    desc = {"kernel": jitfn.cache_key, "name": jitfn.fn.__name__, "params": _params_repr(params),
+    desc = {"kernel": jitfn.cache_key, "name": kernel_name(jitfn, params), "params": _params_repr(params),
             "options": options, "toolchain": toolchain()}
     if getattr(options, "debug", False):  # device asserts carry the kernel file's path
         import inspect
@@ -396,7 +434,7 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
     _stats["compiled"] += 1
     try:
         with _collector_paused():
-            module = lower(jitfn, params, {})
+            module = lower(jitfn, params, {}, name=kernel_name(jitfn, params))
             module.options = options
             from .passes import run_pipeline
 
@@ -408,7 +446,7 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             cubin, regs = _occupancy_holds(out, arch)
             if regs is not None:  # a ring sized for one more block per SM that ptxas's registers do not allow: loose
                 options = dataclasses.replace(options, ring_for_occupancy=False)
-                module = lower(jitfn, params, {})
+                module = lower(jitfn, params, {}, name=kernel_name(jitfn, params))
                 module.options = options
                 module = run_pipeline(module, options, upto="dce")
                 tile = print_module(module)

@@ -111,7 +111,9 @@ def _int_handler(a):
         return ("i32", (a & 15) == 0), a, "int"
     if -(2**63) <= a < 2**63:
         return ("i64", (a & 15) == 0), a, "int"
-    return ("u64", (a & 15) == 0), a, "int"
+    if 0 <= a < 2**64:
+        return ("u64", (a & 15) == 0), a, "int"
+    raise OverflowError(f"integer argument {a} does not fit in 64 bits (int64 or uint64), as Triton requires")
 
 
 def _float_handler(a):
@@ -298,6 +300,9 @@ class JITFunction:
         self.defaults = {p.name: p.default for p in self.params if p.default is not inspect.Parameter.empty}
         dns = do_not_specialize or ()
         self.do_not_specialize = {self.arg_names[d] if isinstance(d, int) else d for d in dns}
+        # Triton's `repr=`: a function of the specialization (`.signature`, `.constants`) that names the compiled
+        # kernel (its PTX entry and CompiledKernel.name); compile.kernel_name calls it
+        self.repr = repr
         self.debug = debug
         self._kernels: dict = {}
         self._ir_cache: dict = {}
@@ -349,7 +354,7 @@ class JITFunction:
                 except ValueError:
                     pass
         new = _define_from_source(textwrap.dedent(new_src), fn.__name__, scope)
-        self.__init__(new, debug=self.debug, do_not_specialize=tuple(self.do_not_specialize))
+        self.__init__(new, debug=self.debug, do_not_specialize=tuple(self.do_not_specialize), repr=self.repr)
 
     def __call__(self, *args, **kwargs):
         raise CompilationError(f"{self.__name__} is a kernel: launch it as {self.__name__}[grid](...), or call it "
@@ -729,10 +734,11 @@ def _aggregate_sources(cls, seen) -> None:
             seen[f"{key}.{m.__name__}"] = _code_fingerprint(m.__code__)
 
 
-def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, **kwargs):
-    """Decorate a kernel or device function written in the tile language."""
+def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, repr=None, **kwargs):
+    """Decorate a kernel or device function written in the tile language. `repr=`: Triton's kernel-naming
+    function of the specialization (compile.kernel_name)."""
     def wrap(f):
-        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline)
+        return JITFunction(f, debug=debug, do_not_specialize=do_not_specialize, noinline=noinline, repr=repr)
 
     return wrap(fn) if fn is not None else wrap
 

@@ -91,3 +91,33 @@ def test_autotuned_kernel_with_a_launch_option_parameter():
     assert (x == k.best_config.num_warps).all()
     ck = k.warmup(x, 64, grid=(1,), target="sm_90a")
     assert sorted(c.asm["ptx"].count(".reqntid 256") for c in ck) == [0, 1]
+
+
+def test_repr_names_the_compiled_kernel():
+    """Triton's `jit(repr=...)`: the kernel's name (PTX entry, CompiledKernel.name) from the specialization."""
+    def name(spec):
+        consts = "_".join(k for k, v in spec.constants.items() if v == 1)
+        return f"scale_{spec.signature['X']}_{spec.signature['n']}_{consts}"
+
+    @compiler.jit(repr=name)
+    def scale(X, n, one):
+        tl.store(X, tl.load(X) * n * one)
+
+    k = scale.warmup(np.zeros(4, np.float32), 2**40, 1, grid=(1,), target="sm_90")
+    assert k.name == "scale__fp32_i64_one"
+    assert ".entry scale__fp32_i64_one(" in k.asm["ptx"]
+    assert scale.warmup(np.zeros(4, np.float32), 7, 1, grid=(1,), target="sm_90").name == "scale__fp32_i32_one"
+
+
+@pytest.mark.parametrize("value,ok", [(2**64 - 1, True), (2**64, False), (-2**63, True), (-2**63 - 1, False)])
+def test_integer_arguments_must_fit_64_bits(value, ok):
+    @compiler.jit
+    def k(V, X):
+        tl.store(X, V)
+
+    x = np.zeros(1, np.float64)
+    if ok:
+        k[(1,)](value, x)
+    else:
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            k[(1,)](value, x)
