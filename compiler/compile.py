@@ -244,8 +244,10 @@ class CompiledKernel:
 
 # Environment variables that change the generated code, and the option each one sets: read here only (options_for),
 # so the options -- and with them the cache key -- say everything. TILEFARM_ARCH is read by default_arch (the target
-# is an option too); TILEFARM_PTXAS names the assembler (toolchain).
-ENV_OPTIONS = {"TILEFARM_NO_WGMMA": "debug_no_wgmma"}
+# is an option too); TILEFARM_PTXAS names the assembler (toolchain). The line-info switches change the PTX's `.loc`
+# directives and the cubin's line table, not its machine code; TRITON_DISABLE_LINE_INFO is Triton's name.
+ENV_OPTIONS = {"TILEFARM_NO_WGMMA": "debug_no_wgmma", "TILEFARM_DISABLE_LINE_INFO": "disable_line_info",
+               "TRITON_DISABLE_LINE_INFO": "disable_line_info"}
 
 
 def _env_flag(name: str) -> bool:
@@ -281,8 +283,6 @@ def toolchain() -> dict:
     return out
 
 
-def cache_key(jitfn, params, options) -> str:
-    """The kernel cache key of one specialization: sha256 over the kernel's source (and its jit callees'), its
 def _triton_type(t) -> str:
     """A parameter's type as Triton's signature strings write it ("i32", "u64", "fp32", "bf16", "*fp16")."""
     from .ir import types as T
@@ -321,6 +321,8 @@ def kernel_name(jitfn, params) -> str:
     return name if name and not name[0].isdigit() else f"_{name}"
 
 
+def cache_key(jitfn, params, options) -> str:
+    """The kernel cache key of one specialization: sha256 over the kernel's source (and its jit callees'), its
     name, the parameters' specialization, the options and the toolchain. The only place a key is made."""
     from .runtime.cache import cache_key as digest
 

@@ -15,8 +15,10 @@ Pointers are stood in by small 16-byte-aligned NumPy arrays, so a parameter spec
 (dtype, alignment, integers divisible by 16). The snapshot is tests/codegen/ptx_snapshot.json, checked by
 tests/codegen/test_ptx_snapshot.py: a change in code generation shows there at once, and a commit that means it
 regenerates the snapshot with --update. Code-changing environment switches are cleared and the kernel caches are
-off while the cases compile, so the snapshot is always of the default code, freshly built. Every run also checks
-that code generation only reads the IR (IRGuard): a case whose IR differs after its emission fails the run.
+off while the cases compile, so the snapshot is always of the default code, freshly built. The hash is of the PTX
+without its source line information (`.loc` / `.file` directives, codegen/ptx.py strip_line_info): a kernel moved
+within its file keeps its hash, and line info on or off hashes the same. Every run also checks that code generation
+only reads the IR (IRGuard): a case whose IR differs after its emission fails the run.
 """
 from __future__ import annotations
 
@@ -261,7 +263,11 @@ def _codegen_test_cases(out):
 
 
 def digest(ptx: str) -> str:
-    return hashlib.sha256(ptx.encode()).hexdigest()
+    """sha256 of the PTX without its source line information (`.loc` / `.file`: codegen/lineinfo.py), so moving a
+    kernel in its file keeps the hash: the snapshot is of the code."""
+    from compiler.codegen.ptx import strip_line_info
+
+    return hashlib.sha256(strip_line_info(ptx).encode()).hexdigest()
 
 
 def ir_fingerprint(fn) -> list:

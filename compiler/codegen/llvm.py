@@ -270,6 +270,7 @@ class Emitter:
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
         self._strings: dict = {}
+        self.dbg = None  # LineInfo (codegen/lineinfo.py) when the kernel carries source line information
 
     # ---- infrastructure -------------------------------------------------------------------------------
     def intrinsic(self, name, ret, args, var_arg=False):
@@ -463,6 +464,10 @@ class Emitter:
         body = self.kfn.append_basic_block("body")
         self.eb = ir.IRBuilder(entry)
         self.b = ir.IRBuilder(body)
+        if not self.opts.disable_line_info:
+            from .lineinfo import LineInfo
+
+            self.dbg = LineInfo.for_function(self.mod, self.kfn, f)
         self.tid = self.sreg("tid.x")
         self.lane = self.eb.and_(self.tid, self.i32(31))
         # The warp index broadcast from lane 0: the same value, but ptxas then knows it is warp-uniform and keeps
@@ -491,17 +496,29 @@ class Emitter:
 
     def block(self, block):
         for op in block.ops:
-            fn = EMIT.get(op.kind)
-            if fn is None:
-                raise error(f"operation '{op.kind}' is not supported by the code generator", op.loc)
+            self.emit_op(op)
+
+    def emit_op(self, op):
+        """Emit one op (its emitter from EMIT). With line info, every instruction either builder makes for it
+        (entry-block values it asks for included) carries the op's location, and the enclosing op's location
+        is back in place afterwards (a loop's increment and branch after its body, say)."""
+        fn = EMIT.get(op.kind)
+        if fn is None:
+            raise error(f"operation '{op.kind}' is not supported by the code generator", op.loc)
+        if self.dbg is None:
             fn(self, op)
+            return
+        outer = self.b.debug_metadata
+        self.b.debug_metadata = self.eb.debug_metadata = self.dbg.at(op.loc)
+        fn(self, op)
+        self.b.debug_metadata = self.eb.debug_metadata = outer
 
     def inline(self, block, args):
         """Emit `block` with its arguments bound to `args`; return the LLVM values of its terminator."""
         for a, v in zip(block.args, args):
             self.env[a.id] = v
         for op in block.ops[:-1]:
-            EMIT[op.kind](self, op)
+            self.emit_op(op)
         return [self.env[v.id] for v in block.ops[-1].operands]
 
 
@@ -977,10 +994,7 @@ def _block_ops(self, block):
     for op in block.ops:
         if op.kind in ("yield", "condition"):
             continue
-        fn = EMIT.get(op.kind)
-        if fn is None:
-            raise error(f"operation '{op.kind}' is not supported by the code generator", op.loc)
-        fn(self, op)
+        self.emit_op(op)
 
 
 Emitter.block_ops = _block_ops

@@ -5,6 +5,7 @@ linked only into modules that call `__nv_*` functions, then internalized so unus
 """
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
@@ -69,10 +70,11 @@ def _target_machine(arch: str, opt: int = 3, short_ptr: bool = False):
         llvm.set_option("", "--nvptx-short-ptr=false")
 
 
-def _pkg_dirs():
-    """Roots of NVIDIA's pip packages (nvidia-cuda-nvcc / cu13) that may hold bin/ptxas and nvvm/libdevice."""
+def _pkg_dirs(more=()):
+    """Roots of NVIDIA's pip packages (nvidia-cuda-nvcc / cu13, and the modules `more` names) that may hold
+    bin/ptxas and nvvm/libdevice."""
     out = []
-    for modname in ("nvidia.cu13", "nvidia.cuda_nvcc", "nvidia.cu12"):
+    for modname in ("nvidia.cu13", "nvidia.cuda_nvcc", "nvidia.cu12", *more):
         try:
             mod = __import__(modname, fromlist=["_"])
         except Exception:
@@ -87,19 +89,30 @@ def _pkg_dirs():
 def find_ptxas() -> str | None:
     """ptxas from TILEFARM_PTXAS, the pip package, CUDA_HOME or CUDA_PATH /bin, beside the Python executable,
     /usr/local/cuda/bin, or PATH (None: absent). Found once per process (`find_ptxas.cache_clear()` to look again)."""
-    env = os.environ.get("TILEFARM_PTXAS")
+    return _find_tool("ptxas", "TILEFARM_PTXAS")
+
+
+@functools.lru_cache(maxsize=None)
+def find_nvdisasm() -> str | None:
+    """nvdisasm (the cubin's SASS; `-g` adds the source lines of its line table), looked for as find_ptxas looks
+    for ptxas: TILEFARM_NVDISASM, the pip package (nvidia-cuda-nvdisasm), CUDA_HOME ... PATH. None: absent."""
+    return _find_tool("nvdisasm", "TILEFARM_NVDISASM", ("nvidia.cuda_nvdisasm",))
+
+
+def _find_tool(name: str, var: str, more_pkgs=()) -> str | None:
+    env = os.environ.get(var)
     if env and os.path.isfile(env) and os.access(env, os.X_OK):
         return env
-    cands = [os.path.join(d, "bin", "ptxas") for d in _pkg_dirs()]
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            cands.append(os.path.join(os.environ[var], "bin", "ptxas"))
-    cands.append(os.path.join(os.path.dirname(sys.executable), "ptxas"))
-    cands.append("/usr/local/cuda/bin/ptxas")
+    cands = [os.path.join(d, "bin", name) for d in _pkg_dirs(more_pkgs)]
+    for home in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(home):
+            cands.append(os.path.join(os.environ[home], "bin", name))
+    cands.append(os.path.join(os.path.dirname(sys.executable), name))
+    cands.append(f"/usr/local/cuda/bin/{name}")
     for c in cands:
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return c
-    return shutil.which("ptxas")
+    return shutil.which(name)
 
 
 @functools.lru_cache(maxsize=None)
@@ -207,13 +220,60 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
             _link_libdevice(mod, tm, names)
         mod.verify()
         _optimize(mod, tm, level)
-        return tm.emit_assembly(mod)
+        ptx = tm.emit_assembly(mod)
+    if has_line_info(ptx):
+        ptx = _without_debug_labels(ptx)
+        # `.target sm_90a, debug` makes ptxas build unoptimized code. LLVM writes it for full or line-tables-only
+        # debug info, not for the line directives of codegen/lineinfo.py: this only keeps it out should that change.
+        if ", debug" in ptx[:2000]:
+            ptx = _DEBUG_TARGET.sub(r"\1", ptx, count=1)
+    return ptx
+
+
+_DEBUG_TARGET = re.compile(r"^(\s*\.target\s+[^\n,]+), debug", re.M)
+_DEBUG_LABEL = re.compile(r"^(\$L__(?:func_begin|func_end|tmp)\d+):\n", re.M)
+_DEBUG_LABEL_NAME = re.compile(r"\$L__(?:func_begin|func_end|tmp)\d+")
+
+
+def _without_debug_labels(ptx: str) -> str:
+    """PTX without the labels LLVM's debug info writes around a function's code (`$L__func_begin0`, `$L__tmp0`
+    after the parameter loads, ...) that nothing refers to: with line directives only there is no DWARF section to
+    refer to them. ptxas does not ignore a label: on mm_fp32_ieee of the corpus the two before the body gave an
+    epilogue scheduled otherwise (same instructions, other order and registers); without them the SASS of all 70
+    corpus kernels is the same as without line info."""
+    names = collections.Counter(_DEBUG_LABEL_NAME.findall(ptx))
+    if not names:
+        return ptx
+    return _DEBUG_LABEL.sub(lambda m: m.group(0) if names[m.group(1)] > 1 else "", ptx)
+
+
+def has_line_info(ptx: str) -> bool:
+    """Whether the PTX carries source line information (`.loc` directives: codegen/lineinfo.py)."""
+    return "\t.loc\t" in ptx
+
+
+# What line information adds to PTX (codegen/lineinfo.py): `.loc` / `.file` directives, the labels LLVM brackets a
+# function's code with for debug info, and DWARF sections (`.section .debug_* { ... }`, one line when empty).
+_LINE_INFO = re.compile(r"^[ \t]*(?:\.loc|\.file)[ \t][^\n]*\n|^\$L__(?:func_begin|func_end|tmp)\d+:\n"
+                        r"|^[ \t]*\.section[ \t]+\.debug_\w+\s*\{[^}]*\}[ \t]*\n", re.M)
+
+
+def strip_line_info(ptx: str) -> str:
+    """The PTX without its line information: what the same kernel compiled with TILEFARM_DISABLE_LINE_INFO=1 gives
+    (the PTX snapshot hashes this, so a kernel whose source lines move keeps its hash)."""
+    if not has_line_info(ptx) and "\t.section\t.debug_" not in ptx:
+        return ptx
+    return _LINE_INFO.sub("", ptx)
 
 
 def _run_ptxas(ptx: str, arch: str, extra=()):
+    """(cubin, ptxas's messages); (None, "") without a ptxas. PTX with line information is assembled with -lineinfo,
+    so the cubin has the line table (the machine code is the same); without, with nothing that adds one."""
     ptxas = find_ptxas()
     if ptxas is None:
         return None, ""
+    if has_line_info(ptx):
+        extra = ("-lineinfo", *extra)
     with tempfile.TemporaryDirectory(prefix="tilefarm-") as d:
         src = os.path.join(d, "k.ptx")
         out = os.path.join(d, "k.cubin")

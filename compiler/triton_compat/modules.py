@@ -117,6 +117,28 @@ UNSUPPORTED_DTYPES = tuple(_WHY_UNSUPPORTED)
 _MODULES: dict | None = None
 
 
+class _NvidiaTool:
+    """`triton.knobs.nvidia.<tool>`: `.path` is the tool compiler.codegen.ptx finds (find_ptxas, find_nvdisasm), looked
+    up when read; RuntimeError when it is not installed, as Triton's. Triton's test_line_info reads
+    `triton.knobs.nvidia.nvdisasm.path` to disassemble a cubin with its line table (`nvdisasm -g`)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def path(self) -> str:
+        from ..codegen import ptx
+
+        got = getattr(ptx, f"find_{self.name}")()
+        if got is None:
+            raise RuntimeError(f"Cannot find {self.name} (install nvidia-cuda-nvcc / nvidia-cuda-nvdisasm, or set "
+                               f"TILEFARM_{self.name.upper()})")
+        return got
+
+    def __repr__(self):
+        return f"<triton.knobs.nvidia.{self.name} (tilefarm)>"
+
+
 def _build() -> dict:
     import compiler
     from compiler import language as lang
@@ -162,6 +184,9 @@ def _build() -> dict:
     backends = CompatModule("triton.backends", {"compiler": backends_compiler})
     core = CompatModule("triton.language.core", forward=lang.core)
     language.__dict__["core"] = core
+    knobs_nvidia = CompatModule("triton.knobs.nvidia", {"nvdisasm": _NvidiaTool("nvdisasm"),
+                                                        "ptxas": _NvidiaTool("ptxas")})
+    knobs = CompatModule("triton.knobs", {"nvidia": knobs_nvidia})
     top = CompatModule("triton", {
         "jit": compiler.jit,
         "autotune": compiler.autotune,
@@ -178,6 +203,7 @@ def _build() -> dict:
         "runtime": runtime,
         "compiler": comp,
         "backends": backends,
+        "knobs": knobs,
         "reinterpret": rt.reinterpret,
         "TensorWrapper": rt.TensorWrapper,
         "TritonError": rt.TritonError,
@@ -196,6 +222,7 @@ def _build() -> dict:
             "triton.compiler.errors": comp_errors, "triton.language.core": core, "triton.backends": backends,
             "triton.backends.compiler": backends_compiler}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
+    mods["triton.knobs"] = knobs
     return mods
 
 
@@ -216,4 +243,4 @@ MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
           "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime", "triton.runtime.jit",
           "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core",
-          "triton.backends", "triton.backends.compiler")
+          "triton.backends", "triton.backends.compiler", "triton.knobs")
