@@ -77,3 +77,14 @@ def scale_f64(X, Y, alpha: tl.float64, N, BLOCK: tl.constexpr):
 @compiler.jit
 def annotated_int64(Y, k: "tl.int64"):
     tl.store(Y, k * 3)
+
+
+@compiler.jit
+def ld_bessel_y(X, Y0, Y1, YN, n, N, BLOCK: tl.constexpr):
+    """y0, y1 and yn(n, .) of one input in one kernel (n an int32 scalar parameter)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m, other=1)
+    tl.store(Y0 + offs, libdevice.y0(x), mask=m)
+    tl.store(Y1 + offs, libdevice.y1(x), mask=m)
+    tl.store(YN + offs, libdevice.yn(n, x), mask=m)

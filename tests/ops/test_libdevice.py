@@ -5,6 +5,7 @@ the float64 value once); correctly rounded functions with a rounding mode and co
 bit against references computed independently (exact float64 arithmetic on float32 inputs).
 """
 import math
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
@@ -339,3 +340,174 @@ def test_integer_functions(target, name):
         run(target, K.ld_binary, GRID, [a, b, y], [N], FN=name, BLOCK=BLOCK)
         want = [ref(int(v), int(w)) for v, w in zip(a, b)]
     np.testing.assert_array_equal(y.view(np.uint32), np.array([w & 0xFFFFFFFF for w in want], np.uint32))
+
+
+# ---- Bessel functions of the second kind: y0, y1, yn ----------------------------------------------------------
+_PI = Decimal("3.141592653589793238462643383279502884197169399375105820974944592307816")
+_GAMMA = Decimal("0.577215664901532860606512090082402431042159335939923598805767234884868")
+
+
+def _sincos(r):
+    """(sin r, cos r) of a Decimal |r| <= 4 by their Taylor series."""
+    s = c = Decimal(0)
+    term = Decimal(1)
+    for i in range(100):
+        if i % 4 == 0:
+            c += term
+        elif i % 4 == 1:
+            s += term
+        elif i % 4 == 2:
+            c -= term
+        else:
+            s -= term
+        term = term * r / (i + 1)
+    return s, c
+
+
+def _y_exact(n, x):
+    """Y_n(x) for a float x > 0 and an order n >= 0 (<= ~10) in 70-digit decimal arithmetic, independent of the
+    interpreter's methods: the power series with the logarithm (DLMF 10.8.1) for x <= 40 (its terms reach about
+    1e16 times the result there, far below 70 digits), Hankel's asymptotic expansion (DLMF 10.17.4, summed while
+    its terms decrease: the smallest is below 1e-30 for x > 40) above, with sin/cos by Taylor series after
+    reducing the phase by a 70-digit pi."""
+    with localcontext() as ctx:
+        ctx.prec = 70
+        X = Decimal(x)  # exact
+        if x <= 40:
+            h = X / 2
+            hh = h * h
+            fin = sum(Decimal(math.factorial(n - k - 1)) / math.factorial(k) * hh ** k for k in range(n))
+            term = Decimal(1) / math.factorial(n)  # (-hh)^k / (k! (n+k)!) at k = 0
+            hk, hnk = Decimal(0), sum((Decimal(1) / j for j in range(1, n + 1)), Decimal(0))  # H_k, H_{n+k}
+            jn = s = Decimal(0)
+            for k in range(int(2 * x) + 80):
+                if k:
+                    term = -term * hh / (k * (n + k))
+                    hk += Decimal(1) / k
+                    hnk += Decimal(1) / (n + k)
+                jn += term
+                s += (hk + hnk - 2 * _GAMMA) * term  # psi(k+1) + psi(n+k+1)
+            hn = h ** n
+            y = -fin / (hn * _PI) + 2 / _PI * h.ln() * hn * jn - hn / _PI * s
+        else:
+            chi = X - (2 * n + 1) * _PI / 4
+            chi -= (chi / (2 * _PI)).to_integral_value() * 2 * _PI
+            sin, cos = _sincos(chi)
+            mu = 4 * n * n
+            p = q = Decimal(0)
+            a, prev = Decimal(1), None  # a = a_k(n) / x^k
+            for k in range(400):
+                if prev is not None and abs(a) >= prev:
+                    break
+                if k % 2 == 0:
+                    p += a if k % 4 == 0 else -a
+                else:
+                    q += a if k % 4 == 1 else -a
+                prev = abs(a)
+                a = a * (mu - (2 * k + 1) ** 2) / ((k + 1) * 8 * X)
+            y = (2 / (_PI * X)).sqrt() * (p * sin + q * cos)
+        return float(y)
+
+
+def _y_ref(n, x):
+    """Y_n elementwise with libdevice's special values (NaN for n < 0, x < 0 or NaN, -inf at +-0, 0 at +inf),
+    rounded to x's dtype (float32: beyond its range, -inf) and returned as float64."""
+    out = []
+    for k, v in zip(np.broadcast_to(n, np.shape(x)).tolist(), np.asarray(x, np.float64).tolist()):
+        if k < 0 or math.isnan(v) or v < 0:
+            out.append(math.nan)
+        elif v == 0:
+            out.append(-math.inf)
+        elif v == math.inf:
+            out.append(0.0)
+        else:
+            out.append(_y_exact(k, v))
+    with np.errstate(over="ignore"):
+        return np.array(out).astype(np.asarray(x).dtype).astype(np.float64)
+
+
+# first zeros of Y0 and Y1 (float64 nearest), where only an absolute error is meaningful
+_Y_ZEROS = [0.8935769662791675, 3.957678419314858, 7.086051060301773, 2.197141326031017, 5.429681040794135]
+
+
+def _y_inputs(dtype, seed, n=N, signed_zero=True):
+    """Seeded x: uniform in (0, 30), log-uniform in [1e-6, 1e4], the zeros above, and the special values."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.uniform(0, 30, n // 2), np.exp(rng.uniform(math.log(1e-6), math.log(1e4), n - n // 2))])
+    edges = [0.0, -0.0 if signed_zero else 0.0, -1.5, -np.inf, np.nan, np.inf, 1e-30] + _Y_ZEROS
+    x[:len(edges)] = edges
+    return x.astype(dtype)
+
+
+def _y_tol(target, dtype, n=0):
+    """Interpreter: one rounding of a float64 value within ~1e-15 of the exact one. GPU: libdevice's documented
+    bounds (float: 9 ulp for |x| < 8, else 2.2e-6 absolute, ceil(2 + 2.5n) ulp for yn; double: a few ulp for
+    |x| < 8, else 5e-12 absolute)."""
+    if target == "interp":
+        return (1.2e-7, 1e-14) if dtype == "float32" else (1e-13, 1e-14)
+    if dtype == "float32":
+        return (4e-6, 4e-6) if n < 2 else (1e-5, 1e-5)
+    return (1e-13, 1e-11) if n < 2 else (1e-12, 1e-11)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,n", [("y0", 0), ("y1", 1)])
+def test_bessel_y(target, dtype, name, n):
+    x = _y_inputs(dtype, 21 + n)
+    y = poison(N, dtype)
+    run(target, K.ld_unary, GRID, [x, y], [N], FN=name, BLOCK=BLOCK)
+    rtol, atol = _y_tol(target, dtype)
+    assert_close(y, _y_ref(n, x), dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bessel_yn(target, dtype):
+    """yn(n, x) for orders -2 .. 8 (libdevice: NaN for n < 0); no -0.0 here: libdevice's double yn returns +inf at
+    -0.0 for n >= 2 (its float one and CUDA's documentation say -inf, as the interpreter does)."""
+    x = _y_inputs(dtype, 23, signed_zero=False)
+    orders = np.random.default_rng(24).integers(-2, 9, N).astype(np.int32)
+    orders[:12] = 3
+    y = poison(N, dtype)
+    run(target, K.ld_binary, GRID, [orders, x, y], [N], FN="yn", BLOCK=BLOCK)
+    rtol, atol = _y_tol(target, dtype, n=8)
+    assert_close(y, _y_ref(orders, x), dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.skipif(P.find_ptxas() is None, reason="ptxas not found")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bessel_y_ptx_sm90(dtype):
+    """One kernel calling y0, y1 and yn compiles for sm_90 and ptxas assembles it; the libdevice functions
+    (__nv_y0f/__nv_y0, ...) are linked in and inlined: no call to an __nv_ symbol is left."""
+    x = np.zeros(N, dtype)
+    ck = K.ld_bessel_y.warmup(x, x, x, x, 3, N, grid=GRID, BLOCK=BLOCK, target="sm_90")
+    ptx = ck.asm["ptx"]
+    assert ".target sm_90" in ptx and "__nv_" not in ptx
+    assert isinstance(ck.asm["cubin"], bytes) and len(ck.asm["cubin"]) > 0
+    if dtype == "float64":
+        assert "fma.rn.f64" in ptx
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bessel_y_one_kernel(target, dtype):
+    x = _y_inputs(dtype, 25, n=N)
+    y0, y1, yn = poison(N, dtype), poison(N, dtype), poison(N, dtype)
+    run(target, K.ld_bessel_y, GRID, [x, y0, y1, yn], [5, N], BLOCK=BLOCK)
+    for got, n in ((y0, 0), (y1, 1), (yn, 5)):
+        rtol, atol = _y_tol(target, dtype, n)
+        assert_close(got, _y_ref(n, x), dtype, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bessel_y_against_torch(dtype):
+    """Triton's own check (test_math_extern): torch.randn inputs, compared with torch.special.bessel_y0/y1 by
+    torch.testing.assert_close's default tolerances, NaN (x < 0) equal."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    for name, ref in (("y0", torch.special.bessel_y0), ("y1", torch.special.bessel_y1)):
+        x = torch.randn(128, dtype=getattr(torch, dtype))
+        y = np.full(128, np.nan, dtype)
+        K.ld_unary[(1,)](x.numpy(), y, 128, FN=name, BLOCK=128)
+        torch.testing.assert_close(torch.from_numpy(y), ref(x), equal_nan=True)

@@ -138,6 +138,9 @@ _float("cyl_bessel_i1")
 _float("j0")
 _float("j1")
 _def("jn", {(I32, F32): ("__nv_jnf", F32), (I32, F64): ("__nv_jn", F64)})
+_float("y0")
+_float("y1")
+_def("yn", {(I32, F32): ("__nv_ynf", F32), (I32, F64): ("__nv_yn", F64)})
 
 __all__ = _py.sorted(TABLE)
 del _n, _m
