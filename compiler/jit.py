@@ -179,6 +179,28 @@ def _wrapper_handler(a):
     return (a.dtype, bk[1]), (a if bkind == "host" else bv), bkind
 
 
+class _PointerStandIn:
+    """A pointer parameter known only by its element dtype (warmup's `kernel.warmup(torch.float32, ...)`)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _dtype_of(v):
+    """The element dtype a warmup argument names (a tl dtype, a torch dtype), else None."""
+    if isinstance(v, T.dtype):
+        return v
+    if type(v).__module__ == "torch" and type(v).__name__ == "dtype":
+        return _TORCH_DTYPES.get(str(v))
+    return None
+
+
+def _stand_in_handler(a):
+    return (a.dtype, True), a, "ptr"
+
+
 def _desc_handler(a):
     """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
     padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
@@ -233,6 +255,8 @@ def _handler_for(a):
         h = _int_handler
     elif isinstance(a, float):
         h = _float_handler
+    elif t is _PointerStandIn:
+        h = _stand_in_handler
     elif isinstance(a, (T.dtype, T.pointer_type)):
         return None
     elif t.__name__ == "TensorDescriptor" and hasattr(a, "block_shape") and hasattr(a, "base"):
@@ -493,6 +517,10 @@ class JITFunction:
         assembler is available).
         """
         vals, opts = self._bind(args, kwargs)
+        # As in Triton, a dtype (torch.float32, tl.float16) given for a pointer parameter stands for a 16-byte
+        # aligned array of that dtype
+        vals = [_PointerStandIn(_dtype_of(v)) if not const and _dtype_of(v) is not None else v
+                for v, const in zip(vals, self.constexpr_mask)]
         keys, launch_vals, kinds, host = self._specialize(vals)
         kinds = ["ptr" if k == "host" else "desc" if k == "hostdesc" else k for k in kinds]
         try:

@@ -121,3 +121,19 @@ def test_integer_arguments_must_fit_64_bits(value, ok):
     else:
         with pytest.raises(OverflowError, match="does not fit in 64 bits"):
             k[(1,)](value, x)
+
+
+def test_warmup_takes_dtypes_for_pointers():
+    """As in Triton: `kernel.warmup(torch.float32, tl.float16, ...)`, a dtype for each pointer parameter (an aligned
+    array of that dtype); the same kernel as with arrays of those dtypes. A dtype for a constexpr stays a dtype."""
+    @compiler.jit
+    def copy(X, Y, DT: tl.constexpr, BLOCK: tl.constexpr):
+        tl.store(Y + tl.arange(0, BLOCK), tl.load(X + tl.arange(0, BLOCK)).to(DT))
+
+    a = copy.warmup(tl.float32, tl.float16, tl.float16, BLOCK=1024, grid=(1,), target="sm_90")
+    b = copy.warmup(np.zeros(1024, np.float32), np.zeros(1024, np.float16), tl.float16, BLOCK=1024, grid=(1,),
+                    target="sm_90")
+    assert a.asm["tile"] == b.asm["tile"] and "v4" in a.asm["ptx"]
+    torch = pytest.importorskip("torch")
+    c = copy.warmup(torch.float32, torch.float16, tl.float16, BLOCK=1024, grid=(1,), target="sm_90")
+    assert c.asm["tile"] == b.asm["tile"]
