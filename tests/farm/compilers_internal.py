@@ -1,9 +1,9 @@
 """A Triton-style kernel file that imports a Triton internal at module level (tests/farm/test_compilers.py): under
-tilefarm it cannot load (the compatibility layer has nothing for `triton.knobs`), under Triton it runs."""
+tilefarm it cannot load (the compatibility layer has nothing for `triton.experimental`), under Triton it runs."""
 import numpy as np
 import triton
 import triton.language as tl
-from triton import knobs  # noqa: F401  (a Triton internal)
+from triton.experimental import gluon  # noqa: F401  (a Triton internal)
 
 from workloads.base import OutputSpec, Workload
 
@@ -15,7 +15,7 @@ def copy_kernel(X, Y, N, BLOCK: tl.constexpr):
 
 
 WORKLOAD = Workload(
-    name="internal_triton", description="a copy in a file importing triton.knobs", kernel=copy_kernel,
+    name="internal_triton", description="a copy in a file importing triton.experimental.gluon", kernel=copy_kernel,
     make_inputs=lambda p, rng: {"x": rng.standard_normal(p["N"]).astype(np.float32)},
     output_specs=lambda p: [OutputSpec("y", (p["N"],), "float32")],
     launch=lambda a, p, m: copy_kernel[(triton.cdiv(p["N"], m["BLOCK"]),)](a["x"], a["y"], p["N"], BLOCK=m["BLOCK"]),

@@ -128,7 +128,7 @@ def test_a_name_the_compat_layer_lacks_fails_that_job_only_naming_it(swept):
     internal = {r["compiler"]: r for r in rows if r["workload"] == "internal_triton"}
     assert internal["tilefarm"]["status"] == "compile_error"
     err = internal["tilefarm"]["error"]
-    assert "'triton.knobs'" in err and "compilers_internal.py:6:1" in err and "^" in err
+    assert "'triton.experimental'" in err and "compilers_internal.py:6:1" in err and "^" in err
     assert internal["triton"]["status"] == "validated"  # the same file runs under Triton
 
 
