@@ -13,7 +13,9 @@ the tests take their interpreter paths, and runs them on CPU torch tensors throu
 `-m interpreter` is then the default selection (the tests the suite itself marks as runnable there).
 `--gpu-paths` (with `--device cpu`) lets the tests take their GPU paths while launches still run in our
 interpreter; `--codegen` also compiles every launch to PTX and a cubin (ptxas) first, so what the code generator
-cannot build fails as it would on the GPU. `--device cuda` runs on the GPU. Writes OUT/external-suite.json (every test's outcome, per-file counts, causes)
+cannot build fails as it would on the GPU; `--as-gpu 9.0` makes the tests see an H200 (capability, device
+properties, is_cuda()) so they take its branches, the launches still running in our interpreter. `--device cuda`
+runs on the GPU. Writes OUT/external-suite.json (every test's outcome, per-file counts, causes)
 and OUT/external-suite.md (the table). Exit code 0 when the run completed, whatever the share.
 """
 from __future__ import annotations
@@ -95,6 +97,8 @@ def _run_one(job, args, out, reference=False):
         env["TILEFARM_INTERPRET"] = "1"  # every launch in our interpreter, even one with no array argument
         if args.codegen:
             env["TILEFARM_SUITE_CODEGEN"] = "1"
+        if args.as_gpu:
+            env["TILEFARM_SUITE_AS_GPU"] = args.as_gpu
         if args.gpu_paths:
             env.pop("TRITON_INTERPRET", None)
         else:
@@ -211,6 +215,10 @@ def main(argv=None):
                     help="with --device cpu: the tests take their GPU paths (TRITON_INTERPRET unset, so the suite's "
                          "is_interpreter() is false) while every launch still runs in our interpreter: an estimate, "
                          "without a GPU, of what the GPU run meets (tests needing CUDA itself fail)")
+    ap.add_argument("--as-gpu", metavar="CC", default=None,
+                    help="with --gpu-paths: the tests see a GPU of compute capability CC (e.g. 9.0: torch.cuda's "
+                         "capability and properties, is_cuda()), so they take that GPU's branches; tensors and "
+                         "launches stay on the CPU")
     ap.add_argument("--codegen", action="store_true",
                     help="with --device cpu: each launch is also compiled to PTX and assembled by ptxas for the GPU "
                          "before the interpreter runs it (a kernel the code generator cannot build fails)")
@@ -221,6 +229,10 @@ def main(argv=None):
         ap.error(f"--suite {args.suite}: not a folder")
     if args.device is None:
         args.device = "cuda" if _has_gpu() else "cpu"
+    if args.as_gpu and not args.gpu_paths:
+        ap.error("--as-gpu goes with --gpu-paths")
+    if args.as_gpu and not re.fullmatch(r"\d+\.\d+", args.as_gpu):
+        ap.error(f"--as-gpu takes a compute capability such as 9.0, got {args.as_gpu!r}")
     if args.codegen and args.device != "cpu":
         ap.error("--codegen goes with --device cpu (on a GPU every launch is compiled anyway)")
     if args.gpu_paths and args.device != "cpu":

@@ -36,6 +36,8 @@ def is_interpreter() -> bool:
 def _capability():
     if is_interpreter():
         return None
+    if os.environ.get("TILEFARM_SUITE_AS_GPU"):  # a CPU run answering as that GPU (plugin.py `_as_gpu`)
+        return tuple(int(x) for x in os.environ["TILEFARM_SUITE_AS_GPU"].split("."))
     try:
         import torch
 

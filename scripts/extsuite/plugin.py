@@ -10,6 +10,9 @@ is collected:
 - `TILEFARM_SUITE_RECORD=path`: one JSON line per test outcome and per collection error;
 - `TILEFARM_SUITE_COMPAT=0`: leave `triton` alone (the installed Triton), to count a file's tests where ours
   cannot collect it;
+- `TILEFARM_SUITE_AS_GPU=9.0`: the tests see a GPU of that compute capability (`torch.cuda`'s capability and
+  properties, `is_cuda()`), so they take the branches they take on it, while tensors stay on the CPU and every
+  launch runs in the interpreter (with TILEFARM_SUITE_CODEGEN, built for that GPU first);
 - `TILEFARM_SUITE_CODEGEN=1`: every launch that runs in the interpreter is first compiled by the code generator
   and assembled by ptxas for the GPU (`warmup`, then the cubin), so a kernel the GPU run could not build fails
   here too: what a CPU-only run of the GPU paths can say of the code generator.
@@ -50,7 +53,36 @@ def _check_codegen():
     JITFunction.run = checked_run
 
 
+def _as_gpu(cc: str):
+    """torch.cuda answers as a GPU of compute capability `cc` ("9.0") would, tensors and launches staying on the
+    CPU: capability, device properties (an H200's 132 SMs and 227 KiB of shared memory per block), device count,
+    synchronize (nothing to wait for)."""
+    import types
+
+    import torch
+
+    major, minor = (int(x) for x in cc.split("."))
+    props = types.SimpleNamespace(name="NVIDIA H200 (as seen by the CPU run)", major=major, minor=minor,
+                                  multi_processor_count=132, total_memory=141 << 30,
+                                  shared_memory_per_block_optin=232448, warp_size=32)
+    torch.cuda.get_device_capability = lambda device=None: (major, minor)
+    torch.cuda.get_device_properties = lambda device=None: props
+    torch.cuda.get_device_name = lambda device=None: props.name
+    torch.cuda.synchronize = lambda device=None: None
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.current_device = lambda: 0
+    os.environ["TILEFARM_ARCH"] = f"sm_{major}{minor}"  # what the compiler builds for, as on that GPU
+    from compiler.triton_compat import runtime as rt
+
+    # an H200's figures (its driver's answers): Triton's tests size their tiles by them
+    rt._DriverUtils.get_device_properties = lambda self, device=None: {
+        "max_shared_mem": 232448, "multiprocessor_count": 132, "sm_clock_rate": 1980000,
+        "mem_clock_rate": 2619000, "mem_bus_width": 6144, "warpSize": 32, "max_num_regs": 65536}
+
+
 def pytest_configure(config):
+    if os.environ.get("TILEFARM_SUITE_AS_GPU"):
+        _as_gpu(os.environ["TILEFARM_SUITE_AS_GPU"])
     if os.environ.get("TILEFARM_SUITE_CODEGEN") == "1":
         _check_codegen()
     config.addinivalue_line("markers", "interpreter: the test runs under the interpreter too")

@@ -144,3 +144,37 @@ def test_external_suite_codegen_builds_every_launch(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         doc = json.loads((out / "external-suite.json").read_text())
         assert doc["files"]["test_cg.py"]["passed"] == passed, doc["tests"]
+
+
+AS_GPU_SUITE = '''
+    import pytest
+    import triton
+    from triton._internal_testing import is_cuda, is_hopper
+
+
+    def test_sees_an_h200(device):
+        torch = pytest.importorskip("torch")
+        assert is_cuda() and is_hopper() and torch.cuda.get_device_capability() == (9, 0)
+        props = triton.runtime.driver.active.utils.get_device_properties(0)
+        assert props["multiprocessor_count"] == 132 and props["max_shared_mem"] == 232448
+        assert device == "cpu"  # tensors stay on the CPU
+'''
+
+
+def test_external_suite_as_gpu(tmp_path):
+    """--gpu-paths --as-gpu 9.0: the tests see an H200 (capability, properties, is_cuda), launches stay on the CPU;
+    without --as-gpu the same test fails (no GPU)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_gpu.py").write_text(textwrap.dedent(AS_GPU_SUITE))
+    for extra, passed in ((["--as-gpu", "9.0"], 1), ([], 0)):
+        out = tmp_path / f"out{len(extra)}"
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "external_suite.py"), "--suite",
+                            str(suite), "--out", str(out), "--device", "cpu", "--gpu-paths", *extra, "--timeout", "120"],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        doc = json.loads((out / "external-suite.json").read_text())
+        assert doc["files"]["test_gpu.py"]["passed"] == passed, doc["tests"]
