@@ -753,8 +753,6 @@ def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
     if not isinstance(x, tensor):
         x = to_tensor(x, dtype if not bitcast else None)
     if not isinstance(dtype, (T.dtype, T.pointer_type)):
-        if getattr(type(dtype), "tilefarm_unsupported", False):  # a Triton dtype name this compiler lacks
-            raise SemanticError(f"tl.{dtype.name} is not supported by this compiler")
         raise SemanticError(f"{dtype!r} is not a dtype")
     if x.dtype == dtype:
         return x

@@ -77,43 +77,6 @@ def _do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_
     return float(getattr(np, return_mode)(s))
 
 
-class UnsupportedDtype:
-    """A dtype name of `triton.language` this compiler does not have (fp8 formats of other vendors' hardware):
-    the name exists, so a file that lists it (a test's parameter list) loads, and it equals only itself; a kernel
-    that uses it is a CompilationError "tl.<name> is not supported by this compiler: ..." saying why."""
-
-    tilefarm_unsupported = True
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-    def __str__(self):
-        return self.name
-
-    def __getattr__(self, attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        raise TritonCompatError(f"tl.{self.name} is not supported by this compiler: {_WHY_UNSUPPORTED[self.name]}")
-
-    def __reduce__(self):
-        return (UnsupportedDtype, (self.name,))
-
-
-#: Triton's dtypes this compiler does not support (README: "not NVIDIA hardware formats"), and why (Triton's words
-#: "not supported in this architecture" included: code that checks for Triton's error finds it)
-_WHY_UNSUPPORTED = {
-    "float8e4b15": "not supported in this architecture (a software fp8 format, which Triton deprecates on Hopper "
-                   "and later; use tl.float8e4nv or tl.float8e5)",
-    "float8e4b8": "not supported in this architecture (an AMD fp8 format; NVIDIA GPUs have tl.float8e4nv and "
-                  "tl.float8e5)",
-    "float8e5b16": "not supported in this architecture (an AMD fp8 format; NVIDIA GPUs have tl.float8e4nv and "
-                   "tl.float8e5)",
-}
-UNSUPPORTED_DTYPES = tuple(_WHY_UNSUPPORTED)
-
 _MODULES: dict | None = None
 
 
@@ -156,9 +119,6 @@ def _build() -> dict:
     extra = CompatModule("triton.language.extra", {"libdevice": libdevice, "cuda": cuda}, forward=extra_fwd)
     math = CompatModule("triton.language.math", forward=lang.math)
     language = CompatModule("triton.language", {"extra": extra, "math": math}, forward=lang)
-    for n in UNSUPPORTED_DTYPES:
-        if not hasattr(lang, n):
-            language.__dict__[n] = UnsupportedDtype(n)
     from compiler.tools.tensor_descriptor import TensorDescriptor
 
     tensor_descriptor = CompatModule("triton.tools.tensor_descriptor", {"TensorDescriptor": TensorDescriptor})
