@@ -47,7 +47,8 @@ def _check_codegen():
         k = self.warmup(*args, grid=grid, **opts)
         if not k.asm["cubin"]:
             raise RuntimeError(f"{self.__name__}: ptxas is missing, the cubin could not be made")
-        return run(self, *args, grid=grid, **kwargs)
+        got = run(self, *args, grid=grid, **kwargs)
+        return k if got is None else got  # as on the GPU, the launch returns the compiled kernel (.asm, .name)
 
     checked_run._tilefarm_codegen = True
     JITFunction.run = checked_run
