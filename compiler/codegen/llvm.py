@@ -462,8 +462,8 @@ class Emitter:
         self.kfn.calling_convention = "ptx_kernel"
         entry = self.kfn.append_basic_block("entry")
         body = self.kfn.append_basic_block("body")
-        self.eb = ir.IRBuilder(entry)
-        self.b = ir.IRBuilder(body)
+        self.eb = C.FoldingIRBuilder(entry)
+        self.b = C.FoldingIRBuilder(body)
         if not self.opts.disable_line_info:
             from .lineinfo import LineInfo
 
