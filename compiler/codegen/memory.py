@@ -265,7 +265,10 @@ def _atom(e, ptx_op, ty, addr, vals, pred, sem, scope, rtype):
     cons = {16: "h", 32: "r", 64: "l"}[w]
     nv = len(vals)
     ins = ", ".join(f"${3 + i}" for i in range(nv))
-    asm = f"mov.b{w} $0, 0; @$1 atom{sem}{scope}.global.{ptx_op}{ty} $0, [$2], {ins};"
+    # qualifiers in the order Triton writes them (ptxas takes any order, the machine code is the same): the space,
+    # then the scope and the semantics, those two the other way round for cas (tools and tests grep for them)
+    quals = f".global{sem}{scope}" if ptx_op == "cas" else f".global{scope}{sem}"
+    asm = f"mov.b{w} $0, 0; @$1 atom{quals}.{ptx_op}{ty} $0, [$2], {ins};"
     it = ir.IntType(w)
     ivals = [v if isinstance(v.type, ir.IntType) else e.b.bitcast(v, it) for v in vals]
     args = [pred, addr] + ivals
@@ -369,7 +372,7 @@ def _atom_vec_add_f32(e, op, addr, vals, pred):
     outs = ", ".join(f"${i}" for i in range(n))
     ins = ", ".join(f"${n + 2 + i}" for i in range(n))
     zero = " ".join(f"mov.b32 ${i}, 0;" for i in range(n))
-    asm = f"{zero} @${n} atom{sem}{scope}.global.add.v{n}.f32 {{{outs}}}, [${n + 1}], {{{ins}}};"
+    asm = f"{zero} @${n} atom.global{scope}{sem}.add.v{n}.f32 {{{outs}}}, [${n + 1}], {{{ins}}};"
     ivals = [e.b.bitcast(v, C.I32) for v in vals]
     args = [pred, addr] + ivals
     rty = ir.LiteralStructType([C.I32] * n)

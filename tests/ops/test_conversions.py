@@ -173,10 +173,10 @@ def test_float_atomic_add_of_contiguous_rows_is_vectorized():
     x = np.zeros((64, 64), np.float32)
     k = tile_atomic_add_kernel.warmup(x, x, x, 64, 64, BM=32, BN=64, num_warps=4, grid=(1,), target="sm_90a")
     ptx = k.asm["ptx"]
-    assert "atom.acq_rel.gpu.global.add.v4.f32" in ptx and ".add.f32" not in ptx
+    assert "atom.global.gpu.acq_rel.add.v4.f32" in ptx and ".add.f32" not in ptx
     assert k.asm["cubin"]
     k80 = tile_atomic_add_kernel.warmup(x, x, x, 64, 64, BM=32, BN=64, num_warps=4, grid=(1,), target="sm_80")
-    assert ".v4.f32" not in k80.asm["ptx"] and "global.add.f32" in k80.asm["ptx"]
+    assert ".v4.f32" not in k80.asm["ptx"] and "atom.global.gpu.acq_rel.add.f32" in k80.asm["ptx"]
 
 
 @pytest.mark.parametrize("target", TARGETS)
