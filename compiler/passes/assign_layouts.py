@@ -78,6 +78,21 @@ def _blocked_family(layout) -> bool:
     return isinstance(layout, BlockedLayout)
 
 
+def _wide_store(vl, anc, op) -> bool:
+    """A/B switch `store_vec` (TILEFARM_AB, waiting for the H200): store an MMA-layout value (a dot's result, its
+    epilogue) through a conversion to the pointer's coalesced layout where that gives each thread 16 bytes in a
+    row and the MMA layout fewer (Triton converts this way: st.global.v4 where ours stores 8 bytes a thread straight
+    from the accumulator fragments). Off: the data stays in its MMA layout."""
+    import os
+
+    if "store_vec" not in {x.strip() for x in os.environ.get("TILEFARM_AB", "").split(",")}:
+        return False
+    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
+        return False
+    bits = op.operands[1].type.element.bits
+    return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
+
+
 def _mma_family(layout) -> bool:
     """An MmaLayout or a slice (of a slice...) of one."""
     while isinstance(layout, SliceLayout):
@@ -413,7 +428,7 @@ class _Assigner:
                 # Keep the data where it is unless that would make the store uncoalesced (the value's fastest
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
                 if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
-                                           vl.order[0] != anc.order[0]):
+                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:

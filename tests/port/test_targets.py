@@ -44,3 +44,38 @@ def test_triton_gpu_target_for_blackwell_is_arch_specific():
     src = triton.compiler.ASTSource(fn=add, signature={"a": "*fp32", "b": "*fp32", "c": "*fp32"}, constexprs={})
     k = triton.compile(src, target=backends.GPUTarget("cuda", 100, 32))
     assert ".target sm_100a" in k.asm["ptx"] and k.asm["cubin"]
+
+
+@compiler.jit
+def _dot_store(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(A + rm[:, None] * K + rk[None, :])
+    b = tl.load(B + rk[:, None] * N + rn[None, :])
+    tl.store(C + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("dt,M,N,K,w", [(np.float16, 64, 64, 64, 4), (np.float32, 64, 64, 32, 4),
+                                        (np.float16, 128, 128, 64, 8)])
+def test_store_vec_switch_stores_16_bytes_a_thread(monkeypatch, dt, M, N, K, w):
+    """A/B switch store_vec (waiting for the H200): a dot's result is converted to the pointer's coalesced layout and
+    stored with st.global.v4, as Triton does; without it, st.global.v2 straight from the MMA fragments."""
+    a, b, c = np.zeros(M * K, dt), np.zeros(K * N, dt), np.zeros(M * N, np.float32)
+    base = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
+    assert "st.global.v2" in base.asm["ptx"] and "st.global.v4" not in base.asm["ptx"]
+    monkeypatch.setenv("TILEFARM_AB", "store_vec")
+    wide = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
+    assert "st.global.v4" in wide.asm["ptx"] and "st.global.v2" not in wide.asm["ptx"] and wide.asm["cubin"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [np.float16, np.float32])
+def test_store_vec_switch_results(monkeypatch, dt):
+    from .kernels import poison, run
+
+    monkeypatch.setenv("TILEFARM_AB", "store_vec")
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((64, 64)).astype(dt)
+    b = rng.standard_normal((64, 64)).astype(dt)
+    c = poison((64, 64), np.float32)
+    run("gpu", _dot_store, (1,), a, b, c, M=64, N=64, K=64, num_warps=4)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-2, atol=2e-2)
