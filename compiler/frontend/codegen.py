@@ -21,7 +21,7 @@ from ..ir.ops import Builder
 from ..ir.types import TensorType
 from ..language import core as lang
 from ..language.core import constexpr, tensor, _unwrap
-from ..language.aggregate import BoundJitMethod
+from ..language.aggregate import BoundJitMethod, is_composite as _composite
 from . import context, semantic as sem
 from .context import SemanticError
 
@@ -567,8 +567,8 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             if not (_composite(tv) and tv.same_structure(ev)):
                 raise SemanticError(f"'{n}' gets different kinds of value in the two branches of a runtime if "
-                                    f"({tv!r} and {ev!r}): a block pointer or descriptor must keep its element "
-                                    "type and block shape")
+                                    f"({tv!r} and {ev!r}): a block pointer, descriptor or aggregate must keep "
+                                    "its structure (element type, block shape, constexpr fields)")
             composites[n] = tv
             for sc, v in ((then_scope, tv), (else_scope, ev)):
                 for i, part in enumerate(v.parts()):
@@ -1295,13 +1295,6 @@ class CodeGenerator(ast.NodeVisitor):
         finally:
             context.pop(prev)
         return gen.return_value
-
-
-def _composite(v) -> bool:
-    """A block pointer, tensor descriptor or aggregate instance: a compile-time object over runtime parts
-    (`parts()`, `with_parts()`, `same_structure()`)."""
-    return isinstance(v, (lang.block_ptr, lang.tensor_descriptor)) or (
-        getattr(v, "__tilefarm_aggregate__", False) and not isinstance(v, type))
 
 
 def _descriptor_args(pname, p):

@@ -30,7 +30,10 @@ from .values import constexpr
 _NOT_PARTS = object()
 
 
-def _is_composite(v) -> bool:
+def is_composite(v) -> bool:
+    """A compile-time object over runtime parts: a block pointer, a tensor descriptor or an aggregate instance,
+    each with `parts()`, `with_parts(parts)` and `same_structure(other)` (the frontend carries them through runtime
+    ifs and loops part by part)."""
     return callable(getattr(v, "parts", None)) and callable(getattr(v, "with_parts", None)) and \
         callable(getattr(v, "same_structure", None)) and not isinstance(v, type)
 
@@ -50,7 +53,7 @@ def _leaves(v) -> list:
     parts; anything else (constexprs, dtypes) is structure."""
     if isinstance(v, _tensor_type()):
         return [v]
-    if _is_composite(v):
+    if is_composite(v):
         return list(v.parts())
     if isinstance(v, tuple) and not hasattr(v, "_fields"):
         return [p for e in v for p in _leaves(e)]
@@ -61,7 +64,7 @@ def _rebuild(v, parts):
     """`v` with its runtime parts taken, in order, from the iterator `parts`."""
     if isinstance(v, _tensor_type()):
         return next(parts)
-    if _is_composite(v):
+    if is_composite(v):
         n = len(v.parts())
         return v.with_parts([next(parts) for _ in range(n)])
     if isinstance(v, tuple) and not hasattr(v, "_fields"):
@@ -72,7 +75,7 @@ def _rebuild(v, parts):
 def _same(a, b) -> bool:
     if isinstance(a, _tensor_type()) or isinstance(b, _tensor_type()):
         return isinstance(a, _tensor_type()) and isinstance(b, _tensor_type()) and a.type == b.type
-    if _is_composite(a):
+    if is_composite(a):
         return a.same_structure(b)
     if isinstance(a, tuple) and not hasattr(a, "_fields"):
         return isinstance(b, tuple) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
