@@ -505,11 +505,14 @@ class _Assigner:
             for j, v in enumerate(init):
                 l = self.L(v)
                 carried = self.desired.get(body.args[j + 1].id)
-                if final and v.type.shape and l is not None and l != carried and _mma_family(carried):
+                if final and v.type.shape and l is not None and carried is not None and l != carried and (
+                        _mma_family(carried) or _free_source(v)):
                     # The body produces this value in an MMA layout (a dot accumulator, its row statistics):
                     # carry it there and convert the initial value once, before the loop, rather than the
                     # carried value twice per iteration (an init shared with other users, such as a zero
                     # constant also used by the epilogue, must not pull the accumulator out of its layout).
+                    # Likewise any initial value made for free in any layout (a constant, a splat): it is made in
+                    # the carried layout, not converted to the initial value's layout every iteration.
                     l = carried
                     self.want(op, 3 + j, l, final)
                 elif l is None and v.type.shape:
@@ -678,6 +681,20 @@ class _Assigner:
             for j in range(len(op.results)):
                 self._push(y.operands[j], self._cur(body.args[j + 1]))
             self.backward(body)
+            # A carried value nothing wants a layout for (an accumulator that only a reduction reads after the
+            # loop) is carried in the layout the body computes it in, as the first walk found it from the body's
+            # anchors (the load it accumulates): its initial value is made in that layout once, before the loop,
+            # instead of each iteration's result being converted to the initial value's default layout.
+            late = False
+            for j in range(len(op.results)):
+                a, yv = body.args[j + 1], y.operands[j]
+                yl = self.lay.get(yv.id)
+                if yl is not None and self._cur(a) is None and self._cur(yv) in (None, yl):
+                    self._push(a, yl)
+                    self._push(yv, yl)
+                    late = True
+            if late:
+                self.backward(body)
             for j, r in enumerate(op.results):
                 self._push(op.operands[3 + j], self._cur(body.args[j + 1]))
         elif k == "if":

@@ -333,3 +333,47 @@ def test_vector_conversion_keeps_the_16_byte_pad():
     src = linear(BlockedLayout((1, 8), (8, 4), (8, 1), (1, 0)), shape, 8)
     dst = linear(BlockedLayout((1, 1), (32, 1), (2, 4), (0, 1)), shape, 8)
     assert _choose_pad(src, dst, None, 2, 8, 1, 8) == 8
+
+
+@compiler.jit
+def rms_rows_kernel(x_ptr, w_ptr, y_ptr, stride, n, BLOCK: tl.constexpr):
+    # RMS normalization of rows that start unaligned (stride odd): the x loads are one element per thread, the
+    # weight loads (aligned) four. The accumulator is read only by the reduction after its loop, and its zero
+    # tile is the same constant as the weight load's `other`.
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+        acc += x * x
+    r = 1.0 / tl.sqrt(tl.sum(acc, 0) / n + 1e-5)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        m = cols < n
+        x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+        w = tl.load(w_ptr + cols, mask=m, other=0.0)
+        tl.store(y_ptr + row * stride + cols, x * r * w, mask=m)
+
+
+def test_loop_accumulator_takes_the_layout_it_is_computed_in():
+    """The carried sum of squares is carried in its load's layout (its zero made there once, before the loop),
+    not the zero tile's default layout with the new terms converted through shared memory every iteration."""
+    x, w = np.zeros((3, 301), np.float32), np.zeros(301, np.float32)
+    mod = _lowered(rms_rows_kernel, [x, w, x, 301, 301], dict(BLOCK=1024), nw=8)
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")  # the first: the sum of squares
+    assert not [op for op in loop.blocks[0].ops if op.kind == "convert_layout"]
+    load = next(op for op in loop.blocks[0].ops if op.kind == "load")
+    assert load.attrs["_layouts"][0].spt == (1,)
+    assert loop.attrs["_layouts"][0] == load.attrs["_layouts"][0]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_loop_accumulator_over_unaligned_rows(target):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 301)).astype(np.float32)
+    w = rng.standard_normal(301).astype(np.float32)
+    y = poison((3, 301), "float32")
+    run(target, rms_rows_kernel, (3,), [x, w, y], (301, 301), BLOCK=128, num_warps=2)
+    x64 = x.astype(np.float64)
+    ref = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-5) * w
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
