@@ -282,8 +282,11 @@ def _rmw_one(e, op, addr, val, pred):
     name = op.attrs["op"]
     sem, scope = _SEM[op.attrs.get("sem", "")], _SCOPE[op.attrs.get("scope", "")]
     rt = C.lty(elem)
-    if elem.is_bool() or (elem.bits < 32 and not (name == "add" and elem.kind == "float")):
-        raise error(f"atomic_{name} on {elem} is not supported (32/64-bit ints, f32/f64, f16/bf16 add)", op.loc)
+    if elem.kind == "float" and elem.bits == 16 and name in ("max", "min"):
+        return _minmax16_cas(e, name, elem, addr, val, pred, sem, scope)
+    if elem.is_bool() or (elem.bits < 32 and not (elem.kind == "float" and name in ("add", "max", "min"))):
+        raise error(f"atomic_{name} on {elem} is not supported (32/64-bit ints, f32/f64, f16/bf16 add, min, max)",
+                    op.loc)
     if name in ("max", "min") and elem.kind == "float":
         # Floats as ints: for x >= 0 (sign clear) signed-int order is float order; for negatives unsigned-int
         # order is reversed float order. So max = x>=0 ? atom.max.s : atom.min.u (min the other way round).
@@ -302,6 +305,22 @@ def _rmw_one(e, op, addr, val, pred):
     if elem.kind == "float" and name != "add":
         return _atom(e, ptx_op, ty, addr, [e.b.bitcast(val, ir.IntType(elem.bits))], pred, sem, scope, rt)
     return _atom(e, ptx_op, ty, addr, [val], pred, sem, scope, rt)
+
+
+def _minmax16_cas(e, name, elem, addr, val, pred, sem, scope):
+    """atomic min/max of one f16/bf16 element: PTX has these only as vectors of pairs (atom.v2.f16x2.min), so a
+    compare-and-swap loop on the 16-bit word (atom.cas.b16): read it, take min/max with `val` (min.f16: a NaN
+    operand loses, as in the interpreter), swap it in if the word is still what was read, else retry with what
+    was there. The old value is the one the successful swap replaced (0 where the predicate was off). The labels
+    are local to the asm's braces, so each element's copy keeps its own."""
+    ty = "f16" if elem.is_fp16() else "bf16"
+    asm = ("{ .reg .pred %p; .reg .b16 %n, %o; mov.b16 $0, 0; @!$1 bra done; ld.global.b16 $0, [$2]; retry: "
+           f"{name}.{ty} %n, $0, $3; atom.global{sem}{scope}.cas.b16 %o, [$2], $0, %n; setp.ne.b16 %p, %o, $0; "
+           "mov.b16 $0, %o; @%p bra retry; done: }")
+    args = [pred, addr, e.b.bitcast(val, C.I16)]
+    fty = ir.FunctionType(C.I16, [a.type for a in args])
+    r = e.b.call(ir.InlineAsm(fty, asm, "=&h,b,l,h", side_effect=True), args)
+    return e.b.bitcast(r, C.lty(elem))
 
 
 def _cas_one(e, op, addr, cmp, val, pred):

@@ -1308,9 +1308,9 @@ def atomic(op, pointer, val, mask=None, sem=None, scope=None):
         raise SemanticError(f"atomic_{op} needs an integer pointer, got {elem!r}")
     if elem.is_floating() and elem.is_fp8():
         raise SemanticError(f"atomic_{op} on {elem!r} is not supported")
-    if elem.is_floating() and elem.bits < 32 and op != "add":
+    if elem.is_floating() and elem.bits < 32 and op not in ("add", "max", "min"):
         raise SemanticError(f"atomic_{op} is not supported on {elem!r}")
-    if elem.bits < 32 and not (elem.is_floating() and op == "add"):
+    if elem.bits < 32 and not (elem.is_floating() and op in ("add", "max", "min")):
         raise SemanticError(f"atomics on {elem!r} are not supported (use 32 or 64 bits)")
     h = _b().atomic_rmw(op, pointer.handle, val.handle, mask.handle if mask is not None else None,
                         sem=sem or "acq_rel", scope=scope or "gpu")

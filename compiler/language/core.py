@@ -184,10 +184,26 @@ class tensor_descriptor:
             op.attrs["tma"] = len(starts)
         return out
 
+    # The element types a descriptor's reduction takes: those of the tensor reductions a TMA unit does
+    # (cp.reduce.async.bulk.tensor), so a kernel written here also compiles where descriptors reduce by TMA.
+    _REDUCE_TYPES = {"add": ("uint32", "int32", "uint64", "float32", "float16", "bfloat16"),
+                     "min": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
+                     "max": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
+                     "and": ("uint32", "int32", "uint64", "int64"),
+                     "or": ("uint32", "int32", "uint64", "int64"),
+                     "xor": ("uint32", "int32", "uint64", "int64")}
+
     def _atomic(self, op, offsets, value):
         """`op` of the tile at `offsets` with `value`, element by element, atomically; out-of-bounds elements are
         left alone."""
         s = _sem()
+        elem = self.base.dtype.element_ty
+        ok = self._REDUCE_TYPES[op]
+        if elem.name not in ok:
+            from ..frontend.context import SemanticError
+
+            raise SemanticError(f"tensor descriptor atomic_{op} does not take {elem.name} (a tensor reduction's "
+                                f"types: {', '.join(ok)})")
         ptrs, m = s._block_ptr_addresses(self._at(offsets), tuple(_py.range(len(self.block_shape))))
         return s.atomic(op, ptrs, value, m)
 

@@ -37,6 +37,8 @@ def tile_atomics(Out, In, M, N, MB: tl.constexpr, NB: tl.constexpr, KIND: tl.con
         desc.atomic_add([mo, no], val)
     elif KIND == "max":
         desc.atomic_max([mo, no], val)
+    elif KIND == "min":
+        desc.atomic_min([mo, no], val)
     else:
         desc.atomic_xor([mo, no], val)
 
@@ -97,3 +99,37 @@ def test_tile_atomics(target, kind):
         np.testing.assert_allclose(out, want, rtol=1e-6)
     else:
         np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kind", ["min", "max"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tile_min_max_of_16_bit_floats(target, kind, dtype):
+    """16-bit float min/max (PTX has them only for pairs, so each element goes by a compare-and-swap loop): the
+    overlapping tiles of the grid meet on the same elements."""
+    from compiler.ir import types as T
+
+    nd = T.from_name(dtype).np
+    rng = np.random.default_rng(4)
+    MB, NB = 8, 16
+    M, N = 2 * MB - 3, 2 * NB - 5
+    src = rng.standard_normal((2 * MB, 4 * NB)).astype(np.float32).astype(nd)
+    out = rng.standard_normal((M, N)).astype(np.float32).astype(nd)
+    f = np.maximum if kind == "max" else np.minimum
+    want = f(out.astype(np.float64), src[:M, :N].astype(np.float64))
+    run(target, tile_atomics, (2, 2), out, src, M, N, MB=MB, NB=NB, KIND=kind)
+    np.testing.assert_array_equal(out.astype(np.float64), want)
+
+
+@pytest.mark.parametrize("kind,dtype", [("min", "float32"), ("max", "float32"), ("add", "float64"),
+                                        ("add", "int64"), ("xor", "float32")])
+def test_tile_atomics_take_a_tensor_reductions_types(kind, dtype):
+    """A descriptor reduces with the element types a TMA tensor reduction has (no float32 min/max, no int64 add),
+    so what compiles here compiles where descriptors reduce by TMA; the error names the types it takes."""
+    from compiler.errors import CompilationError
+    from compiler.ir import types as T
+
+    nd = T.from_name(dtype).np
+    src, out = np.zeros((16, 64), nd), np.zeros((13, 27), nd)
+    with pytest.raises(CompilationError, match=f"atomic_{kind} does not take {dtype}"):
+        tile_atomics[(1, 1)](out, src, 13, 27, MB=8, NB=16, KIND=kind)
