@@ -47,6 +47,12 @@ class tensor:
     def __repr__(self):
         return f"tensor({self.type})"
 
+    def __str__(self):  # what tl.static_print shows, in Triton's words: int32[constexpr[128]], fp16[]
+        el = self.type.element
+        name = str(getattr(el, "name", el))
+        name = "bf16" if name == "bfloat16" else name.replace("float", "fp", 1) if name.startswith("float") else name
+        return f"{name}[{', '.join(f'constexpr[{s}]' for s in self.type.shape)}]"
+
     # arithmetic
     def __add__(self, o):
         return add(self, o)

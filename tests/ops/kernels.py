@@ -301,3 +301,4 @@ def print_kernel(X):
     x = tl.load(X + tl.arange(0, 4))
     tl.device_print("x", x)
     tl.static_print("compile-time hello")
+    tl.static_print("", x, tl.sum(x, 0))

@@ -566,6 +566,7 @@ def test_device_print_and_static_print(capfd):
     K.print_kernel[(1,)](x)
     out = capfd.readouterr().out
     assert "compile-time hello" in out
+    assert " fp32[constexpr[4]] fp32[]" in out  # as Triton shows them
     assert "x" in out and "3" in out
 
 
