@@ -331,6 +331,7 @@ class JITFunction:
         self._kernels: dict = {}
         self._ir_cache: dict = {}
         self._src_hash = None
+        self._used_globals = ()  # (name, globals dict, value) of the constants the compiled kernels read
         self._fast = None
         self._fast_c = None  # the generated launcher that has a C dispatcher, and that dispatcher's `bind`
         self._fast_bind = None
@@ -341,12 +342,28 @@ class JITFunction:
         """sha256 of this function's source and of every jit function it calls (transitively)."""
         if self._src_hash is None:
             h = hashlib.sha256()
+            used = []
             # the code alone (each fingerprint holds its function's name and qualified name), not the module names,
             # which for a user's file depend on where it lies: machines of a fleet hold it at different paths
-            for fp in sorted(_dependency_sources(self).values()):
+            for fp in sorted(_dependency_sources(self, used=used).values()):
                 h.update(fp)
             self._src_hash = h.hexdigest()
+            self._used_globals = tuple(used)
         return self._src_hash
+
+    def _globals_changed(self) -> bool:
+        """Whether a module-level constant the compiled kernels read has another value now: then they are dropped
+        (and the key recomputed), so the next launch compiles with the new value instead of running the old."""
+        for n, g, v in self._used_globals:
+            cur = g.get(n, _MISSING)
+            if cur is not v and not (type(cur) is type(v) and cur == v):
+                self._src_hash = None
+                self._used_globals = ()
+                self._kernels = {}
+                self._ir_cache = {}
+                self._fast = self._fast_c = self._fast_bind = None
+                return True
+        return False
 
     def __repr__(self):
         return f"JITFunction({self.__module__}:{self.__qualname__})"
@@ -385,6 +402,8 @@ class JITFunction:
                                "from inside another @compiler.jit function")
 
     def __getitem__(self, grid):
+        if self._used_globals:
+            self._globals_changed()
         fast = self._fast
         if fast is None:
             if not self._kernels:
@@ -479,6 +498,8 @@ class JITFunction:
     # --- launching --------------------------------------------------------------------------------
     def run(self, *args, grid, **kwargs):
         """Launch on `grid` (the general path; `kernel[grid](...)` takes a generated fast path first)."""
+        if self._used_globals:
+            self._globals_changed()
         vals, opts = self._bind(args, kwargs)
         keys, launch_vals, kinds, host = self._specialize(vals)
         num_warps = opts.get("num_warps", 4)
@@ -562,6 +583,7 @@ class JITFunction:
         ikey = keys
         fn = self._ir_cache.get(ikey)
         if fn is None:
+            self.cache_key  # noqa: B018 -- notes the constants the kernel reads, so a change is seen (_globals_changed)
             fn = lower_kernel(self, self._params(vals, keys, kinds)).function
             self._ir_cache[ikey] = fn
         if callable(grid):
@@ -706,8 +728,24 @@ def _value_fingerprint(v) -> str:
     return f"object:{type(v).__module__}.{type(v).__qualname__}"
 
 
-def _dependency_sources(jitfn, seen=None) -> dict:
-    """{qualified name: code fingerprint} for jitfn and every jit function it names (through globals/attrs)."""
+_MISSING = object()
+
+
+def _plain_value(v) -> bool:
+    """A global a kernel reads as a compile-time value: a number, string, dtype, constexpr or a tuple of them."""
+    from .language.values import constexpr
+
+    if isinstance(v, constexpr):
+        return True
+    if isinstance(v, (bool, int, float, str, T.dtype, T.pointer_type)):
+        return True
+    return isinstance(v, tuple) and len(v) <= 64 and all(_plain_value(x) for x in v)
+
+
+def _dependency_sources(jitfn, seen=None, used=None) -> dict:
+    """{qualified name: code fingerprint} for jitfn and every jit function it names (through globals/attrs), and
+    the values of the module-level constants their code reads (a kernel compiled with BLOCK = 64 is not the one
+    for BLOCK = 128). `used` collects (name, globals dict, value) of those constants."""
     if seen is None:
         seen = {}
     fn = jitfn.fn
@@ -730,24 +768,28 @@ def _dependency_sources(jitfn, seen=None) -> dict:
     for c in code.co_consts:  # nested code (comprehensions)
         if hasattr(c, "co_names"):
             names |= set(c.co_names)
-    for n in names:
+    for n in sorted(names):
         obj = closure.get(n, g.get(n))
         if obj is None:
             continue
+        if n not in closure and n in g and _plain_value(obj):
+            seen[f"{name}:global:{n}"] = _value_fingerprint(obj).encode()
+            if used is not None:
+                used.append((n, g, obj))
         if getattr(obj, "__tilefarm_jit__", False):
             if obj is not jitfn:
-                _dependency_sources(obj, seen)
+                _dependency_sources(obj, seen, used)
         elif isinstance(obj, type) and getattr(obj, "__tilefarm_aggregate__", False):
-            _aggregate_sources(obj, seen)
+            _aggregate_sources(obj, seen, used)
         elif inspect.ismodule(obj):
             for attr in names:
                 sub = getattr(obj, attr, None)
                 if sub is not None and getattr(sub, "__tilefarm_jit__", False) and sub is not jitfn:
-                    _dependency_sources(sub, seen)
+                    _dependency_sources(sub, seen, used)
     return seen
 
 
-def _aggregate_sources(cls, seen) -> None:
+def _aggregate_sources(cls, seen, used=None) -> None:
     """An aggregate class a kernel names: its constructor and plain methods (code, run while compiling) and its
     jit methods (with what they call) are part of the kernel."""
     key = f"{cls.__module__}.{cls.__qualname__}"
@@ -757,7 +799,7 @@ def _aggregate_sources(cls, seen) -> None:
     for m in cls.__tilefarm_methods__:
         m = getattr(m, "__func__", m)  # staticmethod / classmethod
         if getattr(m, "__tilefarm_jit__", False):
-            _dependency_sources(m, seen)
+            _dependency_sources(m, seen, used)
         elif hasattr(m, "__code__"):
             seen[f"{key}.{m.__name__}"] = _code_fingerprint(m.__code__)
 

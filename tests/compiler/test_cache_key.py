@@ -10,7 +10,9 @@ import warnings
 import numpy as np
 import pytest
 
+import compiler
 import compiler.compile as C
+import compiler.language as tl
 from compiler.codegen.ptx import find_ptxas
 from compiler.options import Options
 
@@ -153,3 +155,37 @@ def test_retired_switch_variable_warns(fresh, monkeypatch):
         warnings.simplefilter("always")
         _matmul()
     assert any("TILEFARM_EXPERIMENTS" in str(w.message) and "EXPERIMENTS.md" in str(w.message) for w in got)
+
+
+SCALE = 3
+
+
+@compiler.jit
+def _scaled(X):
+    tl.store(X + tl.arange(0, 16), tl.load(X + tl.arange(0, 16)) * SCALE)
+
+
+def test_module_constants_are_part_of_the_kernel(fresh):
+    """A module-level constant the kernel reads is compiled in as a value: when it changes, the key changes (the
+    disk cache of another process does not hand back the old kernel) and this process's launches recompile (the
+    interpreter's too) instead of running with the old value."""
+    global SCALE
+    x = np.arange(16, dtype=np.float32)
+    key3 = _scaled.cache_key
+    ptx3 = _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"]
+    y = x.copy()
+    _scaled[(1,)](y)
+    np.testing.assert_array_equal(y, x * 3)
+    try:
+        SCALE = 5
+        y = x.copy()
+        _scaled[(1,)](y)
+        np.testing.assert_array_equal(y, x * 5)
+        assert _scaled.cache_key != key3
+        assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] != ptx3
+    finally:
+        SCALE = 3
+    y = x.copy()
+    _scaled[(1,)](y)
+    np.testing.assert_array_equal(y, x * 3)
+    assert _scaled.cache_key == key3
