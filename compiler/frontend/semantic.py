@@ -1004,7 +1004,14 @@ def _bit_axes(x, n_bits):
 
 
 def sort(x, dim=None, descending=False):
-    """x sorted along its last dim (a bitonic network of compare-and-swap steps; ascending unless descending)."""
+    """x sorted along its last dim (a bitonic network of compare-and-swap steps; ascending unless descending).
+
+    The index bits are axes of size 2 (_bit_axes). At the step for bit b each element meets its partner (the index
+    with bit b flipped) through an xor reduction over that axis, broadcast back: own ^ (own ^ partner) = partner,
+    as bits. The layout keeps the elements where they are: a pair within a thread is two registers, across lanes
+    one shuffle, across warps one exchange through shared memory, instead of moving the whole tile so the pair
+    meets in one thread (a permute and a split per step). Both elements of a pair take the swap decision from the
+    same (lower, upper) pair of values, so a NaN among them cannot make them decide differently."""
     x = to_tensor(x)
     shape = tuple(x.type.shape)
     if not shape:
@@ -1018,27 +1025,38 @@ def sort(x, dim=None, descending=False):
     if L == 0:
         return x
     desc_all = bool(_unwrap(descending))
+    elem = x.dtype
     y = _bit_axes(x, L)
-    rank = len(y.type.shape)
+    bshape = tuple(y.type.shape)
+    rank = len(bshape)
     idx = _bit_axes(expand_dims_to(arange(0, n), rank0), L)  # leading 1s: broadcasts against y
+
+    def bits_of(v):
+        if elem.is_bool():
+            return cast(v, T.uint8)
+        return cast(v, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else v
+
+    def from_bits(b):
+        if elem.is_bool():
+            return cast(b, T.int1)
+        return cast(b, elem, bitcast=True) if elem != _bits_dtype(elem) else b
+
     for stage in range(1, L + 1):  # blocks of 2**stage are merged
+        if stage < L:
+            down = compare("ne", and_(idx, 1 << stage), 0)
+            if desc_all:
+                down = logical_not(down)
+        else:
+            down = const(desc_all, T.int1)
         for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
             ax = rank - 1 - b
-            order = tuple(i for i in range(rank) if i != ax) + (ax,)
-            inv = [0] * rank
-            for i, o in enumerate(order):
-                inv[o] = i
-            t, it = permute(y, order), permute(idx, order)
-            lo, hi = split(t)
-            ilo, _ = split(it)
-            if stage < L:
-                down = compare("ne", and_(ilo, 1 << stage), 0)
-                if desc_all:
-                    down = logical_not(down)
-            else:
-                down = const(desc_all, T.int1)
+            own = bits_of(y)
+            both = broadcast_to(reduce_simple(own, ax, "xor", keep_dims=True), bshape)
+            partner = from_bits(xor_(own, both))
+            upper = compare("ne", and_(idx, 1 << b), 0)  # this element is the pair's upper one
+            lo, hi = where(upper, partner, y), where(upper, y, partner)
             swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
-            y = permute(join(where(swap, hi, lo), where(swap, lo, hi)), inv)
+            y = where(swap, partner, y)
     return reshape(y, shape)
 
 
