@@ -503,6 +503,16 @@ class TensorType:
             n *= s
         return n
 
+    @property
+    def element_ty(self):
+        """Triton's `x.type.element_ty`: a block's element type; for a scalar pointer (whose type Triton spells
+        as the pointer type itself) the type it points to."""
+        if self.shape:
+            return self.element
+        if isinstance(self.element, pointer_type):
+            return self.element.element_ty
+        raise AttributeError(f"a scalar of type {self.element} has no element_ty (only blocks and pointers do)")
+
     def scalar(self) -> "TensorType":
         return TensorType(self.element, ())
 

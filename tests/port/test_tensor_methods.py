@@ -104,3 +104,28 @@ def test_every_triton_tensor_method_exists():
     assert len(names) > 40
     missing = [n for n in names if not callable(getattr(tl.tensor, n, None))]
     assert not missing, f"Triton tensor methods missing here: {missing}"
+
+
+@compiler.jit
+def element_ty_kernel(A, C, N: tl.constexpr):
+    x = tl.load(A + tl.arange(0, N))
+    tl.static_assert(x.type.element_ty == tl.float16)          # a block's element type
+    tl.static_assert(C.type.element_ty == C.dtype.element_ty)  # a scalar pointer's: what it points to
+    acc = tl.zeros((N,), dtype=C.type.element_ty)
+    tl.store(C + tl.arange(0, N), acc + x.to(C.type.element_ty))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_type_element_ty(target):
+    """`ptr.type.element_ty` of a scalar pointer argument (Triton's matmul epilogues cast with it) and of a block."""
+    a = np.random.default_rng(0).standard_normal(16).astype(np.float16)
+    c = poison(16, "float32")
+    run(target, element_ty_kernel, (1,), a, c, N=16)
+    np.testing.assert_array_equal(c, a.astype(np.float32))
+
+
+def test_scalar_type_has_no_element_ty():
+    from compiler.ir.types import TensorType, float32
+
+    with pytest.raises(AttributeError, match="no element_ty"):
+        TensorType(float32, ()).element_ty
