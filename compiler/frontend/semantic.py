@@ -952,8 +952,37 @@ def cat(a, b):
     return reshape(j, (2 * a.type.shape[0],) + tuple(a.type.shape[1:]))
 
 
+def _as_bits(x):
+    """x as unsigned integers of its width (pointers as uint64, bools as uint8), for bit-exact moves."""
+    elem = x.dtype
+    if elem.is_ptr():
+        return cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
+    if elem.is_bool():
+        return cast(x, T.uint8)
+    return cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+
+
+def _from_bits(b, elem):
+    if elem.is_ptr():
+        return int_to_ptr(cast(b, T.int64, bitcast=True), elem)
+    if elem.is_bool():
+        return cast(b, T.int1)
+    return cast(b, elem, bitcast=True) if elem != b.dtype else b
+
+
+def _partner(y, ax):
+    """Each element's partner along the size-2 axis `ax` (the element whose index differs there), bit-exact:
+    own ^ xor-of-the-pair. The elements stay where their layout has them: the pair is two registers of one thread,
+    one shuffle across lanes, or one exchange through shared memory across warps (no tile is moved so that the
+    pair meets in one thread)."""
+    own = _as_bits(y)
+    both = broadcast_to(reduce_simple(own, ax, "xor", keep_dims=True), tuple(y.type.shape))
+    return _from_bits(xor_(own, both), y.dtype)
+
+
 def flip(x, dim=None):
-    """x reversed along `dim` (the last dim by default), bit-exact: one swap per bit of the dim's index."""
+    """x reversed along `dim` (the last dim by default), bit-exact: reversing the index is flipping each of its
+    bits, so each bit's step gives every element its partner along that bit's axis (_partner)."""
     x = to_tensor(x)
     shape = tuple(x.type.shape)
     if not shape:
@@ -963,18 +992,9 @@ def flip(x, dim=None):
     steps = n.bit_length() - 1
     if steps == 0:
         return x
-    # [.., n, ..] -> [.., 2, 2, .., 2, ..]: reversing the index = reversing each of its bits
     y = reshape(x, shape[:dim] + (2,) * steps + shape[dim + 1:])
-    rank = len(y.type.shape)
     for ax in range(dim, dim + steps):
-        order = tuple(i for i in range(rank) if i != ax) + (ax,)
-        t = permute(y, order)
-        lo, hi = split(t)
-        t = join(hi, lo)
-        inv = [0] * rank
-        for i, o in enumerate(order):
-            inv[o] = i
-        y = permute(t, inv)
+        y = _partner(y, ax)
     return reshape(y, shape)
 
 
@@ -1007,10 +1027,8 @@ def sort(x, dim=None, descending=False):
     """x sorted along its last dim (a bitonic network of compare-and-swap steps; ascending unless descending).
 
     The index bits are axes of size 2 (_bit_axes). At the step for bit b each element meets its partner (the index
-    with bit b flipped) through an xor reduction over that axis, broadcast back: own ^ (own ^ partner) = partner,
-    as bits. The layout keeps the elements where they are: a pair within a thread is two registers, across lanes
-    one shuffle, across warps one exchange through shared memory, instead of moving the whole tile so the pair
-    meets in one thread (a permute and a split per step). Both elements of a pair take the swap decision from the
+    with bit b flipped) where it is (_partner), instead of the whole tile moving so that the pair meets in one
+    thread (a permute and a split per step). Both elements of a pair take the swap decision from the
     same (lower, upper) pair of values, so a NaN among them cannot make them decide differently."""
     x = to_tensor(x)
     shape = tuple(x.type.shape)
@@ -1025,22 +1043,9 @@ def sort(x, dim=None, descending=False):
     if L == 0:
         return x
     desc_all = bool(_unwrap(descending))
-    elem = x.dtype
     y = _bit_axes(x, L)
-    bshape = tuple(y.type.shape)
-    rank = len(bshape)
+    rank = len(y.type.shape)
     idx = _bit_axes(expand_dims_to(arange(0, n), rank0), L)  # leading 1s: broadcasts against y
-
-    def bits_of(v):
-        if elem.is_bool():
-            return cast(v, T.uint8)
-        return cast(v, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else v
-
-    def from_bits(b):
-        if elem.is_bool():
-            return cast(b, T.int1)
-        return cast(b, elem, bitcast=True) if elem != _bits_dtype(elem) else b
-
     for stage in range(1, L + 1):  # blocks of 2**stage are merged
         if stage < L:
             down = compare("ne", and_(idx, 1 << stage), 0)
@@ -1049,10 +1054,7 @@ def sort(x, dim=None, descending=False):
         else:
             down = const(desc_all, T.int1)
         for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
-            ax = rank - 1 - b
-            own = bits_of(y)
-            both = broadcast_to(reduce_simple(own, ax, "xor", keep_dims=True), bshape)
-            partner = from_bits(xor_(own, both))
+            partner = _partner(y, rank - 1 - b)
             upper = compare("ne", and_(idx, 1 << b), 0)  # this element is the pair's upper one
             lo, hi = where(upper, partner, y), where(upper, y, partner)
             swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))

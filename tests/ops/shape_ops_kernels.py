@@ -90,3 +90,13 @@ def gather_kernel(X, I, Y, M: tl.constexpr, N: tl.constexpr, MI: tl.constexpr):
     x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
     idx = tl.load(I + tl.arange(0, MI)[:, None] * N + tl.arange(0, N)[None, :])
     tl.store(Y + tl.arange(0, MI)[:, None] * N + tl.arange(0, N)[None, :], tl.gather(x, idx, 0))
+
+
+@compiler.jit
+def flip_wide(X, Y, P, M: tl.constexpr, N: tl.constexpr, DIM: tl.constexpr):
+    """flip of an M x N tile along DIM (values, and the pointers to them: a pointer block flipped as bits)."""
+    o = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(X + o)
+    tl.store(Y + o, tl.flip(x, DIM))
+    q = tl.flip(X + o, DIM)          # pointers
+    tl.store(P + o, tl.load(q) * 2)

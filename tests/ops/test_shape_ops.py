@@ -49,6 +49,23 @@ def test_shape_ops(target, dtype, what):
     np.testing.assert_array_equal(_bits(y), _bits(ref).reshape(-1))
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("shape,dim,nw", [((4, 512), 1, 8), ((256, 8), 0, 8), ((2, 64), 1, 1), ((64, 32), 0, 4)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_flip_across_lanes_and_warps(target, shape, dim, nw, dtype):
+    """Reversing an index flips each of its bits; the partner of every bit's step may sit in the same thread, in
+    another lane or in another warp (a row of 512 over 8 warps): bit-exact either way (NaN, -0)."""
+    from compiler.ir import types as Ty
+
+    nd = Ty.from_name(dtype).np
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32).astype(nd)
+    x[0, :2] = [np.nan, -0.0]
+    y, p = poison(x.size, dtype), poison(x.size, dtype)
+    run(target, K.flip_wide, (1,), [x, y, p], [], M=shape[0], N=shape[1], DIM=dim, num_warps=nw)
+    np.testing.assert_array_equal(_bits(y), _bits(np.flip(x, dim)).reshape(-1))
+    np.testing.assert_array_equal(p.astype(np.float32), (np.flip(x, dim).astype(np.float32) * 2).reshape(-1))
+
+
 def _swizzle_ref(i, j, si, sj, g):
     ij = i * sj + j
     group = ij // (g * sj)
