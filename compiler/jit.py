@@ -339,7 +339,10 @@ class JITFunction:
     # --- identity ---------------------------------------------------------------------------------
     @property
     def cache_key(self) -> str:
-        """sha256 of this function's source and of every jit function it calls (transitively)."""
+        """sha256 of this function's source and of every jit function it calls (transitively), and of the values
+        of the module-level constants they read (looked at again on every call: warmup and compile read it)."""
+        if self._used_globals:
+            self._globals_changed()
         if self._src_hash is None:
             h = hashlib.sha256()
             used = []

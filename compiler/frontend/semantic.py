@@ -903,6 +903,24 @@ def _bits_dtype(d):
     return {8: T.uint8, 16: T.uint16, 32: T.uint32, 64: T.uint64}[d.bits]
 
 
+def _as_bits(x):
+    """x as unsigned integers of its width (pointers as uint64, bools as uint8), for bit-exact moves."""
+    elem = x.dtype
+    if elem.is_ptr():
+        return cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
+    if elem.is_bool():
+        return cast(x, T.uint8)
+    return cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+
+
+def _from_bits(b, elem):
+    if elem.is_ptr():
+        return int_to_ptr(cast(b, T.int64, bitcast=True), elem)
+    if elem.is_bool():
+        return cast(b, T.int1)
+    return cast(b, elem, bitcast=True) if elem != b.dtype else b
+
+
 def split(x):
     """The two halves of x's minor dim (which must be 2), bit-exact (selected as bits, combined with or)."""
     x = to_tensor(x)
@@ -910,27 +928,14 @@ def split(x):
     if not shape or shape[-1] != 2:
         raise SemanticError(f"split needs a minor dim of size 2, got shape {list(shape)}")
     elem = x.dtype
-    if elem.is_ptr():
-        bits = tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64))
-        bits = cast(bits, T.uint64, bitcast=True)
-    elif elem.is_bool():
-        bits = cast(x, T.uint8)
-    else:
-        bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
+    bits = _as_bits(x)
     idx = arange(0, 2)
     for _ in range(len(shape) - 1):
         idx = expand_dims(idx, 0)
     outs = []
     for k in (0, 1):
         sel = where(compare("eq", idx, k), bits, const(0, bits.dtype))
-        r = reduce_simple(sel, len(shape) - 1, "or")
-        if elem.is_ptr():
-            r = int_to_ptr(cast(r, T.int64, bitcast=True), elem)
-        elif elem.is_bool():
-            r = cast(r, T.int1)
-        elif elem != bits.dtype:
-            r = cast(r, elem, bitcast=True)
-        outs.append(r)
+        outs.append(_from_bits(reduce_simple(sel, len(shape) - 1, "or"), elem))
     return outs[0], outs[1]
 
 
@@ -950,24 +955,6 @@ def cat(a, b):
     r = len(j.type.shape)
     j = permute(j, (r - 1,) + tuple(range(r - 1)))
     return reshape(j, (2 * a.type.shape[0],) + tuple(a.type.shape[1:]))
-
-
-def _as_bits(x):
-    """x as unsigned integers of its width (pointers as uint64, bools as uint8), for bit-exact moves."""
-    elem = x.dtype
-    if elem.is_ptr():
-        return cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
-    if elem.is_bool():
-        return cast(x, T.uint8)
-    return cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
-
-
-def _from_bits(b, elem):
-    if elem.is_ptr():
-        return int_to_ptr(cast(b, T.int64, bitcast=True), elem)
-    if elem.is_bool():
-        return cast(b, T.int1)
-    return cast(b, elem, bitcast=True) if elem != b.dtype else b
 
 
 def _partner(y, ax):

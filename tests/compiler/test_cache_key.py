@@ -189,3 +189,18 @@ def test_module_constants_are_part_of_the_kernel(fresh):
     _scaled[(1,)](y)
     np.testing.assert_array_equal(y, x * 3)
     assert _scaled.cache_key == key3
+
+
+def test_warmup_alone_sees_a_changed_constant(fresh):
+    """Without a launch between (warmup, a farm compile worker): the key and the compiled code follow the value."""
+    global SCALE
+    x = np.arange(16, dtype=np.float32)
+    key3 = _scaled.cache_key
+    ptx3 = _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"]
+    try:
+        SCALE = 6
+        assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] != ptx3
+        assert _scaled.cache_key != key3
+    finally:
+        SCALE = 3
+    assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] == ptx3
