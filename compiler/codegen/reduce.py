@@ -595,14 +595,25 @@ def _load_plan(e, dst_ll, plan, off):
     return Tile(dst_ll, regs)
 
 
-def _coords(ll, r, lane, warp, perm):
-    c = [a ^ b for a, b in zip(ll.reg_coord(r), ll.thread_coord(lane, warp))]
-    return [c[p] for p in perm] if perm is not None else c
+def _span_array(ll, which):
+    """LinearLayout._span as an int64 array (entries x dims), kept beside it."""
+    import numpy as np  # here, not at import: the code generator loads NumPy only when a conversion is planned
+
+    cache = ll.__dict__.get("_spans")
+    got = cache.get(("np", which)) if cache else None
+    if got is None:
+        got = np.array(ll._span(which), dtype=np.int64).reshape(-1, len(ll.shape))
+        ll.__dict__["_spans"][("np", which)] = got
+    return got
 
 
 def _buffer_index(coords, shape, pad, swz):
     """Element index of `coords` in the conversion buffer: row-major with `pad` elements after each last-dim row,
-    or, with swz = (shift, mask, vec), unpadded with the 16-byte chunk of each row XORed by (row >> shift) & mask."""
+    or, with swz = (shift, mask, vec), unpadded with the 16-byte chunk of each row XORed by (row >> shift) & mask.
+    `coords` is a sequence of per-dim coordinates, or an array whose last axis is the dims (an array of indices
+    comes back)."""
+    if hasattr(coords, "ndim"):  # an array
+        coords = [coords[..., d] for d in range(coords.shape[-1])]
     row = 0
     for c, n in zip(coords[:-1], shape[:-1]):
         row = row * n + c
@@ -616,26 +627,43 @@ def _buffer_index(coords, shape, pad, swz):
 def _wavefronts(addrs, width):
     """Shared-memory wavefronts of one warp-wide access of `width` bytes per lane at byte addresses `addrs`
     (lane order): lanes are served in groups of 128 bytes of requests (32 lanes at 4 bytes, 16 at 8, 8 at 16),
-    and a group takes as many wavefronts as the most distinct 4-byte words falling in one of the 32 banks."""
-    per = max(1, 128 // max(width, 4))
-    total = 0
-    for g in range(0, len(addrs), per):
-        banks: dict = {}
-        for a in addrs[g:g + per]:
-            for w in range(a // 4, (a + max(width, 4)) // 4):
-                banks.setdefault(w % 32, set()).add(w)
-        total += max(len(v) for v in banks.values()) if banks else 0
-    return total
+    and a group takes as many wavefronts as the most distinct 4-byte words falling in one of the 32 banks.
+    `addrs` may also be an array of accesses x lanes: the sum over its accesses."""
+    import numpy as np
+
+    a = np.asarray(addrs, dtype=np.int64)
+    if a.ndim == 1:
+        a = a[None, :]
+    n, lanes = a.shape
+    if n == 0 or lanes == 0:
+        return 0
+    size = max(width, 4)
+    per = max(1, 128 // size)
+    groups = -(-lanes // per)
+    # every 4-byte word each lane touches, tagged with its (access, lane group)
+    words = (a // 4)[:, :, None] + np.arange(size // 4, dtype=np.int64)
+    gid = (np.arange(n, dtype=np.int64)[:, None] * groups + np.arange(lanes, dtype=np.int64)[None, :] // per)
+    gid = np.broadcast_to(gid[:, :, None], words.shape)
+    distinct = np.unique(gid.ravel() << 32 | words.ravel())  # each word once per group
+    g, w = distinct >> 32, distinct & 0xFFFFFFFF
+    per_bank = np.unique(g * 32 + w % 32, return_counts=True)  # distinct words per (group, bank)
+    most = np.zeros(n * groups, dtype=np.int64)
+    np.maximum.at(most, per_bank[0] // 32, per_bank[1])
+    return int(most.sum())
 
 
 def _accesses(src, dst, perm, vs, vd, dperm=None):
-    """[(width in elements, [coords of lanes 0..31])] of warp 0's accesses: the writes of `src` (coordinates
-    permuted by `perm`) and the reads of `dst` (permuted by `dperm`: the buffer's dim order), one entry per
-    vector access."""
+    """[(width in elements, coords)] of warp 0's accesses: the writes of `src` (coordinates permuted by `perm`) and
+    the reads of `dst` (permuted by `dperm`: the buffer's dim order); coords is an array of vector accesses x
+    lanes 0..31 x dims."""
+    import numpy as np
+
     out = []
     for ll, v, p in ((src, vs, perm), (dst, vd, dperm)):
-        for r in range(0, ll.num_regs, v):
-            out.append((v, [_coords(ll, r, lane, 0, p) for lane in range(32)]))
+        reg = _span_array(ll, "reg")[0:ll.num_regs:v]
+        lane = _span_array(ll, "lane")[np.arange(32) & ((1 << len(ll.lane)) - 1)]
+        c = reg[:, None, :] ^ lane[None, :, :]
+        out.append((v, c[..., list(p)] if p is not None else c))
     return out
 
 
@@ -644,8 +672,8 @@ def _conversion_cost(src, dst, perm, eb, vs, vd, pad, swz, accesses=None, dperm=
     dims are the destination's in the order `dperm` (default: the destination's own)."""
     shape = _buffer_shape(dst.shape, dperm)
     cost = 0
-    for v, lanes in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd, dperm):
-        cost += _wavefronts([_buffer_index(c, shape, pad, swz) * eb for c in lanes], v * eb)
+    for v, coords in accesses if accesses is not None else _accesses(src, dst, perm, vs, vd, dperm):
+        cost += _wavefronts(_buffer_index(coords, shape, pad, swz) * eb, v * eb)
     return cost
 
 
@@ -691,7 +719,7 @@ def _choose_swizzle(src, dst, perm, eb, vs, vd, pad, dperm=None):
         return None
     acc = _accesses(src, dst, perm, vs, vd, dperm)
     best, best_cost = None, _conversion_cost(src, dst, perm, eb, vs, vd, pad, None, acc, dperm)
-    if best_cost <= sum(-(-32 * max(v * eb, 4) // 128) for v, _ in acc):  # one wavefront per 128 bytes
+    if best_cost <= sum(len(c) * -(-32 * max(v * eb, 4) // 128) for v, c in acc):  # one wavefront per 128 bytes
         return None
     for shift in range(max(1, rows.bit_length() - 1)):
         swz = (shift, mask, vec)
