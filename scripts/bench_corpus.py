@@ -24,7 +24,9 @@ checked call only; timed calls keep accumulating (the work per call is the same)
 and the same rounds: each variant (a comma list of switches, TILEFARM_AB while it compiles) is one more side,
 its own load of the corpus files (its own kernels), on the same inputs and reference, checked the same way and
 timed interleaved with the default and Triton. Reported per kernel: variant / default and variant / Triton
-(medians of per-round ratios), and their geomeans. Inputs and references are made once for all sides.
+(medians of per-round ratios), and their geomeans. Inputs and references are made once for all sides. The
+pseudo-switch `ptxas128` in a variant assembles its kernels with the ptxas bundled with Triton (TILEFARM_PTXAS
+while it compiles) instead of ours: the toolchain A/B of issue 24, same PTX, other assembler.
 
 --interpret (TRITON_INTERPRET=1, torch on the CPU for Triton's interpreter): every kernel at its CI size in our
 interpreter and in Triton's, both checked against the float64 reference: proof that the corpus is valid Triton
@@ -51,6 +53,22 @@ import numpy as np  # noqa: E402
 
 SIDES = ("tilefarm", "triton")
 AB_PREFIX = "ab:"  # a side of --ab: "ab:<switches>", our compiler with TILEFARM_AB=<switches> while it compiles
+
+
+def triton_ptxas() -> str:
+    """The ptxas bundled with Triton's wheel (what its kernels are assembled with)."""
+    import triton
+
+    p = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    if not os.access(p, os.X_OK):
+        raise RuntimeError(f"ptxas128: no ptxas bundled with Triton at {p}")
+    return p
+
+
+def _clear_ptxas():
+    from compiler.codegen.ptx import find_ptxas
+
+    find_ptxas.cache_clear()
 
 
 def base(side: str) -> str:
@@ -221,8 +239,13 @@ def run_gpu(names, cases, args, device=None):
                 ent["error"] = cases["errors"][side].get(c.file, f"not loaded under {side}")
                 continue
             saved_ab = os.environ.get("TILEFARM_AB")
+            saved_ptxas = os.environ.get("TILEFARM_PTXAS")
             if side.startswith(AB_PREFIX):  # read while the first call compiles (and in its cache key)
-                os.environ["TILEFARM_AB"] = side[len(AB_PREFIX):]
+                switches = side[len(AB_PREFIX):].split(",")
+                os.environ["TILEFARM_AB"] = ",".join(x for x in switches if x != "ptxas128")
+                if "ptxas128" in switches:
+                    os.environ["TILEFARM_PTXAS"] = triton_ptxas()
+                    _clear_ptxas()
             elif len(sides) > len(SIDES):  # an in-process A/B: the default side is the code without switches
                 os.environ.pop("TILEFARM_AB", None)
             try:
@@ -247,6 +270,12 @@ def run_gpu(names, cases, args, device=None):
                     os.environ.pop("TILEFARM_AB", None)
                 else:
                     os.environ["TILEFARM_AB"] = saved_ab
+                if os.environ.get("TILEFARM_PTXAS") != saved_ptxas:
+                    if saved_ptxas is None:
+                        os.environ.pop("TILEFARM_PTXAS", None)
+                    else:
+                        os.environ["TILEFARM_PTXAS"] = saved_ptxas
+                    _clear_ptxas()
         try:
             ref = ref_future.result()
         except Exception as e:  # noqa: BLE001
