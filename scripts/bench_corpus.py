@@ -26,7 +26,8 @@ its own load of the corpus files (its own kernels), on the same inputs and refer
 timed interleaved with the default and Triton. Reported per kernel: variant / default and variant / Triton
 (medians of per-round ratios), and their geomeans. Inputs and references are made once for all sides. The
 pseudo-switch `ptxas128` in a variant assembles its kernels with the ptxas bundled with Triton (TILEFARM_PTXAS
-while it compiles) instead of ours: the toolchain A/B of issue 24, same PTX, other assembler.
+while it compiles) instead of ours, `ptxas130` with the CUDA toolkit's (/usr/local/cuda): the toolchain A/B of
+issue 24, same PTX, other assembler.
 
 --interpret (TRITON_INTERPRET=1, torch on the CPU for Triton's interpreter): every kernel at its CI size in our
 interpreter and in Triton's, both checked against the float64 reference: proof that the corpus is valid Triton
@@ -63,6 +64,17 @@ def triton_ptxas() -> str:
     if not os.access(p, os.X_OK):
         raise RuntimeError(f"ptxas128: no ptxas bundled with Triton at {p}")
     return p
+
+
+def cuda_ptxas() -> str:
+    """The ptxas of the CUDA toolkit installed on the machine (/usr/local/cuda or CUDA_HOME)."""
+    p = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
+    if not os.access(p, os.X_OK):
+        raise RuntimeError(f"ptxas130: no ptxas at {p}")
+    return p
+
+
+PTXAS_VARIANTS = {"ptxas128": triton_ptxas, "ptxas130": cuda_ptxas}  # pseudo-switches of --ab: the assembler
 
 
 def _clear_ptxas():
@@ -242,10 +254,11 @@ def run_gpu(names, cases, args, device=None):
             saved_ptxas = os.environ.get("TILEFARM_PTXAS")
             if side.startswith(AB_PREFIX):  # read while the first call compiles (and in its cache key)
                 switches = side[len(AB_PREFIX):].split(",")
-                os.environ["TILEFARM_AB"] = ",".join(x for x in switches if x != "ptxas128")
-                if "ptxas128" in switches:
-                    os.environ["TILEFARM_PTXAS"] = triton_ptxas()
-                    _clear_ptxas()
+                os.environ["TILEFARM_AB"] = ",".join(x for x in switches if x not in PTXAS_VARIANTS)
+                for x in switches:
+                    if x in PTXAS_VARIANTS:
+                        os.environ["TILEFARM_PTXAS"] = PTXAS_VARIANTS[x]()
+                        _clear_ptxas()
             elif len(sides) > len(SIDES):  # an in-process A/B: the default side is the code without switches
                 os.environ.pop("TILEFARM_AB", None)
             try:
