@@ -43,7 +43,8 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `store_vec` (passes/assign_layouts.py _wide_store, added 2026-12-04, not yet timed): a dot's result stored through a
 # conversion to the pointer's coalesced layout (st.global.v4, as Triton) instead of 8 bytes a thread from the MMA
 # fragments; its conversion buffer is not shared with the copy ring, so it can cost a block per SM.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec")
+# `ring_after` (passes/pipeline.py, added 2026-12-05, not yet timed): the loose ring's copies after a one-dot loop's dot.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "ring_after")
 
 
 def ab_switches() -> frozenset:
