@@ -70,6 +70,17 @@ def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 
 @compiler.jit
+def fp8_dot_f16(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """A dot of fp8 tiles accumulated in float16 (out_dtype), as Triton allows."""
+    i = tl.arange(0, M)[:, None]
+    j = tl.arange(0, N)[None, :]
+    k = tl.arange(0, K)
+    a = tl.load(A + i * K + k[None, :])
+    b = tl.load(B + k[:, None] * N + j)
+    tl.store(C + i * N + j, tl.dot(a, b, out_dtype=tl.float16))
+
+
+@compiler.jit
 def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """C = A @ B (fp8 inputs, float32 accumulator) over a K loop with masked edges."""
     pm, pn = tl.program_id(0), tl.program_id(1)

@@ -236,6 +236,25 @@ def _check_fp8_dot(target, c, a, b, ta, tb):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e5")])
+def test_fp8_dot_float16_accumulator(target, ta, tb):
+    """out_dtype=tl.float16: the products are exact in float16 and summed in float16 (Triton takes it; it was
+    refused). Every element within 2^-9 of the sum of its products' magnitudes (float16's rounding over a K = 64
+    sum), against the float64 sum; NaN never passes."""
+    M, N, Kd = 64, 64, 64
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
+    b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
+    c = np.full((M, N), np.nan, np.float16)
+    run(target, K.fp8_dot_f16, (1,), [a, b, c], [], M=M, N=N, K=Kd)
+    da, db = decode(a.view(np.uint8), ta), decode(b.view(np.uint8), tb)
+    assert np.isfinite(c).all()
+    err = np.abs(c.astype(np.float64) - da @ db)
+    bound = 2.0 ** -9 * (np.abs(da) @ np.abs(db)) + 1e-3
+    assert (err <= bound).all(), f"max error {err.max():.3g}, worst bound ratio {(err / bound).max():.3g}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e4nv")])
 @pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8), (64, 128, 32, 4)])
 def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
