@@ -299,6 +299,30 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion")
 
 
+class _DeviceCaches:
+    """JITFunction.device_caches: a mapping from a device to (compiled kernels by specialization,) whose clear()
+    drops the function's compiled kernels. One set serves every device here (a kernel is compiled for the
+    architecture, loaded per device by the runtime)."""
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def clear(self):
+        self._fn._drop_compiled()
+
+    def __getitem__(self, device):
+        return (self._fn._kernels,)
+
+    def __len__(self):
+        return 1 if self._fn._kernels else 0
+
+    def __iter__(self):
+        return iter((0,) if self._fn._kernels else ())
+
+    def __contains__(self, device):
+        return bool(self._fn._kernels)
+
+
 class JITFunction:
     """A kernel (or a device function called from kernels). Launch with `kernel[grid](*args, **meta)`."""
 
@@ -354,6 +378,19 @@ class JITFunction:
             self._used_globals = tuple(used)
         return self._src_hash
 
+    @property
+    def device_caches(self) -> "_DeviceCaches":
+        """Triton's handle on a kernel's in-process compiled kernels: `kernel.device_caches.clear()` drops them, so
+        the next launch or warmup compiles again (through the disk cache, whose key holds the options and the
+        environment switches: what a test that flips TRITON_DISABLE_LINE_INFO relies on). `[device][0]` is the
+        dict of compiled kernels by specialization, as Triton's first entry is."""
+        return _DeviceCaches(self)
+
+    def _drop_compiled(self):
+        self._kernels = {}
+        self._ir_cache = {}
+        self._fast = self._fast_c = self._fast_bind = None
+
     def _globals_changed(self) -> bool:
         """Whether a module-level constant the compiled kernels read has another value now: then they are dropped
         (and the key recomputed), so the next launch compiles with the new value instead of running the old."""
@@ -362,9 +399,7 @@ class JITFunction:
             if cur is not v and not (type(cur) is type(v) and cur == v):
                 self._src_hash = None
                 self._used_globals = ()
-                self._kernels = {}
-                self._ir_cache = {}
-                self._fast = self._fast_c = self._fast_bind = None
+                self._drop_compiled()
                 return True
         return False
 

@@ -82,6 +82,38 @@ def test_unsafe_update_src():
     assert "x << 2" in str(e.value)
 
 
+def test_device_caches_and_line_info_switch(monkeypatch, tmp_path):
+    """Triton's `kernel.device_caches.clear()` exists and empties the handle; a warmup after TRITON_DISABLE_LINE_INFO
+    is set compiles without line information (the switch is part of the compiled kernel's key)."""
+    pytest.importorskip("llvmlite")
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    k = compiler.JITFunction(static_check.fn)  # a handle of its own
+    x = np.zeros(32, np.float32)
+    first = k.warmup(x, BLOCK=32, grid=(1,), target="sm_90a")
+    assert ".loc" in first.asm["ptx"]
+    k.device_caches.clear()
+    assert len(k.device_caches) == 0 and list(k.device_caches) == []
+    monkeypatch.setenv("TRITON_DISABLE_LINE_INFO", "1")
+    again = k.warmup(x, BLOCK=32, grid=(1,), target="sm_90a")
+    assert again is not first and ".loc" not in again.asm["ptx"]
+
+
+@pytest.mark.gpu
+def test_device_caches_clear_drops_launched_kernels():
+    """After a launch the handle holds the compiled kernel; clear() drops it and the next launch compiles (or loads
+    from the disk cache) again and still computes the right thing."""
+    k = compiler.JITFunction(static_check.fn)
+    y = poison(32, np.float32)
+    run("gpu", k, (1,), y, BLOCK=32)
+    assert len(k.device_caches) == 1 and len(k.device_caches[0][0]) == 1
+    k.device_caches.clear()
+    assert len(k.device_caches) == 0
+    y = poison(32, np.float32)
+    run("gpu", k, (1,), y, BLOCK=32)
+    assert len(k.device_caches) == 1
+    np.testing.assert_array_equal(y, np.ones(32, np.float32))
+
+
 def test_dtype_by_name():
     assert tl.dtype("int8") is tl.int8 and tl.dtype("fp16") is tl.float16 and tl.dtype("bf16") is tl.bfloat16
     assert [tl.dtype(n) for n in tl.dtype.SINT_TYPES] == [tl.int8, tl.int16, tl.int32, tl.int64]
