@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout
+from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, default_blocked, linear
 from ..passes.wgmma_loops import register_a_applies
 from . import common as C
 from . import tma as _tma
@@ -372,6 +372,32 @@ def store_swizzled(e, x, st):
         _store_vector(e, vals, e.smem_ptr(off, absolute=st.absolute), v * st.eb)
 
 
+def load_swizzled(e, st, ll, etype):
+    """Read SwizzledTile st into the registers of layout ll (the mirror of store_swizzled): one vector load per run
+    of registers along the tile's inner dim (up to 16 bytes)."""
+    d = st.inner
+    v = 1
+    while (v.bit_length() - 1) < len(ll.reg) and ll.reg[v.bit_length() - 1] == tuple(
+            v if i == d else 0 for i in range(len(ll.shape))) and v * st.eb < 16:
+        v *= 2
+    tc = e.thread_coords(ll)
+    regs = [None] * ll.num_regs
+    for r0 in range(0, ll.num_regs, v):
+        rc = ll.reg_coord(r0)
+
+        def co(dim):
+            t = tc[dim]
+            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
+        bat = co(0) if st.rank == 3 else None
+        ptr = e.smem_ptr(st.offset(e, bat, co(st.outer), co(d)), absolute=st.absolute)
+        if v == 1:
+            regs[r0] = e.b.load(ptr, typ=etype, align=st.eb)
+        else:
+            vec = e.b.load(ptr, typ=ir.VectorType(etype, v), align=v * st.eb)
+            regs[r0:r0 + v] = [e.b.extract_element(vec, e.i32(i)) for i in range(v)]
+    return regs
+
+
 def _store_vector(e, vals, ptr, align):
     """Store scalars vals at ptr as one vector (a plain store for one value)."""
     if len(vals) == 1:
@@ -547,10 +573,17 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
     eb = _operand_bytes(op)
-    reg_a = isinstance(a, Tile) and eb == 2 and register_a_applies(a.ll, lay, M, K, e.nw)
+    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw) and (eb == 2 or K % 32 == 0)
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
+    if eb == 1 and stb is not None and stb.inner != 0:
+        # an 8-bit b in its ring slot as loaded, N its inner dim (attention's V [keys, head dim] through a tensor
+        # descriptor): wgmma reads 8-bit operands K-major only, so the slot is read into registers with 16-byte
+        # loads along N and written transposed to scratch below, as a b in registers is
+        bll = linear(default_blocked((K, N), 1, e.nw), (K, N), e.nw)
+        b = Tile(bll, load_swizzled(e, stb, bll, C.I8))
+        stb = None
     # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
         sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
@@ -643,10 +676,14 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8)
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
+    MR = M // (16 * wm)
     if a_regs is not None:
         # every A word packed before the fence (tied through it): the HGMMA chain then issues back to back
         # instead of one ARRIVE per instruction between the packing
-        words = [_pack(e, a_regs.regs[r0:r0 + 2]) for r0 in range(0, len(a_regs.regs), 2)]
+        if eb == 1:
+            words = [w for mi in range(MR) for k0 in range(0, K, kstep) for w in _fp8_a_words(e, a_regs, mi * 16 * wm, k0)]
+        else:
+            words = [_pack(e, a_regs.regs[r0:r0 + 2]) for r0 in range(0, len(a_regs.regs), 2)]
         words = _fence_tied(e, words)
     else:
         _asm_void(e, "wgmma.fence.sync.aligned;")
@@ -658,7 +695,6 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     regs = list(c.regs)
     per = instr_n // 2
     NR = N // (instr_n * wn)
-    MR = M // (16 * wm)
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
     if a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
@@ -670,6 +706,11 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
                 f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
         ins = ["l", "l"]
+    elif eb == 1:  # A from registers: four .b32 words of four 8-bit values each (b K-major)
+        assert b_k, "fp8 wgmma operands must be K-major"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.f32.{ta}.{tb} {dregs}, "
+                f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1;")
+        ins = ["r", "r", "r", "r", "l"]
     else:  # A from registers: four .b32 words of two 16-bit values each
         text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
@@ -690,6 +731,9 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                 if a_regs is None:
                     da = [_select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
                                        a_is_a=True, wide=wide)]
+                elif eb == 1:  # _fp8_a_words' order: per (mi, k0), four words
+                    w0 = (mi * (K // kstep) + k0 // kstep) * 4
+                    da = words[w0:w0 + 4]
                 else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
                     r0 = mi * a_per + (k0 // 16) * 8
                     if words is not None:
@@ -703,6 +747,31 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
     return _wait_retiring(e, op, regs, 1 if loop is not None else 0)
+
+
+def _fp8_a_words(e, a, row0, k0):
+    """The four .b32 words of wgmma's register A for 8-bit types at rows row0.., K columns k0..k0+31 from `a` in
+    the accumulator layout of an earlier wgmma (attention's P rounded to fp8). The k32 A fragment wants, of lane
+    4g + t, rows g and g + 8 at columns 4t..4t+3 and 16+4t..16+4t+3 (words in the order (g, lo), (g + 8, lo),
+    (g, hi), (g + 8, hi)); the accumulator layout gives it columns 2t, 2t+1 of every 8. Each lane packs its two
+    pairs of a 16-column half (columns 8j + 2t.. and 8(j+1) + 2t..) into one word; lane t reads that word from
+    lanes 2t and 2t + 1 of its quad (mod 4) and keeps the low halves (t < 2) or the high halves (t >= 2)."""
+    from .reduce import shuffle
+
+    idx = _index(a.ll)
+    t = e.b.and_(e.lane, e.i32(3))
+    src0 = e.b.or_(e.b.and_(e.lane, e.i32(~3)), e.b.and_(e.b.shl(t, e.i32(1)), e.i32(3)))
+    src1 = e.b.add(src0, e.i32(1))
+    # prmt selector: bytes 0, 1 of x0 then of x1 (0x5410), or bytes 2, 3 of each (0x7632)
+    sel = e.b.select(e.b.icmp_unsigned(">=", t, e.i32(2)), e.i32(0x7632), e.i32(0x5410))
+    out = []
+    for hb in (0, 1):
+        for h in (0, 1):
+            j0 = (k0 + 16 * hb) // 8
+            send = _pack(e, [a.regs[idx[(row0 + 8 * h, 8 * j + c)]] for j in (j0, j0 + 1) for c in (0, 1)])
+            x0, x1 = shuffle(e, "idx", send, src0), shuffle(e, "idx", send, src1)
+            out.append(_asm(e, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", C.I32, [x0, x1, sel]))
+    return out
 
 
 def _fence_tied(e, words):

@@ -302,12 +302,13 @@ def tma_served(o) -> bool:
 
 
 def _fp8_operand_ok(d, o, j, trans) -> bool:
-    """An 8-bit ring operand: only of an fp8 dot (wgmma reads 8-bit operands K-major only), served by TMA (whose
-    tile's inner dim is the load's last), with K that inner dim: a [M, K] load for a, a [N, K] load under a
-    transpose for b (or a transposed [K, M] load never)."""
+    """An 8-bit ring operand: only of an fp8 dot, served by TMA (whose tile's inner dim is the load's last). wgmma
+    reads 8-bit operands K-major only: a [M, K] load for a, a [N, K] load under a transpose for b are read in
+    place; a [K, N] load for b (attention's V as stored) lands N-major and the dot copies it transposed into
+    scratch (codegen/dot.py), which beats loading it outside the ring; a transposed [K, M] load for a never."""
     if not (d.operands[0].type.element.is_fp8() and d.operands[1].type.element.is_fp8()) or not tma_served(o):
         return False
-    return (j == 0 and not trans) or (j == 1 and trans)
+    return (j == 0 and not trans) or j == 1
 
 
 def _zero_other(o) -> bool:

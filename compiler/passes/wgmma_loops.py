@@ -86,10 +86,17 @@ def defer_index(op, num_warps):
     lay = op.attrs["_layouts"][0]
     M, N = op.result.type.shape
     K = op.operands[0].type.shape[-1]
+    eight = op.operands[0].type.element.bits == 8  # fp8 operands: K-major only, a never from registers
     for i, v in enumerate(op.operands[:2]):
         owner = v.owner
-        if getattr(owner, "kind", None) == "smem_view" or not _inside(blk, v):
+        if getattr(owner, "kind", None) == "smem_view":
+            if eight and i == 1:
+                return None  # b read from its slot as loaded (N-major) is copied transposed into scratch
             continue
+        if not _inside(blk, v):
+            continue
+        if eight:
+            return None
         lays = getattr(owner, "attrs", {}).get("_layouts") if i == 0 else None
         la = lays[v.index] if lays else None
         if la is None or not register_a_applies(linear(la, (M, K), num_warps), lay, M, K, num_warps):

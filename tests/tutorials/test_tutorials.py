@@ -4,6 +4,7 @@ and assembled instead; where TMA or fp8 wgmma apply the PTX is checked to use th
 with torch CUDA tensors at sizes where the GPU paths (TMA rings, persistent loops, wgmma) matter."""
 import contextlib
 import os
+import re
 
 import ml_dtypes
 import numpy as np
@@ -245,6 +246,25 @@ def test_06_fused_attention(target, causal, dtype):
         tol = 2e-2 if dtype == "float16" else 1.5e-1  # fp8 P (2 mantissa bits) and an fp8 output
         np.testing.assert_allclose(decode(o), ref, rtol=tol, atol=tol)
         assert np.isfinite(mm).all()
+
+
+@pytest.mark.skipif(not _have_ptxas(), reason="ptxas not found")
+def test_06_fp8_attention_operands():
+    """fp8 attention at the benchmark's config: V ([keys, head dim] as stored, N-major) comes through the TMA copy
+    ring like K (copied transposed to scratch for the K-major-only fp8 wgmma) instead of one-byte global loads in
+    the loop, and P feeds the P.V wgmma from registers (the k32 A fragment built by quad shuffles) instead of a
+    shared-memory round trip. Correctness: test_06_fused_attention on the GPU."""
+    m = tut("t06_fused_attention")
+    Z, H, L, D = 1, 2, 256, 64
+    q, k, v, o = (np.zeros((Z, H, L, D), E5M2) for _ in range(4))
+    mm = np.zeros(Z * H * L, np.float32)
+    ptx = []
+    with compile_only(ptx):
+        m.attention(q, k, v, o, mm, 0.5, BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
+    (p,) = ptx
+    assert p.count("cp.async.bulk.tensor") >= 6  # K and V: prologue stages and the loop's copy each
+    assert len(re.findall(r"ld\.global[^\n]*\.[bu]8", p)) <= 32  # Q's tile only, loaded once before the loop
+    assert len(re.findall(r"k32\.f32\.e5m2\.e5m2 \{[^}]*\}, \{", p)) == 2  # P.V: A from registers
 
 
 # ------------------------------------------------------------------------------------------------ 07 .. 09
