@@ -49,6 +49,10 @@ def install():
     for name in MAPPED:
         mod = sys.modules[name] = compat_module(name)
         mod.__dict__.setdefault("__path__", [])  # a package: `import triton.x` asks the finder below for x
+        if getattr(mod, "__spec__", None) is None:
+            # importlib.util.find_spec("triton") raises on a module without one, and torch asks it while CUDA
+            # initializes (whether Triton is installed): every GPU test would fail at its first tensor
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
     from . import internal_testing
 
     from . import filecheck

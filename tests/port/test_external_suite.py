@@ -178,3 +178,22 @@ def test_external_suite_as_gpu(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         doc = json.loads((out / "external-suite.json").read_text())
         assert doc["files"]["test_gpu.py"]["passed"] == passed, doc["tests"]
+
+
+def test_compat_modules_have_specs():
+    """Under the suite's `triton`, importlib.util.find_spec("triton") answers (torch asks it while CUDA initializes;
+    a module without __spec__ made it raise, and every GPU test of the suite failed at its first CUDA tensor)."""
+    code = textwrap.dedent("""
+        import importlib.util, sys
+        sys.path.insert(0, ROOT)
+        from scripts.extsuite import boot
+        boot.install()
+        import triton, triton.language
+        for name in ("triton", "triton.language", "triton.backends"):
+            spec = importlib.util.find_spec(name)
+            assert spec is not None and spec.name == name, (name, spec)
+        assert getattr(triton, "__tilefarm__", False)
+        print("ok")
+    """).replace("ROOT", repr(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
