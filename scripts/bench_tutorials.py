@@ -85,10 +85,13 @@ def _persistent(M, N, K, fp8):
                               BK=128 if fp8 else 64, GROUP_SIZE_M=8, num_warps=8, num_stages=3)
         return out["c"]
     def bound(torch, inp, ref):
-        # fp8 wgmma accumulates in fewer bits than float32 (tests/ops/test_fp8.py bounds it by 2^-11 of the sum of
-        # |products| and passes on the H200), and C is fp16 (half an ulp: 2^-11 relative)
+        # fp8 wgmma accumulates in fewer bits than float32 and truncates, so its error grows with K: tests/ops/
+        # test_fp8.py bounds it by 2^-11 of the sum of |products| at K = 64; at K = 8192 the H200 gave errors up to
+        # 4.05 on 104 of the 67M elements under Triton and under ours alike (2026-12-05: the same count and the same
+        # largest error), above that bound (about 2.6 here) and below 2^-10 of it (about 5.2). A wrong tile is off by
+        # O(|C|), about 100. C is fp16: half an ulp, 2^-11 relative.
         a, b = inp["a"].double().abs(), inp["b"].double().abs()
-        return 2.0 ** -11 * (a @ b.T) + 2.0 ** -11 * ref.abs() + 1e-3
+        return 2.0 ** -10 * (a @ b.T) + 2.0 ** -11 * ref.abs() + 1e-3
 
     return {"file": "t09_persistent_matmul", "make": make, "outs": outs, "call": call, "flops": 2 * M * N * K,
             "tol": (1e-2, 1e-2), **({"bound": bound} if fp8 else {})}

@@ -43,17 +43,6 @@ from .layouts import wgmma_applies
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
-def _ab(name: str) -> bool:
-    """A/B switch `ring_after` (TILEFARM_AB, waiting for the H200; in the cache key through the variable): the loose
-    ring's copies of a one-dot loop follow the dot (its wgmmas issue first, then the next stages' address and mask
-    work and cp.async) as the tight ring's and the several-dot loops' do; no second barrier is needed, the slot
-    written was last read two iterations back. Off: they precede the dot. For K loops whose masks and offsets are
-    recomputed every iteration (tens of instructions between the barrier and the first wgmma)."""
-    import os
-
-    return name in {x.strip() for x in os.environ.get("TILEFARM_AB", "").split(",")}
-
-
 def loop_stages(loop, options) -> int:
     """A loop's pipelining depth: its own (`tl.range(..., num_stages=k)`), else the launch's num_stages."""
     n = loop.attrs.get("num_stages")
@@ -526,7 +515,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # stands between the barrier and the first wgmma (attention's QK, on the softmax's critical path); the slot
     # they write was still last read two iterations back. Measured on the H200: attention D=64 1.02x, D=128
     # 1.03x; the one-dot matmul loop lost up to 4% with it, so not there.
-    if tight or len(dots) > 1 or _ab("ring_after"):
+    if tight or len(dots) > 1:
         cut = max(k + 1 for k, o in enumerate(rest) if o.kind == "dot")
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
