@@ -19,6 +19,7 @@ from ..passes.wgmma_loops import register_a_applies
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error
+from .ptx import ab_switch as _ab
 
 
 def _index(ll):
@@ -1023,10 +1024,17 @@ def _e_async_copy(e, op):
             dst = e.smem_ptr(st.offset(e, None, co(st.outer), co(d)), absolute=True)
         if nbytes >= 4:
             # src-size 0 for masked-off chunks: the copy writes zeros (the loads' `other` is zero or absent)
-            size = e.b.select(pred, e.i32(nbytes), e.i32(0))
             cache = "cg" if nbytes == 16 else "ca"
-            _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
-                      [addr if deltas is not None else e.b.ptrtoint(dst, C.I32), p.regs[r0], size])
+            dst_addr = addr if deltas is not None else e.b.ptrtoint(dst, C.I32)
+            if _ab("cp_ignore_src"):
+                # the mask as cp.async's ignore-src predicate: LLVM keeps it as predicate logic (one setp with an
+                # AND per term) instead of folding the src-size select into a chain of selects on 16 and 0
+                _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,b",
+                          [dst_addr, p.regs[r0], e.b.not_(pred)])
+            else:
+                size = e.b.select(pred, e.i32(nbytes), e.i32(0))
+                _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
+                          [dst_addr, p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):

@@ -45,7 +45,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # H200 A/B (2026-12-05, 34 matmul/attention corpus kernels): 0.998, but it changes none of them: on sm_90a their
 # wgmma epilogues already store 16 bytes a thread; it changes mma.sync (sm_80-style) epilogues, which the corpus on
 # the H200 does not run.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec")
+# `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
+# predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
+# selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src")
 
 
 def ab_switches() -> frozenset:
