@@ -48,7 +48,8 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
 # selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src")
+# `fma_no_prefetch` (passes/pipeline.py, added 2026-12-05): FMA-dot K loops without the register prefetch.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch")
 
 
 def ab_switches() -> frozenset:

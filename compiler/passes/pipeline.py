@@ -43,6 +43,22 @@ from .layouts import wgmma_applies
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
+def _ab(name: str) -> bool:
+    """A/B switch `fma_no_prefetch` (TILEFARM_AB, for the H200; in the cache key through the variable): a K loop
+    whose one dot runs on FMAs (fp32 "ieee", fp64, small-K int8) keeps its loads in place instead of rotating them
+    through registers: mm_fp32_ieee 64x64x32 w4 takes 125 registers instead of 161 (four blocks per SM instead of
+    three; Triton, whose copies go to shared memory, 96 and five) for loads no longer issued an iteration ahead."""
+    import os
+
+    return name in {x.strip() for x in os.environ.get("TILEFARM_AB", "").split(",")}
+
+
+def _fma_dot_loop(loop) -> bool:
+    from .assign_layouts import dot_uses_mma
+
+    return any(o.kind == "dot" and not dot_uses_mma(o) for o in loop.blocks[0].ops)
+
+
 def loop_stages(loop, options) -> int:
     """A loop's pipelining depth: its own (`tl.range(..., num_stages=k)`), else the launch's num_stages."""
     n = loop.attrs.get("num_stages")
@@ -64,7 +80,7 @@ def pipeline_loads(module, options):
         if ndots and _pipeline_async(module, op, options):
             rings = True
             continue
-        if ndots == 1:
+        if ndots == 1 and not (_ab("fma_no_prefetch") and _fma_dot_loop(op)):
             _pipeline(op, threads)
     if rings:  # the address math of the loads the copies replaced is dead (layouts must not be chosen for it)
         dce(module, options)
