@@ -17,6 +17,7 @@ class TensorWrapper:
     """
 
     def __init__(self, base, dtype):
+        dtype = _language_dtype(dtype)
         if not isinstance(dtype, T.dtype):
             raise TypeError(f"reinterpret: dtype must be a language dtype (tl.uint32, ...), got {dtype!r}")
         bits = _element_bits(base)
@@ -103,9 +104,19 @@ def _element_bits(a):
     return None if itemsize is None else 8 * int(itemsize)
 
 
+def _language_dtype(dtype):
+    """A torch dtype (torch.float8_e4m3fn, ...) as the language's (Triton takes both in `reinterpret`)."""
+    if isinstance(dtype, T.dtype):
+        return dtype
+    from ..jit import _TORCH_DTYPES
+
+    return _TORCH_DTYPES.get(str(dtype), dtype) if type(dtype).__module__ == "torch" else dtype
+
+
 def reinterpret(tensor, dtype):
-    """`tensor`'s memory read as `dtype` (same element width); a wrapper of a wrapper unwraps; reinterpreting to
-    the base's own dtype gives the base back."""
+    """`tensor`'s memory read as `dtype` (a language dtype, or a torch one; same element width); a wrapper of a
+    wrapper unwraps; reinterpreting to the base's own dtype gives the base back."""
+    dtype = _language_dtype(dtype)
     if isinstance(tensor, TensorWrapper):
         if dtype == _base_dtype(tensor.base):
             return tensor.base

@@ -50,6 +50,18 @@ def test_reinterpret_cpu_torch_tensor():
                                   .astype(np.uint16))
 
 
+def test_reinterpret_takes_torch_dtypes():
+    """Triton's `reinterpret(t, torch.float16)` (its conversion tests pass torch dtypes): the same as the language
+    dtype; a torch tensor reinterpreted to its own torch dtype is itself."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([-1, 5, -2**15, 2**15 - 1], dtype=torch.int16)
+    w = reinterpret(x, torch.float16)
+    assert w.dtype is tl.float16 and w.base is x
+    assert reinterpret(x, torch.int16) is x
+    with pytest.raises(TypeError, match="cannot be read as float32"):
+        reinterpret(x, torch.float32)
+
+
 def test_reinterpret_rules():
     x = np.zeros(4, np.int32)
     assert reinterpret(reinterpret(x, tl.uint32), tl.int32) is x  # back to the base's own dtype: the base
