@@ -53,7 +53,12 @@ def philox(seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
     """Philox of the counter (c0..c3) keyed by `seed`: 32-bit counters use (seed low, seed high) as the key,
     64-bit ones (seed, 0). The counters are read as unsigned (bitcast)."""
     s = _sem()
-    seed = s.cast(_t(seed), _T.uint64)
+    seed = _t(seed)
+    if not seed.dtype.is_int():  # as Triton: a float seed is not rounded, a pointer is not read
+        from ..frontend.context import SemanticError
+
+        raise SemanticError(f"the random seed must be an integer, got {seed.dtype!r}")
+    seed = s.cast(seed, _T.uint64)
     cs = [_t(c) for c in (c0, c1, c2, c3)]
     bits = cs[0].dtype.bits
     if bits == 32:

@@ -55,3 +55,9 @@ def philox_kernel(C, Y, seed, N, BLOCK: tl.constexpr):
     tl.store(Y + 4 * i + 1, b, mask=m)
     tl.store(Y + 4 * i + 2, c, mask=m)
     tl.store(Y + 4 * i + 3, d, mask=m)
+
+
+@compiler.jit
+def rand_any_seed(X, seed):
+    offset = tl.arange(0, 1)
+    tl.store(X + offset, tl.rand(seed, offset))

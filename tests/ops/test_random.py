@@ -115,3 +115,16 @@ def test_dropout(target):
     keep = u > np.float32(p)
     np.testing.assert_array_equal(y != 0, keep)
     assert_close(y[keep], x[keep].astype(np.float64) / (1 - np.float32(p)), "float32", rtol=2e-6)
+
+
+@pytest.mark.parametrize("seed", [np.zeros(1, np.int32), 2.3], ids=["pointer", "float"])
+def test_seed_must_be_an_integer(seed):
+    """A pointer or a float as the seed is a compile error at the call, as in Triton (it was read as its address /
+    truncated); an integer seed compiles."""
+    import compiler
+
+    x = np.zeros(1, np.float32)
+    with pytest.raises(compiler.CompilationError, match="random seed must be an integer"):
+        K.rand_any_seed[(1,)](x, seed)
+    K.rand_any_seed[(1,)](x, 7)
+    assert 0.0 <= x[0] < 1.0
