@@ -189,3 +189,27 @@ def error(message: str, loc):
         return CompilationError(message, loc)
     except Exception:
         return CodegenError(message, loc)
+
+
+def shuffle(e, kind, x, arg):
+    """shfl.sync.<kind> of LLVM scalar x; kind: bfly, up, down, idx; arg an int or i32 value."""
+    c = 0 if kind == "up" else 0x1F
+    fn = e.intrinsic(f"llvm.nvvm.shfl.sync.{kind}.i32", I32, [I32, I32, I32, I32])
+    argv = arg if not isinstance(arg, int) else e.i32(arg)
+
+    def one(w):
+        return e.b.call(fn, [ir.Constant(I32, -1), w, argv, e.i32(c)])
+    t = x.type
+    if isinstance(t, ir.PointerType):
+        return e.b.inttoptr(shuffle(e, kind, e.b.ptrtoint(x, I64), arg), t)
+    bits = t.width if isinstance(t, ir.IntType) else {F16: 16, BF16: 16, F32: 32, F64: 64}[t]
+    xi = x if isinstance(t, ir.IntType) else e.b.bitcast(x, ir.IntType(bits))
+    if bits == 64:
+        lo = one(e.b.trunc(xi, I32))
+        hi = one(e.b.trunc(e.b.lshr(xi, ir.Constant(I64, 32)), I32))
+        r = e.b.or_(e.b.zext(lo, I64), e.b.shl(e.b.zext(hi, I64), ir.Constant(I64, 32)))
+    elif bits == 32:
+        r = one(xi)
+    else:
+        r = e.b.trunc(one(e.b.zext(xi, I32)), ir.IntType(bits))
+    return r if isinstance(t, ir.IntType) else e.b.bitcast(r, t)

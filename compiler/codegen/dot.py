@@ -18,7 +18,7 @@ from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, default
 from ..passes.wgmma_loops import register_a_applies
 from . import common as C
 from . import tma as _tma
-from .common import Tile, emits, error
+from .common import Tile, emits, error, shuffle
 from .ptx import ab_switch as _ab
 
 
@@ -757,8 +757,6 @@ def _fp8_a_words(e, a, row0, k0):
     (g, hi), (g + 8, hi)); the accumulator layout gives it columns 2t, 2t+1 of every 8. Each lane packs its two
     pairs of a 16-column half (columns 8j + 2t.. and 8(j+1) + 2t..) into one word; lane t reads that word from
     lanes 2t and 2t + 1 of its quad (mod 4) and keeps the low halves (t < 2) or the high halves (t >= 2)."""
-    from .reduce import shuffle
-
     idx = _index(a.ll)
     t = e.b.and_(e.lane, e.i32(3))
     src0 = e.b.or_(e.b.and_(e.lane, e.i32(~3)), e.b.and_(e.b.shl(t, e.i32(1)), e.i32(3)))

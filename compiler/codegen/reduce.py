@@ -13,37 +13,13 @@ import llvmlite.ir as ir
 
 from ..passes.layouts import DotOperandLayout, MmaLayout, linear
 from . import common as C
-from .common import Tile, emits, error, uses
+from .common import Tile, emits, error, shuffle, uses
 from .ptx import ab_switch
 
 FULL = 0xFFFFFFFF
 
 
 # ---- warp shuffles of any scalar type (64-bit as two halves, narrow types widened) ---------------------------
-
-def shuffle(e, kind, x, arg):
-    """shfl.sync.<kind> of LLVM scalar x; kind: bfly, up, down, idx; arg an int or i32 value."""
-    c = 0 if kind == "up" else 0x1F
-    fn = e.intrinsic(f"llvm.nvvm.shfl.sync.{kind}.i32", C.I32, [C.I32, C.I32, C.I32, C.I32])
-    argv = arg if not isinstance(arg, int) else e.i32(arg)
-
-    def one(w):
-        return e.b.call(fn, [ir.Constant(C.I32, -1), w, argv, e.i32(c)])
-    t = x.type
-    if isinstance(t, ir.PointerType):
-        return e.b.inttoptr(shuffle(e, kind, e.b.ptrtoint(x, C.I64), arg), t)
-    bits = t.width if isinstance(t, ir.IntType) else {C.F16: 16, C.BF16: 16, C.F32: 32, C.F64: 64}[t]
-    xi = x if isinstance(t, ir.IntType) else e.b.bitcast(x, ir.IntType(bits))
-    if bits == 64:
-        lo = one(e.b.trunc(xi, C.I32))
-        hi = one(e.b.trunc(e.b.lshr(xi, ir.Constant(C.I64, 32)), C.I32))
-        r = e.b.or_(e.b.zext(lo, C.I64), e.b.shl(e.b.zext(hi, C.I64), ir.Constant(C.I64, 32)))
-    elif bits == 32:
-        r = one(xi)
-    else:
-        r = e.b.trunc(one(e.b.zext(xi, C.I32)), ir.IntType(bits))
-    return r if isinstance(t, ir.IntType) else e.b.bitcast(r, t)
-
 
 def _sel(e, c, a, b):
     return [e.b.select(c, x, y) for x, y in zip(a, b)]
