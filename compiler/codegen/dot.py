@@ -352,14 +352,19 @@ class SwizzledTile:
         return self.base + blk * self.block_bytes + row * self.row_bytes + incol * self.eb
 
 
-def store_swizzled(e, x, st):
-    """Write Tile x into SwizzledTile st with vector stores of the registers that run along the inner dim."""
-    ll = x.ll
+def _run_width(st, ll):
+    """How many of ll's registers run along SwizzledTile st's inner dim from each multiple of it (up to 16 bytes)."""
     d = st.inner
     v = 1
     while (v.bit_length() - 1) < len(ll.reg) and ll.reg[v.bit_length() - 1] == tuple(
             v if i == d else 0 for i in range(len(ll.shape))) and v * st.eb < 16:
         v *= 2
+    return v
+
+
+def _swizzled_runs(e, st, ll, v):
+    """(first register, shared-memory pointer) of each run of v registers of ll in SwizzledTile st, one at a time
+    (each address is emitted right before its access)."""
     tc = e.thread_coords(ll)
     for r0 in range(0, ll.num_regs, v):
         rc = ll.reg_coord(r0)
@@ -368,29 +373,22 @@ def store_swizzled(e, x, st):
             t = tc[dim]
             return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
         bat = co(0) if st.rank == 3 else None
-        off = st.offset(e, bat, co(st.outer), co(d))
-        vals = x.regs[r0:r0 + v]
-        _store_vector(e, vals, e.smem_ptr(off, absolute=st.absolute), v * st.eb)
+        yield r0, e.smem_ptr(st.offset(e, bat, co(st.outer), co(st.inner)), absolute=st.absolute)
+
+
+def store_swizzled(e, x, st):
+    """Write Tile x into SwizzledTile st with vector stores of the registers that run along the inner dim."""
+    v = _run_width(st, x.ll)
+    for r0, ptr in _swizzled_runs(e, st, x.ll, v):
+        _store_vector(e, x.regs[r0:r0 + v], ptr, v * st.eb)
 
 
 def load_swizzled(e, st, ll, etype):
     """Read SwizzledTile st into the registers of layout ll (the mirror of store_swizzled): one vector load per run
     of registers along the tile's inner dim (up to 16 bytes)."""
-    d = st.inner
-    v = 1
-    while (v.bit_length() - 1) < len(ll.reg) and ll.reg[v.bit_length() - 1] == tuple(
-            v if i == d else 0 for i in range(len(ll.shape))) and v * st.eb < 16:
-        v *= 2
-    tc = e.thread_coords(ll)
+    v = _run_width(st, ll)
     regs = [None] * ll.num_regs
-    for r0 in range(0, ll.num_regs, v):
-        rc = ll.reg_coord(r0)
-
-        def co(dim):
-            t = tc[dim]
-            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
-        bat = co(0) if st.rank == 3 else None
-        ptr = e.smem_ptr(st.offset(e, bat, co(st.outer), co(d)), absolute=st.absolute)
+    for r0, ptr in _swizzled_runs(e, st, ll, v):
         if v == 1:
             regs[r0] = e.b.load(ptr, typ=etype, align=st.eb)
         else:
