@@ -60,24 +60,17 @@ def uses_e4b15(X, Y):
 
 
 @compiler.jit
-def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, F16_ACC: tl.constexpr = False):
+    """A dot of fp8 tiles; F16_ACC: accumulated in float16 (out_dtype), as Triton allows."""
     i = tl.arange(0, M)[:, None]
     j = tl.arange(0, N)[None, :]
     k = tl.arange(0, K)
     a = tl.load(A + i * K + k[None, :])
     b = tl.load(B + k[:, None] * N + j)
-    tl.store(C + i * N + j, tl.dot(a, b))
-
-
-@compiler.jit
-def fp8_dot_f16(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    """A dot of fp8 tiles accumulated in float16 (out_dtype), as Triton allows."""
-    i = tl.arange(0, M)[:, None]
-    j = tl.arange(0, N)[None, :]
-    k = tl.arange(0, K)
-    a = tl.load(A + i * K + k[None, :])
-    b = tl.load(B + k[:, None] * N + j)
-    tl.store(C + i * N + j, tl.dot(a, b, out_dtype=tl.float16))
+    if F16_ACC:
+        tl.store(C + i * N + j, tl.dot(a, b, out_dtype=tl.float16))
+    else:
+        tl.store(C + i * N + j, tl.dot(a, b))
 
 
 @compiler.jit

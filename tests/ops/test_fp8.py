@@ -246,7 +246,7 @@ def test_fp8_dot_float16_accumulator(target, ta, tb):
     a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
     b = rng.standard_normal((Kd, N)).astype(FMT[tb][0])
     c = np.full((M, N), np.nan, np.float16)
-    run(target, K.fp8_dot_f16, (1,), [a, b, c], [], M=M, N=N, K=Kd)
+    run(target, K.fp8_dot, (1,), [a, b, c], [], M=M, N=N, K=Kd, F16_ACC=True)
     da, db = decode(a.view(np.uint8), ta), decode(b.view(np.uint8), tb)
     assert np.isfinite(c).all()
     err = np.abs(c.astype(np.float64) - da @ db)
