@@ -123,13 +123,44 @@ def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) ->
                 continue
             if d.result.type.element.kind == "float" and not fp_fusion:
                 continue
-            if where.get(x.id, -1) >= where.get(d.result.id, -1):  # x must exist where the dot runs
-                continue
+            if where.get(x.id, -1) >= where.get(d.result.id, -1) and not _hoist_before(block, x, d, where):
+                continue  # x must exist where the dot runs
             counts[d.operands[2].id] = counts.get(d.operands[2].id, 0) - 1
             d.operands[2] = x
             mapping[op.result.id] = d.result
             op.attrs["_dead"] = True
             break
+
+
+def _hoist_before(block: Block, x, d: Op, where: dict, limit: int = 8) -> bool:
+    """Move the pure ops that compute x from values defined before dot d to just before d (`tl.dot(a, b) + c`
+    whose `c` the frontend widens after the dot: the cast of a tile loaded or built earlier); False, moving
+    nothing, when x needs anything computed after the dot or more than `limit` ops."""
+    chain, seen, todo = [], set(), [x]
+    di = where[d.result.id]
+    while todo:
+        v = todo.pop()
+        o = v.owner
+        if not isinstance(o, Op) or o.block is not block or where.get(v.id, -1) < di:
+            continue  # a block argument, or defined outside this block or before the dot
+        if o.kind not in PURE or o.blocks or id(o) in seen:
+            if id(o) in seen:
+                continue
+            return False
+        seen.add(id(o))
+        chain.append(o)
+        if len(chain) > limit:
+            return False
+        todo.extend(o.operands)
+    chain.sort(key=lambda o: block.ops.index(o))
+    for o in chain:
+        block.ops.remove(o)
+    at = block.ops.index(d)
+    block.ops[at:at] = chain
+    for i, op in enumerate(block.ops):
+        for r in op.results:
+            where[r.id] = i
+    return True
 
 
 def _invariant_carries(block: Block, mapping: dict) -> None:
