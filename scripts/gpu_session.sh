@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -276,6 +276,18 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
     step ab-$v env TILEFARM_AB=$v TILEFARM_PTXAS=$pt TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
+fi
+if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~4 min):
+  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, the gpu tests of the code that
+  # changed without a GPU since (store_vec as the default, the random seed check), beside Triton in one process
+  step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
+    tests/ops/test_random.py tests/dot "$@"
+  step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
+    --out "$OUT/pending0"
+  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab fma_no_prefetch --select mm_fp32_ieee \
+    --out "$OUT/pending1"
+  cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
+  cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
