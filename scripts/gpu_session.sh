@@ -281,7 +281,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session b
   # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, the gpu tests of the code that
   # changed without a GPU since (store_vec as the default, the random seed check), beside Triton in one process
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
-    tests/ops/test_random.py tests/dot "$@"
+    tests/ops/test_random.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
   step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab fma_no_prefetch --select mm_fp32_ieee \

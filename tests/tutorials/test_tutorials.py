@@ -248,6 +248,24 @@ def test_06_fused_attention(target, causal, dtype):
         assert np.isfinite(mm).all()
 
 
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "interp"])
+@pytest.mark.parametrize("D,BM,BN,warps", [(64, 128, 64, 4), (64, 64, 32, 4), (128, 128, 64, 8), (128, 128, 128, 8)])
+def test_06_fp8_attention_configs(target, D, BM, BN, warps):
+    """fp8 attention at other tiles than the tutorial's: two wgmma row blocks a warpgroup (128 rows, 4 warps), k32
+    A fragments of one step (BLOCK_N 32), head dim 128, a 128-key V tile through the ring."""
+    m, A = tut("t06_fused_attention"), Arrays(target)
+    Z, H, L = 1, 2, 512
+    r = rng(9)
+    q, k, v = ((r.standard_normal((Z, H, L, D)) * 0.5).astype(E5M2) for _ in range(3))
+    o = np.full((Z, H, L, D), 0x7F, np.uint8).view(E5M2)
+    mm = nan(Z * H * L)
+    if launch(target, m.attention, A(q), A(k), A(v), A(o), A(mm), 0.5, expect=["k32.f32.e5m2.e5m2"], BLOCK_M=BM,
+              BLOCK_N=BN, num_warps=warps):
+        A.host()
+        np.testing.assert_allclose(decode(o), _attn_ref(q, k, v, 0.5, False), rtol=1.5e-1, atol=1.5e-1)
+        assert np.isfinite(mm).all()
+
+
 @pytest.mark.skipif(not _have_ptxas(), reason="ptxas not found")
 def test_06_fp8_attention_operands():
     """fp8 attention at the benchmark's config: V ([keys, head dim] as stored, N-major) comes through the TMA copy
