@@ -40,11 +40,16 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
+# `store_vec` (passes/assign_layouts.py _wide_store, added 2026-12-04): a dot's result stored through a conversion to
+# the pointer's coalesced layout (st.global.v4, as Triton) instead of 8 bytes a thread from the MMA fragments. First
+# H200 A/B (2026-12-05, 34 matmul/attention corpus kernels): 0.998, but it changes none of them: on sm_90a their
+# wgmma epilogues already store 16 bytes a thread; it changes mma.sync (sm_80-style) epilogues, which the corpus on
+# the H200 does not run.
 # `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
 # selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
 # `fma_no_prefetch` (passes/pipeline.py, added 2026-12-05): FMA-dot K loops without the register prefetch.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "fma_no_prefetch")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch")
 
 
 def ab_switches() -> frozenset:

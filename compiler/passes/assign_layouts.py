@@ -79,12 +79,14 @@ def _blocked_family(layout) -> bool:
 
 
 def _wide_store(vl, anc, op) -> bool:
-    """Store an MMA-layout value (a dot's result, its epilogue) through a conversion to the pointer's coalesced
-    layout where that gives each thread 16 bytes in a row and the MMA layout fewer (st.global.v4, as Triton does,
-    instead of 8 bytes a thread straight from the accumulator fragments: mma.sync epilogues, and small wgmma
-    ones). On the H200 beside Triton (2026-12-05, benchmarks/2026-12-05b/abin0.md) it changed none of the 34
-    matmul and attention corpus kernels (their epilogues already store 16 bytes a thread); the 67 tests of
-    Triton's suite that check an epilogue's width (test_dot, test_scaled_dot) pass with it."""
+    """A/B switch `store_vec` (TILEFARM_AB, waiting for the H200): store an MMA-layout value (a dot's result, its
+    epilogue) through a conversion to the pointer's coalesced layout where that gives each thread 16 bytes in a
+    row and the MMA layout fewer (Triton converts this way: st.global.v4 where ours stores 8 bytes a thread straight
+    from the accumulator fragments). Off: the data stays in its MMA layout."""
+    import os
+
+    if "store_vec" not in {x.strip() for x in os.environ.get("TILEFARM_AB", "").split(",")}:
+        return False
     if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
         return False
     bits = op.operands[1].type.element.bits

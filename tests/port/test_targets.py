@@ -56,20 +56,23 @@ def _dot_store(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 @pytest.mark.parametrize("dt,M,N,K,w", [(np.float16, 64, 64, 64, 4), (np.float32, 64, 64, 32, 4),
                                         (np.float16, 128, 128, 64, 8)])
-def test_dot_result_stored_16_bytes_a_thread(dt, M, N, K, w):
-    """A dot's result is converted to the pointer's coalesced layout and stored with st.global.v4, as Triton does
-    (its tests check the epilogue's width), not st.global.v2 straight from the mma.sync fragments (sm_90: no
-    wgmma)."""
+def test_store_vec_switch_stores_16_bytes_a_thread(monkeypatch, dt, M, N, K, w):
+    """A/B switch store_vec (waiting for the H200): a dot's result is converted to the pointer's coalesced layout and
+    stored with st.global.v4, as Triton does; without it, st.global.v2 straight from the MMA fragments."""
     a, b, c = np.zeros(M * K, dt), np.zeros(K * N, dt), np.zeros(M * N, np.float32)
-    k = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
-    assert "st.global.v4" in k.asm["ptx"] and "st.global.v2" not in k.asm["ptx"] and k.asm["cubin"]
+    base = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
+    assert "st.global.v2" in base.asm["ptx"] and "st.global.v4" not in base.asm["ptx"]
+    monkeypatch.setenv("TILEFARM_AB", "store_vec")
+    wide = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
+    assert "st.global.v4" in wide.asm["ptx"] and "st.global.v2" not in wide.asm["ptx"] and wide.asm["cubin"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", [np.float16, np.float32])
-def test_dot_result_stored_16_bytes_results(dt):
+def test_store_vec_switch_results(monkeypatch, dt):
     from .kernels import poison, run
 
+    monkeypatch.setenv("TILEFARM_AB", "store_vec")
     rng = np.random.default_rng(12)
     a = rng.standard_normal((64, 64)).astype(dt)
     b = rng.standard_normal((64, 64)).astype(dt)
