@@ -278,14 +278,14 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
   done
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~4 min):
-  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, the gpu tests of the code that
-  # changed without a GPU since (store_vec as the default, the random seed check), beside Triton in one process
+  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_vec on a dot stored without
+  # a K loop, the gpu tests of what changed without a GPU since (fp8 attention's other tiles), beside Triton in one process
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
     tests/ops/test_random.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
-  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab fma_no_prefetch --select mm_fp32_ieee \
-    --out "$OUT/pending1"
+  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_vec' \
+    --select mm_fp32_ieee,scores_qkT_f32out --out "$OUT/pending1"
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
 fi

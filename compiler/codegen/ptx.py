@@ -42,9 +42,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
 # `store_vec` (passes/assign_layouts.py _wide_store, added 2026-12-04): a dot's result stored through a conversion to
 # the pointer's coalesced layout (st.global.v4, as Triton) instead of 8 bytes a thread from the MMA fragments. First
-# H200 A/B (2026-12-05, 34 matmul/attention corpus kernels): 0.998, but it changes none of them: on sm_90a their
-# wgmma epilogues already store 16 bytes a thread; it changes mma.sync (sm_80-style) epilogues, which the corpus on
-# the H200 does not run.
+# H200 A/B (2026-12-05, 34 matmul/attention corpus kernels): 0.998, but it changes none of them (their K-loop
+# epilogues already store 16 bytes a thread). It changes a dot stored as it is without a K loop (corpus
+# scores_qkT_f32out: v2 -> v4, shared memory 32 -> 66 KiB for the conversion buffer) and mma.sync epilogues: timed
+# on the kernels it changes before it can become the code (Triton's 67 epilogue-width tests wait on it).
 # `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
 # selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).

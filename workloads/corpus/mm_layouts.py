@@ -112,6 +112,19 @@ CI_META = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 1, "num_sta
 META = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
 
 
+@triton.jit
+def scores_kernel(Q, K, S, M, N, stride_q, stride_k, stride_s, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr):
+    # attention scores materialized: one dot over the whole head dim (no K loop), Q @ K^T stored as float32
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * stride_q + rd[None, :], mask=rm[:, None] < M, other=0.0)
+    k = tl.load(K + rn[:, None] * stride_k + rd[None, :], mask=rn[:, None] < N, other=0.0)
+    s = tl.dot(q, tl.trans(k))
+    tl.store(S + rm[:, None] * stride_s + rn[None, :], s, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def flops(p):
     return 2.0 * p.get("B", 1) * p["M"] * p["N"] * p["K"]
 
@@ -196,6 +209,17 @@ CASES = [
                                                 "num_warps": 4, "num_stages": 3},
          ci_meta={**CI_META, "GROUP_M": 2}, flops=flops, bytes=nbytes(2, 4),
          idiom="float32 output stored as accumulated (no cast), small 64x64 tiles"),
+    Case("scores_qkT_f32out", scores_kernel,
+         lambda p, rng: {"q": randn(rng, (p["M"], p["D"]), "float16", 0.5), "k": randn(rng, (p["N"], p["D"]), "float16", 0.5)},
+         lambda p: {"s": ((p["M"], p["N"]), "float32")}, lambda p, x: {"s": x["q"] @ x["k"].T},
+         lambda p, a, m: ((cdiv(p["M"], m["BLOCK_M"]), cdiv(p["N"], m["BLOCK_N"])),
+                          [a["q"], a["k"], a["s"], p["M"], p["N"], p["D"], p["D"], p["N"]]),
+         gpu={"M": 8192, "N": 8192, "D": 64}, ci={"M": 40, "N": 24, "D": 64},
+         meta={"D": 64, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 1},
+         ci_meta={"D": 64, "BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1},
+         flops=lambda p: 2.0 * p["M"] * p["N"] * p["D"],
+         bytes=lambda p: 2 * p["D"] * (p["M"] + p["N"]) + 4 * p["M"] * p["N"],
+         idiom="one dot over the head dim, no K loop, scores stored as float32"),
     Case("bmm_f16", bmm_kernel, bmm_inputs, out("float16", True),
          lambda p, x: {"c": np.stack(pmap(lambda i: x["a"][i] @ x["b"][i], p["B"]))}, bmm_launch,
          gpu={"B": 16, "M": 1024, "N": 1024, "K": 1024}, ci={"B": 3, "M": 32, "N": 16, "K": 32},
