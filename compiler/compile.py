@@ -277,7 +277,9 @@ def toolchain() -> dict:
     out = {"compiler": source_fingerprint(), "llvmlite": llvmlite.__version__,
            "ptxas": _file_version(find_ptxas(), "ptxas"), "ptxas_named": os.environ.get("TILEFARM_PTXAS", ""),
            "libdevice": _file_version(find_libdevice(), "libdevice")}
-    ab = sorted({s.strip() for s in os.environ.get("TILEFARM_AB", "").split(",")} - {""})
+    from .options import ab_switches
+
+    ab = sorted(ab_switches())
     if ab:  # A/B switches of code generation (codegen.ptx.ab_switch); absent when none, so keys stay as they were
         out["ab"] = ab
     return out

@@ -55,3 +55,16 @@ class Options:
 def has_wgmma(arch) -> bool:
     """wgmma exists on the arch-specific Hopper target, sm_90a, and on no other."""
     return str(arch) == "sm_90a"
+
+
+def ab_switches() -> frozenset:
+    """The A/B switches on in TILEFARM_AB (a comma-separated list): code-changing variants that wait for a GPU
+    measurement before they become the default (compile.toolchain puts them in the cache key). Read by the passes
+    and the code generator alike (codegen/ptx.py lists them)."""
+    import os
+
+    return frozenset(s.strip() for s in os.environ.get("TILEFARM_AB", "").split(",")) - {""}
+
+
+def ab_switch(name: str) -> bool:
+    return name in ab_switches()

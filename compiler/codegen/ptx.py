@@ -17,6 +17,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from ..options import ab_switch, ab_switches  # noqa: F401 (the switches' reader: codegen imports them from here)
+
 _LOCK = threading.Lock()  # LLVM objects are not thread-safe; compiles from threads serialize here
 
 
@@ -53,14 +55,6 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch")
 
 
-def ab_switches() -> frozenset:
-    """The A/B switches on in TILEFARM_AB (a comma-separated list): code-changing variants that wait for a GPU
-    measurement before they become the default (the cache key includes the variable)."""
-    return frozenset(s.strip() for s in os.environ.get("TILEFARM_AB", "").split(",")) - {""}
-
-
-def ab_switch(name: str) -> bool:
-    return name in ab_switches()
 
 
 @functools.lru_cache(maxsize=None)

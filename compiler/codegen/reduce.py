@@ -575,11 +575,11 @@ def _span_array(ll, which):
     """LinearLayout._span as an int64 array (entries x dims), kept beside it."""
     import numpy as np  # here, not at import: the code generator loads NumPy only when a conversion is planned
 
-    cache = ll.__dict__.get("_spans")
-    got = cache.get(("np", which)) if cache else None
+    span = ll._span(which)  # builds the layout's table cache if needed
+    cache = ll.__dict__["_spans"]
+    got = cache.get(("np", which))
     if got is None:
-        got = np.array(ll._span(which), dtype=np.int64).reshape(-1, len(ll.shape))
-        ll.__dict__["_spans"][("np", which)] = got
+        got = cache[("np", which)] = np.array(span, dtype=np.int64).reshape(-1, len(ll.shape))
     return got
 
 

@@ -83,9 +83,9 @@ def _wide_store(vl, anc, op) -> bool:
     epilogue) through a conversion to the pointer's coalesced layout where that gives each thread 16 bytes in a
     row and the MMA layout fewer (Triton converts this way: st.global.v4 where ours stores 8 bytes a thread straight
     from the accumulator fragments). Off: the data stays in its MMA layout."""
-    import os
+    from ..options import ab_switch
 
-    if "store_vec" not in {x.strip() for x in os.environ.get("TILEFARM_AB", "").split(",")}:
+    if not ab_switch("store_vec"):
         return False
     if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
         return False

@@ -141,18 +141,18 @@ def _hoist_before(block: Block, x, d: Op, where: dict, limit: int = 8) -> bool:
     while todo:
         v = todo.pop()
         o = v.owner
-        if not isinstance(o, Op) or o.block is not block or where.get(v.id, -1) < di:
-            continue  # a block argument, or defined outside this block or before the dot
-        if o.kind not in PURE or o.blocks or id(o) in seen:
-            if id(o) in seen:
-                continue
+        if not isinstance(o, Op) or o.block is not block or where.get(v.id, -1) < di or id(o) in seen:
+            continue  # a block argument, defined outside this block or before the dot, or already taken
+        if o.kind not in PURE or o.blocks:
             return False
         seen.add(id(o))
         chain.append(o)
         if len(chain) > limit:
             return False
         todo.extend(o.operands)
-    chain.sort(key=lambda o: block.ops.index(o))
+    # The ops move within the block's prefix before the add being folded, so the caller's walk of the block (at
+    # that add) stays where it is.
+    chain.sort(key=lambda o: where[o.results[0].id])
     for o in chain:
         block.ops.remove(o)
     at = block.ops.index(d)
