@@ -16,12 +16,16 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     """
     from ..passes import run_pipeline
     from .llvm import emit_llvm
-    from .ptx import llvm_to_ptx, ptx_to_cubin
+    from .ptx import llvm_to_ptx, prestart_ptxas, ptx_to_cubin
 
     options = options or Options()
     module = fn if isinstance(fn, Module) else Module(fn)
     options = target_options(module, options)
     module = run_pipeline(module, options)
+    # the assembler starts now, beside LLVM IR emission and LLVM, with the flags its run will have: the PTX's target,
+    # line information as emitted, -v where compile.py checks a copy ring's registers
+    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info,
+                   verbose=bool(module.meta.get("ring_blocks_per_sm")))
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
     if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)

@@ -216,12 +216,22 @@ def test_ptxas_gets_lineinfo_for_ptx_with_line_info(fresh, monkeypatch):
     off = copy_kernel().asm["ptx"]
     seen = []
 
-    def run(cmd, **kw):
-        seen.append(cmd)
-        return subprocess.CompletedProcess(cmd, 1, "", "stop here")
+    class Run:  # ptxas reads the PTX from its standard input (codegen/ptx.py _Started)
+        returncode = 1
 
+        def __init__(self, cmd, **kw):
+            seen.append(cmd)
+            self.args = cmd
+
+        def poll(self):
+            return None
+
+        def communicate(self, data=None):
+            return b"", b"stop here"
+
+    P._end_idle()
     monkeypatch.setattr(P, "find_ptxas", lambda: "/bin/ptxas")
-    monkeypatch.setattr(P.subprocess, "run", run)
+    monkeypatch.setattr(P.subprocess, "Popen", Run)
     for ptx in (on, off):
         with pytest.raises(P.PTXASError):
             P.ptx_to_cubin(ptx, "sm_90")

@@ -131,3 +131,110 @@ def test_lean_pipeline_assembles(fresh):
     for ptx in variants.values():
         assert P.ptx_to_cubin(ptx, "sm_90")
 
+
+
+@pytest.fixture
+def assembler(monkeypatch):
+    """The prestarted-ptxas pool emptied for one test and emptied again after it."""
+    if P.find_ptxas() is None:
+        pytest.skip("no ptxas (nvidia-cuda-nvcc)")
+    P._end_idle()
+    monkeypatch.setattr(P, "_ran", True)
+    yield P
+    P._end_idle()
+
+
+def _sections(cubin: bytes) -> dict:
+    """{ELF section name: contents} of a cubin (64-bit little-endian ELF)."""
+    import struct
+
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    size, num, names = struct.unpack_from("<HHH", cubin, 0x3A)
+    hdrs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * size) for i in range(num)]
+    base = hdrs[names][4]
+    out = {}
+    for h in hdrs:
+        name = cubin[base + h[0]:cubin.index(b"\0", base + h[0])].decode()
+        out[name] = cubin[h[4]:h[4] + h[5]] if h[1] != 8 else b""  # SHT_NOBITS: no bytes in the file
+    return out
+
+
+def _by_file(ptx, arch, flags):
+    import subprocess
+
+    with __import__("tempfile").TemporaryDirectory() as d:
+        src, out = f"{d}/k.ptx", f"{d}/k.cubin"
+        open(src, "w").write(ptx)
+        subprocess.run([P.find_ptxas(), f"-arch={arch}", *flags, src, "-o", out], check=True, capture_output=True)
+        return open(out, "rb").read()
+
+
+@pytest.mark.parametrize("lineinfo", [False, True])
+def test_prestarted_ptxas_gives_the_files_machine_code(fresh, assembler, monkeypatch, lineinfo):
+    """compile_function starts ptxas before LLVM runs; the kernel's assembly takes that process. Without line
+    information the cubin is byte for byte what ptxas makes from a file; with it, the machine code and line tables
+    are (only the copy of the PTX text that ptxas embeds from a file is left out)."""
+    if not lineinfo:
+        monkeypatch.setenv("TILEFARM_DISABLE_LINE_INFO", "1")
+    started = []
+    real = P._Started.__init__
+
+    def spy(self, *a):
+        real(self, *a)
+        started.append(self)
+    monkeypatch.setattr(P._Started, "__init__", spy)
+    ck = _warm(_kernel_file(fresh))
+    assert len(started) == 1 and started[0].waiting()  # started during the compile, waiting for the PTX
+    cubin = ck.asm["cubin"]
+    assert len(started) == 1 and started[0].proc.returncode == 0  # the same process assembled it
+    assert P.has_line_info(ck.asm["ptx"]) == lineinfo
+    ref = _by_file(ck.asm["ptx"], "sm_90", ("-lineinfo",) if lineinfo else ())
+    if not lineinfo:
+        assert cubin == ref
+    else:
+        got, want = _sections(cubin), _sections(ref)
+        assert ".nv_debug_ptx_txt" in want and ".nv_debug_ptx_txt" not in got
+        for name in (".text.scale", ".debug_line", ".nv_debug_line_sass", ".nv.constant0.scale"):
+            assert got[name] == want[name], name
+
+
+def test_prestarted_ptxas_with_other_flags_is_not_taken(assembler):
+    """A waiting ptxas serves only PTX that needs its arch and flags; at most _IDLE_MAX wait."""
+    ptx = P.llvm_to_ptx('define void @k() { ret void }\n!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !"kernel", i32 1}\n',
+                        "sm_90")
+    P.prestart_ptxas("sm_90a", lineinfo=False)
+    P.prestart_ptxas("sm_90", lineinfo=True)
+    P.prestart_ptxas("sm_90", lineinfo=False, verbose=True)
+    assert len(P._idle) == P._IDLE_MAX  # the oldest (sm_90a) was ended
+    assert not any(k[1] == "sm_90a" for k in P._idle)
+    waiting = dict(P._idle)
+    assert P.ptx_to_cubin(ptx, "sm_90") == _by_file(ptx, "sm_90", ())  # no flags: a process of its own
+    assert P._idle == waiting
+    res = P.ptx_resources(ptx, "sm_90")  # -v: the waiting one
+    assert res["registers"] >= 0 and not any(k[2] == ("-v",) for k in P._idle)
+
+
+def test_prestarted_ptxas_reports_errors_against_the_ptx(assembler):
+    P.prestart_ptxas("sm_90", lineinfo=False)
+    with pytest.raises(P.PTXASError) as e:
+        P.ptx_to_cubin(".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n", "sm_90")
+    assert "<ptx>" in e.value.log and "/dev/stdin" not in e.value.log and not P._idle
+
+
+def test_no_ptxas_prestarted_before_the_process_assembles(fresh, monkeypatch):
+    """A process that only makes PTX (the interpreter's tests, a worker asked for PTX) starts no ptxas."""
+    P._end_idle()
+    monkeypatch.setattr(P, "_ran", False)
+    ck = _warm(_kernel_file(fresh))
+    assert ".entry scale" in ck.asm["ptx"] and not P._idle
+
+
+def test_a_forked_child_leaves_the_parents_ptxas_alone(assembler, monkeypatch):
+    P.prestart_ptxas("sm_90", lineinfo=False)
+    (key, started), = P._idle.items()
+    monkeypatch.setattr(P.os, "getpid", lambda: started.pid + 1)
+    assert not started.waiting() and P._take(key) is None  # not served from the parent's process
+    started.discard()  # nor ended
+    monkeypatch.undo()
+    assert started.proc.poll() is None
+    P._idle[key] = started
