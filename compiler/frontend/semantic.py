@@ -797,11 +797,11 @@ def _fp8_compute(x):
 # ----------------------------------------------------------------------------------------------------
 def _check_shape(shape):
     shape = tuple(_unwrap(s) for s in (shape if isinstance(shape, (list, tuple)) else [shape]))
-    for s in shape:
+    for i, s in enumerate(shape):
         if not isinstance(s, int) or isinstance(s, bool):
             raise SemanticError(f"shape entries must be constexpr ints, got {s!r}")
-        if s <= 0 or s & (s - 1):
-            raise SemanticError(f"shape entries must be powers of two, got {list(shape)}")
+        if s <= 0 or s & (s - 1):  # Triton's words (its tests compare them); the caret shows the shape
+            raise SemanticError(f"Shape element {i} must be a power of 2")
     return shape
 
 
@@ -813,7 +813,7 @@ def arange(start, end):
     if n <= 0:
         raise SemanticError(f"arange({start}, {end}) is empty")
     if n & (n - 1):
-        raise SemanticError(f"arange's range must be a power of two, got {n} ({start}..{end})")
+        raise SemanticError("arange's range must be a power of 2")  # Triton's words (its tests compare them)
     if end > 2**31 - 1:
         raise SemanticError("arange's end must fit in int32")
     return tensor(_b().arange(start, end), TensorType(T.int32, (n,)))

@@ -88,7 +88,7 @@ def _line_of(snippet):
 
 
 @pytest.mark.parametrize("kern,args,meta,snippet,col_of,words", [
-    (K.bad_arange, (f32, 3), {"BLOCK": 16}, "offs = tl.arange(0, 100)", "tl.arange", "power of two"),
+    (K.bad_arange, (f32, 3), {"BLOCK": 16}, "offs = tl.arange(0, 100)", "tl.arange", "power of 2"),
     (K.bad_shapes, (f32, 3), {"BLOCK": 16}, "tl.store(X + (a + b), 1.0)", "a + b", "broadcast"),
     (K.bad_runtime_arange, (f32, 3), {}, "offs = tl.arange(0, N)", "tl.arange", "constexpr"),
     (K.bad_construct, (f32, 3), {}, 'with open("x"):', "with", "With"),
@@ -169,7 +169,7 @@ def test_error_names_its_function_and_position_as_triton_counts():
     assert e.where == ("bad_arange", line - def_line + 1, rel_col)
     assert str(e).splitlines()[-1] == f"  at {line - def_line + 1}:{rel_col}: in bad_arange"
     # the builtin's own complaint is the cause (Triton's `__cause__`), without a traceback into the compiler
-    assert e.__cause__ is not None and "power of two" in str(e.__cause__)
+    assert e.__cause__ is not None and "power of 2" in str(e.__cause__)
     assert e.__cause__.__traceback__ is None and e.__cause__.__context__ is None
 
 
@@ -307,3 +307,23 @@ def test_other_hardwares_fp8_names_exist_and_kernels_using_them_are_refused(name
 
     with pytest.raises(compiler.CompilationError, match=f"argument X: tl.{name} is not supported"):
         takes[(1,)](reinterpret(np.zeros(16, np.uint8), d))
+
+
+def test_power_of_two_shapes_in_tritons_words():
+    """arange and shapes that are not powers of 2: the builtin's complaint (the cause) in Triton's exact words,
+    the top-level error still at the call with its caret."""
+    @compiler.jit
+    def bad_range(X):
+        tl.store(X + tl.arange(2, 7), 1.0)
+
+    @compiler.jit
+    def bad_full(X):
+        tl.store(X + tl.arange(0, 64), tl.sum(tl.full((64, 33), 0, dtype=tl.int64), 1))
+
+    with pytest.raises(compiler.CompilationError) as ei:
+        bad_range.lower(f32)
+    assert str(ei.value.__cause__) == "arange's range must be a power of 2"
+    assert "tl.arange(2, 7)" in str(ei.value) and "^" in str(ei.value)
+    with pytest.raises(compiler.CompilationError) as ei:
+        bad_full.lower(f32)
+    assert str(ei.value.__cause__) == "Shape element 1 must be a power of 2"
