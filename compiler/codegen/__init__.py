@@ -15,8 +15,8 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     can be dumped or cached.
     """
     from ..passes import run_pipeline
-    from .llvm import emit_llvm
-    from .ptx import llvm_to_ptx, prestart_ptxas, ptx_to_cubin
+    from .llvm import emit_llvm, libdevice_calls
+    from .ptx import llvm_to_ptx, prefetch_libdevice, prestart_ptxas, ptx_to_cubin
 
     options = options or Options()
     module = fn if isinstance(fn, Module) else Module(fn)
@@ -26,6 +26,7 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     # line information as emitted, -v where compile.py checks a copy ring's registers
     prestart_ptxas(options.arch, lineinfo=not options.disable_line_info,
                    verbose=bool(module.meta.get("ring_blocks_per_sm")))
+    prefetch_libdevice(libdevice_calls(module.function))  # and the libdevice functions it calls, on a thread
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
     if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)

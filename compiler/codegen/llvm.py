@@ -179,6 +179,27 @@ def _math(e, x, op):
     return e.b.fptrunc(y, x.type)
 
 
+def libdevice_calls(fn) -> set:
+    """The libdevice functions emitting `fn` calls (ptx.py links their bitcode), known before emission: the
+    symbols of its extern_elementwise ops and the "__nv_" lowerings of its math ops (a float16 / bfloat16 one
+    takes the float32 lowering, as _math does)."""
+    out = set()
+
+    def walk(block):
+        for op in block.ops:
+            if op.kind == "extern_elementwise" and str(op.attrs.get("symbol", "")).startswith("__nv_"):
+                out.add(op.attrs["symbol"])
+            elif op.kind in optable.MATH and op.operands and op.operands[0].type.element.kind == "float":
+                lower = optable.MATH[op.kind].lower
+                spec = lower.get(op.operands[0].type.element.name) or lower.get("float32", "")
+                if spec.startswith("__nv_"):
+                    out.add(spec)
+            for b in op.blocks:
+                walk(b)
+    walk(fn.body)
+    return out
+
+
 def _neg(e, x, op):
     return e.b.fneg(x) if op.operands[0].type.element.kind == "float" else e.b.neg(x)
 

@@ -151,10 +151,24 @@ def _libdevice_bitcode() -> bytes:
 _NV_NAME = re.compile(r'@"?(__nv_\w+)"?\(')
 
 
-@functools.lru_cache(maxsize=64)
+_SUBSETS: dict = {}  # frozenset(names) -> the bitcode of that libdevice subset (at most _SUBSETS_MAX, oldest dropped)
+_SUBSETS_MAX = 64
+_PENDING: dict = {}  # frozenset(names) -> the thread building that subset (prefetch_libdevice)
+_PENDING_LOCK = threading.Lock()
+
+
 def _libdevice_subset(names: frozenset) -> bytes:
-    """Bitcode of just the libdevice functions `names` need (cached per set: parsing all of libdevice costs
-    ~100 ms, the subset well under 1 ms)."""
+    """Bitcode of just the libdevice functions `names` need, made once per set in a process (parsing all of
+    libdevice takes 30-60 ms, the subset well under 1). The caller holds _LOCK."""
+    got = _SUBSETS.get(names)
+    if got is None:
+        got = _SUBSETS[names] = _build_subset(names)
+        while len(_SUBSETS) > _SUBSETS_MAX:
+            _SUBSETS.pop(next(iter(_SUBSETS)))
+    return got
+
+
+def _build_subset(names: frozenset) -> bytes:
     lib = llvm.parse_bitcode(_libdevice_bitcode())
     for f in lib.functions:
         if not f.is_declaration and f.name not in names:
@@ -167,6 +181,41 @@ def _libdevice_subset(names: frozenset) -> bytes:
     mpm.add_global_dead_code_eliminate_pass()
     mpm.run(lib, pb)
     return lib.as_bitcode()
+
+
+def prefetch_libdevice(names) -> None:
+    """Make the libdevice subset of `names` on a thread, while the caller emits LLVM IR in Python: llvmlite's calls
+    into LLVM release the GIL, so the 40-80 ms of a first parse (mm_gelu_erf_f16 of the corpus) run beside
+    emission instead of after it. Nothing where the set is made or being made already, or where there is no
+    libdevice. llvm_to_ptx waits for it; a failure here is left for llvm_to_ptx to meet and report."""
+    names = frozenset(names)
+    if not names or find_libdevice() is None:
+        return
+    with _PENDING_LOCK:
+        if names in _SUBSETS or names in _PENDING:
+            return
+        t = _PENDING[names] = threading.Thread(target=_prefetch, args=(names,), daemon=True,
+                                               name="tilefarm-libdevice")
+    t.start()
+
+
+def _prefetch(names: frozenset) -> None:
+    try:
+        with _LOCK:  # LLVM's global context: one user at a time
+            _libdevice_subset(names)
+    except Exception:
+        pass
+    finally:
+        with _PENDING_LOCK:
+            _PENDING.pop(names, None)
+
+
+def _await_prefetch() -> None:
+    """Wait for libdevice subsets being made (before taking _LOCK: their threads need it)."""
+    with _PENDING_LOCK:
+        threads = list(_PENDING.values())
+    for t in threads:
+        t.join()
 
 
 def _link_libdevice(mod, tm, names):
@@ -215,12 +264,14 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
     1-10 more), so it waits for a GPU A/B (mm_fp32_ieee took 1.117x with it)."""
     ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
     level, cg_level = _LEVELS
+    names = set(_NV_NAME.findall(llir))
+    if names:
+        _await_prefetch()
     with _LOCK:
         tm = _target_machine(arch, cg_level, "short_ptr" in ab)
         mod = llvm.parse_assembly(llir)
         mod.triple = "nvptx64-nvidia-cuda"
         mod.data_layout = str(tm.target_data)
-        names = set(_NV_NAME.findall(llir))
         if names:
             _link_libdevice(mod, tm, names)
         mod.verify()

@@ -238,3 +238,31 @@ def test_a_forked_child_leaves_the_parents_ptxas_alone(assembler, monkeypatch):
     monkeypatch.undo()
     assert started.proc.poll() is None
     P._idle[key] = started
+
+
+def test_libdevice_calls_known_before_emission_and_made_on_a_thread(fresh, monkeypatch):
+    """compile_function names the libdevice functions a kernel calls from its tile IR (extern calls, the op
+    table's lowerings, float16 through float32) and has their bitcode made on a thread before llvm_to_ptx wants it;
+    the PTX is the same as made without the thread."""
+    import compiler.codegen.llvm as L
+
+    body = ("    x = tl.load(X + o, mask=o < N)\n"
+            "    h = x.to(tl.float16)\n"
+            "    y = tl.math.erf(h).to(tl.float32) + libdevice.tanh(x) + tl.exp(x.to(tl.float64)).to(tl.float32)\n"
+            "    tl.store(Y + o, y, mask=o < N)\n")
+    k = _kernel_file(fresh, body=body.replace("libdevice.", "tl.extra.libdevice."))
+    if P.find_libdevice() is None:
+        pytest.skip("no libdevice (nvidia-cuda-nvcc)")
+    predicted = []
+    real = L.libdevice_calls
+    monkeypatch.setattr(L, "libdevice_calls", lambda fn: predicted.append(real(fn)) or predicted[-1])
+    monkeypatch.setattr(P, "_SUBSETS", {})
+    made = []
+    build = P._build_subset
+    monkeypatch.setattr(P, "_build_subset", lambda names: made.append((names, __import__("threading").current_thread().name)) or build(names))
+    ck = _warm(k)
+    names = set(P._NV_NAME.findall(ck.asm["llir"]))
+    assert predicted == [names] and names == {"__nv_erff", "__nv_tanhf", "__nv_exp"}
+    assert made == [(frozenset(names), "tilefarm-libdevice")]  # once, on the thread
+    monkeypatch.setattr(P, "_SUBSETS", {})
+    assert P.llvm_to_ptx(ck.asm["llir"], "sm_90") == ck.asm["ptx"]  # the subset made here, without a thread: same PTX
