@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from ..passes.pipeline import SMEM_MAX
 from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, default_blocked, linear
 from ..passes.wgmma_loops import register_a_applies
 from . import common as C
@@ -594,6 +595,11 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     if scratch:
         last = scratch[-1][1]
         stage = (last.base + last.nbytes + 1023) // 1024 * 1024
+        if loop is not None and e.smem_base + 2 * stage > SMEM_MAX:
+            # two stages do not fit in a block's shared memory (128x128x256 bfloat16 operands made in registers,
+            # as dot_scaled's upcast makes them: 2 x 128 KiB): one stage, and each iteration's wgmma retired before
+            # the next one writes it
+            loop = None
         if loop is not None:
             # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
             # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating

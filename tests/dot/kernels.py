@@ -33,3 +33,18 @@ def scaled_row_sums_kernel(X, A, Out, n_iter, BM: tl.constexpr, BN: tl.constexpr
             a = a + l * 0.0
         l = l * a + tl.sum(x, 1)
     tl.store(Out + tile, tl.load(X + tile) / l[:, None])
+
+
+@compiler.jit
+def scaled_operands_matmul_kernel(A, B, C, M, N, K, sa, sb, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = (A * sa) @ (B * sb) with both operands scaled in float32 and rounded to bfloat16 in registers before the
+    dot (as dot_scaled's upcast makes them): operands a copy ring cannot bring, written to shared memory by the dot."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :]).to(tl.float32) * sa
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :]).to(tl.float32) * sb
+        acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc)

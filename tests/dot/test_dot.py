@@ -825,3 +825,39 @@ def test_lane_partial_sum_gpu(n_iter, read_l):
     for i in range(n_iter):
         l = l * a[i].astype(np.float64).max(1) + x[i].astype(np.float64).sum(1)
     assert_close(out, x[0].astype(np.float64) / l[:, None], "float32", rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("BM,BN,BK,nw,stages", [(64, 64, 64, 4, 2), (128, 128, 128, 8, 2), (128, 128, 256, 8, 1)])
+def test_wgmma_scratch_operands_take_one_stage_where_two_do_not_fit(BM, BN, BK, nw, stages):
+    """Operands made in registers inside a K loop are written to shared memory by the dot, in two stages
+    alternating by iteration (the wgmma left in flight) where two fit in a block's 227 KiB, else in one stage with
+    each wgmma retired before the next iteration writes it (128x128x256 bfloat16: 2 x 128 KiB did not fit, and
+    the launch failed)."""
+    from compiler.passes.pipeline import SMEM_MAX
+
+    a = np.zeros((256, 512), np.float16)
+    b = np.zeros((512, 256), np.float16)
+    k = K.scaled_operands_matmul_kernel.warmup(a, b, np.zeros((256, 256), np.float32), 256, 256, 512, 0.5, 2.0,
+                                              grid=(1,), target="sm_90a", BM=BM, BN=BN, BK=BK, num_warps=nw,
+                                              num_stages=1)
+    stage = (BM * BK + BK * BN) * 2
+    assert k.metadata["shared_bytes"] == stages * stage <= SMEM_MAX
+    ptx = k.asm["ptx"]
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d)", ptx)
+    assert ("1" in waits) == (stages == 2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("BM,BN,BK,nw", [(64, 64, 64, 4), (128, 128, 256, 8)])
+def test_scaled_operands_matmul(target, BM, BN, BK, nw):
+    M, N, Kd = 256, 256, 512
+    rng = np.random.default_rng(BK)
+    a = rng.uniform(-1, 1, (M, Kd)).astype(np.float16)
+    b = rng.uniform(-1, 1, (Kd, N)).astype(np.float16)
+    c = poison((M, N), "float32")
+    run(target, K.scaled_operands_matmul_kernel, (M // BM, N // BN), [a, b, c], [M, N, Kd, 0.5, 2.0],
+        BM=BM, BN=BN, BK=BK, num_warps=nw, num_stages=1)
+    bf = lambda x: (x.astype(np.float32).view(np.uint32) + 0x7FFF + ((x.astype(np.float32).view(np.uint32) >> 16) & 1)  # noqa: E731
+                    & 0xFFFF0000).view(np.float32)  # round to nearest even bfloat16
+    ref = bf(a.astype(np.float32) * 0.5).astype(np.float64) @ bf(b.astype(np.float32) * 2.0).astype(np.float64)
+    assert_close(c, ref, "float32", rtol=1e-5, atol=1e-5 * math.sqrt(Kd))
