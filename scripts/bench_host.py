@@ -300,7 +300,19 @@ def _resources(ptx_path: str) -> dict:
     ptx = open(ptx_path).read()
     m = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M)
     res = ptx_resources(ptx, m.group(1) if m else "sm_90")
-    return {k: v for k, v in res.items() if k != "log"}
+    out = {k: v for k, v in res.items() if k != "log"}
+    n = re.search(r"^\s*\.(?:reqntid|maxntid)\s+(\d+)", ptx, re.M)  # both compilers write the block's threads
+    out["threads"] = int(n.group(1)) if n else None
+    return out
+
+
+def _blocks_per_sm(r: dict):
+    """Resident blocks per SM on sm_90 from a kernel's registers, shared memory and threads (None: unknown)."""
+    if not r.get("threads") or r.get("registers") is None:
+        return None
+    from compiler.resources import occupancy
+
+    return occupancy(r["registers"], r.get("shared_total") or 0, r["threads"], "sm_90")
 
 
 def _med(xs):
@@ -525,6 +537,8 @@ def corpus_main(args) -> None:
             res[n][w] = dict(info[(n, w)], registers=r.get("registers"), static_shared=r.get("shared"),
                              spill_stores=r.get("spill_stores"), spill_loads=r.get("spill_loads"))
             res[n][w]["shared_total"] = res[n][w]["dyn_shared"] + (r.get("shared") or 0)
+            res[n][w]["threads"] = r.get("threads")
+            res[n][w]["blocks_per_sm"] = _blocks_per_sm(res[n][w])
     shutil.rmtree(ptxdir, ignore_errors=True)
     med = {"import": {w: _med(samples["import"][w]) for w in W}}
     med["import"]["ratio"] = med["import"]["ours"] / med["import"]["triton"]
@@ -621,8 +635,9 @@ def _corpus_markdown(doc, names) -> str:
         lines += ["Kernels above the bounds: " + ", ".join(f"{k}: {v}" for k, v in doc["counts"].items()), ""]
     lines += ["| kernel | fresh ms ours / Triton | ratio | CPU ratio | warm ms ours / Triton | ratio | CPU ratio "
               "| registers ours / Triton "
-              "| shared bytes ours / Triton | spills ours / Triton | our stages: frontend + passes / emit / llvm "
-              "/ ptxas ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| shared bytes ours / Triton | spills ours / Triton | blocks per SM ours / Triton "
+              "| our stages: frontend + passes / emit / llvm "
+              "/ ptxas ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in names:
         m, o, t = med[n], res[n]["ours"], res[n]["triton"]
         st = doc["stages_ours_ms"].get(n, {})
@@ -634,10 +649,24 @@ def _corpus_markdown(doc, names) -> str:
                      f"{ms(m['warm']['ours'])} / {ms(m['warm']['triton'])} | **{rt(m['warm']['ratio'])}** | "
                      f"{rt(m.get('warm_cpu', {}).get('ratio'))} | "
                      f"{o['registers']} / {t['registers']} | {o['shared_total']} / {t['shared_total']} | "
-                     f"{o['spill_stores']} / {t['spill_stores']} | {stage} |")
+                     f"{o['spill_stores']} / {t['spill_stores']} | "
+                     f"{_flag(o.get('blocks_per_sm'), t.get('blocks_per_sm'))} | {stage} |")
     lines += ["", f"Resources: ptxas -v ({env.get('ptxas')}) on each compiler's PTX for sm_90a; shared = dynamic "
-              "(each compiler's metadata) + static (ptxas)."]
+              "(each compiler's metadata) + static (ptxas); blocks per SM from those and the block's threads "
+              "(compiler/resources.py occupancy), in bold where ours are fewer."]
+    fewer = [n for n in names if (res[n]["ours"].get("blocks_per_sm") or 0) < (res[n]["triton"].get("blocks_per_sm") or 0)]
+    spills = [n for n in names if (res[n]["ours"].get("spill_stores") or 0) > (res[n]["triton"].get("spill_stores") or 0)]
+    more = [n for n in names if (res[n]["ours"].get("registers") or 0) > (res[n]["triton"].get("registers") or 0)
+            or (res[n]["ours"].get("shared_total") or 0) > (res[n]["triton"].get("shared_total") or 0)]
+    lines += ["", f"More registers or shared memory than Triton's: {len(more)} kernels; of them fewer blocks per SM: "
+              f"{', '.join(fewer) or 'none'}; more spills: {', '.join(spills) or 'none'}."]
     return "\n".join(lines) + "\n"
+
+
+def _flag(o, t) -> str:
+    if o is None or t is None:
+        return "-"
+    return f"**{o}** / {t}" if o < t else f"{o} / {t}"
 
 
 def _la(x) -> str:
