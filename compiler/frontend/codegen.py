@@ -11,6 +11,7 @@ import ast
 import builtins
 import inspect
 import math
+import os
 import textwrap
 import types as _pytypes
 
@@ -213,6 +214,32 @@ _PY_CMP = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lam
            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b}
 
 
+def _captured_value_ok(v) -> bool:
+    """Whether a kernel may read `v` through a global or closure name (Triton's rule): a compile-time value made
+    so explicitly (tl.constexpr(...), None, a dtype), or code and namespaces (modules, classes, jit functions,
+    builtins, Python helpers), or a language object (an aggregate). A plain number, string, tuple, list or other
+    object is not: its value would be frozen into the kernel without the user having said it is a constant
+    (Triton refuses these; `x: tl.constexpr = 42` at module level is still a plain int)."""
+    if v is None or isinstance(v, (constexpr, T.TritonDtypeAPI, _pytypes.ModuleType, type)) or callable(v):
+        return True
+    if getattr(v, "__tilefarm_aggregate__", False):
+        return True
+    mod = type(v).__module__ or ""
+    return mod.startswith(("compiler.language", "compiler.ir.types", "compiler.triton_compat"))
+
+
+ALLOW_NON_CONSTEXPR_GLOBALS_ENV = "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS"
+
+
+def _captured(name, v, kind):
+    if _captured_value_ok(v) or os.environ.get(ALLOW_NON_CONSTEXPR_GLOBALS_ENV, "0") == "1":
+        return v
+    raise SemanticError(f"Cannot access {kind} variable {name} from within a jit function: a kernel reads only "
+                        f"{kind} variables made constants with tl.constexpr (`{name} = tl.constexpr(...)`); an "
+                        f"annotation (`{name}: tl.constexpr = ...`) does not make one. "
+                        f"{ALLOW_NON_CONSTEXPR_GLOBALS_ENV}=1 lets kernels read the others as constants too")
+
+
 class CodeGenerator(ast.NodeVisitor):
     def __init__(self, source: _Source, builder: Builder, scope: dict, depth: int = 0, root=None):
         self.src = source
@@ -263,9 +290,9 @@ class CodeGenerator(ast.NodeVisitor):
         if name in self.scope:
             return self.scope[name]
         if name in self.src.closure:
-            return self.src.closure[name]
+            return _captured(name, self.src.closure[name], "closure")
         if name in self.src.globals:
-            return self.src.globals[name]
+            return _captured(name, self.src.globals[name], "global")
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise SemanticError(f"name '{name}' is not defined")

@@ -157,7 +157,7 @@ def test_retired_switch_variable_warns(fresh, monkeypatch):
     assert any("TILEFARM_EXPERIMENTS" in str(w.message) and "EXPERIMENTS.md" in str(w.message) for w in got)
 
 
-SCALE = 3
+SCALE = tl.constexpr(3)
 
 
 @compiler.jit
@@ -165,11 +165,26 @@ def _scaled(X):
     tl.store(X + tl.arange(0, 16), tl.load(X + tl.arange(0, 16)) * SCALE)
 
 
-def test_module_constants_are_part_of_the_kernel(fresh):
+@pytest.fixture(params=["constexpr", "plain_with_switch"])
+def scale_of(request, monkeypatch):
+    """How the module constant is made: tl.constexpr(v) (what a kernel may read), or a plain int, which a kernel
+    reads only under TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1 (as in Triton); both are part of the kernel."""
+    global SCALE
+    if request.param == "constexpr":
+        yield tl.constexpr
+    else:
+        monkeypatch.setenv("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "1")
+        SCALE = 3
+        yield int
+    SCALE = tl.constexpr(3)
+
+
+def test_module_constants_are_part_of_the_kernel(fresh, scale_of):
     """A module-level constant the kernel reads is compiled in as a value: when it changes, the key changes (the
     disk cache of another process does not hand back the old kernel) and this process's launches recompile (the
     interpreter's too) instead of running with the old value."""
     global SCALE
+    SCALE = scale_of(3)
     x = np.arange(16, dtype=np.float32)
     key3 = _scaled.cache_key
     ptx3 = _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"]
@@ -177,30 +192,31 @@ def test_module_constants_are_part_of_the_kernel(fresh):
     _scaled[(1,)](y)
     np.testing.assert_array_equal(y, x * 3)
     try:
-        SCALE = 5
+        SCALE = scale_of(5)
         y = x.copy()
         _scaled[(1,)](y)
         np.testing.assert_array_equal(y, x * 5)
         assert _scaled.cache_key != key3
         assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] != ptx3
     finally:
-        SCALE = 3
+        SCALE = scale_of(3)
     y = x.copy()
     _scaled[(1,)](y)
     np.testing.assert_array_equal(y, x * 3)
     assert _scaled.cache_key == key3
 
 
-def test_warmup_alone_sees_a_changed_constant(fresh):
+def test_warmup_alone_sees_a_changed_constant(fresh, scale_of):
     """Without a launch between (warmup, a farm compile worker): the key and the compiled code follow the value."""
     global SCALE
+    SCALE = scale_of(3)
     x = np.arange(16, dtype=np.float32)
     key3 = _scaled.cache_key
     ptx3 = _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"]
     try:
-        SCALE = 6
+        SCALE = scale_of(6)
         assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] != ptx3
         assert _scaled.cache_key != key3
     finally:
-        SCALE = 3
+        SCALE = scale_of(3)
     assert _scaled.warmup(x, grid=(1,), target="sm_90").asm["ptx"] == ptx3

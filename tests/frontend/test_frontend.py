@@ -327,3 +327,57 @@ def test_power_of_two_shapes_in_tritons_words():
     with pytest.raises(compiler.CompilationError) as ei:
         bad_full.lower(f32)
     assert str(ei.value.__cause__) == "Shape element 1 must be a power of 2"
+
+
+PLAIN_GLOBAL = 42
+ANNOTATED_GLOBAL: tl.constexpr = 42
+CONSTEXPR_GLOBAL = tl.constexpr(42)
+POINTER_ALIAS = tl.pointer_type(tl.int32)
+
+
+def _half(n):
+    return n // 2
+
+
+@compiler.jit
+def _reads_plain_global(X):
+    tl.store(X, PLAIN_GLOBAL)
+
+
+@compiler.jit
+def _reads_annotated_global(X):
+    tl.store(X, ANNOTATED_GLOBAL)
+
+
+@compiler.jit
+def _reads_allowed_globals(X):
+    a = POINTER_ALIAS  # noqa: F841 -- a type: allowed
+    tl.store(X + tl.arange(0, _half(CONSTEXPR_GLOBAL + 22)), tl.full((32,), CONSTEXPR_GLOBAL, tl.float32))
+
+
+def test_non_constexpr_globals_are_refused_as_in_triton(monkeypatch):
+    """A kernel reads a module global or a closure variable only when it is a tl.constexpr (or None, a dtype, a
+    module, a class, a function): a plain number, even annotated `: tl.constexpr`, is refused at its use, as Triton
+    does; TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1 lets it through, as Triton's switch does."""
+    monkeypatch.delenv("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", raising=False)
+    for kern, name in ((_reads_plain_global, "PLAIN_GLOBAL"), (_reads_annotated_global, "ANNOTATED_GLOBAL")):
+        e = _err(kern, f32)
+        msg = str(e)
+        assert f"Cannot access global variable {name}" in msg and "tl.constexpr" in msg
+        line = next(i for i, ln in enumerate(open(__file__).read().splitlines(), 1) if f"tl.store(X, {name})" in ln)
+        assert msg.startswith(f"{__file__}:{line}:") and "^" in msg
+    _reads_allowed_globals.lower(f32)
+
+    def make(v):
+        @compiler.jit
+        def k(X):
+            tl.store(X, v)
+        return k
+
+    with pytest.raises(compiler.CompilationError, match="Cannot access closure variable v"):
+        make(3).lower(f32)
+    make(tl.constexpr(3)).lower(f32)
+
+    monkeypatch.setenv("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "1")
+    _reads_plain_global.lower(f32)
+    make(3).lower(f32)

@@ -232,6 +232,8 @@ def test_indexing_rules():
 
 
 def _make_scaled_store(scale, dtype):
+    scale = tl.constexpr(scale)  # a kernel reads a closure's number only as a constexpr (as in Triton)
+
     @compiler.jit
     def k(X, Y, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
