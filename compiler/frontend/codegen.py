@@ -252,6 +252,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.static_prints: list = []
         self.return_value = None
         self.returned = False
+        self.return_node = None  # the return statement that gave return_value (errors about it point there)
 
     # ------------------------------------------------------------------------------------------------
     # infrastructure
@@ -361,6 +362,7 @@ class CodeGenerator(ast.NodeVisitor):
         value = self.visit(node.value) if node.value is not None else None
         self.return_value = value
         self.returned = True
+        self.return_node = node
 
     def _assign(self, target, value, as_constexpr=False):
         if isinstance(target, ast.Name):
@@ -567,7 +569,7 @@ class CodeGenerator(ast.NodeVisitor):
     def _run_branch(self, block, stmts, before):
         self.builder.set_insertion_block(block)
         self.scope = dict(before)
-        self.returned, self.return_value = False, None
+        self.returned, self.return_value, self.return_node = False, None, None
         self.visit_stmts(stmts)
         return self.scope, self.returned, self.return_value
 
@@ -577,12 +579,23 @@ class CodeGenerator(ast.NodeVisitor):
         before = dict(self.scope)
         then_b, else_b = Block(), Block()
         then_scope, then_ret, then_val = self._run_branch(then_b, node.body, before)
+        then_node = self.return_node
         else_scope, else_ret, else_val = self._run_branch(else_b, node.orelse, before)
+        else_node = self.return_node
         b.set_insertion_block(parent)
         if then_ret or else_ret:
             # The if ends its function (visit_stmts gave it the rest): a branch that did not return fell off the
-            # end, which returns None. What the branches return is the if's result.
-            self._returning_if(cond, node, then_b, else_b, then_val, else_val)
+            # end, which returns None. What the branches return is the if's result. Where they disagree, the
+            # error points at the second return (the else branch's), as Triton's does.
+            self.return_node = else_node or then_node
+            try:
+                self._returning_if(cond, node, then_b, else_b, then_val, else_val)
+            except SemanticError as e:
+                if self.return_node is None:
+                    raise
+                loc = self.src.loc(self.return_node)
+                err = CompilationError(str(e), loc, where=self.src.where(loc), cause=e)
+                raise err from err.__cause__
             return
         # block pointers and descriptors assigned in a branch merge part by part ("n#i", as loops carry them)
         composites = {}

@@ -165,6 +165,33 @@ def test_mismatched_returns_are_refused():
         k[(1,)](np.zeros(8, np.float32))
 
 
+@compiler.jit
+def _returns_by_runtime_branch(N):
+    if N == 0:
+        return tl.arange(0, 4)
+    else:
+        return tl.arange(0, 8)
+
+
+def test_returns_of_different_types_point_at_the_second_return():
+    """A runtime if whose branches return different types: the error is at the second return (the else branch's),
+    where Triton's is, and from the call site the callee's error is the cause, as it raised it."""
+    @compiler.jit
+    def k(X, N):
+        tl.store(X + tl.arange(0, 4), _returns_by_runtime_branch(N))
+
+    with pytest.raises(compiler.CompilationError) as ei:
+        k.lower(np.zeros(8, np.int32), 5)
+    e = ei.value
+    ret_line = next(i for i, ln in enumerate(open(__file__).read().splitlines(), 1)
+                    if "return tl.arange(0, 8)" in ln)
+    lines = str(e).splitlines()
+    assert lines[0].startswith(f"{__file__}:{ret_line}:9: ") and "<4xi32>" in lines[0] and "<8xi32>" in lines[0]
+    assert lines[1].strip() == "return tl.arange(0, 8)" and lines[2].strip() == "^"
+    assert lines[3].strip() == "at 5:8: in _returns_by_runtime_branch"  # Triton's count, as its test checks
+    assert "at 5:8:" in str(e.__cause__) and str(e).endswith("at 2:34: in k")  # the call site follows
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("num_stages", [1, 3])
 def test_persistent_matmul(target, num_stages):
