@@ -1635,18 +1635,25 @@ _MX_FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
 def _mx_upcast(x, scale, fmt, comp, k_axis, what):
     """A dot_scaled operand as a block of `comp` (bfloat16 or float16) values with its K dim `k_axis`: fp4 e2m1
     unpacked (two per byte along K, the first in the low bits), fp8 read from its bits, each group of 32 along K
-    times its e8m0 scale 2**(s - 127) (s = 255: NaN)."""
+    times its e8m0 scale 2**(s - 127) (s = 255: NaN), the product rounded once to `comp`.
+
+    Values move (fp4's interleave along K, the scales' spread over their 32 values and transpose) in the narrowest
+    type that holds them exactly: the operand in `comp` (fp4 and fp8 values are exact in bfloat16 and float16) and
+    the scales as their uint8 codes; only the product is formed in float32 (exact: at most 4 significant bits times
+    a power of two), element by element. A 128x256 / 256x128 operand pair's layout conversions take half the shared
+    memory and registers of moving float32 values (Triton's test_mxfp8_mxfp4_matmul_tma 128x256x256 asked for
+    256 KiB)."""
     x = to_tensor(_unwrap(x))
     if fmt in ("bf16", "fp16"):
         want = T.bfloat16 if fmt == "bf16" else T.float16
         if x.dtype != want:
             raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must be a {want!r} block, got {x.dtype!r}")
-        v = cast(x, T.float32)
+        v = x  # its own type until the product (a bfloat16 operand beside a float16 one rounds there)
     elif fmt in ("e4m3", "e5m2"):
         f8 = T.float8e4nv if fmt == "e4m3" else T.float8e5
         if x.dtype not in (T.uint8, T.int8, f8):
             raise SemanticError(f"dot_scaled: {what} in format {fmt!r} must hold uint8 (or {f8!r}), got {x.dtype!r}")
-        v = cast(cast(x, f8, bitcast=True) if x.dtype != f8 else x, T.float32)
+        v = cast(cast(cast(x, f8, bitcast=True) if x.dtype != f8 else x, T.float32), comp)
     else:  # e2m1: s e e m per nibble
         if x.dtype not in (T.uint8, T.int8):
             raise SemanticError(f"dot_scaled: {what} in format 'e2m1' must hold packed uint8, got {x.dtype!r}")
@@ -1658,7 +1665,7 @@ def _mx_upcast(x, scale, fmt, comp, k_axis, what):
             # 0 (e = 0): m * 0.5 (subnormal); else (1 + m / 2) * 2 ** (e - 1)
             p2 = where(compare("eq", e, 1), 1.0, where(compare("eq", e, 2), 2.0, 4.0))
             mag = where(compare("eq", e, 0), mul(m, 0.5), mul(add(mul(m, 0.5), 1.0), p2))
-            return where(compare("ne", and_(n, 8), 0), neg(mag), mag)
+            return cast(where(compare("ne", and_(n, 8), 0), neg(mag), mag), comp)
 
         lo, hi = nibble(and_(u, 15)), nibble(shr(u, 4))
         if k_axis == len(x.type.shape) - 1:
@@ -1667,25 +1674,29 @@ def _mx_upcast(x, scale, fmt, comp, k_axis, what):
             j = join(lo, hi)                                # [K/2, N, 2]
             shape = list(j.type.shape)
             v = reshape(permute(j, [0, 2, 1]), [shape[0] * 2, shape[1]])
-    if scale is not None:
-        s = to_tensor(_unwrap(scale))
-        if s.dtype not in (T.uint8, T.int8):
-            raise SemanticError(f"dot_scaled: the scale of {what} must be e8m0 in uint8, got {s.dtype!r}")
-        s = cast(s, T.uint8, bitcast=True)
-        K = v.type.shape[k_axis]
-        other = v.type.shape[1 - k_axis]
-        if K % 32:
-            raise SemanticError(f"dot_scaled: K must be a multiple of 32 (one e8m0 scale per 32 values), got {K}")
-        if tuple(s.type.shape) != (other, K // 32):  # Triton's words (one scale per 32 values along K)
-            raise SemanticError(f"{what}_scale must be a tensor of shape [{other}, {K // 32}]. Got "
-                                f"{[str(d) for d in s.type.shape]}")
-        f = cast(shl(cast(s, T.uint32), 23), T.float32, bitcast=True)   # 2**(s - 127); s = 0 -> 0.0
-        f = where(compare("eq", s, 255), float("nan"), f)
-        f = reshape(broadcast_to(expand_dims(f, 2), [other, K // 32, 32]), [other, K])   # [other, K]
-        if k_axis == 0:
-            f = permute(f, [1, 0])
-        v = mul(v, f)
-    return cast(v, comp)
+    if scale is None:
+        return cast(v, comp)
+    s = to_tensor(_unwrap(scale))
+    if s.dtype not in (T.uint8, T.int8):
+        raise SemanticError(f"dot_scaled: the scale of {what} must be e8m0 in uint8, got {s.dtype!r}")
+    s = cast(s, T.uint8, bitcast=True)
+    K = v.type.shape[k_axis]
+    other = v.type.shape[1 - k_axis]
+    if K % 32:
+        raise SemanticError(f"dot_scaled: K must be a multiple of 32 (one e8m0 scale per 32 values), got {K}")
+    if tuple(s.type.shape) != (other, K // 32):  # Triton's words (one scale per 32 values along K)
+        raise SemanticError(f"{what}_scale must be a tensor of shape [{other}, {K // 32}]. Got "
+                            f"{[str(d) for d in s.type.shape]}")
+    s = reshape(broadcast_to(expand_dims(s, 2), [other, K // 32, 32]), [other, K])   # [other, K] codes
+    if k_axis == 0:
+        s = permute(s, [1, 0])
+    f = cast(shl(cast(s, T.uint32), 23), T.float32, bitcast=True)   # 2**(s - 127); s = 0 -> 0.0
+    f = where(compare("eq", s, 255), float("nan"), f)
+    if comp == T.bfloat16 and v.dtype == comp:
+        # every 2**(s - 127) is a bfloat16 (its exponent range is float32's), and a bfloat16 product is the exact
+        # one rounded once: the same values, with the operand never widened to float32
+        return mul(v, cast(f, comp))
+    return cast(mul(cast(v, T.float32), f), comp)  # float16 cannot hold every scale: the product in float32
 
 
 def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,

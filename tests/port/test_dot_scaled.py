@@ -97,3 +97,34 @@ def test_dot_scaled_nan_scale_and_errors():
     np.testing.assert_allclose(np.delete(c, 3, axis=0), np.delete(av @ bv, 3, axis=0), rtol=1e-4, atol=1e-4)
     with pytest.raises(compiler.CompilationError, match="lhs_format must be one of"):
         mx_kernel[(1,)](a, sa, b, None, c, M=M, N=N, K=K, FA="e3m2", FB="bf16")
+
+
+@compiler.jit
+def mx_tma_kernel(A, B, AS, BS, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """fp8 e5m2 A [M, K] times fp4 B stored [N, K/2] and read transposed, both scaled (Triton's MX TMA test)."""
+    a = tl.load(A + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(B + tl.arange(0, N)[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    sa = tl.load(AS + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    sb = tl.load(BS + tl.arange(0, N)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    c = tl.dot_scaled(a, sa, "e5m2", b.T, sb, "e2m1")
+    tl.store(C + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+def test_dot_scaled_operands_move_in_narrow_types():
+    """The upcast moves values as bfloat16 and scale codes as uint8, the products formed where they are: a
+    128x256 fp8 times 256x256 fp4 (transposed) block of 4 warps needs 192 KiB of shared memory at most, within a
+    block's 227 KiB (moving float32 values it asked for 256 KiB and could not launch)."""
+    from compiler.codegen.llvm import emit_llvm
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+    from compiler.passes.pipeline import SMEM_MAX
+
+    M, N, K = 128, 256, 256
+    mod = mx_tma_kernel.lower(np.zeros((M, K), np.uint8), np.zeros((N, K // 2), np.uint8),
+                              np.zeros((M, K // 32), np.uint8), np.zeros((N, K // 32), np.uint8),
+                              np.zeros((M, N), np.float32), M=M, N=N, K=K)
+    mod = run_pipeline(mod, Options(num_warps=4, num_stages=1, arch="sm_90a"))
+    converts = [op for op in mod.function.body.ops if op.kind == "convert_layout"]
+    assert all(op.result.type.element.bits <= 16 for op in converts if op.result.type.numel >= 128 * 256)
+    _, meta = emit_llvm(mod, Options(num_warps=4, num_stages=1, arch="sm_90a"))
+    assert meta["shared_bytes"] <= 192 * 1024 <= SMEM_MAX
