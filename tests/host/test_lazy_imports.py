@@ -61,3 +61,21 @@ def test_numpy_arguments_and_bfloat16_load_on_use():
             "import ml_dtypes\nassert T.from_numpy(np.dtype(ml_dtypes.bfloat16)) is T.bfloat16\n"
             "assert T.int1.np == np.dtype(np.bool_) and T.from_numpy(np.bool_) is T.int1\n")
     assert _loaded(code, ["ml_dtypes"]) == {"ml_dtypes": True}
+
+
+def test_conversion_planning_does_not_load_numpy_ma(tmp_path):
+    """A kernel whose layouts meet through shared memory plans the conversion with NumPy (codegen/reduce.py), but
+    without np.unique, whose first call imports numpy.ma (about 15 ms of the compile in numpy 2.4)."""
+    src = tmp_path / "t.py"
+    src.write_text("import compiler\nimport compiler.language as tl\n\n\n@compiler.jit\n"
+                   "def t(X, Y, B: tl.constexpr):\n"
+                   "    r = tl.arange(0, B)\n"
+                   "    x = tl.load(X + r[:, None] * B + r[None, :])\n"
+                   "    tl.store(Y + r[:, None] * B + r[None, :], tl.trans(x))\n")
+    code = (f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+            "import numpy as np\nimport t\n"
+            "x = np.zeros((64, 64), np.float32)\n"
+            "ck = t.t.warmup(x, x, grid=(1,), target='sm_90a', B=64)\n"
+            "assert 'st.shared' in ck.asm['ptx'] or 'stmatrix' in ck.asm['ptx']\n")
+    loaded = _loaded(code, ["numpy", "numpy.ma"], TILEFARM_CACHE="0")
+    assert loaded == {"numpy": True, "numpy.ma": False}
