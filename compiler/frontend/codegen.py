@@ -1147,6 +1147,13 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_UnaryOp(self, node):
         v = _unwrap(self.visit(node.operand))
+        if isinstance(node.op, ast.Not) and isinstance(v, (tuple, list)):
+            # Triton cannot evaluate `not` of a tuple while compiling either: refused at the `not`, a language
+            # construct's error (no builtin's complaint as the cause)
+            loc = self.src.loc(node)
+            raise CompilationError(f"`not` of a {type(v).__name__} is not supported in a kernel (test its length "
+                                   "with len(), or its elements one by one)", loc,
+                                   where=self.src.where(loc)) from None
         if not isinstance(v, tensor):
             return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Not: lambda x: not x,
                     ast.Invert: lambda x: ~x}[type(node.op)](v)

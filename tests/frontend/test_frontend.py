@@ -381,3 +381,18 @@ def test_non_constexpr_globals_are_refused_as_in_triton(monkeypatch):
     monkeypatch.setenv("TRITON_ALLOW_NON_CONSTEXPR_GLOBALS", "1")
     _reads_plain_global.lower(f32)
     make(3).lower(f32)
+
+
+def test_not_of_a_tuple_is_refused_at_the_not():
+    """`not` of a tuple: Triton cannot evaluate it while compiling, and refuses it at the `not` (a construct's
+    error: no cause); here too, rather than compiling Python's answer."""
+    @compiler.jit
+    def k(X):
+        t = (0, 0)
+        tl.store(X, not t)
+
+    e = _err(k, f32)
+    lines = str(e).splitlines()
+    assert "`not` of a tuple is not supported" in lines[0] and lines[1].strip() == "tl.store(X, not t)"
+    assert lines[2].index("^") - lines[1].index("tl.store") == len("tl.store(X, ")
+    assert lines[3].strip() == "at 3:16: in k" and e.__cause__ is None
