@@ -53,7 +53,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
 # selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
 # `fma_no_prefetch` (passes/pipeline.py, added 2026-12-05): FMA-dot K loops without the register prefetch.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch")
+# `convert_narrow` (passes/assign_layouts.py _through_narrow, added 2026-12-05): a value widened from a narrower one
+# by elementwise ops (a float16 residual tile cast to float32) converted to the layout its user wants as the narrower
+# value, the ops repeated there, as Triton's backward rematerialization places it; PTX changes for 5 corpus kernels
+# (mm_residual: its 128x128 conversion buffer 64 -> 32 KiB; the bias rows and embedding: tiny ones).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch", "convert_narrow")
 
 
 

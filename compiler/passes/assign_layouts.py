@@ -333,8 +333,64 @@ class _Assigner:
             got = make(v, layout, ops, depth)
             if got is not None:
                 return got, ops
+        from ..options import ab_switch
+
+        if ab_switch("convert_narrow"):
+            ops = []
+            got = self._through_narrow(v, layout, ops, user)
+            if got is not None:
+                return got, ops
         cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=user.loc)
         return cv.result, [cv]
+
+    _NARROW_CHAIN = frozenset(("cast", "add", "sub", "mul", "and", "or", "xor", "shl", "shr", "max", "min", "neg",
+                               "bitcast", "cmp", "select"))
+
+    def _through_narrow(self, v, layout, out, user):
+        """v in `layout` by converting a narrower value it is computed from and repeating the elementwise ops
+        between (A/B switch convert_narrow): v = f(x) where x has v's shape and fewer bits per element and every
+        other operand of the ops between is a scalar or rematerializes cheaply (a residual tile loaded as float16
+        and widened to float32 is converted as float16: half the shared memory and its traffic). None where no
+        such x is within a few ops."""
+        chain, cur = [], v
+        for _ in range(6):
+            src = cur.owner
+            if getattr(src, "kind", None) not in self._NARROW_CHAIN or len(src.results) != 1:
+                break
+            tiles = [x for x in src.operands if x.type.shape and tuple(x.type.shape) == tuple(v.type.shape)]
+            if not tiles:
+                break
+            # the operand to follow: the narrowest tile operand
+            nxt = min(tiles, key=lambda x: x.type.element.bits)
+            chain.append((src, nxt))
+            cur = nxt
+            if cur.type.element.bits < v.type.element.bits:
+                break
+        if not chain or cur.type.element.bits >= v.type.element.bits:
+            return None
+        cv = Op("convert_layout", [cur], [cur.type], {"_layouts": [layout]}, loc=user.loc)
+        out.append(cv)
+        got = cv.result
+        for src, followed in reversed(chain):
+            ops = []
+            for x in src.operands:
+                if x is followed:
+                    ops.append(got)
+                elif not x.type.shape:
+                    ops.append(x)
+                else:
+                    tmp = []
+                    y = x if self.lay.get(x.id) == layout else self._remat(x, layout, tmp, 4)
+                    if y is None:
+                        return None
+                    out.extend(tmp)
+                    ops.append(y)
+            attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
+            attrs["_layouts"] = [layout]
+            n = Op(src.kind, ops, [src.result.type], attrs, loc=src.loc)
+            out.append(n)
+            got = n.result
+        return got
 
     def _through_broadcast(self, v, layout, out, user, depth):
         """v = broadcast(expand_dims(x)) (or either alone) made in `layout` by converting the smaller x and

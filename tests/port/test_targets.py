@@ -79,3 +79,57 @@ def test_store_vec_switch_results(monkeypatch, dt):
     c = poison((64, 64), np.float32)
     run("gpu", _dot_store, (1,), a, b, c, M=64, N=64, K=64, num_warps=4)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=2e-2, atol=2e-2)
+
+
+@compiler.jit
+def _dot_residual(A, B, R, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(A + rm[:, None] * K + rk[None, :])
+    b = tl.load(B + rk[:, None] * N + rn[None, :])
+    r = tl.load(R + rm[:, None] * N + rn[None, :]).to(tl.float32) * 0.5
+    tl.store(C + rm[:, None] * N + rn[None, :], tl.dot(a, b) + r)
+
+
+@pytest.mark.parametrize("M,N,K,w", [(64, 64, 64, 4), (128, 128, 64, 8)])
+def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, K, w):
+    """A/B switch convert_narrow (waiting for the H200): a residual tile loaded as float16 and widened to float32 is
+    converted to the dot's layout as float16 (then widened and scaled there), not as float32."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    def after_layouts():
+        a, b, r = np.zeros(M * K, np.float16), np.zeros(K * N, np.float16), np.zeros(M * N, np.float16)
+        mod = _dot_residual.lower(a, b, r, np.zeros(M * N, np.float32), M=M, N=N, K=K)
+        mod = run_pipeline(mod, Options(num_warps=w, arch="sm_90a"))
+        ops = []
+
+        def walk(block):
+            for op in block.ops:
+                ops.append(op)
+                for bl in op.blocks:
+                    walk(bl)
+        walk(mod.function.body)
+        return [op.result.type.element.name for op in ops if op.kind == "convert_layout"
+                and op.result.type.numel == M * N]
+
+    assert after_layouts() == ["float32"]
+    monkeypatch.setenv("TILEFARM_AB", "convert_narrow")
+    assert after_layouts() == ["float16"]
+    a, b, r = np.zeros(M * K, np.float16), np.zeros(K * N, np.float16), np.zeros(M * N, np.float16)
+    ck = _dot_residual.warmup(a, b, r, np.zeros(M * N, np.float32), M=M, N=N, K=K, grid=(1,), target="sm_90a",
+                              num_warps=w)
+    assert ck.asm["cubin"]
+
+
+@pytest.mark.gpu
+def test_convert_narrow_switch_results(monkeypatch):
+    from .kernels import poison, run
+
+    monkeypatch.setenv("TILEFARM_AB", "convert_narrow")
+    rng = np.random.default_rng(13)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    r = rng.standard_normal((64, 64)).astype(np.float16)
+    c = poison((64, 64), np.float32)
+    run("gpu", _dot_residual, (1,), a, b, r, c, M=64, N=64, K=64, num_warps=4)
+    ref = a.astype(np.float64) @ b.astype(np.float64) + r.astype(np.float64) * 0.5
+    np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
