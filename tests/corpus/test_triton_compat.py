@@ -84,7 +84,7 @@ def test_kernel_errors_point_at_the_users_file(kfile):
     assert msg.startswith(f"{kfile}:16:") and "tl.no_such_op is not supported by this compiler" in msg
     with pytest.raises(compiler.CompilationError) as e:
         m.shape_error_kernel[(1,)](x, BLOCK=128)
-    assert str(e.value).startswith(f"{kfile}:21:") and "power of two" in str(e.value)
+    assert str(e.value).startswith(f"{kfile}:21:") and "power of 2" in str(e.value)
 
 
 @pytest.mark.parametrize("line, name", [
