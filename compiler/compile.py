@@ -37,9 +37,18 @@ def stats() -> dict:
     return dict(_stats)
 
 
+_disk_env = None  # (TILEFARM_CACHE, TILEFARM_CACHE_DIR) when _disk was opened
+
+
 def _disk_cache():
-    global _disk
+    """The disk cache this process uses: the one TILEFARM_CACHE / TILEFARM_CACHE_DIR name now (a change of either
+    in the process, as a test fixture's fresh cache folder makes, opens the one it names), or None when off."""
+    global _disk, _disk_env
+    env = (os.environ.get("TILEFARM_CACHE", "1"), os.environ.get("TILEFARM_CACHE_DIR"))
+    if _disk is not None and _disk_env is not None and env != _disk_env:
+        _disk = None
     if _disk is None:
+        _disk_env = env
         if os.environ.get("TILEFARM_CACHE", "1") in ("0", "off", "false"):
             _disk = False
         else:

@@ -218,3 +218,32 @@ def test_disk_hit_is_fast(tmp_path):
     mem_us = (time.perf_counter() - t0) * 1e3
     print(f"\ndisk cache hit: median {med:.3f} ms; memory hit {mem_us:.2f} us")
     assert med < 2.0
+
+
+def test_compile_cache_follows_the_cache_folder_set_in_the_process(tmp_path, monkeypatch):
+    """A change of TILEFARM_CACHE_DIR (or TILEFARM_CACHE) within a process, as a test fixture's fresh folder makes,
+    takes effect at the next compile: the kernel is compiled again into the new folder, not found in the old one."""
+    import numpy as np
+
+    import compiler
+    import compiler.compile as C
+    import compiler.language as tl
+
+    @compiler.jit
+    def twice(X, Y, B: tl.constexpr):
+        r = tl.arange(0, B)
+        tl.store(Y + r, tl.load(X + r) * 2.0)
+
+    monkeypatch.setattr(C, "_disk", None)
+    monkeypatch.setattr(C, "_mem_cache", {})
+    monkeypatch.delenv("TILEFARM_CACHE", raising=False)
+    x = np.zeros(64, np.float32)
+    for d in ("a", "b"):
+        monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path / d))
+        C._mem_cache.clear()
+        before = C.stats()["compiled"]
+        twice.warmup(x, x, grid=(1,), target="sm_90", B=64)
+        assert C.stats()["compiled"] == before + 1  # compiled again: the other folder holds no entry yet
+        assert any((tmp_path / d).rglob(MANIFEST)) or any((tmp_path / d).iterdir())
+    monkeypatch.setenv("TILEFARM_CACHE", "0")
+    assert C._disk_cache() is None
