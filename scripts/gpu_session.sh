@@ -277,10 +277,11 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~4 min):
+if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~6 min):
   # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_vec on a dot stored without
-  # a K loop, convert_narrow on the 5 kernels whose PTX it changes; the gpu tests of what changed without a GPU since
-  # (fp8 attention's other tiles, wgmma scratch operands in one stage, dot_scaled's narrow upcast), beside Triton
+  # a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change, beside Triton; the gpu tests
+  # of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch operands in one stage,
+  # dot_scaled's narrow upcast)
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
     tests/port/test_dot_scaled.py tests/ops/test_random.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
@@ -288,8 +289,11 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session b
   step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_vec;convert_narrow' \
     --select mm_fp32_ieee,scores_qkT_f32out,mm_residual_f16,mm_bias_f16,mm_colbias_f16,mm_bias_relu_bf16,embedding_f16 \
     --out "$OUT/pending1"
+  step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab reduce_interleave \
+    --select 'argmin_cols_f32,colsum_f16,rowsum_f32,attn_*' --out "$OUT/pending2"
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
+  cp "$OUT"/pending2/corpus-*.md "$FINAL/pending2.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus

@@ -57,7 +57,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # by elementwise ops (a float16 residual tile cast to float32) converted to the layout its user wants as the narrower
 # value, the ops repeated there, as Triton's backward rematerialization places it; PTX changes for 5 corpus kernels
 # (mm_residual: its 128x128 conversion buffer 64 -> 32 KiB; the bias rows and embedding: tiny ones).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch", "convert_narrow")
+# `reduce_interleave` (codegen/reduce.py _e_reduce, added 2026-12-05): a thread's in-thread reduction chains advance
+# together (a load's values consumed one after another) instead of one output's chain through every load first;
+# argmin_cols_f32 72 -> 40 registers (Triton 32; 7 -> 12 blocks per SM, 1.06 of Triton's time on 2026-12-05); PTX
+# changes for 9 corpus kernels (the attention kernels' row max/sum among them, at the same registers).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch", "convert_narrow",
+                     "reduce_interleave")
 
 
 

@@ -1,6 +1,8 @@
 """Targets other than the H200's: a dot for sm_100a / sm_120 runs on mma.sync (wgmma is sm_90a's alone: it used to
 be emitted for any arch-specific target, and ptxas refused it for sm_100a); Triton's GPUTarget for Blackwell builds
 the arch-specific target, as Triton does."""
+import re
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,33 @@ def test_convert_narrow_switch_results(monkeypatch):
     run("gpu", _dot_residual, (1,), a, b, r, c, M=64, N=64, K=64, num_warps=4)
     ref = a.astype(np.float64) @ b.astype(np.float64) + r.astype(np.float64) * 0.5
     np.testing.assert_allclose(c, ref, rtol=2e-2, atol=2e-2)
+
+
+@compiler.jit
+def _argmin_cols(X, OUT, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rn = tl.arange(0, BN)
+    rm = tl.arange(0, BM)
+    x = tl.load(X + rm[:, None] * N + rn[None, :], mask=rm[:, None] < M, other=float("inf"))
+    tl.store(OUT + rn, tl.argmin(x, axis=0))
+
+
+def _first_combines(ptx, n):
+    """The loads' register groups, and the registers the first n float compares of the reduction read as new values."""
+    loads = [set(re.findall(r"%r\d+", m)) for m in re.findall(r"ld\.global\.v4\.b32 \{([^}]*)\}", ptx)]
+    news = re.findall(r"setp\.le\.f32\s+%p\d+, %r\d+, (%r\d+);", ptx)[:n]
+    return loads, news
+
+
+def test_reduce_interleave_switch_consumes_each_load_together(monkeypatch):
+    """A/B switch reduce_interleave (waiting for the H200): the in-thread reduction chains of a thread's outputs
+    advance together, a load's values consumed one after another, instead of one output's chain through every load
+    before the next output's (a column argmin of 512x16 tiles: ptxas kept all 64 loaded values live, 72 registers
+    against Triton's 32; 40 with the switch)."""
+    x, o = np.zeros(512 * 16, np.float32), np.zeros(16, np.int32)
+    base = _argmin_cols.warmup(x, o, 512, 16, BM=512, BN=16, grid=(1,), target="sm_90a", num_warps=4)
+    loads, news = _first_combines(base.asm["ptx"], 4)
+    assert len(loads) == 16 and len({next(i for i, g in enumerate(loads) if r in g) for r in news}) == 4
+    monkeypatch.setenv("TILEFARM_AB", "reduce_interleave")
+    inter = _argmin_cols.warmup(x, o, 512, 16, BM=512, BN=16, grid=(1,), target="sm_90a", num_warps=4)
+    loads, news = _first_combines(inter.asm["ptx"], 4)
+    assert len({next(i for i, g in enumerate(loads) if r in g) for r in news}) == 1 and inter.asm["cubin"]
