@@ -277,7 +277,7 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~6 min):
+if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~8 min):
   # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_vec on a dot stored without
   # a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change, beside Triton; the gpu tests
   # of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch operands in one stage,
@@ -291,6 +291,10 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session b
     --out "$OUT/pending1"
   step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab reduce_interleave \
     --select 'argmin_cols_f32,colsum_f16,rowsum_f32,attn_*' --out "$OUT/pending2"
+  # short_ptr (LLVM time 0.88x, mm_even_k's spills gone) lost only on the FMA dot (1.117): with fma_no_prefetch too?
+  step pending-ab3 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'short_ptr;short_ptr,fma_no_prefetch' \
+    --select 'mm_*,bmm_*' --out "$OUT/pending3"
+  cp "$OUT"/pending3/corpus-*.md "$FINAL/pending3.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending2/corpus-*.md "$FINAL/pending2.md" 2>/dev/null || true
