@@ -6,7 +6,9 @@ the already-resolved argument values to the kernel's Launcher, which packs them 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import hashlib
 import types
 import inspect
@@ -549,13 +551,9 @@ class JITFunction:
         kkey = keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ())
         kernel = self._kernels.get(kkey)
         if kernel is None:
-            kernel = self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=None, maxnreg=maxnreg)
-            # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
-            rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
-            kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
-            if "tuple" in kinds:
-                kernel.arg_select = None  # launched with its leaves (run's launch values), never by the fast path
-            self._kernels[kkey] = kernel
+            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, None, maxnreg, False)
+            if kernel is None:  # a jit_cache_hook said not to compile: nothing is launched, as in Triton
+                return None
         if callable(grid):
             grid = grid(self._meta(vals))
         if "desc" in kinds:
@@ -582,9 +580,20 @@ class JITFunction:
                 for v, const in zip(vals, self.constexpr_mask)]
         keys, launch_vals, kinds, host = self._specialize(vals)
         kinds = ["ptr" if k == "host" else "desc" if k == "hostdesc" else k for k in kinds]
+        num_warps, num_stages = opts.get("num_warps", 4), opts.get("num_stages", 3)
+        debug, maxnreg = opts.get("debug", self.debug), opts.get("maxnreg")
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target)
         try:
-            return self._compile(vals, keys, kinds, opts.get("num_warps", 4), opts.get("num_stages", 3),
-                                 opts.get("debug", self.debug), target=target, maxnreg=opts.get("maxnreg"))
+            try:
+                known = kkey in self._kernels
+            except TypeError:  # an unhashable part: compiled, never filed
+                known, kkey = True, None
+            if not known:  # a new specialization: the JIT hooks see it, and it is filed for launches
+                return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True)
+            # known: still through compile_kernel's memory and disk caches (a test that moves the cache folder
+            # sees the kernel compiled again there), which give the same kernel when nothing changed
+            return _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
+                                            maxnreg=maxnreg))
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__  # the user's mistake, shown from this call, not our internals
 
@@ -594,6 +603,107 @@ class JITFunction:
         params = self._params(vals, keys, kinds)
         return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
                               arch=target, maxnreg=maxnreg)
+
+    # --- new specializations: Triton's JIT hooks and preload ------------------------------------------
+    def _compile_new(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup):
+        """Compile a specialization this function has not filed yet (a launch's or warmup's miss, or preload),
+        file it under `kkey` (None: not filed) and return it. `knobs.runtime.jit_cache_hook` is called first
+        and a truthy answer skips the compile (None is returned); `jit_post_compile_hook` is called after."""
+        knobs = runtime_knobs
+        hook_kw = None
+        if knobs.jit_cache_hook is not None:
+            hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
+                                        is_warmup)
+            if knobs.jit_cache_hook(**hook_kw):
+                return None
+        kernel = _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
+                                          maxnreg=maxnreg))
+        # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
+        rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
+        kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
+        if "tuple" in kinds:
+            kernel.arg_select = None  # launched with its leaves (run's launch values), never by the fast path
+        if kkey is not None:
+            self._kernels[kkey] = kernel
+        if knobs.jit_post_compile_hook is not None:
+            if hook_kw is None:
+                hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
+                                            is_warmup)
+            knobs.jit_post_compile_hook(**hook_kw)
+        return kernel
+
+    def _hook_kwargs(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup):
+        """The keyword arguments Triton's JIT hooks take (key, repr, fn, compile, is_manual_warmup,
+        already_compiled); compile["specialization_data"] is the JSON string `preload` takes."""
+        signature = {n: _signature_of(kind, k) for n, k, kind in zip(self.arg_names, keys, kinds)}
+        constants = {n: v for n, v, kind in zip(self.arg_names, vals, kinds) if kind in ("constexpr", "const")}
+        data = self._specialization_data(vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg)
+        device = _current_device()
+        arg_reprs = ", ".join(f"{n}: {signature[n]}" for n in self.arg_names)
+        rep = (f"{self.__qualname__}[num_warps={num_warps}, num_ctas=1, num_stages={num_stages}, "
+               f"enable_fp_fusion=True, launch_cooperative_grid=False]({arg_reprs})")
+        compile_kw = {"key": kkey, "signature": signature, "device": device, "constants": constants,
+                      "num_warps": num_warps, "num_ctas": 1, "num_stages": num_stages, "enable_fp_fusion": True,
+                      "launch_cooperative_grid": False, "extern_libs": None, "debug": debug, "maxnreg": maxnreg,
+                      "target": target, "configs": [{}], "specialization_data": data, "is_warmup": is_warmup}
+        return {"key": kkey, "repr": rep, "fn": JitFunctionInfo(self.__module__, self.__qualname__, self),
+                "compile": compile_kw, "is_manual_warmup": is_warmup, "already_compiled": False}
+
+    def _specialization_data(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg) -> str:
+        """The JSON text that names one specialization for `preload`: this function's name and source hash (of
+        it and the jit functions it calls), each argument's kind, specialization key and (constexprs and
+        constants) value, and the compile options. Values JSON cannot hold are written as {"opaque": repr}:
+        such data is refused by preload."""
+        args = [{"name": n, "kind": kind, "key": _spec_encode(k),
+                 "value": _spec_encode(v) if kind in ("constexpr", "const") else None}
+                for n, v, k, kind in zip(self.arg_names, vals, keys, kinds)]
+        obj = {"format": _SPEC_FORMAT, "name": self.__qualname__, "module": self.__module__,
+               "source_hash": self.cache_key, "args": args,
+               "options": {"num_warps": num_warps, "num_stages": num_stages, "debug": _spec_encode(debug),
+                           "maxnreg": maxnreg, "target": target}}
+        return json.dumps(obj)
+
+    def preload(self, specialization_data):
+        """Compile the specialization a JIT hook's `compile["specialization_data"]` names (the JSON text, or its
+        parsed dict) into this function's cache, as Triton's preload: the next launch (or warmup) with such
+        arguments compiles nothing. Returns the compiled kernel (the one warmup gives: same `.hash`), or None when
+        a jit_cache_hook skips it. RuntimeError when the data is for another function, for another version of
+        this one's source (or of a jit function it calls), or holds a value that cannot be rebuilt."""
+        data = json.loads(specialization_data) if isinstance(specialization_data, (str, bytes)) \
+            else specialization_data
+        if not isinstance(data, dict) or data.get("format") != _SPEC_FORMAT:
+            raise RuntimeError(f"preload({self.__qualname__}): not specialization data of this compiler (expected "
+                               f"the JSON text a jit_cache_hook receives as compile['specialization_data'])")
+        if data.get("name") != self.__qualname__:
+            raise RuntimeError(f"Specialization data is for {data.get('name')} but trying to preload for "
+                               f"{self.__qualname__}")
+        if data.get("source_hash") != self.cache_key:
+            raise RuntimeError(f"preload({self.__qualname__}): the specialization data was recorded for another "
+                               f"version of the kernel's source (or of a jit function it calls): source hash "
+                               f"{str(data.get('source_hash'))[:16]}... there, {self.cache_key[:16]}... now; record "
+                               "it again from the current source")
+        names = [a.get("name") for a in data["args"]]
+        if names != self.arg_names:
+            raise RuntimeError(f"preload({self.__qualname__}): the data's parameters {names} are not the "
+                               f"kernel's {self.arg_names}")
+        vals, keys, kinds = [], [], []
+        for a in data["args"]:
+            try:
+                keys.append(_spec_decode(a["key"]))
+                vals.append(_spec_decode(a["value"]))
+            except _SpecUndecodable as e:
+                raise RuntimeError(f"preload({self.__qualname__}): argument '{a['name']}' cannot be rebuilt from "
+                                   f"the specialization data: {e}") from None
+            kinds.append(a["kind"])
+        keys = tuple(keys)
+        o = data["options"]
+        num_warps, num_stages, maxnreg, target = o["num_warps"], o["num_stages"], o.get("maxnreg"), o.get("target")
+        debug = _spec_decode(o.get("debug"))
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target)
+        try:
+            return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True)
+        except CompilationError as e:
+            raise e.with_traceback(None) from e.__cause__
 
     def rewrite(self):
         """Triton's interpreter API: read the function's source and say where its `def` is
@@ -840,6 +950,171 @@ def _aggregate_sources(cls, seen, used=None) -> None:
             _dependency_sources(m, seen, used)
         elif hasattr(m, "__code__"):
             seen[f"{key}.{m.__name__}"] = _code_fingerprint(m.__code__)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Triton's JIT hooks (`triton.knobs.runtime`) and the specialization data `JITFunction.preload` takes
+class _RuntimeKnobs:
+    """`triton.knobs.runtime`: `jit_cache_hook(key=, repr=, fn=, compile=, is_manual_warmup=, already_compiled=)`
+    is called when a JITFunction is about to compile a specialization it has not filed (a launch, `warmup` or
+    `preload`); a truthy return skips the compile (the launch or warmup returns None). `jit_post_compile_hook`
+    is called the same way after the compile. Both are looked at only on such a miss, never on a cached launch."""
+
+    _DEFAULTS = {"jit_cache_hook": None, "jit_post_compile_hook": None}
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        """Every knob back to its default (attributes a caller added are dropped)."""
+        self.__dict__.clear()
+        self.__dict__.update(self._DEFAULTS)
+        return self
+
+    def snapshot(self) -> dict:
+        return dict(self.__dict__)
+
+    def restore(self, state: dict):
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return f"<triton.knobs.runtime (tilefarm) {self.__dict__}>"
+
+
+runtime_knobs = _RuntimeKnobs()
+
+
+@dataclasses.dataclass
+class JitFunctionInfo:
+    """The `fn=` a JIT hook gets: the function's module (name), qualified name and the JITFunction."""
+
+    module: str
+    name: str
+    jit_function: "JITFunction"
+
+
+_SPEC_FORMAT = "tilefarm-specialization/1"
+
+
+class _SpecUndecodable(Exception):
+    pass
+
+
+def _jit_key(keys, num_warps, num_stages, debug, maxnreg, target):
+    """The key a JITFunction files a compiled specialization under (`run`'s, plus the target when one is named)."""
+    return keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ()) + (
+        (("target", target),) if target else ())
+
+
+def _with_hash(kernel):
+    """Triton's `CompiledKernel.hash`: the compile cache key (equal for the same specialization and options)."""
+    if kernel is not None and getattr(kernel, "hash", None) is None:
+        try:
+            kernel.hash = kernel.key
+        except AttributeError:
+            pass
+    return kernel
+
+
+def _current_device() -> int:
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            return torch.cuda.current_device()
+    except Exception:
+        pass
+    return 0
+
+
+def _signature_of(kind, key):
+    """Triton's signature string of one argument ("*fp32", "i32", "constexpr", a tuple's nested tuple ...)."""
+    if kind in ("constexpr", "const"):
+        return "constexpr"
+    if kind in ("ptr", "host"):
+        return "*" + _triton_dtype_name(key[0])
+    if kind == "typed":
+        return _triton_dtype_name(T.from_name(key[0]))
+    if kind in ("int", "float", "bool"):
+        return key[0]  # "i32", "i64", "u64", "fp32", "i1"
+    if kind == "tuple":
+        return tuple(_signature_of(k, ek) if k not in ("constexpr", "const") else "constexpr"
+                     for k, ek, _ in key[2])
+    if kind in ("desc", "hostdesc"):
+        return f"tensordesc<{_triton_dtype_name(key[1])}{list(key[3])}>"
+    return str(kind)
+
+
+def _triton_dtype_name(dt) -> str:
+    """Triton's short name of a dtype in signatures: fp32, bf16, i32, u8, fp8e4nv."""
+    s = getattr(dt, "short", None) or str(dt)
+    return "fp" + s[1:] if s in ("f16", "f32", "f64") else s
+
+
+def _spec_encode(v):
+    """One specialization key part or constexpr value as JSON (tuples as lists; `_spec_decode` inverts it)."""
+    from .language.values import constexpr
+
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, tuple) and type(v) is tuple:
+        return [_spec_encode(e) for e in v]
+    if isinstance(v, list):
+        return {"list": [_spec_encode(e) for e in v]}
+    if isinstance(v, T.pointer_type):
+        return {"ptr": _spec_encode(v.element_ty), "as": v.address_space, "const": v.const}
+    if isinstance(v, T.dtype):
+        return {"dtype": v.name}
+    if isinstance(v, constexpr):
+        return {"constexpr": _spec_encode(v.value)}
+    if isinstance(v, type):
+        return {"class": f"{v.__module__}:{v.__qualname__}"}
+    if getattr(v, "__tilefarm_jit__", False) and isinstance(v, JITFunction):
+        return {"jit": f"{v.__module__}:{v.__qualname__}"}
+    if isinstance(v, tuple):  # a namedtuple value
+        return {"namedtuple": _spec_encode(type(v)), "items": [_spec_encode(e) for e in v]}
+    return {"opaque": repr(v)}
+
+
+def _spec_global(path: str):
+    mod, _, qual = path.partition(":")
+    if "<locals>" in qual:
+        raise _SpecUndecodable(f"{path} is defined inside a function, where it cannot be looked up by name")
+    import importlib
+
+    try:
+        obj = importlib.import_module(mod)
+        for part in qual.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise _SpecUndecodable(f"cannot find {path} ({e})") from None
+    return obj
+
+
+def _spec_decode(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return tuple(_spec_decode(e) for e in v)
+    if "list" in v:
+        return [_spec_decode(e) for e in v["list"]]
+    if "ptr" in v:
+        return T.pointer_type(_spec_decode(v["ptr"]), v.get("as", 1), v.get("const", False))
+    if "dtype" in v:
+        return T.from_name(v["dtype"])
+    if "constexpr" in v:
+        from .language.values import constexpr
+
+        return constexpr(_spec_decode(v["constexpr"]))
+    if "class" in v:
+        return _spec_global(v["class"])
+    if "jit" in v:
+        return _spec_global(v["jit"])
+    if "namedtuple" in v:
+        return _spec_decode(v["namedtuple"])(*[_spec_decode(e) for e in v["items"]])
+    if "opaque" in v:
+        raise _SpecUndecodable(f"the value {v['opaque']} was recorded by its repr only")
+    raise _SpecUndecodable(f"unknown entry {v!r}")
 
 
 def jit(fn=None, *, debug=None, do_not_specialize=(), noinline=False, repr=None, **kwargs):

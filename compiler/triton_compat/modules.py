@@ -6,6 +6,7 @@ They are created once per process, never placed in `sys.modules` under Triton's 
 """
 from __future__ import annotations
 
+import contextlib
 import types
 
 
@@ -146,7 +147,10 @@ def _build() -> dict:
     language.__dict__["core"] = core
     knobs_nvidia = CompatModule("triton.knobs.nvidia", {"nvdisasm": _NvidiaTool("nvdisasm"),
                                                         "ptxas": _NvidiaTool("ptxas")})
-    knobs = CompatModule("triton.knobs", {"nvidia": knobs_nvidia})
+    from compiler.jit import runtime_knobs
+
+    # `knobs.runtime`: the JIT hooks (jit_cache_hook, jit_post_compile_hook), read by compiler.jit on a compile
+    knobs = CompatModule("triton.knobs", {"nvidia": knobs_nvidia, "runtime": runtime_knobs})
     top = CompatModule("triton", {
         "jit": compiler.jit,
         "autotune": compiler.autotune,
@@ -184,6 +188,23 @@ def _build() -> dict:
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
     mods["triton.knobs"] = knobs
     return mods
+
+
+@contextlib.contextmanager
+def fresh_knobs():
+    """Triton's conftest `fresh_knobs`: yields the `triton.knobs` stand-in with its settable knob groups
+    (`knobs.runtime`: the JIT hooks) at their defaults, and puts them back as they were after (knobs a caller
+    added are dropped)."""
+    knobs = compat_module("triton.knobs")
+    groups = [g for g in vars(knobs).values() if callable(getattr(g, "snapshot", None))]
+    saved = [(g, g.snapshot()) for g in groups]
+    for g in groups:
+        g.reset()
+    try:
+        yield knobs
+    finally:
+        for g, state in saved:
+            g.restore(state)
 
 
 def compat_module(name: str):

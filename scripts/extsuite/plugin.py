@@ -4,7 +4,7 @@ Loaded with `-p extsuite.plugin` (scripts/ on PYTHONPATH; scripts/external_suite
 is collected:
 - extsuite.boot: `import triton` is compiler.triton_compat in this process, `triton._internal_testing` is ours;
 - the fixtures Triton's test suites expect from their conftest: `device` (`--device`, default from
-  TILEFARM_SUITE_DEVICE), `fresh_triton_cache`;
+  TILEFARM_SUITE_DEVICE), `fresh_triton_cache`, `fresh_knobs`, `with_allocator`;
 - `TILEFARM_SUITE_SAMPLE=N`: keep N tests per file, picked by a hash of their ids (the same N every run);
 - `TILEFARM_SUITE_SHARD=i/k`: keep the tests whose id hashes to i modulo k (one of k processes over a file);
 - `TILEFARM_SUITE_RECORD=path`: one JSON line per test outcome and per collection error;
@@ -45,6 +45,8 @@ def _check_codegen():
     def checked_run(self, *args, grid, **kwargs):
         opts = {k: v for k, v in kwargs.items() if k != "stream"}
         k = self.warmup(*args, grid=grid, **opts)
+        if k is None:  # a knobs.runtime.jit_cache_hook skipped the compile: as on the GPU, nothing is launched
+            return None
         if not k.asm["cubin"]:
             raise RuntimeError(f"{self.__name__}: ptxas is missing, the cubin could not be made")
         got = run(self, *args, grid=grid, **kwargs)
@@ -117,6 +119,16 @@ def fresh_triton_cache():
                 os.environ.pop("TILEFARM_CACHE_DIR", None)
             else:
                 os.environ["TILEFARM_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def fresh_knobs():
+    """Triton's `fresh_knobs`: the `triton.knobs` object (ours), its settable knobs (`knobs.runtime`'s JIT hooks)
+    at their defaults for the test and as they were after it (knobs the test added are dropped)."""
+    from compiler.triton_compat.modules import fresh_knobs as scope
+
+    with scope() as knobs:
+        yield knobs
 
 
 @pytest.fixture

@@ -307,3 +307,173 @@ def test_compile_astsource():
 
     with pytest.raises(compiler.CompilationError, match="is not defined"):
         compile(ASTSource(bad, {}, {}))
+
+
+# --- Triton's JIT hooks (triton.knobs.runtime), JITFunction.preload and the fresh_knobs fixture ---------------------
+
+class _FakeGPUArray:
+    """A GPU array by `__cuda_array_interface__` only: specialized like a device tensor (a 16-byte aligned float32
+    pointer), so a launch takes the compiled kernel's path without a GPU (the kernel's `launch` is replaced)."""
+
+    def __init__(self, n=32):
+        self.__cuda_array_interface__ = {"data": (0x10000, False), "typestr": "<f4", "shape": (n,), "version": 3}
+
+
+@pytest.fixture
+def no_compile_caches(monkeypatch):
+    """compile_kernel's memory cache empty and the disk cache off: compile.stats()["compiled"] counts every compile."""
+    import compiler.compile as C
+
+    pytest.importorskip("llvmlite")
+    monkeypatch.setenv("TILEFARM_CACHE", "0")
+    monkeypatch.setattr(C, "_mem_cache", {})
+    return C
+
+
+def test_knobs_runtime_is_the_jits():
+    from compiler.jit import runtime_knobs
+    from compiler.triton_compat.modules import compat_module
+
+    knobs = compat_module("triton.knobs")
+    assert knobs.runtime is runtime_knobs
+    assert knobs.runtime.jit_cache_hook is None and knobs.runtime.jit_post_compile_hook is None
+
+
+def test_jit_cache_hook_once_per_new_specialization(monkeypatch, no_compile_caches):
+    import json
+
+    from compiler.jit import JitFunctionInfo, runtime_knobs
+
+    calls = []
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook", lambda **kw: calls.append(kw))
+    k = compiler.JITFunction(static_check.fn)
+    x = np.zeros(32, np.float32)
+    w = k.warmup(x, BLOCK=32, grid=(1,), target="sm_90a")
+    assert w is not None and len(calls) == 1
+    kw = calls[0]
+    assert set(kw) == {"key", "repr", "fn", "compile", "is_manual_warmup", "already_compiled"}
+    assert isinstance(kw["fn"], JitFunctionInfo) and kw["fn"].name == "static_check" and kw["fn"].jit_function is k
+    assert kw["is_manual_warmup"] is True and kw["already_compiled"] is False
+    assert kw["compile"]["key"] == kw["key"] and kw["compile"]["constants"] == {"BLOCK": 32}
+    assert kw["compile"]["signature"] == {"X": "*fp32", "BLOCK": "constexpr"}
+    data = json.loads(kw["compile"]["specialization_data"])
+    assert data["name"] == "static_check" and data["source_hash"] == k.cache_key
+    assert data["options"]["num_warps"] == 4 and data["options"]["target"] == "sm_90a"
+    assert "static_check[num_warps=4" in kw["repr"]
+    k.warmup(x, BLOCK=32, grid=(1,), target="sm_90a")  # filed: no hook
+    assert len(calls) == 1
+    k.warmup(x, BLOCK=64, grid=(1,), target="sm_90a")  # another specialization
+    assert len(calls) == 2
+    k.device_caches[0][0].clear()  # as Triton's tests do: the next warmup is a new specialization again
+    k.warmup(x, BLOCK=32, grid=(1,), target="sm_90a")
+    assert len(calls) == 3
+
+
+def test_jit_cache_hook_truthy_skips_the_compile(monkeypatch, no_compile_caches):
+    from compiler.jit import runtime_knobs
+
+    C = no_compile_caches
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook", lambda **kw: True)
+    posted = []
+    monkeypatch.setattr(runtime_knobs, "jit_post_compile_hook", lambda **kw: posted.append(kw))
+    k = compiler.JITFunction(static_check.fn)
+    before = C.stats()["compiled"]
+    assert k.warmup(np.zeros(32, np.float32), BLOCK=32, grid=(1,), target="sm_90a") is None
+    assert k[(1,)](_FakeGPUArray(), BLOCK=32) is None  # a launch: nothing compiled, nothing launched
+    assert C.stats()["compiled"] == before and len(k.device_caches[0][0]) == 0 and posted == []
+
+
+def test_jit_post_compile_hook_runs_after_the_compile(monkeypatch, no_compile_caches):
+    from compiler.jit import runtime_knobs
+
+    order = []
+    k = compiler.JITFunction(static_check.fn)
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook", lambda **kw: order.append(("cache", len(k.device_caches[0][0]))))
+
+    def post(**kw):
+        order.append(("post", len(k.device_caches[0][0])))
+        assert kw["compile"]["specialization_data"] and kw["fn"].jit_function is k
+
+    monkeypatch.setattr(runtime_knobs, "jit_post_compile_hook", post)
+    assert k.warmup(np.zeros(32, np.float32), BLOCK=32, grid=(1,), target="sm_90a") is not None
+    assert order == [("cache", 0), ("post", 1)]
+
+
+def test_preload_gives_warmups_kernel_and_fills_the_cache(monkeypatch, no_compile_caches):
+    from compiler.jit import runtime_knobs
+
+    C = no_compile_caches
+    datas = []
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook",
+                        lambda **kw: datas.append(kw["compile"]["specialization_data"]))
+    k = compiler.JITFunction(static_check.fn)
+    w = k.warmup(np.zeros(32, np.float32), BLOCK=32, grid=(1,))  # the current device's target, as a launch's
+    assert len(datas) == 1 and w.hash == w.key
+    k.device_caches[0][0].clear()
+    C._mem_cache.clear()
+    before = C.stats()["compiled"]
+    p = k.preload(datas[0])
+    assert p is not None and p.hash == w.hash and C.stats()["compiled"] == before + 1
+    assert len(datas) == 2  # preload compiles a new specialization: the hook sees it, as in Triton
+    launched = []
+    p.launch = lambda grid, stream, args: launched.append((grid, args))
+    got = k[(1,)](_FakeGPUArray(), BLOCK=32)
+    assert got is p and launched == [((1,), [0x10000])]
+    assert C.stats()["compiled"] == before + 1 and len(datas) == 2  # the launch compiled nothing
+    # a fresh handle of the same source takes the data too
+    q = compiler.JITFunction(static_check.fn).preload(datas[0])
+    assert q.hash == w.hash
+
+
+def test_preload_refuses_data_of_an_edited_or_other_kernel(monkeypatch, no_compile_caches):
+    from compiler.jit import runtime_knobs
+
+    datas = []
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook",
+                        lambda **kw: datas.append(kw["compile"]["specialization_data"]))
+    k = compiler.JITFunction(static_check.fn)
+    k.warmup(np.zeros(32, np.float32), BLOCK=32, grid=(1,), target="sm_90a")
+    edited = compiler.JITFunction(static_check.fn)
+    edited._unsafe_update_src(edited.src.replace("1.0", "2.0"))
+    with pytest.raises(RuntimeError, match="another version of the kernel's source"):
+        edited.preload(datas[0])
+    with pytest.raises(RuntimeError, match="Specialization data is for static_check but trying to preload for add_one"):
+        add_one.preload(datas[0])
+    with pytest.raises(RuntimeError, match="not specialization data"):
+        k.preload('{"name": "static_check"}')
+
+
+@compiler.jit
+def _nested_tuple_kernel(x):
+    for _ in range(1):
+        tl.static_assert(x[1][0] == 2)
+
+
+def test_preload_of_a_nested_tuple_with_a_constexpr(monkeypatch, no_compile_caches):
+    """Triton's test_passing_nested_tuple_with_constexpr_and_jit_hook, without the suite's harness."""
+    from compiler.jit import runtime_knobs
+
+    datas = []
+    monkeypatch.setattr(runtime_knobs, "jit_cache_hook",
+                        lambda **kw: datas.append(kw["compile"]["specialization_data"]))
+    _nested_tuple_kernel.device_caches[0][0].clear()
+    w = _nested_tuple_kernel.warmup(((1,), (tl.constexpr(2),)), grid=(1,))
+    assert w is not None and len(datas) == 1
+    assert _nested_tuple_kernel.preload(datas[0]).hash == w.hash
+
+
+def test_fresh_knobs_resets_and_restores(monkeypatch):
+    """What the external-suite harness's `fresh_knobs` fixture (scripts/extsuite/plugin.py) yields."""
+    from compiler.jit import runtime_knobs
+    from compiler.triton_compat.modules import fresh_knobs
+
+    def mine(**kw):
+        return None
+
+    monkeypatch.setattr(runtime_knobs, "jit_post_compile_hook", mine)
+    with fresh_knobs() as knobs:
+        assert knobs.runtime is runtime_knobs and knobs.runtime.jit_post_compile_hook is None
+        knobs.runtime.jit_cache_hook = mine
+        knobs.runtime.override_arch = "sm80"  # a knob we do not have: dropped after the test
+    assert runtime_knobs.jit_post_compile_hook is mine and runtime_knobs.jit_cache_hook is None
+    assert not hasattr(runtime_knobs, "override_arch")
