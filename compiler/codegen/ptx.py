@@ -425,6 +425,28 @@ def _end_idle() -> None:
             _idle.popitem()[1].discard()
 
 
+def _after_fork_in_child() -> None:
+    """In a child made by fork (multiprocessing, a data loader's workers): let go of the parent's waiting ptxas
+    processes -- close the child's copies of their pipes, or a child that outlives the parent's next assembly keeps
+    that ptxas's input open and the parent waits for it -- and start with fresh locks (a thread of the parent may
+    have held one at the fork; it does not exist here)."""
+    global _IDLE_LOCK, _PENDING_LOCK, _LOCK
+    for started in list(_idle.values()):
+        for f in (started.proc.stdin, started.proc.stdout, started.proc.stderr):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+    _idle.clear()
+    _PENDING.clear()
+    _IDLE_LOCK, _PENDING_LOCK, _LOCK = threading.Lock(), threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _run_ptxas(ptx: str, arch: str, extra=()):
     """(cubin, ptxas's messages); (None, "") without a ptxas. PTX with line information is assembled with -lineinfo,
     so the cubin has the line table (the machine code is the same); without, with nothing that adds one. Takes a

@@ -266,3 +266,26 @@ def test_libdevice_calls_known_before_emission_and_made_on_a_thread(fresh, monke
     assert made == [(frozenset(names), "tilefarm-libdevice")]  # once, on the thread
     monkeypatch.setattr(P, "_SUBSETS", {})
     assert P.llvm_to_ptx(ck.asm["llir"], "sm_90") == ck.asm["ptx"]  # the subset made here, without a thread: same PTX
+
+
+def test_a_forked_child_does_not_hold_the_parents_ptxas_input_open(assembler):
+    """A child forked while a ptxas waits (multiprocessing, a data loader) closes its copy of that ptxas's input, so
+    the parent's next assembly through it finishes while the child lives on."""
+    import os
+    import time
+
+    ptx = P.llvm_to_ptx('define void @k() { ret void }\n!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !"kernel", i32 1}\n',
+                        "sm_90")
+    P.prestart_ptxas("sm_90", lineinfo=False)
+    (started,) = P._idle.values()
+    pid = os.fork()
+    if pid == 0:  # the child: outlive the parent's assembly below, then leave without cleanup
+        time.sleep(20)
+        os._exit(0)
+    try:
+        t = time.perf_counter()
+        cubin, _ = P._run_ptxas(ptx, "sm_90")
+        assert cubin and started.proc.returncode == 0 and time.perf_counter() - t < 10
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
