@@ -546,12 +546,14 @@ class JITFunction:
         num_stages = opts.get("num_stages", 3)
         debug = opts.get("debug", self.debug)
         maxnreg = opts.get("maxnreg")  # Triton's: registers per thread ptxas may use (Options checks it)
+        fusion = _fp_fusion(opts)  # Triton's enable_fp_fusion: a*b+c may become one FMA
         if host or _interpret_forced():
             return self._interpret(vals, keys, kinds, grid, debug)
-        kkey = keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ())
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, None, fusion)
         kernel = self._kernels.get(kkey)
         if kernel is None:
-            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, None, maxnreg, False)
+            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, None, maxnreg, False,
+                                       fusion=fusion)
             if kernel is None:  # a jit_cache_hook said not to compile: nothing is launched, as in Triton
                 return None
         if callable(grid):
@@ -582,30 +584,33 @@ class JITFunction:
         kinds = ["ptr" if k == "host" else "desc" if k == "hostdesc" else k for k in kinds]
         num_warps, num_stages = opts.get("num_warps", 4), opts.get("num_stages", 3)
         debug, maxnreg = opts.get("debug", self.debug), opts.get("maxnreg")
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target)
+        fusion = _fp_fusion(opts)
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
         try:
             try:
                 known = kkey in self._kernels
             except TypeError:  # an unhashable part: compiled, never filed
                 known, kkey = True, None
             if not known:  # a new specialization: the JIT hooks see it, and it is filed for launches
-                return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True)
+                return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True,
+                                         fusion=fusion)
             # known: still through compile_kernel's memory and disk caches (a test that moves the cache folder
             # sees the kernel compiled again there), which give the same kernel when nothing changed
             return _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
-                                            maxnreg=maxnreg))
+                                            maxnreg=maxnreg, fusion=fusion))
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__  # the user's mistake, shown from this call, not our internals
 
-    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg=None):
+    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg=None, *, fusion=True):
         from .compile import compile_kernel
 
         params = self._params(vals, keys, kinds)
         return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
-                              arch=target, maxnreg=maxnreg)
+                              arch=target, maxnreg=maxnreg, enable_fp_fusion=fusion)
 
     # --- new specializations: Triton's JIT hooks and preload ------------------------------------------
-    def _compile_new(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup):
+    def _compile_new(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup, *,
+                     fusion=True):
         """Compile a specialization this function has not filed yet (a launch's or warmup's miss, or preload),
         file it under `kkey` (None: not filed) and return it. `knobs.runtime.jit_cache_hook` is called first
         and a truthy answer skips the compile (None is returned); `jit_post_compile_hook` is called after."""
@@ -613,11 +618,11 @@ class JITFunction:
         hook_kw = None
         if knobs.jit_cache_hook is not None:
             hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
-                                        is_warmup)
+                                        is_warmup, fusion=fusion)
             if knobs.jit_cache_hook(**hook_kw):
                 return None
         kernel = _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
-                                          maxnreg=maxnreg))
+                                          maxnreg=maxnreg, fusion=fusion))
         # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
         rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
         kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
@@ -628,28 +633,31 @@ class JITFunction:
         if knobs.jit_post_compile_hook is not None:
             if hook_kw is None:
                 hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
-                                            is_warmup)
+                                            is_warmup, fusion=fusion)
             knobs.jit_post_compile_hook(**hook_kw)
         return kernel
 
-    def _hook_kwargs(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup):
+    def _hook_kwargs(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup, *,
+                     fusion=True):
         """The keyword arguments Triton's JIT hooks take (key, repr, fn, compile, is_manual_warmup,
         already_compiled); compile["specialization_data"] is the JSON string `preload` takes."""
         signature = {n: _signature_of(kind, k) for n, k, kind in zip(self.arg_names, keys, kinds)}
         constants = {n: v for n, v, kind in zip(self.arg_names, vals, kinds) if kind in ("constexpr", "const")}
-        data = self._specialization_data(vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg)
+        data = self._specialization_data(vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
+                                         fusion=fusion)
         device = _current_device()
         arg_reprs = ", ".join(f"{n}: {signature[n]}" for n in self.arg_names)
         rep = (f"{self.__qualname__}[num_warps={num_warps}, num_ctas=1, num_stages={num_stages}, "
-               f"enable_fp_fusion=True, launch_cooperative_grid=False]({arg_reprs})")
+               f"enable_fp_fusion={fusion}, launch_cooperative_grid=False]({arg_reprs})")
         compile_kw = {"key": kkey, "signature": signature, "device": device, "constants": constants,
-                      "num_warps": num_warps, "num_ctas": 1, "num_stages": num_stages, "enable_fp_fusion": True,
+                      "num_warps": num_warps, "num_ctas": 1, "num_stages": num_stages, "enable_fp_fusion": fusion,
                       "launch_cooperative_grid": False, "extern_libs": None, "debug": debug, "maxnreg": maxnreg,
                       "target": target, "configs": [{}], "specialization_data": data, "is_warmup": is_warmup}
         return {"key": kkey, "repr": rep, "fn": JitFunctionInfo(self.__module__, self.__qualname__, self),
                 "compile": compile_kw, "is_manual_warmup": is_warmup, "already_compiled": False}
 
-    def _specialization_data(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg) -> str:
+    def _specialization_data(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, *,
+                             fusion=True) -> str:
         """The JSON text that names one specialization for `preload`: this function's name and source hash (of
         it and the jit functions it calls), each argument's kind, specialization key and (constexprs and
         constants) value, and the compile options. Values JSON cannot hold are written as {"opaque": repr}:
@@ -660,7 +668,7 @@ class JITFunction:
         obj = {"format": _SPEC_FORMAT, "name": self.__qualname__, "module": self.__module__,
                "source_hash": self.cache_key, "args": args,
                "options": {"num_warps": num_warps, "num_stages": num_stages, "debug": _spec_encode(debug),
-                           "maxnreg": maxnreg, "target": target}}
+                           "maxnreg": maxnreg, "target": target, "enable_fp_fusion": fusion}}
         return json.dumps(obj)
 
     def preload(self, specialization_data):
@@ -699,9 +707,11 @@ class JITFunction:
         o = data["options"]
         num_warps, num_stages, maxnreg, target = o["num_warps"], o["num_stages"], o.get("maxnreg"), o.get("target")
         debug = _spec_decode(o.get("debug"))
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target)
+        fusion = bool(o.get("enable_fp_fusion", True))
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
         try:
-            return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True)
+            return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True,
+                                     fusion=fusion)
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__
 
@@ -985,6 +995,24 @@ class _RuntimeKnobs:
 runtime_knobs = _RuntimeKnobs()
 
 
+class _LanguageKnobs(_RuntimeKnobs):
+    """`triton.knobs.language`: `default_fp_fusion`, whether a launch or warmup that does not pass
+    `enable_fp_fusion` lets a*b+c become one FMA (True, Triton's default)."""
+
+    _DEFAULTS = {"default_fp_fusion": True}
+
+    def __repr__(self):
+        return f"<triton.knobs.language (tilefarm) {self.__dict__}>"
+
+
+language_knobs = _LanguageKnobs()
+
+
+def _fp_fusion(opts) -> bool:
+    got = opts.get("enable_fp_fusion")
+    return bool(language_knobs.default_fp_fusion if got is None else got)
+
+
 @dataclasses.dataclass
 class JitFunctionInfo:
     """The `fn=` a JIT hook gets: the function's module (name), qualified name and the JITFunction."""
@@ -1001,10 +1029,11 @@ class _SpecUndecodable(Exception):
     pass
 
 
-def _jit_key(keys, num_warps, num_stages, debug, maxnreg, target):
-    """The key a JITFunction files a compiled specialization under (`run`'s, plus the target when one is named)."""
+def _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion=True):
+    """The key a JITFunction files a compiled specialization under (`run`'s, plus the target when one is named,
+    and enable_fp_fusion when it is off)."""
     return keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ()) + (
-        (("target", target),) if target else ())
+        (("target", target),) if target else ()) + ((("fp_fusion", False),) if not fusion else ())
 
 
 def _with_hash(kernel):

@@ -147,10 +147,12 @@ def _build() -> dict:
     language.__dict__["core"] = core
     knobs_nvidia = CompatModule("triton.knobs.nvidia", {"nvdisasm": _NvidiaTool("nvdisasm"),
                                                         "ptxas": _NvidiaTool("ptxas")})
-    from compiler.jit import runtime_knobs
+    from compiler.jit import language_knobs, runtime_knobs
 
-    # `knobs.runtime`: the JIT hooks (jit_cache_hook, jit_post_compile_hook), read by compiler.jit on a compile
-    knobs = CompatModule("triton.knobs", {"nvidia": knobs_nvidia, "runtime": runtime_knobs})
+    # `knobs.runtime`: the JIT hooks (jit_cache_hook, jit_post_compile_hook), read by compiler.jit on a compile;
+    # `knobs.language.default_fp_fusion`: enable_fp_fusion where a launch does not pass it
+    knobs = CompatModule("triton.knobs", {"nvidia": knobs_nvidia, "runtime": runtime_knobs,
+                                          "language": language_knobs})
     top = CompatModule("triton", {
         "jit": compiler.jit,
         "autotune": compiler.autotune,

@@ -1,6 +1,7 @@
 """What Triton-style kernel and test files reach for beyond the language: `triton.reinterpret` (unsigned and fp8
 data through torch), `JITFunction.src` / `_unsafe_update_src`, `tl.dtype(name)`, Triton's error classes, and the
 names of dtypes this compiler does not have."""
+import re
 import textwrap
 
 import numpy as np
@@ -477,3 +478,30 @@ def test_fresh_knobs_resets_and_restores(monkeypatch):
         knobs.runtime.override_arch = "sm80"  # a knob we do not have: dropped after the test
     assert runtime_knobs.jit_post_compile_hook is mine and runtime_knobs.jit_cache_hook is None
     assert not hasattr(runtime_knobs, "override_arch")
+
+
+@compiler.jit
+def _mul_add(data, BLOCK: tl.constexpr):
+    ptrs = data + tl.arange(0, BLOCK)
+    tl.store(ptrs, tl.load(ptrs) * 1.5 + 1.0)
+
+
+def _has_fma(ck) -> bool:
+    return re.search(r"(mad|fma)\.r[nzmp]\.(ftz\.)?f32", ck.asm["ptx"]) is not None
+
+
+def test_enable_fp_fusion_is_honoured_by_warmup_and_knobs():
+    """enable_fp_fusion=False (a launch option, or knobs.language.default_fp_fusion where a launch does not pass
+    it) keeps a*b+c a multiply and an add, as Triton: it was accepted and ignored (an FMA was made anyway)."""
+    from compiler.triton_compat.modules import compat_module, fresh_knobs
+
+    x = np.zeros(128, np.float32)
+    assert _has_fma(_mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90"))
+    off = _mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", enable_fp_fusion=False)
+    assert not _has_fma(off) and re.search(r"mul(\.rn)?\.f32", off.asm["ptx"])
+    with fresh_knobs() as knobs:
+        assert knobs is compat_module("triton.knobs") and knobs.language.default_fp_fusion is True
+        knobs.language.default_fp_fusion = False
+        assert not _has_fma(_mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90"))
+        assert _has_fma(_mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", enable_fp_fusion=True))
+    assert knobs.language.default_fp_fusion is True
