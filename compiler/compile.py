@@ -270,9 +270,11 @@ def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fus
 
     if os.environ.get("TILEFARM_EXPERIMENTS"):
         _warn_retired_switches(os.environ["TILEFARM_EXPERIMENTS"])
+    from .options import fp32_default
+
     env = {field: True for var, field in ENV_OPTIONS.items() if _env_flag(var)}
     return Options(num_warps=num_warps, num_stages=num_stages, arch=arch or default_arch(), debug=debug,
-                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, **env)
+                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, fp32_default=fp32_default(), **env)
 
 
 def toolchain() -> dict:

@@ -997,9 +997,11 @@ runtime_knobs = _RuntimeKnobs()
 
 class _LanguageKnobs(_RuntimeKnobs):
     """`triton.knobs.language`: `default_fp_fusion`, whether a launch or warmup that does not pass
-    `enable_fp_fusion` lets a*b+c become one FMA (True, Triton's default)."""
+    `enable_fp_fusion` lets a*b+c become one FMA (True, Triton's default); `fp32_default`, the input precision of a
+    float32 `tl.dot` that names none (None: TRITON_F32_DEFAULT, else "tf32"; compiler.options.fp32_default). Set
+    them before a kernel's first launch: a kernel already compiled is not compiled again for them (as in Triton)."""
 
-    _DEFAULTS = {"default_fp_fusion": True}
+    _DEFAULTS = {"default_fp_fusion": True, "fp32_default": None}
 
     def __repr__(self):
         return f"<triton.knobs.language (tilefarm) {self.__dict__}>"

@@ -31,6 +31,9 @@ class Options:
     # TILEFARM_DISABLE_LINE_INFO=1 or Triton's TRITON_DISABLE_LINE_INFO=1 (compile.options_for). The machine code is
     # the same either way.
     disable_line_info: bool = False
+    # The input precision of a float32 dot that names none: triton.knobs.language.fp32_default, from Triton's
+    # TRITON_F32_DEFAULT ("ieee", "tf32x3", ...); None: "tf32" (compile.options_for reads it, the frontend too).
+    fp32_default: str | None = None
 
     @property
     def wgmma(self) -> bool:
@@ -68,3 +71,13 @@ def ab_switches() -> frozenset:
 
 def ab_switch(name: str) -> bool:
     return name in ab_switches()
+
+
+def fp32_default() -> str | None:
+    """triton.knobs.language.fp32_default (TRITON_F32_DEFAULT where the program sets none): the input precision of
+    a float32 `tl.dot` without `input_precision`, as in Triton; None for the default, "tf32"."""
+    import os
+
+    from .jit import language_knobs
+
+    return language_knobs.fp32_default or os.environ.get("TRITON_F32_DEFAULT") or None

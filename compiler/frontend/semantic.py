@@ -1596,9 +1596,14 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     elif out_dtype not in (T.float32, T.float16) or (out_dtype == T.float16 and not da.is_fp16()):
         raise SemanticError(f"dot out_dtype must be float32 (or float16 for fp16 inputs), got {out_dtype!r}")
     prec = _unwrap(input_precision)
-    if prec is None:
+    if prec is None:  # Triton's knobs.language.fp32_default (TRITON_F32_DEFAULT) first, then allow_tf32
+        from ..options import fp32_default
+
         allow = _unwrap(allow_tf32)
-        prec = "ieee" if allow is False else "tf32"
+        prec = fp32_default() or ("ieee" if allow is False else "tf32")
+        if prec.lower() not in _DOT_PRECISIONS:
+            raise SemanticError(f"triton.knobs.language.fp32_default (TRITON_F32_DEFAULT) must be one of "
+                                f"{', '.join(_DOT_PRECISIONS)}, got {prec!r}")
     if isinstance(prec, str):
         prec = prec.lower()  # Triton accepts any case ("TF32", "IEEE")
     if prec not in _DOT_PRECISIONS:

@@ -505,3 +505,49 @@ def test_enable_fp_fusion_is_honoured_by_warmup_and_knobs():
         assert not _has_fma(_mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90"))
         assert _has_fma(_mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", enable_fp_fusion=True))
     assert knobs.language.default_fp_fusion is True
+
+
+@compiler.jit
+def _f32_dot(A, B, C, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(A + r[:, None] * N + r[None, :])
+    b = tl.load(B + r[:, None] * N + r[None, :])
+    tl.store(C + r[:, None] * N + r[None, :], tl.dot(a, b))
+
+
+def test_fp32_default_sets_the_precision_of_dots_that_name_none(monkeypatch):
+    """TRITON_F32_DEFAULT / triton.knobs.language.fp32_default, as in Triton: the input precision of a float32 dot
+    without input_precision ("ieee": full float32 products), part of the compile options; a value that is not a
+    precision is a compile error naming the knob."""
+    from compiler.compile import options_for
+    from compiler.ir.printer import print_module
+    from compiler.triton_compat.modules import fresh_knobs
+
+    rng = np.random.default_rng(3)
+    a = (1 + rng.random((16, 16)) * 2 ** -12).astype(np.float32)  # mantissa bits a tf32 product drops
+    b = np.ones((16, 16), np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+
+    def prec_and_error():
+        ir = print_module(_f32_dot.lower(a, b, a, N=16))
+        c = np.zeros((16, 16), np.float32)
+        _f32_dot[(1,)](a, b, c, N=16)  # NumPy arrays: the interpreter
+        return re.search(r'input_precision="(\w+)"', ir).group(1), np.abs(c - ref).max()
+
+    prec, err = prec_and_error()
+    assert prec == "tf32" and err > 1e-4 and options_for().fp32_default is None
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "ieee")
+    with fresh_knobs() as knobs:
+        assert knobs.language.fp32_default is None and options_for().fp32_default == "ieee"  # from the variable
+        _f32_dot._ir_cache.clear()
+        prec, err = prec_and_error()
+        assert prec == "ieee" and err < 1e-5
+        knobs.language.fp32_default = "bogus"
+        _f32_dot._ir_cache.clear()
+        with pytest.raises(CompilerError, match="fp32_default"):
+            _f32_dot.lower(a, b, a, N=16)
+    monkeypatch.delenv("TRITON_F32_DEFAULT")
+    assert options_for().fp32_default is None
+    with fresh_knobs() as knobs:
+        knobs.language.fp32_default = "tf32x3"
+        assert options_for().fp32_default == "tf32x3"
