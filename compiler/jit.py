@@ -298,7 +298,28 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 
 
 # ----------------------------------------------------------------------------------------------------
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion")
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion",
+                   "launch_pdl", "launch_cooperative_grid", "sanitize_overflow", "instrumentation_mode",
+                   "default_dot_input_precision")
+
+
+def _check_launch_options(name: str, opts: dict) -> None:
+    """Triton's other launch options: accepted where they change nothing here, refused where they would.
+    `launch_pdl` (programmatic dependent launch): the kernel is launched after the previous one as usual, which a
+    kernel without griddepcontrol (tl.extra.cuda.gdc_*, not supported here) cannot tell apart; `sanitize_overflow`:
+    debug-mode overflow checks; `default_dot_input_precision`: Triton's tl.dot does not read it (it fills
+    input_precision from knobs.language.fp32_default first). `launch_cooperative_grid=True` is refused: these
+    launches do not guarantee every block of the grid is resident at once, which a grid-wide barrier needs."""
+    if opts.get("launch_cooperative_grid"):
+        raise TypeError(f"{name}: launch_cooperative_grid=True is not supported by this compiler (its launches do "
+                        "not guarantee that every block of the grid is resident at once)")
+    if opts.get("instrumentation_mode"):
+        raise TypeError(f"{name}: instrumentation_mode={opts['instrumentation_mode']!r} is not supported by this "
+                        "compiler (Triton's Proton instrumentation)")
+    prec = opts.get("default_dot_input_precision")
+    if prec is not None and str(prec).lower() not in ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"):
+        raise TypeError(f"{name}: default_dot_input_precision must be one of tf32, tf32x3, ieee, bf16x3, bf16x6, "
+                        f"got {prec!r}")
 
 
 class _DeviceCaches:
@@ -541,6 +562,7 @@ class JITFunction:
         if self._used_globals:
             self._globals_changed()
         vals, opts = self._bind(args, kwargs)
+        _check_launch_options(self.__name__, opts)
         keys, launch_vals, kinds, host = self._specialize(vals)
         num_warps = opts.get("num_warps", 4)
         num_stages = opts.get("num_stages", 3)
@@ -576,6 +598,7 @@ class JITFunction:
         assembler is available).
         """
         vals, opts = self._bind(args, kwargs)
+        _check_launch_options(self.__name__, opts)
         # As in Triton, a dtype (torch.float32, tl.float16) given for a pointer parameter stands for a 16-byte
         # aligned array of that dtype
         vals = [_PointerStandIn(_dtype_of(v)) if not const and _dtype_of(v) is not None else v

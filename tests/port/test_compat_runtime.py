@@ -551,3 +551,22 @@ def test_fp32_default_sets_the_precision_of_dots_that_name_none(monkeypatch):
     with fresh_knobs() as knobs:
         knobs.language.fp32_default = "tf32x3"
         assert options_for().fp32_default == "tf32x3"
+
+
+def test_tritons_other_launch_options_accepted_or_refused_clearly(monkeypatch):
+    """launch_pdl, sanitize_overflow and default_dot_input_precision are accepted (they change nothing a kernel here
+    can tell); launch_cooperative_grid=True and an instrumentation mode are refused by name (they were 'unexpected
+    arguments')."""
+    monkeypatch.setenv("TILEFARM_INTERPRET", "1")
+    x = np.ones(128, np.float32)
+    _mul_add[(1,)](x, BLOCK=128, launch_pdl=True, sanitize_overflow=True, default_dot_input_precision="ieee",
+                   launch_cooperative_grid=False)
+    np.testing.assert_allclose(x, 2.5)
+    k = _mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", launch_pdl=True)
+    assert ".entry" in k.asm["ptx"]
+    with pytest.raises(TypeError, match="launch_cooperative_grid=True is not supported"):
+        _mul_add[(1,)](x, BLOCK=128, launch_cooperative_grid=True)
+    with pytest.raises(TypeError, match="instrumentation_mode"):
+        _mul_add.warmup(x, BLOCK=128, grid=(1,), instrumentation_mode="warp")
+    with pytest.raises(TypeError, match="default_dot_input_precision must be one of"):
+        _mul_add[(1,)](x, BLOCK=128, default_dot_input_precision="fp64")
