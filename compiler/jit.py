@@ -300,7 +300,20 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 # ----------------------------------------------------------------------------------------------------
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion",
                    "launch_pdl", "launch_cooperative_grid", "sanitize_overflow", "instrumentation_mode",
-                   "default_dot_input_precision")
+                   "default_dot_input_precision", "arch")
+
+
+def _arch_option(opts: dict) -> str | None:
+    """The compile target Triton's `arch` launch option, `triton.knobs.runtime.override_arch` or
+    TRITON_OVERRIDE_ARCH name ("sm80", "sm_90a", 90), as this compiler spells it ("sm_80", "sm_90a"); None: none."""
+    a = opts.get("arch") or runtime_knobs.override_arch or os.environ.get("TRITON_OVERRIDE_ARCH")
+    if a is None or a == "":
+        return None
+    text = str(a).strip().lower()
+    digits = text[2:].lstrip("_") if text.startswith("sm") else text
+    if not digits[:-1 if digits.endswith("a") else None].isdigit():
+        raise TypeError(f"arch must name an NVIDIA compute capability ('sm80', 'sm_90a', 90), got {a!r}")
+    return f"sm_{digits}"
 
 
 def _check_launch_options(name: str, opts: dict) -> None:
@@ -571,10 +584,11 @@ class JITFunction:
         fusion = _fp_fusion(opts)  # Triton's enable_fp_fusion: a*b+c may become one FMA
         if host or _interpret_forced():
             return self._interpret(vals, keys, kinds, grid, debug)
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, None, fusion)
+        target = _arch_option(opts)  # None: the GPU's own
+        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
         kernel = self._kernels.get(kkey)
         if kernel is None:
-            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, None, maxnreg, False,
+            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, False,
                                        fusion=fusion)
             if kernel is None:  # a jit_cache_hook said not to compile: nothing is launched, as in Triton
                 return None
@@ -599,6 +613,7 @@ class JITFunction:
         """
         vals, opts = self._bind(args, kwargs)
         _check_launch_options(self.__name__, opts)
+        target = target or _arch_option(opts)
         # As in Triton, a dtype (torch.float32, tl.float16) given for a pointer parameter stands for a 16-byte
         # aligned array of that dtype
         vals = [_PointerStandIn(_dtype_of(v)) if not const and _dtype_of(v) is not None else v
@@ -991,9 +1006,10 @@ class _RuntimeKnobs:
     """`triton.knobs.runtime`: `jit_cache_hook(key=, repr=, fn=, compile=, is_manual_warmup=, already_compiled=)`
     is called when a JITFunction is about to compile a specialization it has not filed (a launch, `warmup` or
     `preload`); a truthy return skips the compile (the launch or warmup returns None). `jit_post_compile_hook`
-    is called the same way after the compile. Both are looked at only on such a miss, never on a cached launch."""
+    is called the same way after the compile. Both are looked at only on such a miss, never on a cached launch.
+    `override_arch` ("sm80", ...; else TRITON_OVERRIDE_ARCH): the target of compiles that name none."""
 
-    _DEFAULTS = {"jit_cache_hook": None, "jit_post_compile_hook": None}
+    _DEFAULTS = {"jit_cache_hook": None, "jit_post_compile_hook": None, "override_arch": None}
 
     def __init__(self):
         self.reset()

@@ -570,3 +570,20 @@ def test_tritons_other_launch_options_accepted_or_refused_clearly(monkeypatch):
         _mul_add.warmup(x, BLOCK=128, grid=(1,), instrumentation_mode="warp")
     with pytest.raises(TypeError, match="default_dot_input_precision must be one of"):
         _mul_add[(1,)](x, BLOCK=128, default_dot_input_precision="fp64")
+
+
+def test_arch_option_and_override_arch_name_the_target(monkeypatch):
+    """Triton's `arch` option (warmup(..., arch="sm80")), knobs.runtime.override_arch and TRITON_OVERRIDE_ARCH name
+    the compile target as Triton spells it; a name that is no compute capability is refused."""
+    from compiler.triton_compat.modules import fresh_knobs
+
+    x = np.ones(128, np.float32)
+    assert _mul_add.warmup(x, BLOCK=128, grid=(1,), arch="sm80").metadata["arch"] == "sm_80"
+    assert ".target sm_80" in _mul_add.warmup(x, BLOCK=128, grid=(1,), arch="sm_80").asm["ptx"]
+    with fresh_knobs() as knobs:
+        knobs.runtime.override_arch = "sm90"
+        assert _mul_add.warmup(x, BLOCK=128, grid=(1,)).metadata["arch"] == "sm_90"
+    monkeypatch.setenv("TRITON_OVERRIDE_ARCH", "sm89")
+    assert _mul_add.warmup(x, BLOCK=128, grid=(1,)).metadata["arch"] == "sm_89"
+    with pytest.raises(TypeError, match="arch must name"):
+        _mul_add.warmup(x, BLOCK=128, grid=(1,), arch="gfx942")
