@@ -475,9 +475,10 @@ def test_fresh_knobs_resets_and_restores(monkeypatch):
     with fresh_knobs() as knobs:
         assert knobs.runtime is runtime_knobs and knobs.runtime.jit_post_compile_hook is None
         knobs.runtime.jit_cache_hook = mine
-        knobs.runtime.override_arch = "sm80"  # a knob we do not have: dropped after the test
+        knobs.runtime.override_arch = "sm80"
+        knobs.runtime.some_knob_we_lack = 1  # dropped after the test
     assert runtime_knobs.jit_post_compile_hook is mine and runtime_knobs.jit_cache_hook is None
-    assert not hasattr(runtime_knobs, "override_arch")
+    assert runtime_knobs.override_arch is None and not hasattr(runtime_knobs, "some_knob_we_lack")
 
 
 @compiler.jit
