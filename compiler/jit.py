@@ -19,6 +19,7 @@ import textwrap
 from types import MethodType as _MethodType
 
 from .errors import CompilationError
+from .options import Knobs, language_knobs
 from .ir import types as T
 from .ir.types import TensorType
 
@@ -1002,7 +1003,7 @@ def _aggregate_sources(cls, seen, used=None) -> None:
 
 # ----------------------------------------------------------------------------------------------------
 # Triton's JIT hooks (`triton.knobs.runtime`) and the specialization data `JITFunction.preload` takes
-class _RuntimeKnobs:
+class _RuntimeKnobs(Knobs):
     """`triton.knobs.runtime`: `jit_cache_hook(key=, repr=, fn=, compile=, is_manual_warmup=, already_compiled=)`
     is called when a JITFunction is about to compile a specialization it has not filed (a launch, `warmup` or
     `preload`); a truthy return skips the compile (the launch or warmup returns None). `jit_post_compile_hook`
@@ -1010,43 +1011,10 @@ class _RuntimeKnobs:
     `override_arch` ("sm80", ...; else TRITON_OVERRIDE_ARCH): the target of compiles that name none."""
 
     _DEFAULTS = {"jit_cache_hook": None, "jit_post_compile_hook": None, "override_arch": None}
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self):
-        """Every knob back to its default (attributes a caller added are dropped)."""
-        self.__dict__.clear()
-        self.__dict__.update(self._DEFAULTS)
-        return self
-
-    def snapshot(self) -> dict:
-        return dict(self.__dict__)
-
-    def restore(self, state: dict):
-        self.__dict__.clear()
-        self.__dict__.update(state)
-
-    def __repr__(self):
-        return f"<triton.knobs.runtime (tilefarm) {self.__dict__}>"
+    _NAME = "runtime"
 
 
 runtime_knobs = _RuntimeKnobs()
-
-
-class _LanguageKnobs(_RuntimeKnobs):
-    """`triton.knobs.language`: `default_fp_fusion`, whether a launch or warmup that does not pass
-    `enable_fp_fusion` lets a*b+c become one FMA (True, Triton's default); `fp32_default`, the input precision of a
-    float32 `tl.dot` that names none (None: TRITON_F32_DEFAULT, else "tf32"; compiler.options.fp32_default). Set
-    them before a kernel's first launch: a kernel already compiled is not compiled again for them (as in Triton)."""
-
-    _DEFAULTS = {"default_fp_fusion": True, "fp32_default": None}
-
-    def __repr__(self):
-        return f"<triton.knobs.language (tilefarm) {self.__dict__}>"
-
-
-language_knobs = _LanguageKnobs()
 
 
 def _fp_fusion(opts) -> bool:

@@ -73,11 +73,50 @@ def ab_switch(name: str) -> bool:
     return name in ab_switches()
 
 
+class Knobs:
+    """A group of Triton's `triton.knobs` (the compatibility layer's `knobs.runtime`, `knobs.language`): plain
+    attributes with defaults, reset (attributes a caller added dropped), snapshot and restored by the test
+    fixture `fresh_knobs`."""
+
+    _DEFAULTS: dict = {}
+    _NAME = ""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        """Every knob back to its default (attributes a caller added are dropped)."""
+        self.__dict__.clear()
+        self.__dict__.update(self._DEFAULTS)
+        return self
+
+    def snapshot(self) -> dict:
+        return dict(self.__dict__)
+
+    def restore(self, state: dict):
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        return f"<triton.knobs.{self._NAME} (tilefarm) {self.__dict__}>"
+
+
+class _LanguageKnobs(Knobs):
+    """`triton.knobs.language`: `default_fp_fusion`, whether a launch or warmup that does not pass
+    `enable_fp_fusion` lets a*b+c become one FMA (True, Triton's default); `fp32_default`, the input precision of a
+    float32 `tl.dot` that names none (None: TRITON_F32_DEFAULT, else "tf32"; `fp32_default()`). Set them before
+    a kernel's first launch: a kernel already compiled is not compiled again for them (as in Triton)."""
+
+    _DEFAULTS = {"default_fp_fusion": True, "fp32_default": None}
+    _NAME = "language"
+
+
+language_knobs = _LanguageKnobs()
+
+
 def fp32_default() -> str | None:
     """triton.knobs.language.fp32_default (TRITON_F32_DEFAULT where the program sets none): the input precision of
     a float32 `tl.dot` without `input_precision`, as in Triton; None for the default, "tf32"."""
     import os
-
-    from .jit import language_knobs
 
     return language_knobs.fp32_default or os.environ.get("TRITON_F32_DEFAULT") or None
