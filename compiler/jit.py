@@ -11,6 +11,7 @@ import functools
 import json
 import hashlib
 import types
+import typing
 import inspect
 import itertools
 import os
@@ -331,9 +332,12 @@ def _check_launch_options(name: str, opts: dict) -> None:
         raise TypeError(f"{name}: instrumentation_mode={opts['instrumentation_mode']!r} is not supported by this "
                         "compiler (Triton's Proton instrumentation)")
     prec = opts.get("default_dot_input_precision")
-    if prec is not None and str(prec).lower() not in ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"):
-        raise TypeError(f"{name}: default_dot_input_precision must be one of tf32, tf32x3, ieee, bf16x3, bf16x6, "
-                        f"got {prec!r}")
+    if prec is not None:
+        from .frontend.semantic import _DOT_PRECISIONS
+
+        if str(prec).lower() not in _DOT_PRECISIONS:
+            raise TypeError(f"{name}: default_dot_input_precision must be one of {', '.join(_DOT_PRECISIONS)}, "
+                            f"got {prec!r}")
 
 
 class _DeviceCaches:
@@ -578,19 +582,13 @@ class JITFunction:
         vals, opts = self._bind(args, kwargs)
         _check_launch_options(self.__name__, opts)
         keys, launch_vals, kinds, host = self._specialize(vals)
-        num_warps = opts.get("num_warps", 4)
-        num_stages = opts.get("num_stages", 3)
-        debug = opts.get("debug", self.debug)
-        maxnreg = opts.get("maxnreg")  # Triton's: registers per thread ptxas may use (Options checks it)
-        fusion = _fp_fusion(opts)  # Triton's enable_fp_fusion: a*b+c may become one FMA
         if host or _interpret_forced():
-            return self._interpret(vals, keys, kinds, grid, debug)
-        target = _arch_option(opts)  # None: the GPU's own
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
+            return self._interpret(vals, keys, kinds, grid, opts.get("debug", self.debug))
+        co = _CompileOpts.of(opts, self.debug, None)
+        kkey = co.key(keys)
         kernel = self._kernels.get(kkey)
         if kernel is None:
-            kernel = self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, False,
-                                       fusion=fusion)
+            kernel = self._compile_new(kkey, vals, keys, kinds, co, False)
             if kernel is None:  # a jit_cache_hook said not to compile: nothing is launched, as in Triton
                 return None
         if callable(grid):
@@ -614,54 +612,46 @@ class JITFunction:
         """
         vals, opts = self._bind(args, kwargs)
         _check_launch_options(self.__name__, opts)
-        target = target or _arch_option(opts)
+        co = _CompileOpts.of(opts, self.debug, target)
         # As in Triton, a dtype (torch.float32, tl.float16) given for a pointer parameter stands for a 16-byte
         # aligned array of that dtype
         vals = [_PointerStandIn(_dtype_of(v)) if not const and _dtype_of(v) is not None else v
                 for v, const in zip(vals, self.constexpr_mask)]
         keys, launch_vals, kinds, host = self._specialize(vals)
         kinds = ["ptr" if k == "host" else "desc" if k == "hostdesc" else k for k in kinds]
-        num_warps, num_stages = opts.get("num_warps", 4), opts.get("num_stages", 3)
-        debug, maxnreg = opts.get("debug", self.debug), opts.get("maxnreg")
-        fusion = _fp_fusion(opts)
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
+        kkey = co.key(keys)
         try:
             try:
                 known = kkey in self._kernels
             except TypeError:  # an unhashable part: compiled, never filed
                 known, kkey = True, None
             if not known:  # a new specialization: the JIT hooks see it, and it is filed for launches
-                return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True,
-                                         fusion=fusion)
+                return self._compile_new(kkey, vals, keys, kinds, co, True)
             # known: still through compile_kernel's memory and disk caches (a test that moves the cache folder
             # sees the kernel compiled again there), which give the same kernel when nothing changed
-            return _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
-                                            maxnreg=maxnreg, fusion=fusion))
+            return _with_hash(self._compile(vals, keys, kinds, co))
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__  # the user's mistake, shown from this call, not our internals
 
-    def _compile(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg=None, *, fusion=True):
+    def _compile(self, vals, keys, kinds, co: "_CompileOpts"):
         from .compile import compile_kernel
 
         params = self._params(vals, keys, kinds)
-        return compile_kernel(self, params, num_warps=num_warps, num_stages=num_stages, debug=bool(debug),
-                              arch=target, maxnreg=maxnreg, enable_fp_fusion=fusion)
+        return compile_kernel(self, params, num_warps=co.num_warps, num_stages=co.num_stages, debug=bool(co.debug),
+                              arch=co.target, maxnreg=co.maxnreg, enable_fp_fusion=co.fusion)
 
     # --- new specializations: Triton's JIT hooks and preload ------------------------------------------
-    def _compile_new(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup, *,
-                     fusion=True):
+    def _compile_new(self, kkey, vals, keys, kinds, co: "_CompileOpts", is_warmup):
         """Compile a specialization this function has not filed yet (a launch's or warmup's miss, or preload),
         file it under `kkey` (None: not filed) and return it. `knobs.runtime.jit_cache_hook` is called first
         and a truthy answer skips the compile (None is returned); `jit_post_compile_hook` is called after."""
         knobs = runtime_knobs
         hook_kw = None
         if knobs.jit_cache_hook is not None:
-            hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
-                                        is_warmup, fusion=fusion)
+            hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, co, is_warmup)
             if knobs.jit_cache_hook(**hook_kw):
                 return None
-        kernel = _with_hash(self._compile(vals, keys, kinds, num_warps, num_stages, debug, target=target,
-                                          maxnreg=maxnreg, fusion=fusion))
+        kernel = _with_hash(self._compile(vals, keys, kinds, co))
         # which of the non-constexpr parameters the compiled kernel takes (ints equal to 1 are constants)
         rt = [i for i, kind in enumerate(k for k in kinds if k != "constexpr") if kind != "const"]
         kernel.arg_select = None if len(rt) == sum(1 for k in kinds if k != "constexpr") else tuple(rt)
@@ -671,32 +661,29 @@ class JITFunction:
             self._kernels[kkey] = kernel
         if knobs.jit_post_compile_hook is not None:
             if hook_kw is None:
-                hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
-                                            is_warmup, fusion=fusion)
+                hook_kw = self._hook_kwargs(kkey, vals, keys, kinds, co, is_warmup)
             knobs.jit_post_compile_hook(**hook_kw)
         return kernel
 
-    def _hook_kwargs(self, kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, is_warmup, *,
-                     fusion=True):
+    def _hook_kwargs(self, kkey, vals, keys, kinds, co: "_CompileOpts", is_warmup):
         """The keyword arguments Triton's JIT hooks take (key, repr, fn, compile, is_manual_warmup,
         already_compiled); compile["specialization_data"] is the JSON string `preload` takes."""
         signature = {n: _signature_of(kind, k) for n, k, kind in zip(self.arg_names, keys, kinds)}
         constants = {n: v for n, v, kind in zip(self.arg_names, vals, kinds) if kind in ("constexpr", "const")}
-        data = self._specialization_data(vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg,
-                                         fusion=fusion)
+        data = self._specialization_data(vals, keys, kinds, co)
         device = _current_device()
         arg_reprs = ", ".join(f"{n}: {signature[n]}" for n in self.arg_names)
-        rep = (f"{self.__qualname__}[num_warps={num_warps}, num_ctas=1, num_stages={num_stages}, "
-               f"enable_fp_fusion={fusion}, launch_cooperative_grid=False]({arg_reprs})")
+        rep = (f"{self.__qualname__}[num_warps={co.num_warps}, num_ctas=1, num_stages={co.num_stages}, "
+               f"enable_fp_fusion={co.fusion}, launch_cooperative_grid=False]({arg_reprs})")
         compile_kw = {"key": kkey, "signature": signature, "device": device, "constants": constants,
-                      "num_warps": num_warps, "num_ctas": 1, "num_stages": num_stages, "enable_fp_fusion": fusion,
-                      "launch_cooperative_grid": False, "extern_libs": None, "debug": debug, "maxnreg": maxnreg,
-                      "target": target, "configs": [{}], "specialization_data": data, "is_warmup": is_warmup}
+                      "num_warps": co.num_warps, "num_ctas": 1, "num_stages": co.num_stages,
+                      "enable_fp_fusion": co.fusion, "launch_cooperative_grid": False, "extern_libs": None,
+                      "debug": co.debug, "maxnreg": co.maxnreg, "target": co.target, "configs": [{}],
+                      "specialization_data": data, "is_warmup": is_warmup}
         return {"key": kkey, "repr": rep, "fn": JitFunctionInfo(self.__module__, self.__qualname__, self),
                 "compile": compile_kw, "is_manual_warmup": is_warmup, "already_compiled": False}
 
-    def _specialization_data(self, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, *,
-                             fusion=True) -> str:
+    def _specialization_data(self, vals, keys, kinds, co: "_CompileOpts") -> str:
         """The JSON text that names one specialization for `preload`: this function's name and source hash (of
         it and the jit functions it calls), each argument's kind, specialization key and (constexprs and
         constants) value, and the compile options. Values JSON cannot hold are written as {"opaque": repr}:
@@ -706,8 +693,8 @@ class JITFunction:
                 for n, v, k, kind in zip(self.arg_names, vals, keys, kinds)]
         obj = {"format": _SPEC_FORMAT, "name": self.__qualname__, "module": self.__module__,
                "source_hash": self.cache_key, "args": args,
-               "options": {"num_warps": num_warps, "num_stages": num_stages, "debug": _spec_encode(debug),
-                           "maxnreg": maxnreg, "target": target, "enable_fp_fusion": fusion}}
+               "options": {"num_warps": co.num_warps, "num_stages": co.num_stages, "debug": _spec_encode(co.debug),
+                           "maxnreg": co.maxnreg, "target": co.target, "enable_fp_fusion": co.fusion}}
         return json.dumps(obj)
 
     def preload(self, specialization_data):
@@ -744,13 +731,10 @@ class JITFunction:
             kinds.append(a["kind"])
         keys = tuple(keys)
         o = data["options"]
-        num_warps, num_stages, maxnreg, target = o["num_warps"], o["num_stages"], o.get("maxnreg"), o.get("target")
-        debug = _spec_decode(o.get("debug"))
-        fusion = bool(o.get("enable_fp_fusion", True))
-        kkey = _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion)
+        co = _CompileOpts(o["num_warps"], o["num_stages"], _spec_decode(o.get("debug")), o.get("target"),
+                          o.get("maxnreg"), bool(o.get("enable_fp_fusion", True)))
         try:
-            return self._compile_new(kkey, vals, keys, kinds, num_warps, num_stages, debug, target, maxnreg, True,
-                                     fusion=fusion)
+            return self._compile_new(co.key(keys), vals, keys, kinds, co, True)
         except CompilationError as e:
             raise e.with_traceback(None) from e.__cause__
 
@@ -1038,11 +1022,29 @@ class _SpecUndecodable(Exception):
     pass
 
 
-def _jit_key(keys, num_warps, num_stages, debug, maxnreg, target, fusion=True):
-    """The key a JITFunction files a compiled specialization under (`run`'s, plus the target when one is named,
-    and enable_fp_fusion when it is off)."""
-    return keys + (num_warps, num_stages, debug) + ((maxnreg,) if maxnreg else ()) + (
-        (("target", target),) if target else ()) + ((("fp_fusion", False),) if not fusion else ())
+class _CompileOpts(typing.NamedTuple):
+    """The options of one compile a launch, warmup or preload asks for (what compile_kernel takes beyond the
+    specialization), built once and passed along."""
+
+    num_warps: int = 4
+    num_stages: int = 3
+    debug: object = None
+    target: str | None = None  # None: the GPU's own (else sm_90)
+    maxnreg: int | None = None  # Triton's: registers per thread ptxas may use (Options checks it)
+    fusion: bool = True  # Triton's enable_fp_fusion: a*b+c may become one FMA
+
+    @classmethod
+    def of(cls, opts: dict, debug, target) -> "_CompileOpts":
+        """From a launch's options (`_bind`'s): `debug` where they name none, `target` (warmup's) before Triton's
+        arch option and override knobs."""
+        return cls(opts.get("num_warps", 4), opts.get("num_stages", 3), opts.get("debug", debug),
+                   target or _arch_option(opts), opts.get("maxnreg"), _fp_fusion(opts))
+
+    def key(self, keys: tuple) -> tuple:
+        """The key a JITFunction files the compiled specialization under: the specialization, num_warps,
+        num_stages, debug, and the others where they are not the default."""
+        return keys + (self.num_warps, self.num_stages, self.debug) + ((self.maxnreg,) if self.maxnreg else ()) + (
+            (("target", self.target),) if self.target else ()) + ((("fp_fusion", False),) if not self.fusion else ())
 
 
 def _with_hash(kernel):

@@ -25,11 +25,12 @@ T = {}
 t = time.perf_counter()
 vals, opts = add_kernel._bind((x, y, z, N), {"BLOCK": 1024})
 keys, lv, kinds, host = add_kernel._specialize(vals)
+from compiler.jit import _CompileOpts
 T["bind+specialize"] = time.perf_counter() - t; t = time.perf_counter()
 if PROFILE:
     import cProfile, io, pstats
     pr = cProfile.Profile(); pr.enable()
-k = add_kernel._compile(vals, keys, kinds, 4, 3, None, target=None)
+k = add_kernel._compile(vals, keys, kinds, _CompileOpts())
 if PROFILE:
     pr.disable(); out = io.StringIO(); pstats.Stats(pr, stream=out).sort_stats("cumulative").print_stats(25)
     print(out.getvalue(), file=sys.stderr)

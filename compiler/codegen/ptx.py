@@ -334,9 +334,12 @@ def strip_line_info(ptx: str) -> str:
 # ptxas started before its PTX exists. A ptxas process spends about 5 ms starting and 10 more setting up before it
 # reads its input (sm_90a, 2-core machine: 19 ms for an empty kernel, 22 for saxpy's); started while the LLVM
 # stages run, it has done that by the time the PTX is ready (8 and 12 ms after the input arrives). It reads the PTX
-# from its standard input, so the same process serves whichever kernel comes next with the same flags; the cubin
-# is byte for byte the one from a file. At most _IDLE_MAX wait at a time (about 20 MB each, asleep on a read); they
-# are ended at exit, and end on their own when the process that started them goes (their input closes).
+# from its standard input (every assembly does, started ahead or not), so the same process serves whichever kernel
+# comes next with the same flags. The cubin is byte for byte the one from a file without line information; with it,
+# the machine code and line tables are too, but ptxas does not embed its copy of the PTX text (.nv_debug_ptx_txt,
+# Nsight's PTX source view), which it reads back only from a file. At most _IDLE_MAX wait at a time (about 20 MB
+# each, asleep on a read); they are ended at exit, and end on their own when the process that started them goes
+# (their input closes).
 _STDIN = "/dev/stdin"
 _IDLE_MAX = 2
 _idle: dict = {}  # (ptxas, arch, flags) -> _Started, oldest first
