@@ -278,15 +278,15 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
   done
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~8 min):
-  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_vec on a dot stored without
-  # a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change, beside Triton; the gpu tests
+  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_direct (the old store) on
+  # a dot stored without a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change, beside Triton; the gpu tests
   # of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch operands in one stage,
   # dot_scaled's narrow upcast)
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
     tests/port/test_dot_scaled.py tests/ops/test_random.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
-  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_vec;convert_narrow' \
+  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_direct;convert_narrow' \
     --select mm_fp32_ieee,scores_qkT_f32out,mm_residual_f16,mm_bias_f16,mm_colbias_f16,mm_bias_relu_bf16,embedding_f16 \
     --out "$OUT/pending1"
   step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab reduce_interleave \

@@ -43,12 +43,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
-# `store_vec` (passes/assign_layouts.py _wide_store, added 2026-12-04): a dot's result stored through a conversion to
-# the pointer's coalesced layout (st.global.v4, as Triton) instead of 8 bytes a thread from the MMA fragments. First
-# H200 A/B (2026-12-05, 34 matmul/attention corpus kernels): 0.998, but it changes none of them (their K-loop
-# epilogues already store 16 bytes a thread). It changes a dot stored as it is without a K loop (corpus
-# scores_qkT_f32out: v2 -> v4, shared memory 32 -> 66 KiB for the conversion buffer) and mma.sync epilogues: timed
-# on the kernels it changes before it can become the code (Triton's 67 epilogue-width tests wait on it).
+# `store_direct` (passes/assign_layouts.py _wide_store): the old code, a dot's result stored 8 bytes a thread straight
+# from the MMA fragments, where the default converts it to the pointer's coalesced layout (st.global.v4, as Triton).
+# The conversion was the switch `store_vec` first (2026-12-04); H200 A/B 2026-12-05 over the 34 matmul/attention
+# corpus kernels: 0.998, but it changes none of them. Made the default without a GPU on 2026-12-05 (Triton's
+# test_dot/test_scaled_dot assert the v4: 264 of 1200 sampled test_core cases failed on it alone); the kernel it
+# changes (scores_qkT_f32out: shared memory 32 -> 66 KiB, Triton's 64) is timed both ways by gpu_session pending.
 # `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
 # selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
@@ -61,8 +61,8 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # together (a load's values consumed one after another) instead of one output's chain through every load first;
 # argmin_cols_f32 72 -> 40 registers (Triton 32; 7 -> 12 blocks per SM, 1.06 of Triton's time on 2026-12-05); PTX
 # changes for 9 corpus kernels (the attention kernels' row max/sum among them, at the same registers).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_vec", "cp_ignore_src", "fma_no_prefetch", "convert_narrow",
-                     "reduce_interleave")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_direct", "cp_ignore_src", "fma_no_prefetch",
+                     "convert_narrow", "reduce_interleave")
 
 
 

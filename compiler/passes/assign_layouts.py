@@ -79,15 +79,17 @@ def _blocked_family(layout) -> bool:
 
 
 def _wide_store(vl, anc, op) -> bool:
-    """A/B switch `store_vec` (TILEFARM_AB, waiting for the H200): store an MMA-layout value (a dot's result, its
-    epilogue) through a conversion to the pointer's coalesced layout where that gives each thread 16 bytes in a
-    row and the MMA layout fewer (Triton converts this way: st.global.v4 where ours stores 8 bytes a thread straight
-    from the accumulator fragments). Off: the data stays in its MMA layout."""
+    """Store an MMA-layout value (a dot's result, its epilogue) through a conversion to the pointer's coalesced layout
+    where that gives each thread 16 bytes in a row and the MMA fragments fewer (2 elements in a row a thread): one
+    st.global.v4 a thread where the fragments take two or four narrower stores, at the cost of a conversion buffer in
+    shared memory (Triton converts the same way: a 128x128 float32 result stored without a K loop takes 64 KiB in
+    both). Of the corpus kernels it changes only scores_qkT_f32out (one dot, no K loop): the K-loop matmul and
+    attention epilogues store 16 bytes a thread already. Triton's test_dot / test_scaled_dot assert the v4.
+    A/B switch `store_direct` (TILEFARM_AB, the H200 A/B pending): the data stays in its MMA layout and is stored
+    8 bytes a thread."""
     from ..options import ab_switch
 
-    if not ab_switch("store_vec"):
-        return False
-    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
+    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout) or ab_switch("store_direct"):
         return False
     bits = op.operands[1].type.element.bits
     return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread

@@ -124,7 +124,8 @@ def test_dot_scaled_operands_move_in_narrow_types():
                               np.zeros((M, K // 32), np.uint8), np.zeros((N, K // 32), np.uint8),
                               np.zeros((M, N), np.float32), M=M, N=N, K=K)
     mod = run_pipeline(mod, Options(num_warps=4, num_stages=1, arch="sm_90a"))
-    converts = [op for op in mod.function.body.ops if op.kind == "convert_layout"]
+    converts = [op for op in mod.function.body.ops if op.kind == "convert_layout"
+                and op.operands[0].owner.kind != "dot"]  # (the result's own conversion: its 16-byte stores)
     assert all(op.result.type.element.bits <= 16 for op in converts if op.result.type.numel >= 128 * 256)
     _, meta = emit_llvm(mod, Options(num_warps=4, num_stages=1, arch="sm_90a"))
     assert meta["shared_bytes"] <= 192 * 1024 <= SMEM_MAX

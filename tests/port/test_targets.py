@@ -58,23 +58,24 @@ def _dot_store(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 @pytest.mark.parametrize("dt,M,N,K,w", [(np.float16, 64, 64, 64, 4), (np.float32, 64, 64, 32, 4),
                                         (np.float16, 128, 128, 64, 8)])
-def test_store_vec_switch_stores_16_bytes_a_thread(monkeypatch, dt, M, N, K, w):
-    """A/B switch store_vec (waiting for the H200): a dot's result is converted to the pointer's coalesced layout and
-    stored with st.global.v4, as Triton does; without it, st.global.v2 straight from the MMA fragments."""
+def test_dot_result_stored_16_bytes_a_thread(monkeypatch, dt, M, N, K, w):
+    """A dot's result is converted to the pointer's coalesced layout and stored with st.global.v4, as Triton does
+    (its test_dot asserts it); A/B switch store_direct: st.global.v2 straight from the MMA fragments."""
     a, b, c = np.zeros(M * K, dt), np.zeros(K * N, dt), np.zeros(M * N, np.float32)
-    base = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
-    assert "st.global.v2" in base.asm["ptx"] and "st.global.v4" not in base.asm["ptx"]
-    monkeypatch.setenv("TILEFARM_AB", "store_vec")
     wide = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
     assert "st.global.v4" in wide.asm["ptx"] and "st.global.v2" not in wide.asm["ptx"] and wide.asm["cubin"]
+    monkeypatch.setenv("TILEFARM_AB", "store_direct")
+    base = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
+    assert "st.global.v2" in base.asm["ptx"] and "st.global.v4" not in base.asm["ptx"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", [np.float16, np.float32])
-def test_store_vec_switch_results(monkeypatch, dt):
+@pytest.mark.parametrize("ab", ["", "store_direct"])
+def test_dot_store_results(monkeypatch, dt, ab):
     from .kernels import poison, run
 
-    monkeypatch.setenv("TILEFARM_AB", "store_vec")
+    monkeypatch.setenv("TILEFARM_AB", ab)
     rng = np.random.default_rng(12)
     a = rng.standard_normal((64, 64)).astype(dt)
     b = rng.standard_normal((64, 64)).astype(dt)
@@ -98,6 +99,7 @@ def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, 
     converted to the dot's layout as float16 (then widened and scaled there), not as float32."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
+    from compiler.passes.layouts import MmaLayout
 
     def after_layouts():
         a, b, r = np.zeros(M * K, np.float16), np.zeros(K * N, np.float16), np.zeros(M * N, np.float16)
@@ -111,8 +113,8 @@ def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, 
                 for bl in op.blocks:
                     walk(bl)
         walk(mod.function.body)
-        return [op.result.type.element.name for op in ops if op.kind == "convert_layout"
-                and op.result.type.numel == M * N]
+        return [op.result.type.element.name for op in ops if op.kind == "convert_layout"  # into the dot's layout
+                and op.result.type.numel == M * N and isinstance(op.attrs["_layouts"][0], MmaLayout)]
 
     assert after_layouts() == ["float32"]
     monkeypatch.setenv("TILEFARM_AB", "convert_narrow")
