@@ -61,8 +61,9 @@ _MMA = {  # (input class, acc class) -> (shape, ptx types, k width)
     ("bf16", "f32"): ("m16n8k16", "f32.bf16.bf16.f32"),
     ("f16", "f16"): ("m16n8k16", "f16.f16.f16.f16"),
     ("tf32", "f32"): ("m16n8k8", "f32.tf32.tf32.f32"),
-    ("s8", "s32"): ("m16n8k32", "s32.s8.s8.s32"),
-    ("u8", "s32"): ("m16n8k32", "s32.u8.u8.s32"),
+    # int8: the sum saturates to int32's range instead of wrapping (.satfinite, as Triton's int8 dots)
+    ("s8", "s32"): ("m16n8k32", "satfinite.s32.s8.s8.s32"),
+    ("u8", "s32"): ("m16n8k32", "satfinite.s32.u8.u8.s32"),
 }
 
 
@@ -234,6 +235,7 @@ def _dot_fma(e, op, a, b, c, ll):
     t = c.regs[0].type
     isf = not isinstance(t, ir.IntType)
     fma = e.intrinsic(f"llvm.fma.{'f32' if t == C.F32 else 'f64'}", t, [t, t, t]) if isf else None
+    sat = e.intrinsic("llvm.sadd.sat.i32", t, [t, t]) if not isf else None  # saturating, as the mma's .satfinite
     signed = op.operands[0].type.element.kind == "int"
 
     def widen(v):  # int8 products accumulate exactly in int32
@@ -249,7 +251,7 @@ def _dot_fma(e, op, a, b, c, ll):
         for r, co in enumerate(coords):
             x = widen(a.regs[ai[co[:-1] + (k,)]])
             y = widen(b.regs[bi[co[:-2] + (k, co[-1])]])
-            out[r] = e.b.call(fma, [x, y, out[r]]) if isf else e.b.add(e.b.mul(x, y), out[r])
+            out[r] = e.b.call(fma, [x, y, out[r]]) if isf else e.b.call(sat, [e.b.mul(x, y), out[r]])
     return out
 
 
@@ -724,34 +726,76 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
+    def issue(instr, mi, ni, k0, acc):
+        # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position are selected
+        # (few warpgroups, so a select chain is cheap)
+        db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
+                          a_is_a=False, wide=wide)
+        if a_regs is None:
+            da = [_select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
+                               a_is_a=True, wide=wide)]
+        elif eb == 1:  # _fp8_a_words' order: per (mi, k0), four words
+            w0 = (mi * (K // kstep) + k0 // kstep) * 4
+            da = words[w0:w0 + 4]
+        else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
+            r0 = mi * a_per + (k0 // 16) * 8
+            if words is not None:
+                da = words[r0 // 2:r0 // 2 + 4]
+            else:
+                da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
+        r = e.b.call(instr, da + [db] + acc)
+        return [e.b.extract_value(r, i) for i in range(n_acc)]
+
+    groups = _imprecise_groups(op, K, kstep)
+    if groups is not None:
+        # max_num_imprecise_acc: each group of K steps accumulates from zero (scale-d 0: D = A*B) in fresh
+        # registers, added to the accumulator in float32 once its wgmmas are complete
+        fresh = ir.InlineAsm(fty, text.replace(", 1, 1, 1", ", 0, 1, 1", 1), cons, side_effect=True)
+        undef = [ir.Constant(C.F32, ir.Undefined)] * n_acc
+        for gi, ks in enumerate(groups):
+            if gi:
+                _asm_void(e, "wgmma.fence.sync.aligned;")
+            part = []
+            for mi in range(MR):
+                for ni in range(NR):
+                    acc = undef
+                    for j, k0 in enumerate(ks):
+                        acc = issue(fresh if j == 0 else asm, mi, ni, k0, acc)
+                    part += acc
+            _asm_void(e, "wgmma.commit_group.sync.aligned;")
+            part = _wait_retiring(e, op, part, 0) if gi == len(groups) - 1 else _wait_tied(e, part, 0)
+            regs = [e.b.fadd(x, y, flags=e.fp_flags) for x, y in zip(regs, part)]
+        return regs
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
             for k0 in range(0, K, kstep):
-                # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position
-                # are selected below (few warpgroups, so a select chain is cheap)
-                db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
-                                  a_is_a=False, wide=wide)
-                if a_regs is None:
-                    da = [_select_desc(e, sta, a_k, [(mi * 16 * wm + g * 64, k0) for g in range(nwg_m)], wg_m,
-                                       a_is_a=True, wide=wide)]
-                elif eb == 1:  # _fp8_a_words' order: per (mi, k0), four words
-                    w0 = (mi * (K // kstep) + k0 // kstep) * 4
-                    da = words[w0:w0 + 4]
-                else:  # accumulator fragment order: (row g, cols 2t..), (g+8, 2t..), (g, 8+2t..), (g+8, 8+2t..)
-                    r0 = mi * a_per + (k0 // 16) * 8
-                    if words is not None:
-                        da = words[r0 // 2:r0 // 2 + 4]
-                    else:
-                        da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
-                r = e.b.call(asm, da + [db] + acc)
-                acc = [e.b.extract_value(r, i) for i in range(n_acc)]
+                acc = issue(asm, mi, ni, k0, acc)
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
     if defer_to_loop(e, op) is not None:
         return regs  # waited by the loop's first dot in the next iteration (or at the loop's exit)
     return _wait_retiring(e, op, regs, 1 if loop is not None else 0)
+
+
+def _imprecise_groups(op, K, kstep):
+    """The K offsets of each group of wgmma steps an fp8 dot with `max_num_imprecise_acc` accumulates before adding
+    to its accumulator in float32 (passes/wgmma_loops.py partial_accumulation): a group closes once it holds at
+    least that many K elements (every step when the limit is under one step's 32), as Triton does on Hopper. None
+    for other dots."""
+    from ..passes.wgmma_loops import partial_accumulation
+
+    if not partial_accumulation(op):
+        return None
+    limit = op.attrs["max_num_imprecise_acc"]
+    groups, cur = [], []
+    for k0 in range(0, K, kstep):
+        cur.append(k0)
+        if len(cur) * kstep >= limit:
+            groups.append(cur)
+            cur = []
+    return groups + [cur] if cur else groups
 
 
 def _fp8_a_words(e, a, row0, k0):

@@ -10,6 +10,8 @@ SemanticError; the frontend attaches the source location. Rules follow Triton's 
 """
 from __future__ import annotations
 
+import math
+
 from ..ir import optable, types as T
 from ..ir.types import TensorType
 from .context import SemanticError, current
@@ -1190,7 +1192,7 @@ def store(pointer, value, mask=None, cache_modifier="", eviction_policy=""):
     if not isinstance(pointer, tensor) or not pointer.dtype.is_ptr():
         raise SemanticError(f"store needs a pointer, got {_describe(pointer)}")
     if pointer.dtype.is_const():
-        raise SemanticError("cannot store through a pointer to constant data (a tl.const parameter)")
+        raise SemanticError("Cannot store to a constant pointer (a tl.const parameter points to read-only data)")
     elem = pointer.dtype.element_ty
     value = to_tensor(_unwrap(value), elem if not isinstance(_unwrap(value), tensor) else None)
     shape = broadcast_shapes(pointer.type.shape, value.type.shape)
@@ -1544,20 +1546,33 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
 _DOT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
-def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32):
+def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32, max_num_imprecise_acc=None):
     """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
-    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate exactly in
-    int32. A dim under 16 (no tensor-core shape fits) is computed as products and a sum over K in the
+    input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate in int32,
+    saturating at its range instead of wrapping (as Triton's GPU code: mma .satfinite). A dim under 16 (no tensor-core shape fits) is computed as products and a sum over K in the
     accumulator's type (float32 for fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
     ra, rb = len(a.type.shape), len(b.type.shape)
+    if ra > 3 and ra == rb and a.type.shape[:-2] == b.type.shape[:-2] and a.type.shape[-1] == b.type.shape[-2]:
+        # more batch dims: one batched dot over all of them (reshapes of the leading dims)
+        batch, (M, K), N = tuple(a.type.shape[:-2]), a.type.shape[-2:], b.type.shape[-1]
+        nb = math.prod(batch)
+        acc = _unwrap(acc)
+        if acc is not None:
+            acc = to_tensor(acc)
+            if tuple(acc.type.shape) != batch + (M, N):
+                raise SemanticError(f"dot acc must have shape {list(batch + (M, N))}, got {list(acc.type.shape)}")
+            acc = reshape(acc, (nb, M, N))
+        r = dot(reshape(a, (nb, M, K)), reshape(b, (nb, K, N)), acc, input_precision, allow_tf32, out_dtype,
+                max_num_imprecise_acc)
+        return reshape(r, batch + (M, N))
     if ra not in (2, 3) or ra != rb:
-        raise SemanticError(f"dot needs two 2-D (or two 3-D batched) blocks, got shapes {list(a.type.shape)} and "
-                            f"{list(b.type.shape)}")
+        raise SemanticError(f"dot needs two 2-D (or batched: 3-D and more, the same batch dims) blocks, got shapes "
+                            f"{list(a.type.shape)} and {list(b.type.shape)}")
     if ra == 3 and a.type.shape[0] != b.type.shape[0]:
         raise SemanticError(f"dot batch sizes differ: {a.type.shape[0]} and {b.type.shape[0]}")
     M, K = a.type.shape[-2:]
@@ -1629,8 +1644,10 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     if small:
         return _small_dot(a, b, acc, out_dtype)
     rt = TensorType(out_dtype, shape)
-    h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt],
-                    {"input_precision": prec, "out_dtype": out_dtype}).result
+    attrs = {"input_precision": prec, "out_dtype": out_dtype}
+    if max_num_imprecise_acc is not None:  # fp8 operands (language/core.py dot): codegen/dot.py _wgmma_issue
+        attrs["max_num_imprecise_acc"] = int(max_num_imprecise_acc)
+    h = _b().create("dot", [a.handle, b.handle, acc.handle], [rt], attrs).result
     return tensor(h, rt)
 
 
@@ -1725,13 +1742,15 @@ def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None,
 
 def _small_dot(a, b, acc, out_dtype):
     """acc + a @ b as elementwise products [.., M, K, N] summed over K, in `out_dtype` (float16 results are summed
-    in float32 and rounded once)."""
-    work = T.float32 if out_dtype == T.float16 else out_dtype
+    in float32 and rounded once; int8 ones in int64, saturated to int32's range as the tensor-core path)."""
+    work = {T.float16: T.float32, T.int32: T.int64}.get(out_dtype, out_dtype)
     a, b = cast(a, work), cast(b, work)
     r = len(a.type.shape)
     prod = mul(expand_dims(a, r), expand_dims(b, r - 2))  # [.., M, K, 1] * [.., 1, K, N]
-    s = reduce_simple(prod, r - 1, "add")
-    return cast(add(s, cast(acc, work)), out_dtype)
+    s = add(reduce_simple(prod, r - 1, "add"), cast(acc, work))
+    if out_dtype == T.int32:
+        s = maximum(minimum(s, const(2**31 - 1, work)), const(-2**31, work))
+    return cast(s, out_dtype)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -232,8 +232,8 @@ def _bf16_parts(x, prec):
 
 @impl("dot")
 def _dot(interp, op):
-    """Matrix product of the last two dims plus acc, accumulated in float64 (ints: exact, wrapped) and rounded
-    once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
+    """Matrix product of the last two dims plus acc, accumulated in float64 (int8 operands: exactly, the sum
+    saturated to int32's range as the GPU's mma .satfinite does) and rounded once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
     does not (its three tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each
     float32 operand into bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
     to nearest even) and sum the partial products the codegen issues: the cross terms first (hi*mid + mid*hi; for
@@ -261,7 +261,8 @@ def _dot(interp, op):
             p = np.matmul(np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64))
             return N.round_f64(p + np.asarray(acc).astype(np.float64), r_el)
         p = np.matmul(np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64))
-        return (p + np.asarray(acc).astype(np.int64)).astype(rnd)
+        lim = np.iinfo(rnd)
+        return np.clip(p + np.asarray(acc).astype(np.int64), lim.min, lim.max).astype(rnd)
     return dot
 
 

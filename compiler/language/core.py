@@ -805,8 +805,10 @@ def cumprod(input, axis=0, reverse=False):
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
         out_dtype=float32):
     """input @ other (+ acc) on 2-D blocks (or 3-D batched); fp16/bf16 and tf32 on tensor cores, int8 -> int32.
-    `max_num_imprecise_acc` (fp8 operands) is checked as Triton checks it (at most K) and otherwise not used: fp8
-    products are accumulated in float32 as the tensor cores give them."""
+    `max_num_imprecise_acc` (fp8 operands, at most K): where the dot runs on fp8 wgmma (sm_90a), whose float32
+    accumulation keeps fewer bits, at most that many K elements are accumulated by the tensor cores before their
+    partial sum is added to the accumulator in full float32 (Triton's Hopper behaviour; 0: after every instruction).
+    Elsewhere fp8 products are exact in float32's accumulation already and the limit changes nothing."""
     limit = _unwrap(max_num_imprecise_acc)
     a = _unwrap(input)
     if limit is not None and isinstance(a, _sem().tensor) and a.dtype.is_fp8() and a.type.shape:
@@ -815,7 +817,9 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
             from ..frontend.context import SemanticError
 
             raise SemanticError(f"max_num_imprecise_acc ({limit}) must be <= K ({k})")
-    return _sem().dot(input, other, acc, input_precision, allow_tf32, out_dtype)
+    else:
+        limit = None
+    return _sem().dot(input, other, acc, input_precision, allow_tf32, out_dtype, max_num_imprecise_acc=limit)
 
 
 @builtin

@@ -63,6 +63,12 @@ def _inside(blk, v) -> bool:
     return False
 
 
+def partial_accumulation(op) -> bool:
+    """An fp8 dot (8-bit operands, so on wgmma) with a `max_num_imprecise_acc`: codegen/dot.py _wgmma_issue adds
+    its tensor-core partial sums to the accumulator in float32, so nothing of it stays in flight."""
+    return op.attrs.get("max_num_imprecise_acc") is not None and op.operands[0].type.element.bits == 8
+
+
 def defer_index(op, num_warps):
     """The body index of the first dot of op's loop when wgmma dot op -- a later dot of the same loop body whose
     result only goes back through the loop's yield -- may leave its wgmma in flight into the next iteration;
@@ -109,6 +115,8 @@ def wgmma_loops(module, options):
     for op in module.function.walk():
         if op.kind != "dot":
             continue
+        if partial_accumulation(op):
+            continue  # its partial sums are read (added) as soon as they are made: waited where it is
         loop = acc_carried_loop(op)
         if loop is not None:
             op.attrs["_acc_carried"] = True

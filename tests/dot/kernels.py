@@ -48,3 +48,23 @@ def scaled_operands_matmul_kernel(A, B, C, M, N, K, sa, sb, BM: tl.constexpr, BN
         b = tl.load(B + (k + rk)[:, None] * N + rn[None, :]).to(tl.float32) * sb
         acc = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), acc)
     tl.store(C + rm[:, None] * N + rn[None, :], acc)
+
+
+@compiler.jit
+def int8_dot_acc_kernel(A, B, ACC, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """C = ACC + A @ B on one block (int8 operands, int32 accumulator)."""
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(A + rm[:, None] * K + rk[None, :])
+    b = tl.load(B + rk[:, None] * N + rn[None, :])
+    acc = tl.load(ACC + rm[:, None] * N + rn[None, :])
+    tl.store(C + rm[:, None] * N + rn[None, :], tl.dot(a, b, acc))
+
+
+@compiler.jit
+def dot_nd_kernel(X, Y, ACC, Z, SHAPE_A: tl.constexpr, SHAPE_B: tl.constexpr, SHAPE_C: tl.constexpr,
+                  NA: tl.constexpr, NB: tl.constexpr, NC: tl.constexpr):
+    """Z = ACC + X @ Y over blocks of any rank (the leading dims a batch), loaded flat and reshaped."""
+    x = tl.load(X + tl.arange(0, NA)).reshape(SHAPE_A)
+    y = tl.load(Y + tl.arange(0, NB)).reshape(SHAPE_B)
+    acc = tl.load(ACC + tl.arange(0, NC)).reshape(SHAPE_C)
+    tl.store(Z + tl.arange(0, NC), tl.dot(x, y, acc).reshape([NC]))

@@ -162,7 +162,7 @@ def _matmul_ptx(dtype="float16", prec="ieee", out="float16", BM=128, BN=128, BK=
     ("float16", "ieee", "float16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
     ("bfloat16", "ieee", "bfloat16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
     ("float32", "tf32", "float32", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
-    ("int8", "ieee", "int32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+    ("int8", "ieee", "int32", "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32"),
 ])
 def test_matmul_ptx_uses_tensor_cores(dtype, prec, out, instr):
     """The matmul's PTX holds the tensor-core instruction; 16-bit operands come through ldmatrix, and the
@@ -861,3 +861,44 @@ def test_scaled_operands_matmul(target, BM, BN, BK, nw):
                     & 0xFFFF0000).view(np.float32)  # round to nearest even bfloat16
     ref = bf(a.astype(np.float32) * 0.5).astype(np.float64) @ bf(b.astype(np.float32) * 2.0).astype(np.float64)
     assert_close(c, ref, "float32", rtol=1e-5, atol=1e-5 * math.sqrt(Kd))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("M,N,Kd,w", [(64, 64, 64, 4), (8, 32, 32, 4)])
+def test_int8_dot_saturates(target, M, N, Kd, w):
+    """An int8 dot's int32 sum saturates at int32's range instead of wrapping, as Triton's GPU code does (mma
+    .satfinite; a dim under 16 sums in int64 and clamps): accumulators near both ends of the range pushed past
+    them give exactly INT32_MAX / INT32_MIN; the others the exact sum."""
+    rng = np.random.default_rng(31)
+    a = rng.integers(-128, 128, (M, Kd), dtype=np.int8)
+    b = rng.integers(-128, 128, (Kd, N), dtype=np.int8)
+    exact = a.astype(np.int64) @ b.astype(np.int64)
+    acc = rng.integers(-1000, 1000, (M, N)).astype(np.int64)
+    hi, lo = exact > 0, exact < 0
+    acc[::2][hi[::2]] = 2**31 - 2  # pushed over the top
+    acc[1::2][lo[1::2]] = -2**31 + 1  # and under the bottom
+    acc = acc.astype(np.int32)
+    c = poison((M, N), "int32")
+    run(target, K.int8_dot_acc_kernel, (1,), [a, b, acc, c], [], M=M, N=N, K=Kd, num_warps=w)
+    want = np.clip(exact + acc, -2**31, 2**31 - 1)
+    assert (want == 2**31 - 1).sum() > M * N // 8 and (want == -2**31).sum() > M * N // 8
+    assert_exact(c, want)
+    if M >= 16:
+        ptx = K.int8_dot_acc_kernel.warmup(a, b, acc, c, M=M, N=N, K=Kd, num_warps=w, grid=(1,),
+                                           target="sm_90a").asm["ptx"]
+        assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("batch,M,N,Kd", [((2, 2), 32, 16, 32), ((2, 1, 2), 16, 32, 16), ((2, 2), 8, 16, 16)])
+def test_dot_more_batch_dims(target, batch, M, N, Kd):
+    """A dot of 4-D and higher blocks (the leading dims a batch, as Triton's tl.dot takes them): float16 operands
+    of small integers, so every product and sum is exact; the third case goes through the small-dot path."""
+    rng = np.random.default_rng(32)
+    a = rng.integers(-4, 5, batch + (M, Kd)).astype(np.float16)
+    b = rng.integers(-4, 5, batch + (Kd, N)).astype(np.float16)
+    acc = rng.integers(-8, 9, batch + (M, N)).astype(np.float32)
+    z = poison((acc.size,), "float32")
+    run(target, K.dot_nd_kernel, (1,), [a.ravel(), b.ravel(), acc.ravel(), z], [], SHAPE_A=list(a.shape),
+        SHAPE_B=list(b.shape), SHAPE_C=list(acc.shape), NA=a.size, NB=b.size, NC=acc.size)
+    assert_exact(z.reshape(acc.shape), acc + a.astype(np.float32) @ b.astype(np.float32))

@@ -74,8 +74,8 @@ def fp8_dot(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, F16_ACC:
 
 
 @compiler.jit
-def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C = A @ B (fp8 inputs, float32 accumulator) over a K loop with masked edges."""
+def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, LIMIT: tl.constexpr = None):
+    """C = A @ B (fp8 inputs, float32 accumulator) over a K loop with masked edges; LIMIT: max_num_imprecise_acc."""
     pm, pn = tl.program_id(0), tl.program_id(1)
     rm = pm * BM + tl.arange(0, BM)
     rn = pn * BN + tl.arange(0, BN)
@@ -86,5 +86,5 @@ def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
                     other=0.0)
         b = tl.load(B + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
                     other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=LIMIT)
     tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))

@@ -1,6 +1,8 @@
 """fp8 (tl.float8e4nv = e4m3fn, tl.float8e5 = e5m2): casts bit-exact against references built here from the
 formats' definitions (round to nearest even, finite values saturated as PTX cvt.rn.satfinite, NaN -> 0x7F),
 fp8 arrays as kernel arguments, arithmetic and reductions on fp8, fp_downcast_rounding="rtz"."""
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -267,6 +269,32 @@ def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
     grid = (-(-M // BM), -(-N // BN))
     run(target, K.fp8_matmul, grid, [a, b, c], [M, N, Kd], BM=BM, BN=BN, BK=BK, num_warps=warps)
     _check_fp8_dot(target, c, a, b, ta, tb)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("limit", [0, 32, 64])
+@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8)])
+def test_fp8_matmul_max_num_imprecise_acc(target, limit, BM, BN, BK, warps):
+    """max_num_imprecise_acc: on sm_90a each group of wgmma steps holding `limit` K elements (one step, 32, at
+    least) starts from zero (scale-d false: SASS `RZ, !UPT`) and is added to the accumulator in float32 once
+    complete: one add.f32 per accumulator register and group, the count Triton's test asserts. Results as the
+    plain fp8 matmul's."""
+    M, N, Kd = 2 * BM - 16, BN + 24, 3 * BK + 32
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal((M, Kd)).astype(E4M3)
+    b = rng.standard_normal((Kd, N)).astype(E5M2)
+    c = np.full((M, N), np.nan, np.float32)
+    grid = (-(-M // BM), -(-N // BN))
+    run(target, K.fp8_matmul, grid, [a, b, c], [M, N, Kd], BM=BM, BN=BN, BK=BK, LIMIT=limit, num_warps=warps)
+    _check_fp8_dot(target, c, a, b, "float8e4nv", "float8e5")
+    ptx = K.fp8_matmul.warmup(a, b, c, M, N, Kd, BM=BM, BN=BN, BK=BK, LIMIT=limit, num_warps=warps, grid=grid,
+                              target="sm_90a").asm["ptx"]
+    groups = BK // max(limit, 32)
+    assert ptx.count("add.f32") == BM * BN // (32 * warps) * groups
+    assert len(re.findall(r"wgmma\.mma_async[^;]*, 0, 1, 1;", ptx)) == groups  # one wgmma tile a warpgroup here
+    plain = K.fp8_matmul.warmup(a, b, c, M, N, Kd, BM=BM, BN=BN, BK=BK, num_warps=warps, grid=grid,
+                                target="sm_90a").asm["ptx"]
+    assert plain.count("add.f32") == 0 and ", 0, 1, 1;" not in plain
 
 
 def test_fp8_dot_runs_on_fp8_wgmma():
