@@ -263,7 +263,8 @@ def _env_flag(name: str) -> bool:
     return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "off", "no")
 
 
-def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fusion=True, maxnreg=None):
+def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fusion=True, maxnreg=None,
+                enable_reflect_ftz=True):
     """The Options of a compile: the launch's own, the target (default_arch when none), and the environment
     switches of ENV_OPTIONS."""
     from .options import Options
@@ -274,7 +275,8 @@ def options_for(num_warps=4, num_stages=3, debug=False, arch=None, enable_fp_fus
 
     env = {field: True for var, field in ENV_OPTIONS.items() if _env_flag(var)}
     return Options(num_warps=num_warps, num_stages=num_stages, arch=arch or default_arch(), debug=debug,
-                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, fp32_default=fp32_default(), **env)
+                   enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, fp32_default=fp32_default(),
+                   enable_reflect_ftz=enable_reflect_ftz, **env)
 
 
 def toolchain() -> dict:
@@ -429,10 +431,10 @@ def _collector_paused():
 
 
 def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=None,
-                   enable_fp_fusion=True, maxnreg=None) -> CompiledKernel:
+                   enable_fp_fusion=True, maxnreg=None, enable_reflect_ftz=True) -> CompiledKernel:
     """Compile one specialization through every stage, using the memory and disk caches."""
     options = options_for(num_warps=num_warps, num_stages=num_stages, debug=debug, arch=arch,
-                          enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg)
+                          enable_fp_fusion=enable_fp_fusion, maxnreg=maxnreg, enable_reflect_ftz=enable_reflect_ftz)
     arch = options.arch
     key = cache_key(jitfn, params, options)
     k = _mem_cache.get(key)

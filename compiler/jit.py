@@ -301,8 +301,8 @@ def _param_from_key(name, key, value, kind, do_not_specialize):
 
 # ----------------------------------------------------------------------------------------------------
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "stream", "enable_fp_fusion",
-                   "launch_pdl", "launch_cooperative_grid", "sanitize_overflow", "instrumentation_mode",
-                   "default_dot_input_precision", "arch")
+                   "enable_reflect_ftz", "launch_pdl", "launch_cooperative_grid", "sanitize_overflow",
+                   "instrumentation_mode", "default_dot_input_precision", "arch")
 
 
 def _arch_option(opts: dict) -> str | None:
@@ -638,7 +638,8 @@ class JITFunction:
 
         params = self._params(vals, keys, kinds)
         return compile_kernel(self, params, num_warps=co.num_warps, num_stages=co.num_stages, debug=bool(co.debug),
-                              arch=co.target, maxnreg=co.maxnreg, enable_fp_fusion=co.fusion)
+                              arch=co.target, maxnreg=co.maxnreg, enable_fp_fusion=co.fusion,
+                              enable_reflect_ftz=co.ftz)
 
     # --- new specializations: Triton's JIT hooks and preload ------------------------------------------
     def _compile_new(self, kkey, vals, keys, kinds, co: "_CompileOpts", is_warmup):
@@ -677,7 +678,8 @@ class JITFunction:
                f"enable_fp_fusion={co.fusion}, launch_cooperative_grid=False]({arg_reprs})")
         compile_kw = {"key": kkey, "signature": signature, "device": device, "constants": constants,
                       "num_warps": co.num_warps, "num_ctas": 1, "num_stages": co.num_stages,
-                      "enable_fp_fusion": co.fusion, "launch_cooperative_grid": False, "extern_libs": None,
+                      "enable_fp_fusion": co.fusion, "enable_reflect_ftz": co.ftz, "launch_cooperative_grid": False,
+                      "extern_libs": None,
                       "debug": co.debug, "maxnreg": co.maxnreg, "target": co.target, "configs": [{}],
                       "specialization_data": data, "is_warmup": is_warmup}
         return {"key": kkey, "repr": rep, "fn": JitFunctionInfo(self.__module__, self.__qualname__, self),
@@ -694,7 +696,8 @@ class JITFunction:
         obj = {"format": _SPEC_FORMAT, "name": self.__qualname__, "module": self.__module__,
                "source_hash": self.cache_key, "args": args,
                "options": {"num_warps": co.num_warps, "num_stages": co.num_stages, "debug": _spec_encode(co.debug),
-                           "maxnreg": co.maxnreg, "target": co.target, "enable_fp_fusion": co.fusion}}
+                           "maxnreg": co.maxnreg, "target": co.target, "enable_fp_fusion": co.fusion,
+                           "enable_reflect_ftz": co.ftz}}
         return json.dumps(obj)
 
     def preload(self, specialization_data):
@@ -732,7 +735,8 @@ class JITFunction:
         keys = tuple(keys)
         o = data["options"]
         co = _CompileOpts(o["num_warps"], o["num_stages"], _spec_decode(o.get("debug")), o.get("target"),
-                          o.get("maxnreg"), bool(o.get("enable_fp_fusion", True)))
+                          o.get("maxnreg"), bool(o.get("enable_fp_fusion", True)),
+                          bool(o.get("enable_reflect_ftz", True)))
         try:
             return self._compile_new(co.key(keys), vals, keys, kinds, co, True)
         except CompilationError as e:
@@ -1032,19 +1036,29 @@ class _CompileOpts(typing.NamedTuple):
     target: str | None = None  # None: the GPU's own (else sm_90)
     maxnreg: int | None = None  # Triton's: registers per thread ptxas may use (Options checks it)
     fusion: bool = True  # Triton's enable_fp_fusion: a*b+c may become one FMA
+    ftz: bool = True  # Triton's enable_reflect_ftz: float32 exp2/rsqrt flush denormals (Options.enable_reflect_ftz)
 
     @classmethod
     def of(cls, opts: dict, debug, target) -> "_CompileOpts":
         """From a launch's options (`_bind`'s): `debug` where they name none, `target` (warmup's) before Triton's
         arch option and override knobs."""
-        return cls(opts.get("num_warps", 4), opts.get("num_stages", 3), opts.get("debug", debug),
-                   target or _arch_option(opts), opts.get("maxnreg"), _fp_fusion(opts))
+        target = target or _arch_option(opts)
+        if (opts.get("num_ctas") or 1) > 1:  # taken and ignored (one block a program) where clusters exist
+            from .compile import default_arch
+            from .options import Options
+
+            if Options(arch=target or default_arch()).sm < 90:
+                raise ValueError(f"num_ctas > 1 requires NVIDIA SM90+ (Hopper): the target is "
+                                 f"{target or default_arch()}")
+        return cls(opts.get("num_warps", 4), opts.get("num_stages", 3), opts.get("debug", debug), target,
+                   opts.get("maxnreg"), _fp_fusion(opts), bool(opts.get("enable_reflect_ftz", True)))
 
     def key(self, keys: tuple) -> tuple:
         """The key a JITFunction files the compiled specialization under: the specialization, num_warps,
         num_stages, debug, and the others where they are not the default."""
         return keys + (self.num_warps, self.num_stages, self.debug) + ((self.maxnreg,) if self.maxnreg else ()) + (
-            (("target", self.target),) if self.target else ()) + ((("fp_fusion", False),) if not self.fusion else ())
+            (("target", self.target),) if self.target else ()) + ((("fp_fusion", False),) if not self.fusion else ()) + (
+            (("reflect_ftz", False),) if not self.ftz else ())
 
 
 def _with_hash(kernel):

@@ -4,6 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+class OptionError(ValueError, AssertionError):
+    """A compile option out of its range. A ValueError; also an AssertionError, which is what Triton raises for a
+    num_warps that is not a power of 2 (its `assert`), so code written against either catches it."""
+
+
 @dataclass(frozen=True)
 class Options:
     """Per-compile knobs: threads per program (num_warps * 32), software-pipeline depth, target, debug checks.
@@ -16,6 +21,9 @@ class Options:
     arch: str = "sm_90"
     debug: bool = False
     enable_fp_fusion: bool = True  # let a*b+c become one FMA (Triton's default)
+    # Triton's enable_reflect_ftz: float32 exp2 and rsqrt flush denormals (ex2/rsqrt.approx.ftz, Triton's default);
+    # off, they keep them (the non-ftz forms). libdevice's functions keep denormals either way here.
+    enable_reflect_ftz: bool = True
     # Registers per thread ptxas may use (.maxnreg): the `maxnreg` launch option (Triton's); None leaves the choice
     # to ptxas.
     maxnreg: int | None = None
@@ -49,7 +57,7 @@ class Options:
 
     def __post_init__(self):
         if self.num_warps <= 0 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
-            raise ValueError(f"num_warps must be a power of two in 1..32, got {self.num_warps}")
+            raise OptionError(f"num_warps must be a power of 2 in 1..32, got {self.num_warps}")
         n = self.maxnreg
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 16 <= n <= 255):
             raise ValueError(f"maxnreg must be an int from 16 to 255 (registers per thread), got {n!r}")

@@ -152,7 +152,8 @@ def _lowering(spec):
         return _llvm_unary(spec[len("llvm."):])
     if spec.startswith("asm:"):
         text = spec[len("asm:"):]
-        return lambda e, x: _asm1(e, text, C.F32, x)
+        keep = text.replace(".ftz", "")  # enable_reflect_ftz=False: denormals kept
+        return lambda e, x: _asm1(e, text if e.ftz else keep, C.F32, x)
     if spec.startswith("@"):
         return ROUTINES[spec[1:]]
     raise ValueError(f"unknown lowering {spec!r} in the op table")
@@ -276,6 +277,7 @@ class Emitter:
         self.fn_ir = module.function
         self.opts = options
         self.fp_flags = ("contract",) if getattr(options, "enable_fp_fusion", True) else ()
+        self.ftz = getattr(options, "enable_reflect_ftz", True)
         self.nw = options.num_warps
         self.mod = ir.Module(name=self.fn_ir.name)
         self.mod.triple = "nvptx64-nvidia-cuda"

@@ -509,6 +509,25 @@ def test_enable_fp_fusion_is_honoured_by_warmup_and_knobs():
 
 
 @compiler.jit
+def _exp2_rsqrt(data, BLOCK: tl.constexpr):
+    ptrs = data + tl.arange(0, BLOCK)
+    tl.store(ptrs, tl.math.exp2(tl.load(ptrs)) + tl.math.rsqrt(tl.load(ptrs)))
+
+
+def test_enable_reflect_ftz_keeps_denormals_when_off():
+    """Triton's enable_reflect_ftz (default on): float32 exp2 and rsqrt flush denormals (ex2/rsqrt.approx.ftz);
+    enable_reflect_ftz=False keeps them (the forms without .ftz), a separate compile. It was refused as an unknown
+    argument."""
+    x = np.zeros(128, np.float32)
+    on = _exp2_rsqrt.warmup(x, BLOCK=128, grid=(1,), target="sm_90")
+    off = _exp2_rsqrt.warmup(x, BLOCK=128, grid=(1,), target="sm_90", enable_reflect_ftz=False)
+    assert "ex2.approx.ftz.f32" in on.asm["ptx"] and "rsqrt.approx.ftz.f32" in on.asm["ptx"]
+    assert "ex2.approx.f32" in off.asm["ptx"] and "rsqrt.approx.f32" in off.asm["ptx"]
+    assert ".ftz" not in off.asm["ptx"] and off.asm["cubin"]
+    assert _exp2_rsqrt.warmup(x, BLOCK=128, grid=(1,), target="sm_90", enable_reflect_ftz=True) is on
+
+
+@compiler.jit
 def _f32_dot(A, B, C, N: tl.constexpr):
     r = tl.arange(0, N)
     a = tl.load(A + r[:, None] * N + r[None, :])
@@ -588,3 +607,23 @@ def test_arch_option_and_override_arch_name_the_target(monkeypatch):
     assert _mul_add.warmup(x, BLOCK=128, grid=(1,)).metadata["arch"] == "sm_89"
     with pytest.raises(TypeError, match="arch must name"):
         _mul_add.warmup(x, BLOCK=128, grid=(1,), arch="gfx942")
+
+
+def test_num_warps_not_a_power_of_2_is_refused_as_triton_refuses_it():
+    """num_warps=3: the error is a ValueError and, as Triton's (an `assert`), an AssertionError, saying 'must be a
+    power of 2'; 1, 2 and 4 compile."""
+    x = np.zeros(128, np.float32)
+    for exc in (AssertionError, ValueError):
+        with pytest.raises(exc, match="must be a power of 2"):
+            _mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", num_warps=3)
+    for w in (1, 2, 4):
+        assert _mul_add.warmup(x, BLOCK=128, grid=(1,), target="sm_90", num_warps=w).asm["ptx"]
+
+
+def test_num_ctas_above_1_needs_hopper():
+    """num_ctas > 1 (Triton's thread-block clusters) is taken and ignored on sm_90 (one block a program computes
+    the same results); for an older target it is a ValueError, as Triton's."""
+    x = np.zeros(128, np.float32)
+    with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
+        _mul_add.warmup(x, BLOCK=128, grid=(1,), num_ctas=2, arch="sm80")
+    assert _mul_add.warmup(x, BLOCK=128, grid=(1,), num_ctas=2, target="sm_90a").asm["ptx"]
