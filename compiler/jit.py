@@ -1056,9 +1056,10 @@ class _CompileOpts(typing.NamedTuple):
     def key(self, keys: tuple) -> tuple:
         """The key a JITFunction files the compiled specialization under: the specialization, num_warps,
         num_stages, debug, and the others where they are not the default."""
-        return keys + (self.num_warps, self.num_stages, self.debug) + ((self.maxnreg,) if self.maxnreg else ()) + (
-            (("target", self.target),) if self.target else ()) + ((("fp_fusion", False),) if not self.fusion else ()) + (
-            (("reflect_ftz", False),) if not self.ftz else ())
+        rest = ((self.maxnreg,) if self.maxnreg else ()) + ((("target", self.target),) if self.target else ())
+        rest += (("fp_fusion", False),) if not self.fusion else ()
+        rest += (("reflect_ftz", False),) if not self.ftz else ()
+        return keys + (self.num_warps, self.num_stages, self.debug) + rest
 
 
 def _with_hash(kernel):

@@ -278,8 +278,9 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
   done
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~8 min):
-  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_direct (the old store) on
-  # a dot stored without a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change, beside Triton; the gpu tests
+  # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_direct (the old store)
+  # on a dot stored without a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change,
+  # beside Triton; the gpu tests
   # of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch operands in one stage,
   # dot_scaled's narrow upcast)
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \

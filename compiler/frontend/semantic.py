@@ -1547,12 +1547,14 @@ _DOT_PRECISIONS = ("tf32", "tf32x3", "ieee", "bf16x3", "bf16x6")
 
 
 def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float32, max_num_imprecise_acc=None):
-    """Matrix product of 2-D blocks [M, K] x [K, N] (or batched 3-D [B, M, K] x [B, K, N]) plus `acc`.
+    """Matrix product of 2-D blocks [M, K] x [K, N] (or batched: [B.., M, K] x [B.., K, N], the leading dims
+    flattened into one batch) plus `acc`.
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
     input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate in int32,
-    saturating at its range instead of wrapping (as Triton's GPU code: mma .satfinite). A dim under 16 (no tensor-core shape fits) is computed as products and a sum over K in the
-    accumulator's type (float32 for fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
+    saturating at its range instead of wrapping (as Triton's GPU code: mma .satfinite). A dim under 16 (no
+    tensor-core shape fits) is computed as products and a sum over K in the accumulator's type (float32 for
+    fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
     """
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)

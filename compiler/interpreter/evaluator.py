@@ -233,9 +233,10 @@ def _bf16_parts(x, prec):
 @impl("dot")
 def _dot(interp, op):
     """Matrix product of the last two dims plus acc, accumulated in float64 (int8 operands: exactly, the sum
-    saturated to int32's range as the GPU's mma .satfinite does) and rounded once to the result type. input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3"
-    does not (its three tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each
-    float32 operand into bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
+    saturated to int32's range as the GPU's mma .satfinite does) and rounded once to the result type.
+    input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3" does not (its three
+    tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each float32 operand into
+    bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
     to nearest even) and sum the partial products the codegen issues: the cross terms first (hi*mid + mid*hi; for
     bf16x6 also mid*mid + hi*lo + lo*hi), a NaN there replaced by 0 (an infinite input leaves inf - inf in its
     lower parts), then hi*hi, then acc. The products of bf16 parts are exact in float64; what is left out (mid*mid

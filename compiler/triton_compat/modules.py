@@ -189,6 +189,12 @@ def _build() -> dict:
             "triton.backends.compiler": backends_compiler}
     mods["triton.language.extra.cuda.libdevice"] = cuda.__dict__["libdevice"]
     mods["triton.knobs"] = knobs
+    # Triton's native module: of it only the cuBLAS binding its tests take reference products from
+    cublas = CompatModule("triton._C.libtriton.nvidia.cublas", {"CublasLt": rt.CublasLt})
+    nvidia = CompatModule("triton._C.libtriton.nvidia", {"cublas": cublas})
+    mods["triton._C.libtriton"] = CompatModule("triton._C.libtriton", {"nvidia": nvidia})
+    mods["triton._C"] = CompatModule("triton._C", {"libtriton": mods["triton._C.libtriton"]})
+    top.__dict__["_C"] = mods["triton._C"]
     return mods
 
 
@@ -224,6 +230,7 @@ def compat_module(name: str):
 #: the Triton modules the layer stands in for
 MAPPED = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
           "triton.language.extra.cuda", "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
-          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime", "triton.runtime.jit",
-          "triton.runtime.errors", "triton.compiler", "triton.compiler.errors", "triton.language.core",
-          "triton.backends", "triton.backends.compiler", "triton.knobs")
+          "triton.testing", "triton.tools", "triton.tools.tensor_descriptor", "triton.tools.mxfp", "triton.runtime",
+          "triton.runtime.jit", "triton.runtime.errors", "triton.compiler", "triton.compiler.errors",
+          "triton.language.core", "triton.backends", "triton.backends.compiler", "triton.knobs", "triton._C",
+          "triton._C.libtriton")

@@ -270,3 +270,19 @@ TritonError = CompilerError
 #: in Triton's interpreter, a kernel's errors are InterpreterError; here the interpreter and the compiler share
 #: one frontend, so a kernel mistake is the same CompilationError (or KernelRuntimeError while it runs)
 InterpreterError = (CompilationError, KernelRuntimeError)
+
+
+class CublasLt:
+    """`triton._C.libtriton.nvidia.cublas.CublasLt(workspace)`: Triton's cuBLASLt binding, which Triton's tests
+    use for reference products. `matmul(A, B, C)` writes C = A @ B^T (A [M, K], B [N, K], as the binding takes
+    them) in C's dtype; here torch computes it in float32 (cuBLAS underneath on a GPU), so fp8 inputs work too.
+    `workspace` is taken and not used."""
+
+    def __init__(self, workspace=None):
+        self.workspace = workspace
+
+    def matmul(self, A, B, C):
+        if A.shape[-1] != B.shape[-1] or tuple(C.shape) != (A.shape[0], B.shape[0]):
+            raise ValueError(f"CublasLt.matmul: A {tuple(A.shape)} and B {tuple(B.shape)} (B as [N, K]) do not make "
+                             f"C {tuple(C.shape)}")
+        C.copy_((A.float() @ B.float().T).to(C.dtype))

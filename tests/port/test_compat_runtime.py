@@ -627,3 +627,23 @@ def test_num_ctas_above_1_needs_hopper():
     with pytest.raises(ValueError, match=r"num_ctas > 1 requires NVIDIA SM90\+ \(Hopper\)"):
         _mul_add.warmup(x, BLOCK=128, grid=(1,), num_ctas=2, arch="sm80")
     assert _mul_add.warmup(x, BLOCK=128, grid=(1,), num_ctas=2, target="sm_90a").asm["ptx"]
+
+
+def test_cublas_binding_of_triton_tests():
+    """`from triton._C.libtriton import nvidia; nvidia.cublas.CublasLt(ws).matmul(A, B, C)`: Triton's tests take
+    reference products from it (test_warp_specialization imports it at module level on Hopper, so the whole file
+    failed to import). C = A @ B^T, B given [N, K], in C's dtype."""
+    torch = pytest.importorskip("torch")
+    from compiler.triton_compat.modules import compat_module
+
+    nvidia = compat_module("triton._C.libtriton").nvidia
+    assert compat_module("triton")._C.libtriton.nvidia is nvidia
+    cublas = nvidia.cublas.CublasLt(torch.empty(1024, dtype=torch.uint8))
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn((32, 48), generator=g), torch.randn((16, 48), generator=g)
+    c = torch.empty((32, 16), dtype=torch.float16)
+    cublas.matmul(a.half(), b.half(), c)
+    ref = a.half().double() @ b.half().double().T
+    assert torch.allclose(c.double(), ref, rtol=2e-3, atol=2e-3)
+    with pytest.raises(ValueError, match=r"B as \[N, K\]"):
+        cublas.matmul(a, b.T.contiguous(), c)
