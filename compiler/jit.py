@@ -133,9 +133,13 @@ def _none_handler(a):
 
 
 def _np_scalar_handler(a):
+    """A NumPy scalar: integers as Python ints; a numpy.float64, which is a Python float (a subclass), as Triton
+    takes it: float32, like any float; the other float types (float32, float16, ...) as their own type."""
     dt = T.from_numpy(a.dtype)
     if dt.is_int() and not dt.is_bool():
         return _int_handler(int(a))
+    if isinstance(a, float):
+        return _float_handler(float(a))
     return (dt.name,), a.item(), "typed"
 
 

@@ -782,9 +782,9 @@ def cast(x, dtype, bitcast=False, fp_downcast_rounding=None):
     if rounding == "rtz":
         if not (x.dtype.is_floating() and dtype.is_floating() and dtype.bits < x.dtype.bits):
             raise SemanticError(f"fp_downcast_rounding applies to float downcasts, not {x.dtype!r} to {dtype!r}")
-        if not (x.dtype.is_fp32() and dtype.bits == 16):
-            raise SemanticError(f"fp_downcast_rounding='rtz' from {x.dtype!r} to {dtype!r} is not supported (the "
-                                "GPU converts to fp8 with round-to-nearest only); float32 -> float16/bfloat16 is")
+        if not (x.dtype.is_fp32() and (dtype.bits == 16 or dtype == T.float8e5)):
+            raise SemanticError(f"fp_downcast_rounding='rtz' from {x.dtype!r} to {dtype!r} is not supported; "
+                                "float32 -> float16/bfloat16/float8e5 is")
         return tensor(_b().cast(x.handle, dtype, rounding="rtz"), x.type.with_element(dtype))
     return tensor(_b().cast(x.handle, dtype), x.type.with_element(dtype))
 

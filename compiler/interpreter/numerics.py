@@ -32,7 +32,8 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
 - fp8 (float8e4nv = e4m3fn, float8e5 = e5m2) values are only loaded, stored, selected, bitcast and cast (the
   frontend computes arithmetic on them in float32): casts to fp8 round to float32 first, then to nearest even
   with saturation to the finite range (inf too) and NaN -> 0x7F (PTX cvt.rn.satfinite); casts from fp8 are exact.
-- cast attr rounding "rtz" (fp_downcast_rounding, float32 -> float16/bfloat16) rounds toward zero.
+- cast attr rounding "rtz" (fp_downcast_rounding, float32 -> float16/bfloat16/float8e5) rounds toward zero
+  (finite values stay finite; to float8e5 infinities saturate to +-max, as its round-to-nearest cast).
 """
 from __future__ import annotations
 
@@ -408,6 +409,14 @@ def _f32_rtz(x, dst):
     return r
 
 
+def _f32_rtz_e5m2(x, nd):
+    """float32 -> float8e5 rounding toward zero: float16 toward zero, then its high byte (e5m2 is float16's top
+    8 bits, so dropping the low byte truncates); infinities saturate to +-max as the round-to-nearest cast's do."""
+    b = (_f32_rtz(x, T.float16).view(np.uint16) >> np.uint16(8)).astype(np.uint8)
+    b = np.where((b & np.uint8(0x7F)) == np.uint8(0x7C), b - np.uint8(1), b).astype(np.uint8)
+    return b.view(nd)
+
+
 def cast_fn(src, dst, rounding=None):
     """f(x) converting element type src -> dst (see the module docstring for the rules)."""
     snd, dnd = np_dtype(src), np_dtype(dst)
@@ -415,6 +424,8 @@ def cast_fn(src, dst, rounding=None):
         return lambda x: x
     if src.is_fp8() and dst.is_fp8():
         return lambda x: to_fp8(np.asarray(x).astype(F32), dst)
+    if dst.is_fp8() and rounding == "rtz":  # float32 -> float8e5: see _f32_rtz_e5m2
+        return lambda x: _f32_rtz_e5m2(x, dnd)
     if dst.is_fp8():
         to32 = cast_fn(src, T.float32) if not src.is_floating() else (lambda x: np.asarray(x).astype(F32))
         return lambda x: to_fp8(to32(x), dst)

@@ -647,3 +647,23 @@ def test_cublas_binding_of_triton_tests():
     assert torch.allclose(c.double(), ref, rtol=2e-3, atol=2e-3)
     with pytest.raises(ValueError, match=r"B as \[N, K\]"):
         cublas.matmul(a, b.T.contiguous(), c)
+
+
+@compiler.jit
+def _scaled(X, Out, scale, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Out + offs, tl.load(X + offs) * scale)
+
+
+def test_numpy_float64_scalar_is_a_float32_argument_as_in_triton():
+    """numpy.float64 is a Python float (a subclass): Triton 3.6 specializes it as fp32, like 0.125 (`1 /
+    np.sqrt(D)` as an attention scale); it was typed float64 here, which made float64 arithmetic of everything
+    it touched. numpy.float32 / float16 scalars keep their own types (Triton refuses those)."""
+    x = np.arange(16, dtype=np.float32)
+    for s in (0.125, np.float64(0.125)):
+        k = _scaled.warmup(x, x, s, BLOCK=16, grid=(1,), target="sm_90")
+        assert ".f64" not in k.asm["ptx"]
+        out = np.zeros(16, np.float32)
+        _scaled[(1,)](x, out, s, BLOCK=16)
+        np.testing.assert_array_equal(out, x * np.float32(0.125))
+    assert ".f16" in _scaled.warmup(x, x, np.float16(0.125), BLOCK=16, grid=(1,), target="sm_90").asm["ptx"]
