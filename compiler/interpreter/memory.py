@@ -44,6 +44,10 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
     return lo, hi + a.itemsize
 
 
+_HOST_HINT = ("; the interpreter reaches only the launch's arrays: an address read from memory (a pointer array) "
+              "needs its array named by `with compiler.interpreter.host_memory(array, ...):` around the launch")
+
+
 class Region:
     """A contiguous byte range of host memory with typed views of it."""
 
@@ -146,11 +150,12 @@ class Memory:
                 if best is None or d < best[0]:
                     best = (d, name, lo, hi)
         if best is None:
-            return "no memory is registered (no array arguments)"
+            return "no memory is registered (no array arguments)" + _HOST_HINT
         _, name, lo, hi = best
         if addr < lo:
-            return f"{lo - addr} bytes before argument '{name}' ({hi - lo} bytes at 0x{lo:x})"
-        return f"offset {addr - lo} bytes from the start of argument '{name}' of {hi - lo} bytes (at 0x{lo:x})"
+            return f"{lo - addr} bytes before argument '{name}' ({hi - lo} bytes at 0x{lo:x})" + _HOST_HINT
+        return (f"offset {addr - lo} bytes from the start of argument '{name}' of {hi - lo} bytes (at 0x{lo:x})"
+                + _HOST_HINT)
 
     def _fail(self, addr_flat, bad, size, kind, elem_name, loc):
         lanes = np.flatnonzero(bad)

@@ -444,3 +444,24 @@ def test_python_number_types(value, want, with_bool):
 def test_store_of_a_nonrepresentable_integer_is_refused():
     with pytest.raises(compiler.CompilationError, match="nonrepresentable integer 18446744073709551616"):
         const_type[(1,)](np.zeros(1, np.int64), np.ones(1, np.int32), V=2**64, WANT=tl.int64, WITH_BOOL=False)
+
+
+@compiler.jit
+def _through_pointer_array(Ptrs, Out, N, BLOCK: tl.constexpr):
+    src = tl.load(Ptrs + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(Out + tl.program_id(0) * BLOCK + offs, tl.load(src + offs, mask=offs < N, other=0.0))
+
+
+def test_pointer_array_in_the_interpreter_names_host_memory():
+    """Addresses read from memory (a pointer array) reach arrays that are not the launch's arguments: the
+    interpreter refuses them with an error that says how to name them (compiler.interpreter.host_memory), and
+    with them named the kernel runs."""
+    xs = [np.arange(8, dtype=np.float32) + 10 * i for i in range(3)]
+    ptrs = np.array([x.__array_interface__["data"][0] for x in xs], np.int64)
+    out = np.zeros(3 * 8, np.float32)
+    with pytest.raises(compiler.KernelRuntimeError, match=r"compiler\.interpreter\.host_memory\(array, \.\.\.\)"):
+        _through_pointer_array[(3,)](ptrs, out, 8, BLOCK=8)
+    with compiler.interpreter.host_memory(*xs):
+        _through_pointer_array[(3,)](ptrs, out, 8, BLOCK=8)
+    np.testing.assert_array_equal(out, np.concatenate(xs))
