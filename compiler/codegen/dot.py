@@ -726,6 +726,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [C.F32] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
+
     def issue(instr, mi, ni, k0, acc):
         # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position are selected
         # (few warpgroups, so a select chain is cheap)
