@@ -280,11 +280,11 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session built and could not time (~8 min):
   # cp_ignore_src over the matmul/attention kernels, fma_no_prefetch on the FMA dot, store_direct (the old store)
   # on a dot stored without a K loop, convert_narrow and reduce_interleave on the kernels whose PTX they change,
-  # beside Triton; the gpu tests
-  # of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch operands in one stage,
-  # dot_scaled's narrow upcast)
+  # beside Triton; the gpu tests of what changed without a GPU since (fp8 attention's other tiles, wgmma scratch
+  # operands in one stage, dot_scaled's narrow upcast, dot results stored 16 bytes a thread, max_num_imprecise_acc
+  # on fp8 wgmma, int8 sums that saturate, dots of 4-D blocks, rtz to float8e5)
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
-    tests/port/test_dot_scaled.py tests/ops/test_random.py tests/tutorials tests/dot "$@"
+    tests/port/test_dot_scaled.py tests/ops/test_random.py tests/ops/test_fp8.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
   step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_direct;convert_narrow' \
