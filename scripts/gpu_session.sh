@@ -287,7 +287,8 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what the last session b
     tests/port/test_dot_scaled.py tests/ops/test_random.py tests/ops/test_fp8.py tests/tutorials tests/dot "$@"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
-  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab 'fma_no_prefetch;store_direct;convert_narrow' \
+  step pending-ab1 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --ab 'fma_no_prefetch;store_direct;convert_narrow' \
     --select mm_fp32_ieee,scores_qkT_f32out,mm_residual_f16,mm_bias_f16,mm_colbias_f16,mm_bias_relu_bf16,embedding_f16 \
     --out "$OUT/pending1"
   step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab reduce_interleave \

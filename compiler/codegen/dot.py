@@ -16,7 +16,7 @@ import llvmlite.ir as ir
 
 from ..passes.pipeline import SMEM_MAX
 from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, default_blocked, linear
-from ..passes.wgmma_loops import register_a_applies
+from ..passes.wgmma_loops import partial_accumulation, register_a_applies
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
@@ -785,8 +785,6 @@ def _imprecise_groups(op, K, kstep):
     to its accumulator in float32 (passes/wgmma_loops.py partial_accumulation): a group closes once it holds at
     least that many K elements (every step when the limit is under one step's 32), as Triton does on Hopper. None
     for other dots."""
-    from ..passes.wgmma_loops import partial_accumulation
-
     if not partial_accumulation(op):
         return None
     limit = op.attrs["max_num_imprecise_acc"]

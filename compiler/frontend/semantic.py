@@ -1559,19 +1559,20 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
     a, b = to_tensor(_unwrap(a)), to_tensor(_unwrap(b))
     out_dtype = _unwrap(out_dtype)
     ra, rb = len(a.type.shape), len(b.type.shape)
-    if ra > 3 and ra == rb and a.type.shape[:-2] == b.type.shape[:-2] and a.type.shape[-1] == b.type.shape[-2]:
+    if ra > 3 and ra == rb and a.type.shape[:-2] == b.type.shape[:-2]:
         # more batch dims: one batched dot over all of them (reshapes of the leading dims)
-        batch, (M, K), N = tuple(a.type.shape[:-2]), a.type.shape[-2:], b.type.shape[-1]
+        batch = tuple(a.type.shape[:-2])
         nb = math.prod(batch)
+        shape = batch + (a.type.shape[-2], b.type.shape[-1])
         acc = _unwrap(acc)
         if acc is not None:
             acc = to_tensor(acc)
-            if tuple(acc.type.shape) != batch + (M, N):
-                raise SemanticError(f"dot acc must have shape {list(batch + (M, N))}, got {list(acc.type.shape)}")
-            acc = reshape(acc, (nb, M, N))
-        r = dot(reshape(a, (nb, M, K)), reshape(b, (nb, K, N)), acc, input_precision, allow_tf32, out_dtype,
-                max_num_imprecise_acc)
-        return reshape(r, batch + (M, N))
+            if tuple(acc.type.shape) != shape:
+                raise SemanticError(f"dot acc must have shape {list(shape)}, got {list(acc.type.shape)}")
+            acc = reshape(acc, (nb,) + shape[-2:])
+        r = dot(reshape(a, (nb,) + tuple(a.type.shape[-2:])), reshape(b, (nb,) + tuple(b.type.shape[-2:])), acc,
+                input_precision, allow_tf32, out_dtype, max_num_imprecise_acc)
+        return reshape(r, shape)
     if ra not in (2, 3) or ra != rb:
         raise SemanticError(f"dot needs two 2-D (or batched: 3-D and more, the same batch dims) blocks, got shapes "
                             f"{list(a.type.shape)} and {list(b.type.shape)}")

@@ -44,6 +44,8 @@ def _byte_bounds(a: np.ndarray) -> tuple[int, int]:
     return lo, hi + a.itemsize
 
 
+# Added to an out-of-bounds address farther from every argument than the nearest one's size: more likely an address
+# read from memory (a pointer array) than an index past an argument's end.
 _HOST_HINT = ("; the interpreter reaches only the launch's arrays: an address read from memory (a pointer array) "
               "needs its array named by `with compiler.interpreter.host_memory(array, ...):` around the launch")
 
@@ -151,11 +153,11 @@ class Memory:
                     best = (d, name, lo, hi)
         if best is None:
             return "no memory is registered (no array arguments)" + _HOST_HINT
-        _, name, lo, hi = best
+        d, name, lo, hi = best
+        hint = _HOST_HINT if d > hi - lo else ""  # farther from every argument than the nearest one's own size
         if addr < lo:
-            return f"{lo - addr} bytes before argument '{name}' ({hi - lo} bytes at 0x{lo:x})" + _HOST_HINT
-        return (f"offset {addr - lo} bytes from the start of argument '{name}' of {hi - lo} bytes (at 0x{lo:x})"
-                + _HOST_HINT)
+            return f"{lo - addr} bytes before argument '{name}' ({hi - lo} bytes at 0x{lo:x})" + hint
+        return f"offset {addr - lo} bytes from the start of argument '{name}' of {hi - lo} bytes (at 0x{lo:x})" + hint
 
     def _fail(self, addr_flat, bad, size, kind, elem_name, loc):
         lanes = np.flatnonzero(bad)

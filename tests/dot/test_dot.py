@@ -902,3 +902,14 @@ def test_dot_more_batch_dims(target, batch, M, N, Kd):
     run(target, K.dot_nd_kernel, (1,), [a.ravel(), b.ravel(), acc.ravel(), z], [], SHAPE_A=list(a.shape),
         SHAPE_B=list(b.shape), SHAPE_C=list(acc.shape), NA=a.size, NB=b.size, NC=acc.size)
     assert_exact(z.reshape(acc.shape), acc + a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_dot_more_batch_dims_inner_dimension_mismatch():
+    """4-D blocks whose K differ: the error names the inner dimensions, as a 2-D dot's does."""
+    a = np.zeros((2, 2, 16, 32), np.float16)
+    b = np.zeros((2, 2, 16, 16), np.float16)
+    acc = np.zeros((2, 2, 16, 16), np.float32)
+    z = np.zeros(acc.size, np.float32)
+    with pytest.raises(compiler.CompilationError, match="inner dimensions differ"):
+        K.dot_nd_kernel[(1,)](a.ravel(), b.ravel(), acc.ravel(), z, SHAPE_A=list(a.shape), SHAPE_B=list(b.shape),
+                              SHAPE_C=list(acc.shape), NA=a.size, NB=b.size, NC=acc.size)

@@ -465,3 +465,17 @@ def test_pointer_array_in_the_interpreter_names_host_memory():
     with compiler.interpreter.host_memory(*xs):
         _through_pointer_array[(3,)](ptrs, out, 8, BLOCK=8)
     np.testing.assert_array_equal(out, np.concatenate(xs))
+
+
+@compiler.jit
+def _past_the_end(X, Out, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Out + offs, tl.load(X + offs + 8))
+
+
+def test_index_past_an_argument_gets_no_pointer_array_hint():
+    """An index just past an argument's end is the usual out-of-bounds mistake: the error names the argument and
+    the offset, without the host_memory hint meant for addresses far from every argument."""
+    with pytest.raises(compiler.KernelRuntimeError) as e:
+        _past_the_end[(1,)](np.zeros(8, np.float32), np.zeros(8, np.float32), BLOCK=8)
+    assert "argument 'X'" in str(e.value) and "host_memory" not in str(e.value)
