@@ -1552,7 +1552,8 @@ def dot(a, b, acc=None, input_precision=None, allow_tf32=None, out_dtype=T.float
 
     fp16/bf16 inputs accumulate in fp32 (or fp16 when out_dtype is fp16); fp32 inputs use tf32 unless
     input_precision says otherwise ("tf32x3", "bf16x3", "bf16x6", "ieee"); int8 inputs accumulate in int32,
-    saturating at its range instead of wrapping (as Triton's GPU code: mma .satfinite). A dim under 16 (no
+    saturating at its range instead of wrapping (as Triton's mma.sync code: .satfinite, after each instruction's
+    32 products; the interpreter's dot says the order). A dim under 16 (no
     tensor-core shape fits) is computed as products and a sum over K in the accumulator's type (float32 for
     fp16/bf16/fp32 inputs, whatever `input_precision` says: exact FMAs).
     """
