@@ -43,26 +43,14 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
-# `store_direct` (passes/assign_layouts.py _wide_store): the old code, a dot's result stored 8 bytes a thread straight
-# from the MMA fragments, where the default converts it to the pointer's coalesced layout (st.global.v4, as Triton).
-# The conversion was the switch `store_vec` first (2026-12-04); H200 A/B 2026-12-05 over the 34 matmul/attention
-# corpus kernels: 0.998, but it changes none of them. Made the default without a GPU on 2026-12-05 (Triton's
-# test_dot/test_scaled_dot assert the v4: 264 of 1200 sampled test_core cases failed on it alone); the kernel it
-# changes (scores_qkT_f32out: shared memory 32 -> 66 KiB, Triton's 64) is timed both ways by gpu_session pending.
 # `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
 # predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
-# selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137).
-# `fma_no_prefetch` (passes/pipeline.py, added 2026-12-05): FMA-dot K loops without the register prefetch.
-# `convert_narrow` (passes/assign_layouts.py _through_narrow, added 2026-12-05): a value widened from a narrower one
-# by elementwise ops (a float16 residual tile cast to float32) converted to the layout its user wants as the narrower
-# value, the ops repeated there, as Triton's backward rematerialization places it; PTX changes for 5 corpus kernels
-# (mm_residual: its 128x128 conversion buffer 64 -> 32 KiB; the bias rows and embedding: tiny ones).
-# `reduce_interleave` (codegen/reduce.py _e_reduce, added 2026-12-05): a thread's in-thread reduction chains advance
-# together (a load's values consumed one after another) instead of one output's chain through every load first;
-# argmin_cols_f32 72 -> 40 registers (Triton 32; 7 -> 12 blocks per SM, 1.06 of Triton's time on 2026-12-05); PTX
-# changes for 9 corpus kernels (the attention kernels' row max/sum among them, at the same registers).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "store_direct", "cp_ignore_src", "fma_no_prefetch",
-                     "convert_narrow", "reduce_interleave")
+# selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137). H100 A/B
+# 2026-12-05 (35 matmul/attention kernels, 3 rounds): 0.990, faster on 11 by over 2% (mm_block_ptr 0.914,
+# mm_mask_mnk 0.942) but slower on 3 (mm_relu 1.079, mm_tutorial 1.056, mm_mask_mn 64x128 1.030): open.
+# (Decided on the H100 the same day, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
+# `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code.)
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src")
 
 
 
@@ -270,7 +258,8 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
     and the back end's straight-line strength reduction and GVN spend several times longer on it. LLVM CPU time
     0.88x over the 70 corpus kernels (mm_tf32 253 -> 130 ms); the SASS differs on 46 of them (fewer instructions
     on 32, more on one; mm_even_k_f16's 188 bytes of spills gone; mm_tf32 222 -> 192 registers, a few kernels
-    1-10 more), so it waits for a GPU A/B (mm_fp32_ieee took 1.117x with it)."""
+    1-10 more). H100 A/B 2026-12-05 over 29 matmul kernels with the FMA dot's prefetch gone (now the code): 0.985,
+    mm_even_k 0.613, but mm_odd 1.063, mm_bf16 1.011-1.018, so it stays a switch."""
     ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
     level, cg_level = _LEVELS
     names = set(_NV_NAME.findall(llir))

@@ -84,12 +84,10 @@ def _wide_store(vl, anc, op) -> bool:
     st.global.v4 a thread where the fragments take two or four narrower stores, at the cost of a conversion buffer in
     shared memory (Triton converts the same way: a 128x128 float32 result stored without a K loop takes 64 KiB in
     both). Of the corpus kernels it changes only scores_qkT_f32out (one dot, no K loop): the K-loop matmul and
-    attention epilogues store 16 bytes a thread already. Triton's test_dot / test_scaled_dot assert the v4.
-    A/B switch `store_direct` (TILEFARM_AB, the H200 A/B pending): the data stays in its MMA layout and is stored
-    8 bytes a thread."""
-    from ..options import ab_switch
-
-    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout) or ab_switch("store_direct"):
+    attention epilogues store 16 bytes a thread already. Measured (H100, 2026-12-05, 3 rounds beside Triton): the
+    old store, 8 bytes a thread from the fragments, took 1.18x this one's time on scores_qkT_f32out (1.21 of
+    Triton's against 1.03). Triton's test_dot / test_scaled_dot assert the v4."""
+    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
         return False
     bits = op.operands[1].type.element.bits
     return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
@@ -335,13 +333,10 @@ class _Assigner:
             got = make(v, layout, ops, depth)
             if got is not None:
                 return got, ops
-        from ..options import ab_switch
-
-        if ab_switch("convert_narrow"):
-            ops = []
-            got = self._through_narrow(v, layout, ops, user)
-            if got is not None:
-                return got, ops
+        ops = []
+        got = self._through_narrow(v, layout, ops, user)
+        if got is not None:
+            return got, ops
         cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=user.loc)
         return cv.result, [cv]
 
@@ -350,10 +345,11 @@ class _Assigner:
 
     def _through_narrow(self, v, layout, out, user):
         """v in `layout` by converting a narrower value it is computed from and repeating the elementwise ops
-        between (A/B switch convert_narrow): v = f(x) where x has v's shape and fewer bits per element and every
-        other operand of the ops between is a scalar or rematerializes cheaply (a residual tile loaded as float16
-        and widened to float32 is converted as float16: half the shared memory and its traffic). None where no
-        such x is within a few ops."""
+        between: v = f(x) where x has v's shape and fewer bits per element and every other operand of the ops
+        between is a scalar or rematerializes cheaply (a residual tile loaded as float16 and widened to float32 is
+        converted as float16: half the shared memory and its traffic; mm_residual_f16 took 0.952 of the time of
+        the float32 conversion, H100, 2026-12-05, none of the 7 kernels it changes slower). None where no such x
+        is within a few ops."""
         chain, cur = [], v
         for _ in range(6):
             src = cur.owner

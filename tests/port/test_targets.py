@@ -58,24 +58,19 @@ def _dot_store(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 @pytest.mark.parametrize("dt,M,N,K,w", [(np.float16, 64, 64, 64, 4), (np.float32, 64, 64, 32, 4),
                                         (np.float16, 128, 128, 64, 8)])
-def test_dot_result_stored_16_bytes_a_thread(monkeypatch, dt, M, N, K, w):
+def test_dot_result_stored_16_bytes_a_thread(dt, M, N, K, w):
     """A dot's result is converted to the pointer's coalesced layout and stored with st.global.v4, as Triton does
-    (its test_dot asserts it); A/B switch store_direct: st.global.v2 straight from the MMA fragments."""
+    (its test_dot asserts it), not st.global.v2 straight from the MMA fragments."""
     a, b, c = np.zeros(M * K, dt), np.zeros(K * N, dt), np.zeros(M * N, np.float32)
     wide = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
     assert "st.global.v4" in wide.asm["ptx"] and "st.global.v2" not in wide.asm["ptx"] and wide.asm["cubin"]
-    monkeypatch.setenv("TILEFARM_AB", "store_direct")
-    base = _dot_store.warmup(a, b, c, M=M, N=N, K=K, grid=(1,), target="sm_90", num_warps=w)
-    assert "st.global.v2" in base.asm["ptx"] and "st.global.v4" not in base.asm["ptx"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", [np.float16, np.float32])
-@pytest.mark.parametrize("ab", ["", "store_direct"])
-def test_dot_store_results(monkeypatch, dt, ab):
+def test_dot_store_results(dt):
     from .kernels import poison, run
 
-    monkeypatch.setenv("TILEFARM_AB", ab)
     rng = np.random.default_rng(12)
     a = rng.standard_normal((64, 64)).astype(dt)
     b = rng.standard_normal((64, 64)).astype(dt)
@@ -94,9 +89,9 @@ def _dot_residual(A, B, R, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr)
 
 
 @pytest.mark.parametrize("M,N,K,w", [(64, 64, 64, 4), (128, 128, 64, 8)])
-def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, K, w):
-    """A/B switch convert_narrow (waiting for the H200): a residual tile loaded as float16 and widened to float32 is
-    converted to the dot's layout as float16 (then widened and scaled there), not as float32."""
+def test_convert_narrow_converts_the_float16_residual(M, N, K, w):
+    """A residual tile loaded as float16 and widened to float32 is converted to the dot's layout as float16 (then
+    widened and scaled there), not as float32."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
     from compiler.passes.layouts import MmaLayout
@@ -116,8 +111,6 @@ def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, 
         return [op.result.type.element.name for op in ops if op.kind == "convert_layout"  # into the dot's layout
                 and op.result.type.numel == M * N and isinstance(op.attrs["_layouts"][0], MmaLayout)]
 
-    assert after_layouts() == ["float32"]
-    monkeypatch.setenv("TILEFARM_AB", "convert_narrow")
     assert after_layouts() == ["float16"]
     a, b, r = np.zeros(M * K, np.float16), np.zeros(K * N, np.float16), np.zeros(M * N, np.float16)
     ck = _dot_residual.warmup(a, b, r, np.zeros(M * N, np.float32), M=M, N=N, K=K, grid=(1,), target="sm_90a",
@@ -126,10 +119,9 @@ def test_convert_narrow_switch_converts_the_float16_residual(monkeypatch, M, N, 
 
 
 @pytest.mark.gpu
-def test_convert_narrow_switch_results(monkeypatch):
+def test_convert_narrow_results():
     from .kernels import poison, run
 
-    monkeypatch.setenv("TILEFARM_AB", "convert_narrow")
     rng = np.random.default_rng(13)
     a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
     r = rng.standard_normal((64, 64)).astype(np.float16)
@@ -154,16 +146,12 @@ def _first_combines(ptx, n):
     return loads, news
 
 
-def test_reduce_interleave_switch_consumes_each_load_together(monkeypatch):
-    """A/B switch reduce_interleave (waiting for the H200): the in-thread reduction chains of a thread's outputs
-    advance together, a load's values consumed one after another, instead of one output's chain through every load
-    before the next output's (a column argmin of 512x16 tiles: ptxas kept all 64 loaded values live, 72 registers
-    against Triton's 32; 40 with the switch)."""
+def test_reduce_consumes_each_load_together():
+    """The in-thread reduction chains of a thread's outputs advance together, a load's values consumed one after
+    another, instead of one output's chain through every load before the next output's (a column argmin of 512x16
+    tiles: ptxas kept all 64 loaded values live that way, 72 registers against Triton's 32; 40 now)."""
     x, o = np.zeros(512 * 16, np.float32), np.zeros(16, np.int32)
-    base = _argmin_cols.warmup(x, o, 512, 16, BM=512, BN=16, grid=(1,), target="sm_90a", num_warps=4)
-    loads, news = _first_combines(base.asm["ptx"], 4)
-    assert len(loads) == 16 and len({next(i for i, g in enumerate(loads) if r in g) for r in news}) == 4
-    monkeypatch.setenv("TILEFARM_AB", "reduce_interleave")
     inter = _argmin_cols.warmup(x, o, 512, 16, BM=512, BN=16, grid=(1,), target="sm_90a", num_warps=4)
     loads, news = _first_combines(inter.asm["ptx"], 4)
+    assert len(loads) == 16
     assert len({next(i for i, g in enumerate(loads) if r in g) for r in news}) == 1 and inter.asm["cubin"]
