@@ -277,18 +277,17 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~5 min). Decided on the H100 on
-  # 2026-12-05 (docs/EXPERIMENTS.md): store_direct lost; fma_no_prefetch, convert_narrow, reduce_interleave won.
-  # Left: cp_ignore_src (0.990, but 3 kernels slower) and short_ptr (mm_even_k 0.61, mm_odd 1.06) for a second run,
-  # and the gpu tests of what changed without a GPU (max_num_imprecise_acc, int8 saturation, 4-D dots, rtz to
-  # float8e5, the 16-byte dot store) with the code those A/Bs made the default
-  step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/port/test_targets.py \
-    tests/port/test_dot_scaled.py tests/ops/test_random.py tests/ops/test_fp8.py tests/tutorials tests/dot "$@"
+if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 min): int8 dots on wgmma (2026-12-05,
+  # fifth session, no GPU: k32 .satfinite, 8-bit operands through cp.async rings, a [K, N] b transposed from its
+  # slot in 4..16-byte rows) with their gpu tests and the two int8 corpus kernels beside Triton; fp8 dots of pointer
+  # loads take the same ring; the cp_ignore_src switch (H100 0.990, 3 kernels slower) again on this GPU
+  step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/ops/test_fp8.py \
+    tests/port/test_dot_scaled.py tests/port/test_targets.py "$@"
+  step pending-int8 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*' \
+    --out "$OUT/pending1"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
-  step pending-ab3 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab short_ptr --select 'mm_*,bmm_*' \
-    --out "$OUT/pending3"
-  cp "$OUT"/pending3/corpus-*.md "$FINAL/pending3.md" 2>/dev/null || true
+  cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of

@@ -15,7 +15,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..passes.pipeline import SMEM_MAX
-from ..passes.layouts import BlockedLayout, DotOperandLayout, MmaLayout, default_blocked, linear
+from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
+                              linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
 from . import common as C
 from . import tma as _tma
@@ -575,16 +576,16 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
     eb = _operand_bytes(op)
-    reg_a = isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw) and (eb == 2 or K % 32 == 0)
+    reg_a = (isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw) and (eb == 2 or K % 32 == 0)
+             and op.result.type.element.name != "int32")
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
     if eb == 1 and stb is not None and stb.inner != 0:
         # an 8-bit b in its ring slot as loaded, N its inner dim (attention's V [keys, head dim] through a tensor
-        # descriptor): wgmma reads 8-bit operands K-major only, so the slot is read into registers with 16-byte
-        # loads along N and written transposed to scratch below, as a b in registers is
-        bll = linear(default_blocked((K, N), 1, e.nw), (K, N), e.nw)
-        b = Tile(bll, load_swizzled(e, stb, bll, C.I8))
+        # descriptor, a [K, N] int8 weight through pointers): wgmma reads 8-bit operands K-major only, so the slot
+        # is read into registers and written transposed to scratch below (_transposing_tile)
+        b = _transposing_tile(e, stb, K, N)
         stb = None
     # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
@@ -625,12 +626,32 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
 
 
+def _transposing_tile(e, st, K, N):
+    """The 8-bit [K, N] tile of SwizzledTile st (N its inner dim) in registers, numbered for a K-major store: each
+    thread reads blocks of kr rows x 4 bytes (one 32-bit load per row) and holds them with the registers running
+    along K, so store_swizzled writes kr bytes of one column at once (kr = 16: 16 loads, 4 vector stores of 16
+    bytes, the bytes regrouped by byte permutes) instead of one byte a store. A tile too small for 4 x 4 bytes a
+    thread is read 16 bytes along N and stored byte by byte."""
+    per = K * N // (32 * e.nw)
+    if per < 16 or N < 4:
+        bll = linear(default_blocked((K, N), 1, e.nw), (K, N), e.nw)
+        return Tile(bll, load_swizzled(e, st, bll, C.I8))
+    kr = min(16, per // 4, K)
+    rows = linear(fill_blocked((K, N), (kr, 4), e.nw, (1, 0)), (K, N), e.nw)
+    regs = load_swizzled(e, st, rows, C.I8)
+    along_k = [b for b in rows.reg if b[0]]
+    cols = LinearLayout(rows.shape, tuple(along_k + [b for b in rows.reg if not b[0]]), rows.lane, rows.warp)
+    at = {rows.reg_coord(r): r for r in range(rows.num_regs)}
+    return Tile(cols, [regs[at[cols.reg_coord(r)]] for r in range(cols.num_regs)])
+
+
 def _operand_bytes(op) -> int:
     """Bytes per operand element of a wgmma dot: 2, or 1 for fp8 (passes/fp8_dot.py)."""
     return 1 if op.operands[0].type.element.bits == 8 else 2
 
 
-_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2"}
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2", "int8": "s8",
+               "uint8": "u8"}
 
 
 def hoist_operands(e, loop):
@@ -704,7 +725,15 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     NR = N // (instr_n * wn)
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
-    if a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
+    integer = op.result.type.element.name == "int32"
+    if integer:
+        # int8/uint8: both operands K-major, no scale or transpose immediates; the int32 sum saturates after each
+        # k32 instruction (.satfinite), as the mma.sync path's m16n8k32 does and the interpreter defines
+        assert a_k and b_k and a_regs is None, "int8 wgmma operands must be K-major in shared memory"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.satfinite.s32.{ta}.{tb} {dregs}, ${n_acc}, "
+                f"${n_acc + 1}, 1;")
+        ins = ["l", "l"]
+    elif a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
         assert a_k and b_k, "fp8 wgmma operands must be K-major"
         text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
                 "1, 1, 1;")
@@ -722,9 +751,10 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
         ins = ["r", "r", "r", "r", "l"]
-    cons = ",".join(["=f"] * n_acc + ins + [str(i) for i in range(n_acc)])
-    fty = ir.FunctionType(ir.LiteralStructType([C.F32] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
-                          [C.F32] * n_acc)
+    acc_t = C.I32 if integer else C.F32
+    cons = ",".join([f"={'r' if integer else 'f'}"] * n_acc + ins + [str(i) for i in range(n_acc)])
+    fty = ir.FunctionType(ir.LiteralStructType([acc_t] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
+                          [acc_t] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
 
     def issue(instr, mi, ni, k0, acc):

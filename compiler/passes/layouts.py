@@ -398,16 +398,21 @@ def mma_warps(shape, num_warps, version=2, instr_n=8):
 
 
 def wgmma_applies(op, options, num_warps) -> tuple | None:
-    """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16 -> fp32, whole warpgroups, M a
-    multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256), else None."""
+    """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16/fp8 -> fp32 or int8/uint8 -> int32,
+    whole warpgroups, M a multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256 -- of 16
+    above 32 for integers), else None."""
     if not has_wgmma(getattr(options, "arch", "")) or num_warps % 4:
         return None
     a = op.operands[0].type
-    if len(a.shape) != 2 or a.element.kind != "float" or a.element.bits not in (8, 16):
+    el = a.element
+    integer = el.kind in ("int", "uint") and el.bits == 8
+    if len(a.shape) != 2 or not (integer or (el.kind == "float" and el.bits in (8, 16))):
         return None
-    if a.element.bits == 8 and a.shape[-1] % 32:  # fp8 (passes/fp8_dot.py): k32 instructions
+    if el.bits == 8 and a.shape[-1] % 32:  # fp8 (passes/fp8_dot.py) and int8: k32 instructions
         return None
-    if op.result.type.element.name != "float32":
+    if op.result.type.element.name != ("int32" if integer else "float32"):
+        return None
+    if integer and op.operands[1].type.element.name != el.name:
         return None
     M, N = op.result.type.shape
     wm, wn = mma_warps((M, N), num_warps, version=3)
@@ -416,6 +421,6 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
     instr_n = N // wn
     while instr_n > 256:
         instr_n //= 2
-    if instr_n % 8 or (wn > 1 and instr_n % 64):
+    if instr_n % 8 or (wn > 1 and instr_n % 64) or (integer and instr_n > 32 and instr_n % 16):
         return None
     return (wm, wn), instr_n

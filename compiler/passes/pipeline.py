@@ -302,14 +302,21 @@ def tma_served(o) -> bool:
             and not o.attrs.get("volatile"))
 
 
-def _fp8_operand_ok(d, o, j, trans) -> bool:
-    """An 8-bit ring operand: only of an fp8 dot, served by TMA (whose tile's inner dim is the load's last). wgmma
-    reads 8-bit operands K-major only: a [M, K] load for a, a [N, K] load under a transpose for b are read in
-    place; a [K, N] load for b (attention's V as stored) lands N-major and the dot copies it transposed into
-    scratch (codegen/dot.py), which beats loading it outside the ring; a transposed [K, M] load for a never."""
-    if not (d.operands[0].type.element.is_fp8() and d.operands[1].type.element.is_fp8()) or not tma_served(o):
+def _byte_operand_ok(d, o, j, trans, info) -> bool:
+    """An 8-bit ring operand: of a dot whose operands are both 8-bit (fp8, int8, uint8). wgmma reads 8-bit operands
+    K-major only: an operand whose slot lands K-major is read in place (a [M, K] load for a, a [K, N] load for b
+    with K its contiguous dim, a [N, K] load for b under a transpose); a b that lands N-major (a [K, N] load along
+    N, attention's V as stored) is copied transposed from its slot into scratch by the dot (codegen/dot.py), which
+    beats loading it outside the ring; a transposed a never. TMA tiles land along their last dim; cp.async ones
+    along the pointer's contiguous dim."""
+    if not (d.operands[0].type.element.bits == 8 and d.operands[1].type.element.bits == 8):
         return False
-    return (j == 0 and not trans) or j == 1
+    if j == 0 and trans:
+        return False
+    if tma_served(o):
+        return True
+    dims = _copy_dims(o, info)
+    return bool(dims) and (j == 1 or dims == [1])
 
 
 def _zero_other(o) -> bool:
@@ -331,22 +338,28 @@ def _swaps_matrix_dims(o) -> bool:
     return r >= 2 and order == tuple(range(r - 2)) + (r - 1, r - 2)
 
 
-def _copyable(o, info) -> bool:
-    """16-byte chunks along the pointer's contiguous dim: contiguity and alignment of 8 halfs, a mask constant
-    over them."""
+def _copy_dims(o, info) -> list:
+    """The dims along which the load splits into 16-byte chunks: contiguity and alignment of 16 bytes, a mask
+    constant over them."""
     p = info.get(o.operands[0].id)
     if p is None:
-        return False
+        return []
     eb = o.result.type.element.bits // 8
     chunk = 16 // eb
+    dims = []
     for d in range(len(o.result.type.shape)):
         if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and o.result.type.shape[d] >= chunk:
             if o.attrs.get("has_mask"):
                 m = info.get(o.operands[1].id)
                 if m is None or m.constancy[d] < chunk:
                     continue
-            return True
-    return False
+            dims.append(d)
+    return dims
+
+
+def _copyable(o, info) -> bool:
+    """cp.async can serve the load: 16-byte chunks along some dim (_copy_dims)."""
+    return bool(_copy_dims(o, info))
 
 
 def _pipeline_async(module, loop, options) -> bool:
@@ -381,9 +394,10 @@ def _pipeline_async(module, loop, options) -> bool:
                 uses = sum(x is v for op in body.walk() for x in op.operands)
                 tr = True
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and uses == 1 and o not in loads and (eb == 2 or _fp8_operand_ok(d, o, j, tr))):
+                    and uses == 1 and o not in loads and eb in (1, 2)):
                 info = info or axisinfo.analyze(module.function)
-                if tma_served(o) or (eb == 2 and _copyable(o, info)):
+                if ((eb == 2 and (tma_served(o) or _copyable(o, info)))
+                        or (eb == 1 and _byte_operand_ok(d, o, j, tr, info))):
                     loads.append(o)
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read

@@ -61,6 +61,36 @@ def test_matmul(target, dtype, prec, out, case):
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("b_kmajor", [False, True])
+@pytest.mark.parametrize("BM,BN,BK,nw", [(128, 128, 128, 8), (64, 128, 64, 4), (128, 64, 32, 4), (64, 256, 128, 4)])
+def test_int8_matmul_on_wgmma(target, dtype, b_kmajor, BM, BN, BK, nw):
+    """8-bit integer matmuls in a K loop on sm_90a: both operands copied by cp.async into the ring and read by
+    wgmma's k32 integer instructions. wgmma reads 8-bit operands K-major only: a B stored N x K (b_kmajor, read
+    through its strides) is read in its slot; a B stored K x N lands N-major and each iteration rewrites it
+    transposed into scratch (rows of 4 to 16 bytes regrouped in registers, codegen/dot.py _transposing_tile). Full
+    8-bit ranges; int32 results exact (no sum reaches the saturation bound)."""
+    M, N, Kd = 2 * BM, 2 * BN, 4 * BK
+    rng = np.random.default_rng(BM * 7 + BN + BK + nw + b_kmajor)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max + 1, (M, Kd), dtype=dtype)
+    b = rng.integers(info.min, info.max + 1, (Kd, N), dtype=dtype)
+    bs = np.ascontiguousarray(b.T) if b_kmajor else b
+    sb = (1, Kd) if b_kmajor else (N, 1)
+    c = poison((M, N), "int32")
+    args = [M, N, Kd, Kd, 1, *sb, N, 1]
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=2, EPILOGUE="none", PRECISION="ieee", num_warps=nw,
+                num_stages=3)
+    run(target, K.matmul_kernel, ((M // BM) * (N // BN),), [a, bs, c, np.zeros(1, np.float32)], args, **meta)
+    assert_exact(c, a.astype(np.int64) @ b.astype(np.int64))
+    ptx = K.matmul_kernel.warmup(a, bs, c, np.zeros(1, np.float32), *args, grid=(1,), target="sm_90a",
+                                 **meta).asm["ptx"]
+    t = "s8" if dtype == "int8" else "u8"
+    assert f"k32.satfinite.s32.{t}.{t}" in ptx and "mma.sync" not in ptx and "cp.async.cg.shared.global" in ptx
+    assert ("st.shared.u8" in ptx or "st.shared.b8" in ptx) is False
+
+
+@pytest.mark.parametrize("target", TARGETS)
 def test_matmul_with_maxnreg(target):
     """The `maxnreg` launch option (Triton's) caps the registers per thread: the 128x128x32 one-warpgroup matmul
     (over 128 registers on its own) built with maxnreg=128 gives the reference result."""
@@ -864,13 +894,15 @@ def test_scaled_operands_matmul(target, BM, BN, BK, nw):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("M,N,Kd,w", [(64, 64, 64, 4), (8, 32, 32, 4)])
+@pytest.mark.parametrize("M,N,Kd,w", [(64, 64, 64, 4), (32, 32, 64, 2), (8, 32, 32, 4)])
 def test_int8_dot_saturates(target, M, N, Kd, w):
     """An int8 dot's int32 sum saturates at int32's range instead of wrapping, as Triton's mma.sync code does:
     .satfinite after each m16n8k32 instruction, so in K order, 32 products at a time -- a sum pushed to the bound
     and back by later products comes back from the bound (the H100 showed it: 505 of 4096 elements differ from a
-    single clamp of the exact sum). A dim under 16 sums in int64 and clamps once. Accumulators near both ends of
-    the range are pushed past them; the reference applies those rules step by step."""
+    single clamp of the exact sum). On sm_90a whole warpgroups take wgmma's k32 instructions with .satfinite, the
+    same 32 products per step (Triton's wgmma code wraps instead); two warps keep mma.sync. A dim under 16 sums in
+    int64 and clamps once. Accumulators near both ends of the range are pushed past them; the reference applies
+    those rules step by step."""
     rng = np.random.default_rng(31)
     a = rng.integers(-128, 128, (M, Kd), dtype=np.int8)
     b = rng.integers(-128, 128, (Kd, N), dtype=np.int8)
@@ -892,7 +924,10 @@ def test_int8_dot_saturates(target, M, N, Kd, w):
     if M >= 16:
         ptx = K.int8_dot_acc_kernel.warmup(a, b, acc, c, M=M, N=N, K=Kd, num_warps=w, grid=(1,),
                                            target="sm_90a").asm["ptx"]
-        assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
+        if w % 4 == 0:
+            assert f"wgmma.mma_async.sync.aligned.m64n{N}k32.satfinite.s32.s8.s8" in ptx and "mma.sync" not in ptx
+        else:
+            assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
 
 
 @pytest.mark.parametrize("target", TARGETS)
