@@ -36,8 +36,10 @@ def fp8_dots(module, options):
         a8, b8 = _fp8_source(op.operands[0]), _fp8_source(op.operands[1])
         if a8 is None or b8 is None or op.operands[0].type.shape[-1] % 32:
             continue
+        wide = op.operands[0], op.operands[1]
+        op.operands[0], op.operands[1] = a8, b8  # wgmma takes these shapes for 8-bit operands (K-major both)?
         if wgmma_applies(op, options, options.num_warps) is None:
+            op.operands[0], op.operands[1] = wide
             continue
-        op.operands[0], op.operands[1] = a8, b8
         changed = True
     return dce(module, options) if changed else module  # the conversions are dead now

@@ -421,6 +421,8 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
     instr_n = N // wn
     while instr_n > 256:
         instr_n //= 2
-    if instr_n % 8 or (wn > 1 and instr_n % 64) or (integer and instr_n > 32 and instr_n % 16):
+    # warpgroups side by side along N start their b at instr_n columns apart: a whole swizzle block for an MN-major
+    # 16-bit b; 8-bit operands are K-major (N their rows), so any multiple of 8 rows is a descriptor's start
+    if instr_n % 8 or (wn > 1 and instr_n % 64 and el.bits != 8) or (integer and instr_n > 32 and instr_n % 16):
         return None
     return (wm, wn), instr_n

@@ -894,7 +894,7 @@ def test_scaled_operands_matmul(target, BM, BN, BK, nw):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("M,N,Kd,w", [(64, 64, 64, 4), (32, 32, 64, 2), (8, 32, 32, 4)])
+@pytest.mark.parametrize("M,N,Kd,w", [(64, 64, 64, 4), (64, 64, 64, 8), (32, 32, 64, 2), (8, 32, 32, 4)])
 def test_int8_dot_saturates(target, M, N, Kd, w):
     """An int8 dot's int32 sum saturates at int32's range instead of wrapping, as Triton's mma.sync code does:
     .satfinite after each m16n8k32 instruction, so in K order, 32 products at a time -- a sum pushed to the bound
@@ -925,7 +925,7 @@ def test_int8_dot_saturates(target, M, N, Kd, w):
         ptx = K.int8_dot_acc_kernel.warmup(a, b, acc, c, M=M, N=N, K=Kd, num_warps=w, grid=(1,),
                                            target="sm_90a").asm["ptx"]
         if w % 4 == 0:
-            assert f"wgmma.mma_async.sync.aligned.m64n{N}k32.satfinite.s32.s8.s8" in ptx and "mma.sync" not in ptx
+            assert f"wgmma.mma_async.sync.aligned.m64n{N * 4 // w}k32.satfinite.s32.s8.s8" in ptx and "mma.sync" not in ptx
         else:
             assert "mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32" in ptx
 

@@ -284,9 +284,10 @@ def test_fp8_dot_float16_accumulator(target, ta, tb):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("ta,tb", [("float8e4nv", "float8e4nv"), ("float8e5", "float8e4nv")])
-@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8), (64, 128, 32, 4)])
+@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8), (64, 128, 32, 4), (64, 64, 64, 8)])
 def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
-    """A K loop of fp8 dots (native fp8 wgmma on sm_90a: passes/fp8_dot.py), edges masked in M, N and K."""
+    """A K loop of fp8 dots (native fp8 wgmma on sm_90a: passes/fp8_dot.py), edges masked in M, N and K; 64x64 on
+    8 warps: two warpgroups side by side along N (m64n32 each, as Triton splits it)."""
     M, N, Kd = 2 * BM - 16, BN + 24, 3 * BK + 32
     rng = np.random.default_rng(8)
     a = rng.standard_normal((M, Kd)).astype(FMT[ta][0])
@@ -299,7 +300,7 @@ def test_fp8_matmul_loop(target, ta, tb, BM, BN, BK, warps):
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("limit", [0, 32, 64])
-@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8)])
+@pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 128, 8), (64, 64, 64, 8)])
 def test_fp8_matmul_max_num_imprecise_acc(target, limit, BM, BN, BK, warps):
     """max_num_imprecise_acc: on sm_90a each group of wgmma steps holding `limit` K elements (one step, 32, at
     least) starts from zero (scale-d false: SASS `RZ, !UPT`) and is added to the accumulator in float32 once
