@@ -280,10 +280,10 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 min): int8 dots on wgmma (2026-12-05,
   # fifth session, no GPU: k32 .satfinite, 8-bit operands through cp.async rings, a [K, N] b transposed from its
   # slot in 4..16-byte rows) with their gpu tests and the two int8 corpus kernels beside Triton; fp8 dots of pointer
-  # loads take the same ring; the cp_ignore_src switch (H100 0.990, 3 kernels slower) again on this GPU
+  # loads take the same ring; the four LLM kernels of the corpus (GEMV, RoPE, dropout, W4A16); the cp_ignore_src switch (H100 0.990, 3 kernels slower) again on this GPU
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py "$@"
-  step pending-int8 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*' \
+  step pending-int8 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
