@@ -280,15 +280,19 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 min): int8 dots on wgmma (2026-12-05,
   # fifth session, no GPU: k32 .satfinite, 8-bit operands through cp.async rings, a [K, N] b transposed from its
   # slot in 4..16-byte rows) with their gpu tests and the two int8 corpus kernels beside Triton; fp8 dots of pointer
-  # loads take the same ring; the four LLM kernels of the corpus (GEMV, RoPE, dropout, W4A16); the cp_ignore_src switch (H100 0.990, 3 kernels slower) again on this GPU
+  # loads take the same ring; the four LLM kernels of the corpus (GEMV, RoPE, dropout, W4A16); the pad16 switch (the
+  # old 16-byte conversion padding, 2-way conflicts for 32-bit accumulators); cp_ignore_src (H100 0.990) again
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py "$@"
   step pending-int8 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
+  step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab pad16 \
+    --select 'scores_qkT_f32out,mm_tf32,mm_f32out_f16_64x64,mm_splitk_f16,mm_int8_i32' --out "$OUT/pending2"
   step pending-ab0 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src --select 'mm_*,bmm_*,attn_*' \
     --out "$OUT/pending0"
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
+  cp "$OUT"/pending2/corpus-*.md "$FINAL/pending2.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
