@@ -283,7 +283,10 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 
   # loads take the same ring; the four LLM kernels of the corpus (GEMV, RoPE, dropout, W4A16); the pad16 switch (the
   # old 16-byte conversion padding, 2-way conflicts for 32-bit accumulators); cp_ignore_src (H100 0.990) again
   step pending-tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=300 tests/dot tests/ops/test_fp8.py \
-    tests/port/test_dot_scaled.py tests/port/test_targets.py "$@"
+    tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+  # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
+  step pending-tut python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
+    --out "$OUT/pending-tut"
   step pending-int8 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
   step pending-ab2 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab pad16 \
@@ -293,6 +296,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending2/corpus-*.md "$FINAL/pending2.md" 2>/dev/null || true
+  cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
