@@ -644,14 +644,30 @@ _FP8_PTX = {"float8e4nv": "e4m3", "float8e5": "e5m2"}
 
 
 def _fp8_to_f16(e, x, src):
-    """fp8 bits -> f16 (exact): cvt.rn.f16x2.{e4m3,e5m2}x2 on the byte in the low half."""
+    """fp8 bits -> f16 (exact): cvt.rn.f16x2.{e4m3,e5m2}x2 on the byte in the low half; float8e4b15's bits move
+    into place (interpreter/numerics.py e4b15_to_f16)."""
+    if src.is_fp8e4b15():
+        h = e.b.zext(x, C.I16)
+        sign = e.b.shl(e.b.and_(h, ir.Constant(C.I16, 0x80)), ir.Constant(C.I16, 8))
+        rest = e.b.shl(e.b.and_(h, ir.Constant(C.I16, 0x7F)), ir.Constant(C.I16, 7))
+        return e.b.bitcast(e.b.or_(sign, rest), C.F16)
     fty = ir.FunctionType(C.I32, [C.I16])
     w = e.b.call(ir.InlineAsm(fty, f"cvt.rn.f16x2.{_FP8_PTX[src.name]}x2 $0, $1;", "=r,h"), [e.b.zext(x, C.I16)])
     return e.b.bitcast(e.b.trunc(w, C.I16), C.F16)
 
 
 def _f32_to_fp8(e, x, dst):
-    """f32 -> fp8 bits, round to nearest even, finite values saturated to +-max, NaN -> NaN (cvt.rn.satfinite)."""
+    """f32 -> fp8 bits, round to nearest even, finite values saturated to +-max, NaN -> NaN (cvt.rn.satfinite).
+    float8e4b15 as Triton converts it (interpreter/numerics.py f16_to_e4b15): float16 first, the magnitude's bits
+    clamped to 1.75's (an unsigned min also takes inf and NaN there), plus half of the dropped bits, the top byte
+    with the sign."""
+    if dst.is_fp8e4b15():
+        h = e.b.bitcast(e.b.fptrunc(x, C.F16), C.I16)
+        a = e.b.and_(h, ir.Constant(C.I16, 0x7FFF))
+        a = e.b.select(e.b.icmp_unsigned("<", a, ir.Constant(C.I16, 0x3F00)), a, ir.Constant(C.I16, 0x3F00))
+        a = e.b.lshr(e.b.add(e.b.shl(a, ir.Constant(C.I16, 1)), ir.Constant(C.I16, 0x80)), ir.Constant(C.I16, 8))
+        sign = e.b.and_(e.b.lshr(h, ir.Constant(C.I16, 8)), ir.Constant(C.I16, 0x80))
+        return e.b.trunc(e.b.or_(a, sign), C.I8)
     fty = ir.FunctionType(C.I16, [C.F32, C.F32])
     asm = ir.InlineAsm(fty, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32 $0, $1, $2;", "=h,f,f")
     return e.b.trunc(e.b.call(asm, [ir.Constant(C.F32, 0.0), x]), C.I8)  # $2 -> the low byte

@@ -375,10 +375,38 @@ def _int_to_f64_err(x):
 _FP8_MAX = {"float8e4nv": 448.0, "float8e5": 57344.0}
 
 
+def e4b15_to_f16(bits):
+    """float8e4b15 bits -> float16, exactly: the format is float16's sign, its 5-bit exponent's low 4 bits (the
+    same bias, 15) and the top 3 mantissa bits, so the bits move into place (Triton's conversion on NVIDIA GPUs)."""
+    b = np.asarray(bits).view(np.uint8).astype(np.uint16)
+    return (((b & np.uint16(0x80)) << np.uint16(8)) | ((b & np.uint16(0x7F)) << np.uint16(7))).view(np.float16)
+
+
+def f16_to_e4b15(x):
+    """float array -> float8e4b15 bits, as Triton's NVIDIA conversion: to float16 first (round to nearest even,
+    through float32), the magnitude clamped to the largest value 1.75 (inf and NaN too: min.f16 returns the
+    non-NaN operand), then its top byte after adding half of the dropped bits (ties round away from zero), with the
+    sign put back."""
+    with np.errstate(over="ignore"):  # beyond float16's range: inf, clamped below
+        h = np.asarray(x).astype(F32).astype(np.float16).view(np.uint16).astype(np.uint32)
+    a = np.minimum(h & np.uint32(0x7FFF), np.uint32(0x3F00))
+    return ((((a << np.uint32(1)) + np.uint32(0x80)) >> np.uint32(8)) | ((h >> np.uint32(8)) & np.uint32(0x80))
+            ).astype(np.uint8)
+
+
+def fp8_value(x, src):
+    """fp8 values (their NumPy storage) -> float32."""
+    if src.is_fp8e4b15():
+        return e4b15_to_f16(x).astype(F32)
+    return np.asarray(x).astype(F32)
+
+
 def to_fp8(x, dst):
     """float array -> fp8 `dst`, as the GPU's cvt.rn.satfinite from float32: the value is first rounded to float32
     (exact for fp16/bf16), then to nearest even in fp8; finite values beyond the largest (and +-inf) become
-    +-max, NaN becomes the NaN 0x7F."""
+    +-max, NaN becomes the NaN 0x7F. float8e4b15: f16_to_e4b15."""
+    if dst.is_fp8e4b15():
+        return f16_to_e4b15(x)
     x32 = np.asarray(x).astype(F32)
     m = np.float32(_FP8_MAX[dst.name])
     nan = np.isnan(x32)
@@ -423,7 +451,7 @@ def cast_fn(src, dst, rounding=None):
     if src == dst:
         return lambda x: x
     if src.is_fp8() and dst.is_fp8():
-        return lambda x: to_fp8(np.asarray(x).astype(F32), dst)
+        return lambda x: to_fp8(fp8_value(x, src), dst)
     if dst.is_fp8() and rounding == "rtz":  # float32 -> float8e5: see _f32_rtz_e5m2
         return lambda x: _f32_rtz_e5m2(x, dnd)
     if dst.is_fp8():
@@ -433,7 +461,7 @@ def cast_fn(src, dst, rounding=None):
         if dst.is_bool():
             return lambda x: (np.asarray(x).view(np.uint8) & 0x7F) != 0
         from32 = cast_fn(T.float32, dst)
-        return lambda x: from32(np.asarray(x).astype(F32))
+        return lambda x: from32(fp8_value(x, src))
     if rounding == "rtz" and src.is_fp32() and dst.bits == 16:
         return lambda x: _f32_rtz(x, dst)
     if dst.is_bool():

@@ -367,14 +367,17 @@ float32 = dtype("float32", "float", 32, "f32")
 float64 = dtype("float64", "float", 64, "f64")
 float8e4nv = dtype("float8e4nv", "float", 8, "fp8e4nv")
 float8e5 = dtype("float8e5", "float", 8, "fp8e5")
-FP8_DTYPES = [float8e4nv, float8e5]
-# Triton's fp8 formats that NVIDIA GPUs do not have (AMD's fnuz pair; e4b15, Triton's software format it deprecates
-# on Hopper): the names exist, so code that names, compares or reinterprets them runs, and a kernel that computes
-# with one is refused ("not supported in this architecture", Triton's words on NVIDIA GPUs).
+# float8e4b15: Triton's software format (4 exponent bits biased by 15 -- float16's -- and 3 mantissa bits, no inf or
+# NaN, largest 1.75 at 0x7E), converted by bit arithmetic (no NVIDIA instruction has it); its NumPy storage is the
+# raw uint8 bits (ml_dtypes has no such format)
 float8e4b15 = dtype("float8e4b15", "float", 8, "fp8e4b15")
+FP8_DTYPES = [float8e4nv, float8e5, float8e4b15]
+# Triton's fp8 formats that NVIDIA GPUs do not have (AMD's fnuz pair): the names exist, so code that names, compares
+# or reinterprets them runs, and a kernel that computes with one is refused ("not supported in this architecture",
+# Triton's words on NVIDIA GPUs).
 float8e4b8 = dtype("float8e4b8", "float", 8, "fp8e4b8")
 float8e5b16 = dtype("float8e5b16", "float", 8, "fp8e5b16")
-UNSUPPORTED_FP8 = frozenset((float8e4b15, float8e4b8, float8e5b16))
+UNSUPPORTED_FP8 = frozenset((float8e4b8, float8e5b16))
 
 
 def unsupported_element(t):
@@ -387,7 +390,7 @@ def unsupported_element(t):
 
 def unsupported_message(d) -> str:
     return (f"tl.{d.name} is not supported in this architecture: NVIDIA GPUs have the fp8 formats tl.float8e4nv and "
-            "tl.float8e5")
+            "tl.float8e5 (and Triton's software format tl.float8e4b15)")
 
 
 class UnsupportedTypeError(ValueError):
@@ -435,6 +438,8 @@ def _fp8_np(name):
         import numpy as np
     except Exception as e:  # pragma: no cover - ml_dtypes is a dependency
         raise RuntimeError(f"{name} arrays need ml_dtypes") from e
+    if name == "float8e4b15":
+        return np.dtype(np.uint8)  # its bits (see float8e4b15)
     if name not in ("float8e4nv", "float8e5"):
         raise UnsupportedTypeError(unsupported_message(from_name(name)))
     return np.dtype(_ml_dtypes.float8_e4m3fn if name == "float8e4nv" else _ml_dtypes.float8_e5m2)

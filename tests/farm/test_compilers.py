@@ -123,7 +123,7 @@ def test_a_name_the_compat_layer_lacks_fails_that_job_only_naming_it(swept):
     rows = swept[2]["results"]
     bad = {r["compiler"]: r for r in rows if r["workload"] == "unsupported_triton"}
     assert bad["tilefarm"]["status"] == "compile_error"
-    assert "tl.float8e4b15 is not supported" in bad["tilefarm"]["error"]
+    assert "tl.float8e4b8 is not supported" in bad["tilefarm"]["error"]
     assert "compilers_kernels.py:" in bad["tilefarm"]["error"]
     internal = {r["compiler"]: r for r in rows if r["workload"] == "internal_triton"}
     assert internal["tilefarm"]["status"] == "compile_error"

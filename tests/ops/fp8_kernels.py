@@ -55,8 +55,8 @@ def rtz_to_fp8(X, Y):
 
 
 @compiler.jit
-def uses_e4b15(X, Y):
-    tl.store(Y, tl.load(X).to(tl.float8e4b15))
+def uses_e4b8(X, Y):
+    tl.store(Y, tl.load(X).to(tl.float8e4b8))
 
 
 @compiler.jit
@@ -88,3 +88,22 @@ def fp8_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
                     other=0.0)
         acc = tl.dot(a, b, acc, max_num_imprecise_acc=LIMIT)
     tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@compiler.jit
+def e4b15_up(X, Y, N, BLOCK: tl.constexpr):
+    """float8e4b15 bits (loaded as uint8) -> float16 and float32 (the same value, stored side by side)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m).to(tl.float8e4b15, bitcast=True)
+    tl.store(Y + 2 * offs, x.to(tl.float16).to(tl.float32), mask=m)
+    tl.store(Y + 2 * offs + 1, x.to(tl.float32), mask=m)
+
+
+@compiler.jit
+def e4b15_down(X, Y, N, BLOCK: tl.constexpr):
+    """x (float16 or float32) -> float8e4b15, stored as its bits."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    tl.store(Y + offs, x.to(tl.float8e4b15).to(tl.uint8, bitcast=True), mask=m)

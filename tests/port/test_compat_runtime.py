@@ -157,9 +157,9 @@ from triton.compiler.errors import CompilationError, CompileTimeAssertionFailure
 
 
 @triton.jit
-def uses_fp8b15(X, BLOCK: tl.constexpr):
+def uses_fp8b8(X, BLOCK: tl.constexpr):
     x = tl.load(X + tl.arange(0, BLOCK))
-    tl.store(X + tl.arange(0, BLOCK), x.to(tl.float8e4b15).to(tl.float32))
+    tl.store(X + tl.arange(0, BLOCK), x.to(tl.float8e4b8).to(tl.float32))
 
 
 @triton.jit
@@ -180,9 +180,9 @@ def test_compat_names(tmp_path):
     m = load_kernel_file(p)
     x = np.ones(8, np.float32)
     tl_compat = m.tl
-    assert repr(tl_compat.float8e4b15) == "float8e4b15" and tl_compat.float8e4b15 != tl_compat.float8e5
-    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b15 is not supported in this architecture"):
-        m.uses_fp8b15[(1,)](x, BLOCK=8)
+    assert repr(tl_compat.float8e4b8) == "float8e4b8" and tl_compat.float8e4b8 != tl_compat.float8e5
+    with pytest.raises(compiler.CompilationError, match=r"k\.py:\d+:\d+: tl\.float8e4b8 is not supported in this architecture"):
+        m.uses_fp8b8[(1,)](x, BLOCK=8)
     with pytest.raises(compiler.CompilationError, match=r"tl\.no_such_function is not supported by this compiler"):
         m.uses_missing[(1,)](x, BLOCK=8)
     # Triton's error classes catch ours
