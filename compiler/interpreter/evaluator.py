@@ -233,9 +233,10 @@ def _bf16_parts(x, prec):
 @impl("dot")
 def _dot(interp, op):
     """Matrix product of the last two dims plus acc, accumulated in float64 and rounded once to the result type.
-    int8 operands: as the GPU's code sums them, in K order, saturating at int32's range after each step -- the
-    mma.sync m16n8k32 .satfinite instruction's 32 products where K is a multiple of 32, else every product (the
-    FMA path's saturating adds); a sum pushed to the bound and back comes back from the bound.
+    int8 operands: as the GPU's code sums them, in K order, saturating at int32's range after each step -- the 32
+    products of one .satfinite instruction (mma.sync m16n8k32, or wgmma k32 on sm_90a) where K is a multiple of 32,
+    else every product (the FMA path's saturating adds); a sum pushed to the bound and back comes back from the
+    bound.
     input_precision "tf32" rounds float32 inputs to tf32 first (ties away); "tf32x3" does not (its three
     tensor-core products are as accurate as float32 here). "bf16x3" / "bf16x6" split each float32 operand into
     bfloat16 parts (hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded
@@ -266,7 +267,7 @@ def _dot(interp, op):
         a64, b64 = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
         lim = np.iinfo(rnd)
         K = a64.shape[-1]
-        step = 32 if K % 32 == 0 else 1  # codegen: mma.sync k32 (passes/assign_layouts.py dot_uses_mma), else FMA
+        step = 32 if K % 32 == 0 else 1  # codegen: k32 tensor-core steps (assign_layouts.dot_uses_mma), else FMA
         s = np.asarray(acc).astype(np.int64)
         for k0 in range(0, K, step):
             s = np.clip(s + np.matmul(a64[..., k0:k0 + step], b64[..., k0:k0 + step, :]), lim.min, lim.max)

@@ -29,9 +29,10 @@ Numeric rules (where ops.py is silent, the choice made here is the definition):
   cvt.rzi.sat); int->int wraps; int->float and float->float round to nearest even (correctly, also for
   int64->bf16); anything->int1 is `!= 0` (NaN -> True); int1->anything is 0/1.
 - bitcast reinterprets the bits (NumPy view).
-- fp8 (float8e4nv = e4m3fn, float8e5 = e5m2) values are only loaded, stored, selected, bitcast and cast (the
-  frontend computes arithmetic on them in float32): casts to fp8 round to float32 first, then to nearest even
-  with saturation to the finite range (inf too) and NaN -> 0x7F (PTX cvt.rn.satfinite); casts from fp8 are exact.
+- fp8 (float8e4nv = e4m3fn, float8e5 = e5m2, float8e4b15) values are only loaded, stored, selected, bitcast and
+  cast (the frontend computes arithmetic on them in float32): casts to fp8 round to float32 first, then to nearest
+  even with saturation to the finite range (inf too) and NaN -> 0x7F (PTX cvt.rn.satfinite); casts from fp8 are
+  exact. float8e4b15 (held as its uint8 bits) is Triton's software format: f16_to_e4b15 / e4b15_to_f16.
 - cast attr rounding "rtz" (fp_downcast_rounding, float32 -> float16/bfloat16/float8e5) rounds toward zero
   (finite values stay finite; to float8e5 infinities saturate to +-max, as its round-to-nearest cast).
 """
