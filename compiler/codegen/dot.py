@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.pipeline import SMEM_MAX
+from ..passes.pipeline import SMEM_MAX, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
@@ -113,6 +113,9 @@ def _e_dot(e, op):
     elif isinstance(lay, MmaLayout):
         e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
+        # operands in a copy ring's slot (passes/pipeline.py): vector shared loads straight into the operand layouts
+        a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
+                if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
         e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
 
 
@@ -281,7 +284,7 @@ class SwizzledTile:
     the block width) when the tile starts on a 1024-byte boundary, and it lets the 8 rows one ldmatrix reads hit
     8 distinct bank groups while vector stores of rows stay 16 bytes wide."""
 
-    def __init__(self, shape, inner, ebytes=2, base=0):
+    def __init__(self, shape, inner, ebytes=2, base=0, pad=0):
         self.rank = len(shape)
         self.inner = inner
         self.outer = (2 * self.rank - 3) - inner  # the other of the two matrix dims
@@ -295,10 +298,17 @@ class SwizzledTile:
         self.chunks = self.row_bytes // 16
         self.per_phase = max(1, 128 // self.row_bytes)
         self.max_phase = max(1, min(self.chunks, 8 // self.per_phase))
+        # `pad` bytes after each row instead of the swizzle (the slots of an FMA dot's copy ring, read by vector loads
+        # whose addresses then differ by constants: rows an odd number of 16-byte chunks apart hit distinct banks)
+        self.pad = pad
+        if pad:
+            self.per_phase = self.max_phase = 1
+            self.row_bytes += pad
+            self.block_bytes = self.rows * self.row_bytes
         self.base = base
         self.dyn = None  # runtime byte offset (ring-buffer stage), an i32 value or None
         self.absolute = False  # offsets count from the start of shared memory (a copy ring's slots)
-        self.nbytes = self.batch * self.rows * self.cols * ebytes
+        self.nbytes = self.batch * -(-self.cols // self.block_cols) * self.block_bytes
 
     def transposed(self):
         """The same bytes as the tile of the matrix dims swapped: the stored rows stay the stored rows, the inner
@@ -306,7 +316,7 @@ class SwizzledTile:
         shape = ([self.batch] if self.rank == 3 else []) + [0, 0]
         inner = (2 * self.rank - 3) - self.inner
         shape[inner], shape[self.inner] = self.cols, self.rows
-        t = SwizzledTile(tuple(shape), inner, self.eb, base=self.base)
+        t = SwizzledTile(tuple(shape), inner, self.eb, base=self.base, pad=self.pad)
         t.dyn, t.absolute = self.dyn, self.absolute
         return t
 
@@ -1036,7 +1046,8 @@ def _tile_of(ring, j, inner):
     elements of an fp8 dot's TMA operands)."""
     shape = tuple(ring.spec["tiles"][j])
     eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
-    st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j])
+    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec.get("fma") else 0
+    st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
     return st
 

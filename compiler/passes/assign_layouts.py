@@ -304,6 +304,9 @@ class _Assigner:
         v = op.operands[i]
         if not v.type.shape or layout is None:
             return
+        if getattr(v.owner, "kind", None) == "smem_view":  # an FMA dot's ring slot: read straight into `layout`
+            self.set(v.owner, [layout])
+            return
         cur = self.lay.get(v.id)
         if cur == layout or not final:
             return

@@ -35,6 +35,7 @@ before the barrier of iteration i (a dot leaves at most one wgmma group in fligh
 from __future__ import annotations
 
 from ..ir import types as T
+from ..options import ab_switch
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
@@ -51,6 +52,29 @@ def _fma_dot_loop(loop) -> bool:
     from .assign_layouts import dot_uses_mma
 
     return any(o.kind == "dot" and not dot_uses_mma(o) for o in loop.blocks[0].ops)
+
+
+def slot_row_pad(rows_bytes: int) -> int:
+    """Bytes of padding after each row of an FMA dot's ring slot whose rows hold `rows_bytes` (at most 128: the
+    slot's column blocks): 16 when the row is an even number of 16-byte chunks, so 8 consecutive rows start in 8
+    distinct groups of 4 banks (the FMA operand's vector loads read one chunk of several rows at once)."""
+    return 16 if (rows_bytes // 16) % 2 == 0 else 0
+
+
+def fma_slot_bytes(shape, eb) -> int:
+    """Shared memory of an FMA dot's ring operand of this 2-d shape, padded (slot_row_pad) whichever dim its copies
+    run along (the code generator picks it from the pointers' layout): the larger of the two."""
+    most = 0
+    for inner in (0, 1):
+        cols, rows = shape[inner], shape[1 - inner]
+        bc = min(cols, 128 // eb)
+        most = max(most, -(-cols // bc) * rows * (bc * eb + slot_row_pad(bc * eb)))
+    return most
+
+
+def _has_cp_async(options) -> bool:
+    """The target has cp.async (sm_80 and later)."""
+    return options.sm >= 80
 
 
 def loop_stages(loop, options) -> int:
@@ -367,9 +391,15 @@ def _pipeline_async(module, loop, options) -> bool:
     loop does not qualify (the register pipeline then applies)."""
     body = loop.blocks[0]
     dots = [o for o in body.ops if o.kind == "dot"]
-    if options.debug_no_wgmma or options.debug_no_async_copy:
+    if options.debug_no_async_copy:
         return False
-    if any(wgmma_applies(d, options, options.num_warps) is None for d in dots):
+    # Either every dot runs on wgmma (sm_90a), or the loop's one dot runs on FMAs (fp32 "ieee", fp64, small-K
+    # integers) on a target with cp.async (sm_80+): the FMA dot reads its operands from the slot with vector
+    # shared loads (codegen/dot.py) instead of the loads' registers being stored to shared memory every iteration.
+    # (An A/B switch until a GPU has checked and timed it: `fma_ring`, codegen/ptx.py.)
+    fma = len(dots) == 1 and _fma_dot_loop(loop) and _has_cp_async(options) and ab_switch("fma_ring")
+    if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
+                                                  for d in dots)):
         return False
     got = _analyze(loop)
     if got is None:
@@ -394,10 +424,14 @@ def _pipeline_async(module, loop, options) -> bool:
                 uses = sum(x is v for op in body.walk() for x in op.operands)
                 tr = True
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and uses == 1 and o not in loads and eb in (1, 2)):
+                    and uses == 1 and o not in loads and (fma or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
-                if ((eb == 2 and (tma_served(o) or _copyable(o, info)))
-                        or (eb == 1 and _byte_operand_ok(d, o, j, tr, info))):
+                if fma:  # any element size, either orientation: the FMA dot reads the slot as it landed
+                    ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2 and _copyable(o, info)
+                else:
+                    ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
+                          or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
+                if ok:
                     loads.append(o)
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
@@ -409,7 +443,9 @@ def _pipeline_async(module, loop, options) -> bool:
     bases, stage = [], 0
     for o in loads:
         bases.append(stage)
-        stage += -(-o.result.type.numel * (o.result.type.element.bits // 8) // 1024) * 1024
+        eb = o.result.type.element.bits // 8
+        nbytes = fma_slot_bytes(o.result.type.shape, eb) if fma else o.result.type.numel * eb
+        stage += -(-nbytes // 1024) * 1024
     budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
     # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
@@ -468,7 +504,7 @@ def _pipeline_async(module, loop, options) -> bool:
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead,
             "tma": tuple(tma_served(o) for o in loads),
-            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads)}
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "fma": fma}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator

@@ -68,3 +68,19 @@ def dot_nd_kernel(X, Y, ACC, Z, SHAPE_A: tl.constexpr, SHAPE_B: tl.constexpr, SH
     y = tl.load(Y + tl.arange(0, NB)).reshape(SHAPE_B)
     acc = tl.load(ACC + tl.arange(0, NC)).reshape(SHAPE_C)
     tl.store(Z + tl.arange(0, NC), tl.dot(x, y, acc).reshape([NC]))
+
+
+@compiler.jit
+def masked_dot_loop_kernel(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
+                           BK: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
+    """C = A @ B over any strides, masks on M, N and K, offsets recomputed every iteration, `acc += dot`."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], dtype=ACC)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(A + rm[:, None] * sam + rk[None, :] * sak, mask=(rm[:, None] < M) & (rk[None, :] < K), other=0)
+        b = tl.load(B + rk[:, None] * sbk + rn[None, :] * sbn, mask=(rk[:, None] < K) & (rn[None, :] < N), other=0)
+        acc += tl.dot(a, b, input_precision=PRECISION)
+    tl.store(C + rm[:, None] * scm + rn[None, :] * scn, acc.to(C.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
