@@ -277,22 +277,14 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 min): int8 dots on wgmma (2026-12-05,
-  # fifth session, no GPU: k32 .satfinite, 8-bit operands through cp.async rings, a [K, N] b transposed from its
-  # slot in 4..16-byte rows) with their gpu tests and the two int8 corpus kernels beside Triton; fp8 dots of pointer
-  # loads take the same ring; the four LLM kernels of the corpus (GEMV, RoPE, dropout, W4A16); the pad16 switch (the
-  # old 16-byte conversion padding, 2-way conflicts for 32-bit accumulators); cp_ignore_src (H100 0.990) again
-  pp=",${PENDING_PARTS:-tests,int8,pad16,fma,tut},"  # a shorter call: PENDING_PARTS=tests,int8
+if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
+  # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
+  # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100); AB0=1 adds cp_ignore_src (H100 0.990) again
+  pp=",${PENDING_PARTS:-tests,int8,tut},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
-  [[ $pp == *,pad16,* ]] && step pending-ab2 timeout 70 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab pad16 \
-    --select 'scores_qkT_f32out,mm_tf32,mm_f32out_f16_64x64,mm_splitk_f16,mm_int8_i32' --out "$OUT/pending2"
-  # FMA dots' copy ring (2026-12-05, sixth session): the switch fma_ring, its gpu tests then its time
-  [[ $pp == *,fma,* ]] && step pending-fma-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/dot/test_fma_ring.py
-  [[ $pp == *,fma,* ]] && step pending-fma timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab fma_ring \
-    --select 'mm_fp32_ieee*,mm_fp64*' --out "$OUT/pending3"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
@@ -301,9 +293,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only: what is still open (~6 
       --select 'mm_mask*,mm_relu*,mm_tutorial*' --out "$OUT/pending0"
   fi
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
-  cp "$OUT"/pending3/corpus-*.md "$FINAL/pending3.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
-  cp "$OUT"/pending2/corpus-*.md "$FINAL/pending2.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of

@@ -49,17 +49,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 2026-12-05 (35 matmul/attention kernels, 3 rounds): 0.990, faster on 11 by over 2% (mm_block_ptr 0.914,
 # mm_mask_mnk 0.942) but slower on 3 (mm_relu 1.079, mm_tutorial 1.056, mm_mask_mn 64x128 1.030): open.
 # (Decided on the H100 the same day, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
-# `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code.)
-# `pad16` (codegen/reduce.py _choose_pad, added 2026-12-05, fifth session): conversion buffers without the 32-byte row
-# padding that spreads an fp32/int32 MMA accumulator's 8-byte writes over all banks (16 bytes: 2-way conflicts);
-# changes the PTX of the five corpus kernels that store 32-bit dot results (scores_qkT_f32out, mm_tf32,
-# mm_f32out_f16_64x64, mm_splitk_f16, mm_int8_i32). Not yet timed.
-# `fma_ring` (passes/pipeline.py _pipeline_async, added 2026-12-05, sixth session, no GPU yet): an FMA dot's K loop
-# (fp32 "ieee", fp64, small-K int8) takes a copy ring of padded slots read by vector shared loads instead of keeping
-# its loads in place (registers stored to shared memory every iteration); of the corpus it changes mm_fp32_ieee
-# only (125 -> 113 registers, 17,920 -> 55,296 bytes of shared memory, both four blocks per SM). Off until a GPU has
-# run tests/dot/test_fma_ring.py and timed it (`gpu_session.sh pending`).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "pad16", "fma_ring")
+# `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code; 2026-12-05, sixth session, H100:
+# `pad16` lost and left, `fma_ring` won and is the code.)
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src")
 
 
 

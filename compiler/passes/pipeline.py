@@ -35,7 +35,6 @@ before the barrier of iteration i (a dot leaves at most one wgmma group in fligh
 from __future__ import annotations
 
 from ..ir import types as T
-from ..options import ab_switch
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
@@ -45,10 +44,9 @@ _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_la
 
 
 def _fma_dot_loop(loop) -> bool:
-    """A K loop whose one dot runs on FMAs (fp32 "ieee", fp64, small-K int8): it keeps its loads in place instead of
-    rotating them through registers: mm_fp32_ieee 64x64x32 w4 takes 125 registers instead of 161 (four blocks per
-    SM instead of three; Triton, whose copies go to shared memory, 96 and five) for loads no longer issued an
-    iteration ahead, and 0.955 of the time (H100, 2026-12-05)."""
+    """A K loop whose one dot runs on FMAs (fp32 "ieee", fp64, small-K int8). On sm_80+ it takes a copy ring
+    (_pipeline_async); elsewhere it keeps its loads in place instead of rotating them through registers:
+    mm_fp32_ieee 64x64x32 w4 took 125 registers instead of 161 that way, and 0.955 of the time (H100, 2026-12-05)."""
     from .assign_layouts import dot_uses_mma
 
     return any(o.kind == "dot" and not dot_uses_mma(o) for o in loop.blocks[0].ops)
@@ -396,8 +394,9 @@ def _pipeline_async(module, loop, options) -> bool:
     # Either every dot runs on wgmma (sm_90a), or the loop's one dot runs on FMAs (fp32 "ieee", fp64, small-K
     # integers) on a target with cp.async (sm_80+): the FMA dot reads its operands from the slot with vector
     # shared loads (codegen/dot.py) instead of the loads' registers being stored to shared memory every iteration.
-    # (An A/B switch until a GPU has checked and timed it: `fma_ring`, codegen/ptx.py.)
-    fma = len(dots) == 1 and _fma_dot_loop(loop) and _has_cp_async(options) and ab_switch("fma_ring")
+    # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
+    # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
+    fma = len(dots) == 1 and _fma_dot_loop(loop) and _has_cp_async(options)
     if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False

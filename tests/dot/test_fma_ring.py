@@ -1,7 +1,6 @@
 """FMA dots (fp32 "ieee", fp64, int8 with K blocks below 32) in a K loop take a copy ring (passes/pipeline.py):
 cp.async copies into padded shared-memory slots, read by the dot with vector shared loads, instead of loads into
-registers stored to shared memory every iteration. An A/B switch (`fma_ring`, codegen/ptx.py) until a GPU has
-checked and timed it: every test here turns it on.
+registers stored to shared memory every iteration (H100, 2026-12-05: mm_fp32_ieee in 0.922 of the time).
 
 Targets: the interpreter (CI), ptxas (sm_90, CI) and the GPU (marked gpu); the ring's structure on CPU."""
 import math
@@ -16,11 +15,6 @@ from compiler.ir import types as T
 
 from ..ops.test_ops import TARGETS, assert_close, assert_exact, poison, run
 from . import kernels as K
-
-
-@pytest.fixture(autouse=True)
-def _fma_ring(monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", "fma_ring")
 
 
 ACC = {"float32": tl.float32, "float64": tl.float64, "int8": tl.int32}
@@ -94,13 +88,6 @@ def test_fma_dot_operands_come_through_a_ring(arch, dtype, a_t):
     eb = T.from_name(dtype).bits // 8
     assert fma_slot_bytes((32, 16), eb) > 32 * 16 * eb  # padded
     assert ring["stage_bytes"] == sum(-(-fma_slot_bytes(t, eb) // 1024) * 1024 for t in ring["tiles"])
-
-
-def test_fma_ring_is_off_by_default(monkeypatch):
-    monkeypatch.delenv("TILEFARM_AB")
-    mod = _lowered("float32", False, 3, "sm_90a")
-    loop = next(op for op in mod.function.body.walk() if op.kind == "for")
-    assert "_ring" not in loop.attrs
 
 
 def test_fma_ring_needs_cp_async():
