@@ -1054,7 +1054,7 @@ def _tile_of(ring, j, inner):
 
 @emits("async_copy")
 def _e_async_copy(e, op):
-    from .memory import _ld, vector_width
+    from .memory import _ai, _ld, vector_width
 
     ring = _ring(e, op)
     j = op.attrs["operand"]
@@ -1092,6 +1092,12 @@ def _e_async_copy(e, op):
     nbytes = vec * eb
     starts = list(range(0, ll.num_regs, vec))
     deltas = _constant_deltas(st, ll, d, starts, e.nw) if nbytes >= 4 else None
+    # Chunks in one run of the mask's constancy (K rows 8 apart where K is a multiple of 16) share one predicate:
+    # mm_mask_mnk 128x256's loop 141 -> 116 instructions, 33 -> 21 selects (Triton's: 21). Measured against a
+    # predicate per chunk (H200, 2026-12-05, the 7 corpus kernels it changes, 3 rounds): 0.982 geomean,
+    # attn_masked_d128 0.925, mm_mask_mnk 128x256 0.956, mm_scale_cast 0.978, none slower by over 2%.
+    same = same_run_registers(ll, starts, _ai(e, op.operands[1]).constancy, e.nw)
+    mregs = [mregs[same[r]] if r in same else m for r, m in enumerate(mregs)]
     first = None
     for r0 in starts:
         rc = ll.reg_coord(r0)
@@ -1140,6 +1146,23 @@ def _tma_copy(e, op, ring, j):
         slot = e.b.urem(e.b.add(it, e.i32(op.attrs["ahead"])), e.i32(stages))
     st.dyn = e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
     _tma.copy(e, op, ring, st, slot)
+
+
+def same_run_registers(ll, regs, constancy, num_warps) -> dict:
+    """{r: the first register of `regs` whose element lies in the same run of constant values as r's in every
+    thread} for a value whose axis info gives `constancy` (runs of that length along each dim, aligned to it): such
+    registers hold equal values (a mask over K rows 8 apart where K is a multiple of 16), so one computes for both.
+    Decided per dim over the thread coordinates that occur along it."""
+    rank = len(ll.shape)
+    const = tuple(constancy)[:rank] if rank else ()
+    along = [sorted({t[d] for t in ll.thread_coords(num_warps)}) for d in range(rank)]
+    keys = {}
+    out = {}
+    for r in regs:
+        rc = ll.reg_coord(r)
+        key = tuple(tuple((t + rc[d]) // const[d] for t in along[d]) for d in range(rank))
+        out[r] = keys.setdefault(key, r)
+    return out
 
 
 def _constant_deltas(st, ll, inner, starts, num_warps):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import compiler
+import compiler.language as tl
 from compiler.ir import types as T
 
 from ..ops.conftest import CompiledOnly
@@ -954,3 +955,35 @@ def test_dot_more_batch_dims_inner_dimension_mismatch():
     with pytest.raises(compiler.CompilationError, match="inner dimensions differ"):
         K.dot_nd_kernel[(1,)](a.ravel(), b.ravel(), acc.ravel(), z, SHAPE_A=list(a.shape), SHAPE_B=list(b.shape),
                               SHAPE_C=list(acc.shape), NA=a.size, NB=b.size, NC=acc.size)
+
+
+def test_same_run_registers_follow_constancy():
+    """Registers whose elements fall in one aligned run of constant values in every thread share a value; a run
+    that a thread's registers straddle, or constancy 1, keeps them apart."""
+    from compiler.codegen.dot import same_run_registers
+    from compiler.passes.layouts import fill_blocked, linear
+
+    # [64, 256] fp16 tile, 256 threads: 8 halves a thread along N, threads 32 along N then warps along K, so a
+    # thread's registers step along K by 8 rows
+    ll = linear(fill_blocked((64, 256), [1, 8], 8, (1, 0)), (64, 256), 8)
+    regs = list(range(0, ll.num_regs, 8))
+    rows = [ll.reg_coord(r)[0] for r in regs]
+    assert rows == sorted(rows) and rows[1] - rows[0] == 8
+    shared = same_run_registers(ll, regs, (16, 16), 8)
+    assert [shared[r] for r in regs] == [regs[2 * (i // 2)] for i in range(len(regs))]  # pairs of rows 8 apart
+    assert same_run_registers(ll, regs, (1, 16), 8) == {r: r for r in regs}
+    assert set(same_run_registers(ll, regs, (64, 256), 8).values()) == {regs[0]}
+
+
+def test_ring_copies_share_predicates_within_a_constant_run():
+    """A 128x256x64 fp16 K loop masked on M, N and K (K a multiple of 16): each thread's B copies lie 8 K rows apart,
+    pairs in one 16-row run of the K mask, so they share size operands: fewer distinct ones than copies."""
+    M = N = Kd = 512
+    a = np.zeros((M, Kd), np.float16)
+    b = np.zeros((Kd, N), np.float16)
+    c = np.zeros((M, N), np.float16)
+    ck = K.masked_dot_loop_kernel.warmup(a, b, c, M, N, Kd, Kd, 1, N, 1, N, 1, grid=(4, 2), target="sm_90a",
+                                         BM=128, BN=256, BK=64, ACC=tl.float32, PRECISION="ieee", num_warps=8,
+                                         num_stages=3)
+    sizes = re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16, (%r\d+);", ck.asm["ptx"])
+    assert sizes and len(set(sizes)) < len(sizes)

@@ -114,3 +114,4 @@ def test_fma_ring_ptx():
     if find_ptxas() is not None:
         r = ptx_resources(ptx, "sm_90a")
         assert r["spill_stores"] == 0
+
