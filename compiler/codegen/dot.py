@@ -1054,7 +1054,7 @@ def _tile_of(ring, j, inner):
 
 @emits("async_copy")
 def _e_async_copy(e, op):
-    from .memory import _ai, _ld, vector_width
+    from .memory import _ai, _ld, same_run_registers, vector_width
 
     ring = _ring(e, op)
     j = op.attrs["operand"]
@@ -1146,23 +1146,6 @@ def _tma_copy(e, op, ring, j):
         slot = e.b.urem(e.b.add(it, e.i32(op.attrs["ahead"])), e.i32(stages))
     st.dyn = e.b.mul(slot, e.i32(ring.spec["stage_bytes"]))
     _tma.copy(e, op, ring, st, slot)
-
-
-def same_run_registers(ll, regs, constancy, num_warps) -> dict:
-    """{r: the first register of `regs` whose element lies in the same run of constant values as r's in every
-    thread} for a value whose axis info gives `constancy` (runs of that length along each dim, aligned to it): such
-    registers hold equal values (a mask over K rows 8 apart where K is a multiple of 16), so one computes for both.
-    Decided per dim over the thread coordinates that occur along it."""
-    rank = len(ll.shape)
-    const = tuple(constancy)[:rank] if rank else ()
-    along = [sorted({t[d] for t in ll.thread_coords(num_warps)}) for d in range(rank)]
-    keys = {}
-    out = {}
-    for r in regs:
-        rc = ll.reg_coord(r)
-        key = tuple(tuple((t + rc[d]) // const[d] for t in along[d]) for d in range(rank))
-        out[r] = keys.setdefault(key, r)
-    return out
 
 
 def _constant_deltas(st, ll, inner, starts, num_warps):

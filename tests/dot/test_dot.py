@@ -960,7 +960,7 @@ def test_dot_more_batch_dims_inner_dimension_mismatch():
 def test_same_run_registers_follow_constancy():
     """Registers whose elements fall in one aligned run of constant values in every thread share a value; a run
     that a thread's registers straddle, or constancy 1, keeps them apart."""
-    from compiler.codegen.dot import same_run_registers
+    from compiler.codegen.memory import same_run_registers
     from compiler.passes.layouts import fill_blocked, linear
 
     # [64, 256] fp16 tile, 256 threads: 8 halves a thread along N, threads 32 along N then warps along K, so a
