@@ -280,18 +280,11 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100); AB0=1 adds cp_ignore_src (H100 0.990) again
-  pp=",${PENDING_PARTS:-tests,predshare},"  # a shorter call: PENDING_PARTS=tests,int8
+  pp=",${PENDING_PARTS:-tests},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
-  # loads and stores sharing predicates within a run of the mask's constancy (switch pred_share, 2026-12-05, sixth
-  # session; ring copies do already): its gpu tests, then the 18 corpus kernels whose PTX it changes
-  [[ $pp == *,predshare,* ]] && step pending-ps-tests env TILEFARM_AB=pred_share timeout 150 python3 -m pytest -q -m gpu \
-    -p no:cacheprovider tests/dot tests/ops/test_block_ptr.py tests/ops/test_conversions.py
-  [[ $pp == *,predshare,* ]] && step pending-ps timeout 200 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab pred_share \
-    --select 'attn_masked_d128,embedding_f16,gemv_f16,mm_bf16,mm_f32out_f16_64x64,mm_fp32_ieee,mm_int8_i32,mm_mask_mn_f16_128x256x64_w8s3,mm_mask_mn_f16_64x128x32_w4s4,mm_mask_mnk_f16_128x256x64_w8s3,mm_mask_mnk_f16_64x128x32_w4s4,mm_scale_cast_f16,mm_silu_f16,mm_tf32,mm_w8a8_f16,permute021_f32,scores_qkT_f32out,transpose64_f32' \
-    --out "$OUT/pending4"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
@@ -300,7 +293,6 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
       --select 'mm_mask*,mm_relu*,mm_tutorial*' --out "$OUT/pending0"
   fi
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
-  cp "$OUT"/pending4/corpus-*.md "$FINAL/pending4.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi

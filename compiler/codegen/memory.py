@@ -12,7 +12,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..ir import types as T
-from ..options import ab_switch
 from ..passes import axisinfo
 from . import common as C
 from .common import Tile, emits, error, uses
@@ -58,16 +57,6 @@ def same_run_registers(ll, regs, constancy, num_warps) -> dict:
         key = tuple(tuple((t + rc[d]) // const[d] for t in along[d]) for d in range(rank))
         out[r] = keys.setdefault(key, r)
     return out
-
-
-def _shared_mask(e, mask, ll, starts):
-    """The mask's registers, each access's one replaced by the first of its run of constancy (same_run_registers)
-    (an A/B switch for loads and stores: `pred_share`; ring copies always share)."""
-    mregs = e.regs(mask)
-    if not ab_switch("pred_share"):
-        return mregs
-    same = same_run_registers(ll, starts, _ai(e, mask).constancy, e.nw)
-    return [mregs[same[r]] if r in same else m for r, m in enumerate(mregs)]
 
 
 def log2i(n):
@@ -234,7 +223,7 @@ def _e_load(e, op):
     ll = p.ll
     eb = C.elem_bytes(elem)
     vec, _ = vector_width(e, ll, op.operands[0], mask, eb)
-    mregs = _shared_mask(e, mask, ll, range(0, ll.num_regs, vec)) if mask is not None else None
+    mregs = e.regs(mask) if mask is not None else None
     oregs = e.regs(other) if other is not None else None
     out = []
     for r0 in range(0, ll.num_regs, vec):
@@ -257,7 +246,7 @@ def _e_store(e, op):
     vec, _ = vector_width(e, ll, op.operands[0], mask, C.elem_bytes(elem))
     uniq = e.unique_pred(ll)
     vregs = e.regs(op.operands[1])
-    mregs = _shared_mask(e, mask, ll, range(0, ll.num_regs, vec)) if mask is not None else None
+    mregs = e.regs(mask) if mask is not None else None
     for r0 in range(0, ll.num_regs, vec):
         pred = e.and_pred(mregs[r0] if mregs is not None else None, uniq)
         _st(e, p.regs[r0], elem, vregs[r0:r0 + vec], pred, op.attrs)

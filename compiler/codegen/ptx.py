@@ -51,10 +51,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (Decided on the H100 the same day, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
 # `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code; 2026-12-05, sixth session, H100:
 # `pad16` lost and left, `fma_ring` won and is the code.)
-# `pred_share` (codegen/memory.py _shared_mask, added 2026-12-05, sixth session): masked loads and stores share one
-# predicate between accesses in one run of the mask's constancy, as ring copies do since the same day (0.982 on the
-# H200 over the 7 kernels that changed); changes the PTX of 18 corpus kernels. Not yet timed.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "pred_share")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src")
 
 
 
