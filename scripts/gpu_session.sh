@@ -280,11 +280,17 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100); AB0=1 adds cp_ignore_src (H100 0.990) again
-  pp=",${PENDING_PARTS:-tests},"  # a shorter call: PENDING_PARTS=tests,int8
+  pp=",${PENDING_PARTS:-tests,f64},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
+  # fp64 dots on the fp64 mma.sync (switch f64_mma, 2026-12-05, sixth session, never run on a GPU yet): its gpu
+  # tests, then the fp64 corpus case (FMA by default) beside Triton (whose fp64 dots run on mma.sync)
+  [[ $pp == *,f64,* ]] && step pending-f64-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    tests/dot/test_dot.py -k "f64"
+  [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab f64_mma \
+    --select 'mm_fp64' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
@@ -293,6 +299,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
       --select 'mm_mask*,mm_relu*,mm_tutorial*' --out "$OUT/pending0"
   fi
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
+  cp "$OUT"/pending5/corpus-*.md "$FINAL/pending5.md" 2>/dev/null || true
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi

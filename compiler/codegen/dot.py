@@ -65,6 +65,8 @@ _MMA = {  # (input class, acc class) -> (shape, ptx types, k width)
     # int8: the sum saturates to int32's range instead of wrapping (.satfinite, as Triton's int8 dots)
     ("s8", "s32"): ("m16n8k32", "satfinite.s32.s8.s8.s32"),
     ("u8", "s32"): ("m16n8k32", "satfinite.s32.u8.u8.s32"),
+    # fp64 (sm_90+, the A/B switch f64_mma): its m16n8k8 fragments are tf32's, one double a register
+    ("f64", "f64"): ("m16n8k8", "f64.f64.f64.f64"),
 }
 
 
@@ -72,10 +74,10 @@ def _classes(op):
     a = op.operands[0].type.element
     r = op.result.type.element
     if a.kind == "float":
-        ic = {16: "bf16" if a.name == "bfloat16" else "f16", 32: "tf32"}[a.bits]
+        ic = {16: "bf16" if a.name == "bfloat16" else "f16", 32: "tf32", 64: "f64"}[a.bits]
     else:
         ic = "s8" if a.kind == "int" else "u8"
-    rc = {"float32": "f32", "float16": "f16"}.get(r.name, "s32")
+    rc = {"float32": "f32", "float16": "f16", "float64": "f64"}.get(r.name, "s32")
     return ic, rc
 
 
@@ -92,11 +94,11 @@ def _mma(e, ic, rc, awords, bwords, cregs):
             v = e.b.bitcast(e.b.extract_value(r, i), ir.VectorType(C.F16, 2))
             out += [e.b.extract_element(v, e.i32(0)), e.b.extract_element(v, e.i32(1))]
         return out
-    t = C.F32 if rc == "f32" else C.I32
-    k = "f" if rc == "f32" else "r"
+    t = {"f32": C.F32, "f64": C.F64}.get(rc, C.I32)
+    k = {"f32": "f", "f64": "d"}.get(rc, "r")
     text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
             "{$10,$11,$12,$13};")
-    cons = ",".join([f"={k}"] * 4 + ["r"] * 6 + ["0", "1", "2", "3"])
+    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * 6 + ["0", "1", "2", "3"])
     r = _asm(e, text, cons, ir.LiteralStructType([t] * 4), awords + bwords + list(cregs))
     return [e.b.extract_value(r, i) for i in range(4)]
 
@@ -123,16 +125,18 @@ def _dot_mma(e, op, a, b, c, ll):
     rank = len(ll.shape)
     K = op.operands[0].type.shape[-1]
     ic, rc = _classes(op)
-    kw = {"f16": 2, "bf16": 2, "tf32": 1, "s8": 4, "u8": 4}[ic]
+    kw = {"f16": 2, "bf16": 2, "tf32": 1, "f64": 1, "s8": 4, "u8": 4}[ic]
     ksz = 8 * kw
     prec = op.attrs.get("input_precision", "tf32")
     ai, bi = _index(a.ll), _index(b.ll)
     regs = list(c.regs)
-    if rc != "f16" and c.regs and c.regs[0].type != (C.F32 if rc == "f32" else C.I32):
+    if rc != "f16" and c.regs and c.regs[0].type != {"f32": C.F32, "f64": C.F64}.get(rc, C.I32):
         raise error(f"dot accumulator type {c.regs[0].type} (compiler bug)", op.loc)
 
     def word(tile, idx, base, offs):
         vals = [tile.regs[idx[_or(base, o)]] for o in offs]
+        if ic == "f64":
+            return vals[0]
         if ic == "tf32":
             return _tf32(e, vals[0]) if prec != "tf32x3" else vals[0]
         return _pack(e, vals)

@@ -16,6 +16,7 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
+from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
@@ -29,12 +30,16 @@ SOURCES = optable.with_layout("source")
 ANCHORS = optable.with_layout("anchor")
 
 
-def dot_uses_mma(op) -> bool:
+def dot_uses_mma(op, options=None) -> bool:
     """Tensor cores for 16-bit floats, int8, and fp32 unless input_precision is "ieee"; FMA otherwise
-    (fp32 "ieee", fp64)."""
+    (fp32 "ieee", fp64). fp64 on sm_90+ (`options` naming the target) under the A/B switch `f64_mma`: the fp64
+    mma.sync m16n8k8 (DMMA), as Triton does on Hopper."""
     el = op.operands[0].type.element
     if el.kind == "float" and el.bits in (8, 16):  # fp8 operands reach a dot only on wgmma (passes/fp8_dot.py)
         return True
+    if el.kind == "float" and el.bits == 64:
+        return (options is not None and options.sm >= 90 and op.result.type.element.bits == 64
+                and ab_switch("f64_mma"))
     if el.kind in ("int", "uint") and el.bits == 8:
         return op.operands[0].type.shape[-1] % 32 == 0  # m16n8k32: smaller K blocks use integer FMAs
     return el.kind == "float" and el.bits == 32 and op.attrs.get("input_precision", "tf32") != "ieee"
@@ -46,11 +51,11 @@ def dot_layouts(op, nw, default=None, options=None):
     accumulator layout and its register operand layouts; or for an FMA dot a blocked result (`default`) and
     operands that hold whole K rows/columns per thread."""
     shape = tuple(op.result.type.shape)
-    if options is not None and dot_uses_mma(op):
+    if options is not None and dot_uses_mma(op, options):
         got = wgmma_applies(op, options, nw)
         if got is not None and not options.debug_no_wgmma:
             return MmaLayout(3, got[0], got[1]), None, None
-    if dot_uses_mma(op):
+    if dot_uses_mma(op, options):
         el = op.operands[0].type.element
         kw = max(1, 4 // max(1, el.bits // 8))
         mma = MmaLayout(2, mma_warps(shape, nw))

@@ -43,13 +43,13 @@ from .layouts import wgmma_applies
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
-def _fma_dot_loop(loop) -> bool:
+def _fma_dot_loop(loop, options=None) -> bool:
     """A K loop whose one dot runs on FMAs (fp32 "ieee", fp64, small-K int8). On sm_80+ it takes a copy ring
     (_pipeline_async); elsewhere it keeps its loads in place instead of rotating them through registers:
     mm_fp32_ieee 64x64x32 w4 took 125 registers instead of 161 that way, and 0.955 of the time (H100, 2026-12-05)."""
     from .assign_layouts import dot_uses_mma
 
-    return any(o.kind == "dot" and not dot_uses_mma(o) for o in loop.blocks[0].ops)
+    return any(o.kind == "dot" and not dot_uses_mma(o, options) for o in loop.blocks[0].ops)
 
 
 def slot_row_pad(rows_bytes: int) -> int:
@@ -98,7 +98,7 @@ def pipeline_loads(module, options):
             continue
         # an FMA dot's loop keeps its loads where they are: the register prefetch cost mm_fp32_ieee 161 -> 125
         # registers and 1/0.955 of its time (H100, 2026-12-05)
-        if ndots == 1 and not _fma_dot_loop(op):
+        if ndots == 1 and not _fma_dot_loop(op, options):
             _pipeline(op, threads)
     if rings:  # the address math of the loads the copies replaced is dead (layouts must not be chosen for it)
         dce(module, options)
@@ -396,7 +396,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # shared loads (codegen/dot.py) instead of the loads' registers being stored to shared memory every iteration.
     # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
     # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
-    fma = len(dots) == 1 and _fma_dot_loop(loop) and _has_cp_async(options)
+    fma = len(dots) == 1 and _fma_dot_loop(loop, options) and _has_cp_async(options)
     if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False

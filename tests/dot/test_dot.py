@@ -987,3 +987,41 @@ def test_ring_copies_share_predicates_within_a_constant_run():
                                          num_stages=3)
     sizes = re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16, (%r\d+);", ck.asm["ptx"])
     assert sizes and len(set(sizes)) < len(sizes)
+
+
+def _f64_ptx(arch, **meta):
+    M = N = Kd = 256
+    a, b, c = (np.zeros((M, Kd)), np.zeros((Kd, N)), np.zeros((M, N)))
+    ck = K.masked_dot_loop_kernel.warmup(a, b, c, M, N, Kd, Kd, 1, N, 1, N, 1, grid=(4, 4), target=arch, BM=64, BN=64,
+                                         BK=16, ACC=tl.float64, PRECISION="ieee", num_warps=4, num_stages=3, **meta)
+    return ck.asm["ptx"]
+
+
+def test_f64_dot_on_tensor_cores_ptx(monkeypatch):
+    """Under the A/B switch f64_mma an fp64 dot runs on the fp64 mma.sync (m16n8k8) on sm_90+, still on FMAs on
+    sm_80 and without the switch; ptxas assembles it without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    assert "mma.sync" not in _f64_ptx("sm_90a") and "fma.rn.f64" in _f64_ptx("sm_90a")
+    monkeypatch.setenv("TILEFARM_AB", "f64_mma")
+    ptx = _f64_ptx("sm_90a")
+    assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx and "fma.rn.f64" not in ptx
+    assert "mma.sync" not in _f64_ptx("sm_80")
+    if find_ptxas() is not None:
+        assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,Kd,BM,BN,BK,nw,stages", [(96, 80, 96, 32, 32, 16, 4, 2), (100, 72, 77, 64, 64, 16, 4, 3),
+                                                       (256, 128, 512, 64, 64, 32, 4, 3), (128, 128, 64, 128, 64, 16, 8, 1)])
+@pytest.mark.parametrize("a_t", [False, True])
+def test_f64_dot_on_tensor_cores_gpu(monkeypatch, M, N, Kd, BM, BN, BK, nw, stages, a_t):
+    monkeypatch.setenv("TILEFARM_AB", "f64_mma")
+    rng = np.random.default_rng(M * 31 + Kd + a_t)
+    a, b = rng.uniform(-1, 1, (M, Kd)), rng.uniform(-1, 1, (Kd, N))
+    arr, (sam, sak) = (np.ascontiguousarray(a.T), (1, M)) if a_t else (a, (Kd, 1))
+    c = poison((M, N), "float64")
+    run("gpu", K.masked_dot_loop_kernel, (compiler.cdiv(M, BM), compiler.cdiv(N, BN)), [arr, b, c],
+        [M, N, Kd, sam, sak, N, 1, N, 1], BM=BM, BN=BN, BK=BK, ACC=tl.float64, PRECISION="ieee", num_warps=nw,
+        num_stages=stages)
+    assert_close(c, a @ b, "float64", rtol=1e-12, atol=1e-12 * math.sqrt(Kd))

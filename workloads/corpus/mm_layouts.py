@@ -83,6 +83,25 @@ def matmul_fp32_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride
 
 
 @triton.jit
+def matmul_fp64_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """fp64 C = A @ B (row-major, K a multiple of BLOCK_K): a 1-D grid split by division, masks on M and N only,
+    `tl.range` over K and the accumulator passed to tl.dot."""
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = pid // grid_n, pid % grid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float64)
+    for k0 in tl.range(0, K, BLOCK_K):
+        a = tl.load(A + rm[:, None] * stride_am + (k0 + rk)[None, :], mask=rm[:, None] < M, other=0.0)
+        b = tl.load(B + (k0 + rk)[:, None] * stride_bk + rn[None, :], mask=rn[None, :] < N, other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
 def matmul_splitk_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_K: tl.constexpr):
     # split-K: program (m, n, s) sums K-blocks s, s + SPLIT_K, ... and adds its partial with tl.atomic_add
@@ -163,6 +182,11 @@ def fp32_launch(p, a, m):
     return (cdiv(M, m["BLOCK_M"]), cdiv(N, m["BLOCK_N"])), [a["a"], a["b"], a["c"], M, N, K, K, 1, N, 1, N, 1]
 
 
+def fp64_launch(p, a, m):
+    M, N, K = p["M"], p["N"], p["K"]
+    return (cdiv(M, m["BLOCK_M"]) * cdiv(N, m["BLOCK_N"]),), [a["a"], a["b"], a["c"], M, N, K, K, N, N]
+
+
 def bmm_inputs(p, rng):
     return {"a": randn(rng, (p["B"], p["M"], p["K"]), "float16", 0.5),
             "b": randn(rng, (p["B"], p["K"], p["N"]), "float16", 0.5)}
@@ -238,6 +262,13 @@ CASES = [
                                                 "num_warps": 4, "num_stages": 3},
          ci_meta={**CI_META, "PRECISION": "ieee"}, tol={"float32": (1e-4, 1e-5)}, flops=flops,
          bytes=nbytes(4), idiom="fp32 dot in full precision (FMA, no tensor cores)"),
+    Case("mm_fp64", matmul_fp64_kernel,
+         lambda p, rng: {"a": randn(rng, (p["M"], p["K"]), "float64"), "b": randn(rng, (p["K"], p["N"]), "float64")},
+         out("float64"), lambda p, x: {"c": x["a"] @ x["b"]}, fp64_launch, gpu={"M": 2048, "N": 2048, "K": 2048},
+         ci={"M": 40, "N": 24, "K": 32}, meta={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4,
+                                                "num_stages": 3},
+         ci_meta=CI_META, tol={"float64": (1e-10, 1e-12)}, flops=flops, bytes=nbytes(8),
+         idiom="fp64 dot, tl.range over K, masks on M and N, 1-D grid split by division"),
     Case("mm_splitk_f16", matmul_splitk_kernel,
          lambda p, rng: {"a": randn(rng, (p["M"], p["K"]), "float16"), "b": randn(rng, (p["K"], p["N"]), "float16")},
          out("float32"), lambda p, x: {"c": x["a"] @ x["b"]}, splitk_launch,
