@@ -86,7 +86,8 @@ def matmul_fp32_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride
 def matmul_fp64_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
                        BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """fp64 C = A @ B (row-major, K a multiple of BLOCK_K): a 1-D grid split by division, masks on M and N only,
-    `tl.range` over K and the accumulator passed to tl.dot."""
+    `tl.range` over K. (Triton asserts on `tl.dot(a, b, acc)` with a float64 acc unless out_dtype=tl.float64 is
+    passed: its out_dtype defaults to float32; `acc += tl.dot(a, b)` is how its users write it.)"""
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = pid // grid_n, pid % grid_n
@@ -97,7 +98,7 @@ def matmul_fp64_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_
     for k0 in tl.range(0, K, BLOCK_K):
         a = tl.load(A + rm[:, None] * stride_am + (k0 + rk)[None, :], mask=rm[:, None] < M, other=0.0)
         b = tl.load(B + (k0 + rk)[:, None] * stride_bk + rn[None, :], mask=rn[None, :] < N, other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc += tl.dot(a, b)
     tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
@@ -268,7 +269,7 @@ CASES = [
          ci={"M": 40, "N": 24, "K": 32}, meta={"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4,
                                                 "num_stages": 3},
          ci_meta=CI_META, tol={"float64": (1e-10, 1e-12)}, flops=flops, bytes=nbytes(8),
-         idiom="fp64 dot, tl.range over K, masks on M and N, 1-D grid split by division"),
+         idiom="fp64 dot, acc += dot, tl.range over K, masks on M and N, 1-D grid split by division"),
     Case("mm_splitk_f16", matmul_splitk_kernel,
          lambda p, rng: {"a": randn(rng, (p["M"], p["K"]), "float16"), "b": randn(rng, (p["K"], p["N"]), "float16")},
          out("float32"), lambda p, x: {"c": x["a"] @ x["b"]}, splitk_launch,
