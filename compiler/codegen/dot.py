@@ -401,9 +401,25 @@ def store_swizzled(e, x, st):
         _store_vector(e, x.regs[r0:r0 + v], ptr, v * st.eb)
 
 
+def _inner_run_bits(st, ll):
+    """The register bits that step along st's inner dim by 1, 2, 4... (at most 16 bytes), wherever they sit among the
+    register bits (an FMA operand holds whole K columns first, its N run after them)."""
+    bits = []
+    unit = lambda n: tuple(n if i == st.inner else 0 for i in range(len(ll.shape)))  # noqa: E731
+    while (1 << len(bits)) * st.eb < 16 and unit(1 << len(bits)) in ll.reg:
+        bits.append(ll.reg.index(unit(1 << len(bits))))
+    return bits
+
+
 def load_swizzled(e, st, ll, etype):
     """Read SwizzledTile st into the registers of layout ll (the mirror of store_swizzled): one vector load per run
-    of registers along the tile's inner dim (up to 16 bytes)."""
+    of registers along the tile's inner dim (up to 16 bytes). From a padded tile (an FMA dot's ring slot) the run's
+    registers may be any register bits (_inner_run_bits), and every run sits at a constant distance from the first
+    in every thread (_constant_deltas): one address per thread, then immediates."""
+    if st.pad and st.rank == 2:
+        bits = _inner_run_bits(st, ll)
+        if bits:
+            return _load_padded(e, st, ll, etype, bits)
     v = _run_width(st, ll)
     regs = [None] * ll.num_regs
     for r0, ptr in _swizzled_runs(e, st, ll, v):
@@ -412,6 +428,43 @@ def load_swizzled(e, st, ll, etype):
         else:
             vec = e.b.load(ptr, typ=ir.VectorType(etype, v), align=v * st.eb)
             regs[r0:r0 + v] = [e.b.extract_element(vec, e.i32(i)) for i in range(v)]
+    return regs
+
+
+def padded_read_plan(st, ll, bits, num_warps):
+    """(starts, members, deltas) of reading layout ll from padded tile st in vectors along the register bits `bits`
+    (_inner_run_bits): each vector's first register, its registers in address order, and each first register's
+    byte distance from the first one's, the same in every thread (None where it is not)."""
+    v = 1 << len(bits)
+    mask = sum(1 << b for b in bits)
+    starts = [r for r in range(ll.num_regs) if not r & mask]
+    members = {r0: [r0 | sum(((i >> j) & 1) << b for j, b in enumerate(bits)) for i in range(v)] for r0 in starts}
+    return starts, members, _constant_deltas(st, ll, st.inner, starts, num_warps)
+
+
+def _load_padded(e, st, ll, etype, bits):
+    v = 1 << len(bits)
+    starts, members, deltas = padded_read_plan(st, ll, bits, e.nw)
+    tc = e.thread_coords(ll)
+
+    def address(r0):
+        rc = ll.reg_coord(r0)
+
+        def co(dim):
+            t = tc[dim]
+            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
+        return st.offset(e, None, co(st.outer), co(st.inner))
+    first = address(starts[0]) if deltas is not None else None
+    regs = [None] * ll.num_regs
+    for r0 in starts:
+        off = (e.b.add(first, e.i32(deltas[r0])) if deltas[r0] else first) if deltas is not None else address(r0)
+        ptr = e.smem_ptr(off, absolute=st.absolute)
+        if v == 1:
+            regs[r0] = e.b.load(ptr, typ=etype, align=st.eb)
+            continue
+        vec = e.b.load(ptr, typ=ir.VectorType(etype, v), align=v * st.eb)
+        for i, r in enumerate(members[r0]):
+            regs[r] = e.b.extract_element(vec, e.i32(i))
     return regs
 
 

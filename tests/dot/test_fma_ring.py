@@ -115,3 +115,35 @@ def test_fma_ring_ptx():
         r = ptx_resources(ptx, "sm_90a")
         assert r["spill_stores"] == 0
 
+
+
+@pytest.mark.parametrize("op_idx,shape,inner", [(0, (64, 32), 1), (1, (32, 64), 1), (0, (64, 32), 0),
+                                                (1, (32, 64), 0), (1, (16, 128), 1)])
+@pytest.mark.parametrize("eb", [4, 8])
+def test_padded_slot_reads_follow_the_layout(op_idx, shape, inner, eb):
+    """An FMA operand read from a padded ring slot (codegen/dot.py _load_padded): every vector's lanes are the
+    registers whose elements lie at consecutive addresses, and each run's distance from the thread's first run is
+    the same in every thread, checked against SwizzledTile.py_offset for every thread of the block."""
+    from compiler.codegen.dot import SwizzledTile, _inner_run_bits, padded_read_plan
+    from compiler.passes.layouts import DotOperandLayout, default_blocked, linear
+    from compiler.passes.pipeline import slot_row_pad
+
+    nw = 4
+    res = default_blocked((64, 64) if shape != (16, 128) else (64, 128), 4, nw)
+    ll = linear(DotOperandLayout(op_idx, res), shape, nw)
+    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb)
+    st = SwizzledTile(shape, inner, eb, pad=pad)
+    bits = _inner_run_bits(st, ll)
+    v = 1 << len(bits)
+    starts, members, deltas = padded_read_plan(st, ll, bits, nw)
+    assert v * eb <= 16 and deltas is not None and sorted(r for m in members.values() for r in m) == list(
+        range(ll.num_regs))
+    for t in ll.thread_coords(nw):
+        def addr(r):
+            c = ll.reg_coord(r)
+            return st.py_offset(t[st.outer] + c[st.outer], t[st.inner] + c[st.inner])
+        for r0 in starts:
+            assert addr(r0) - addr(starts[0]) == deltas[r0]
+            for i, r in enumerate(members[r0]):
+                assert addr(r) == addr(r0) + i * eb
+            assert addr(r0) % (v * eb) == 0  # the vector's alignment
