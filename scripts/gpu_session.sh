@@ -290,7 +290,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/dot/test_dot.py -k "f64"
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab f64_mma \
-    --select 'mm_fp64' --out "$OUT/pending5"
+    --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
