@@ -445,15 +445,9 @@ def padded_read_plan(st, ll, bits, num_warps):
 def _load_padded(e, st, ll, etype, bits):
     v = 1 << len(bits)
     starts, members, deltas = padded_read_plan(st, ll, bits, e.nw)
-    tc = e.thread_coords(ll)
 
     def address(r0):
-        rc = ll.reg_coord(r0)
-
-        def co(dim):
-            t = tc[dim]
-            return e.i32(rc[dim]) if t is None else (e.b.add(t, e.i32(rc[dim])) if rc[dim] else t)
-        return st.offset(e, None, co(st.outer), co(st.inner))
+        return st.offset(e, None, e.coord(ll, r0, st.outer), e.coord(ll, r0, st.inner))
     first = address(starts[0]) if deltas is not None else None
     regs = [None] * ll.num_regs
     for r0 in starts:
