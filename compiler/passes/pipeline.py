@@ -39,6 +39,7 @@ from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
+from ..options import ab_switch
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -461,9 +462,9 @@ def _pipeline_async(module, loop, options) -> bool:
     # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
     stages = loop_stages(loop, options)
 
-    def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
-        least = 2 if tight else 3
-        n = max(least, stages + (0 if tight else 1))
+    def fit(tight, deep=False):  # the ring's slots: num_stages (+ 1 when loose or deep), fewer where shared memory
+        least = 2 if tight else 3  # runs out
+        n = max(least, stages + (0 if tight and not deep else 1))
         while n > least and n * stage > budget:
             n -= 1
         return n
@@ -493,6 +494,11 @@ def _pipeline_async(module, loop, options) -> bool:
     if not tight and fit(False) * stage > budget:
         tight = True
     slots = fit(tight)
+    # A/B `ring_deep`: a one-dot loop that keeps the loose ring (num_stages + 1 slots, num_stages - 1 iterations
+    # ahead, copies before the wgmmas) takes the tight ring's order with the same slots instead: copies after the
+    # dot's wgmma wait behind a barrier, num_stages iterations ahead (Triton's order, one iteration deeper).
+    if not tight and len(dots) == 1 and ab_switch("ring_deep"):
+        tight, slots = True, fit(True, deep=True)
     if slots * stage > budget:
         return False
     if occupancy:
