@@ -342,6 +342,16 @@ def _byte_operand_ok(d, o, j, trans, info) -> bool:
     return bool(dims) and (j == 1 or dims == [1])
 
 
+def _lands_n_major(o, trans, info) -> bool:
+    """An 8-bit b operand's ring slot runs along N (wgmma wants it K-major): a TMA tile lands along its last dim,
+    a cp.async one along the dim _copy_dims finds; `trans`: the load is [N, K], read through a transpose."""
+    n_dim = 0 if trans else 1
+    if tma_served(o):
+        return n_dim == 1
+    dims = _copy_dims(o, info)
+    return n_dim in dims and (1 - n_dim) not in dims
+
+
 def _zero_other(o) -> bool:
     """The load's `other` is absent or a constant zero (cp.async zero-fills masked-off elements)."""
     if not o.attrs.get("has_other"):
@@ -433,6 +443,11 @@ def _pipeline_async(module, loop, options) -> bool:
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
                 if ok:
                     loads.append(o)
+                    if not fma and eb == 1 and j == 1 and _lands_n_major(o, tr, info):
+                        # the dot copies this slot transposed into two stages of scratch each iteration
+                        # (codegen/dot.py _transposing_tile): shared memory beside the ring, for the whole loop
+                        other_bytes += 2 * nbytes
+                        fixed_bytes += 2 * nbytes
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
             # from registers: attention's P, which the code generator decides)

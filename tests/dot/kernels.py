@@ -84,3 +84,24 @@ def masked_dot_loop_kernel(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: t
         acc += tl.dot(a, b, input_precision=PRECISION)
     tl.store(C + rm[:, None] * scm + rn[None, :] * scn, acc.to(C.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@compiler.jit
+def int8_matmul_kernel(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    """int8 x int8 -> int32 over a K loop, K masked, pointers advanced (b's strides decide its order)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = A + rm[:, None] * sam + rk[None, :] * sak
+    b_ptrs = B + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0)
+        acc += tl.dot(a, b)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    tl.store(C + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))

@@ -465,6 +465,26 @@ def test_two_warpgroups_take_the_tight_ring_where_it_fits_one_more_block(BM, BN,
         assert got is None
 
 
+@pytest.mark.parametrize("b_kn,tight", [(True, False), (False, True)])
+def test_int8_b_transposed_in_scratch_counts_against_the_extra_block(b_kn, tight):
+    """An int8 128x128x128 w8 s3 matmul: three 32 KiB slots fit two blocks per SM by shared memory, but a b stored
+    [K, N] (N its contiguous dim) is copied K-major into two 16 KiB stages of scratch each iteration, which leaves
+    room for one block either way: the loose ring at once (no tight ring the driver must build again when ptxas's
+    registers forbid the second block). A b stored [N, K] is read in place: the tight ring."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+    S = 512
+    a = np.zeros((S, S), np.int8)
+    b = np.zeros((S, S), np.int8)
+    sbk, sbn = (S, 1) if b_kn else (1, S)
+    mod = K.int8_matmul_kernel.lower(a, b, np.zeros((S, S), np.int32), S, S, S, S, 1, sbk, sbn, S, 1, BM=128,
+                                     BN=128, BK=128)
+    mod = run_pipeline(mod, Options(num_warps=8, num_stages=3, arch="sm_90a"))
+    ring = next(op for op in mod.function.body.ops if op.kind == "for").attrs["_ring"]
+    assert ring["stages"] == (3 if tight else 4)
+    assert (mod.meta.get("ring_blocks_per_sm") == 2) == tight
+
+
 def test_the_driver_builds_the_loose_ring_where_registers_forbid_the_extra_block(monkeypatch):
     """The register check after ptxas -v: a 128x128x64 w8 s3 matmul keeps the tight ring (two blocks per SM) where
     its registers fit two blocks of 256 threads (at most 128 each), and is built again with the loose ring where
