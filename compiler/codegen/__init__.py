@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..ir.core import Module
-from ..options import Options
+from ..options import Options, ab_switch
 
 
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
@@ -32,6 +32,13 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)
         meta["ring_blocks_per_sm"] = module.meta["ring_blocks_per_sm"]
     ptx = llvm_to_ptx(llir, options.arch)
+    blocks = meta.get("ring_blocks_per_sm")
+    if blocks and not options.maxnreg and ab_switch("occ_hint"):
+        # A/B `occ_hint`: the blocks per SM the ring was sized for go to ptxas as `.minnctapersm` (it fits the
+        # registers to them, spilling if it must) instead of compile.py checking ptxas's count and building the
+        # loose ring again where it does not fit
+        ptx = _beside_reqntid(ptx, f".minnctapersm {blocks}")
+        meta["ring_blocks_hinted"] = meta.pop("ring_blocks_per_sm")
     if options.maxnreg:
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg
@@ -40,11 +47,16 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
 
 def _with_maxnreg(ptx: str, n: int) -> str:
     """The kernel's PTX with `.maxnreg n` beside its `.reqntid` (LLVM's NVPTX back end writes no .maxnreg)."""
+    return _beside_reqntid(ptx, f".maxnreg {n}")
+
+
+def _beside_reqntid(ptx: str, directive: str) -> str:
+    """The kernel's PTX with a performance-tuning directive after its `.reqntid`."""
     import re
 
-    out, k = re.subn(r"^(\.reqntid [^\n]*)$", lambda m: f"{m.group(1)}\n.maxnreg {n}", ptx, count=1, flags=re.M)
+    out, k = re.subn(r"^(\.reqntid [^\n]*)$", lambda m: f"{m.group(1)}\n{directive}", ptx, count=1, flags=re.M)
     if not k:
-        raise ValueError("the kernel's PTX has no .reqntid to put .maxnreg beside")
+        raise ValueError(f"the kernel's PTX has no .reqntid to put {directive.split()[0]} beside")
     return out
 
 
