@@ -98,6 +98,18 @@ def _wide_store(vl, anc, op) -> bool:
     return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
 
 
+def _split_store(vl, anc, op) -> bool:
+    """A/B `store_split`: a blocked value that gives a thread more than 16 contiguous bytes along the pointer's
+    contiguous dim (8 float32 from a 16-bit load's layout) is stored through a conversion to the pointer's coalesced
+    layout (16 bytes a thread, a warp's store one contiguous run, as Triton's coalescing does) instead of as
+    several 16-byte stores a thread at a stride."""
+    if not (isinstance(vl, BlockedLayout) and isinstance(anc, BlockedLayout) and ab_switch("store_split")):
+        return False
+    bits = op.operands[1].type.element.bits
+    d = anc.order[0]
+    return vl.order[0] == d and vl.spt[d] * bits > 128 and anc.spt[d] * bits <= 128
+
+
 def _mma_family(layout) -> bool:
     """An MmaLayout or a slice (of a slice...) of one."""
     while isinstance(layout, SliceLayout):
@@ -490,7 +502,8 @@ class _Assigner:
                 # Keep the data where it is unless that would make the store uncoalesced (the value's fastest
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
                 if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
-                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op):
+                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op) \
+                        and not _split_store(vl, anc, op):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
