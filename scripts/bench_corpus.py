@@ -171,6 +171,40 @@ class CudaDevice:
     def time(self, fn):
         return bench(fn, self.args.rep_ms, self.args.warmup_ms)
 
+    def sustain(self, fn, seconds):
+        """`fn` back to back for `seconds` (no L2 flush) while nvidia-smi samples the board every 50 ms: the time
+        per call under sustained load and the power and SM clock it settles at (the samples of the first half
+        second dropped). A kernel that draws more power for the same work runs at lower clocks once the board
+        reaches its power limit."""
+        import subprocess
+
+        smi = subprocess.Popen(["nvidia-smi", "--query-gpu=power.draw,clocks.sm,temperature.gpu",
+                                "--format=csv,noheader,nounits", "-lms", "50"], stdout=subprocess.PIPE, text=True)
+        try:
+            t0 = time.perf_counter()
+            calls = 0
+            half = None
+            while time.perf_counter() - t0 < seconds:
+                for _ in range(16):
+                    fn()
+                self.torch.cuda.synchronize()
+                calls += 16
+                if half is None and time.perf_counter() - t0 >= seconds / 2:
+                    half = (time.perf_counter(), calls)
+            t1 = time.perf_counter()
+        finally:
+            smi.terminate()
+            out, _ = smi.communicate(timeout=5)
+        rows = [[float(x) for x in ln.split(",")] for ln in out.strip().splitlines() if ln.count(",") == 2]
+        rows = rows[10:] or rows
+        got = {"calls": calls, "ms_per_call": (t1 - t0) * 1e3 / calls}
+        if half is not None and calls > half[1]:
+            got["ms_per_call_2nd_half"] = (t1 - half[0]) * 1e3 / (calls - half[1])
+        if rows:
+            got.update(power_w=float(np.mean([r[0] for r in rows])), sm_mhz=float(np.mean([r[1] for r in rows])),
+                       temp_c=float(np.max([r[2] for r in rows])))
+        return got
+
     def settle(self, fns, ms):
         """Run the sides' calls in turn, untimed, for about `ms` each: the GPU reaches the clocks it holds under
         sustained load (a heavy kernel's first ~100 ms run faster than the rest) before the first timed round, so
@@ -219,6 +253,9 @@ class DryDevice:
 
     def settle(self, fns, ms):
         pass
+
+    def sustain(self, fn, seconds):
+        return {}
 
     def time(self, fn):
         ts = []
@@ -350,6 +387,10 @@ def run_gpu(names, cases, args, device=None):
                 ratios = [a / b for a, b in zip(row["tilefarm"]["rounds_ms"], row["triton"]["rounds_ms"])]
                 row["ratio"] = float(np.median(ratios))
                 row["ratio_min"], row["ratio_max"] = float(min(ratios)), float(max(ratios))
+            if args.sustain_s > 0:
+                for s in order:
+                    if row[s].get("ok"):
+                        row[s]["sustain"] = dev.sustain(fns[s], args.sustain_s)
             for s in sides[len(SIDES):]:  # A/B variants: per-round ratios to the default and to Triton
                 got = {}
                 for ref_side, label in (("tilefarm", "vs_default"), ("triton", "vs_triton")):
@@ -568,6 +609,18 @@ def markdown(doc) -> str:
                   f"{span} | {rate(r, 'tilefarm')} | "
                   f"{rate(r, 'triton')} |")
     md += ["", "```", table(rows), "```"]
+    sus = [r for r in rows if r.get("tilefarm", {}).get("sustain") and r.get("triton", {}).get("sustain")]
+    if sus:
+        md += ["", "Sustained load (each side back to back, no L2 flush; board power and SM clock from nvidia-smi):", "",
+               "| kernel | ours ms/call | Triton ms/call | ours/Triton | ours W | Triton W | ours MHz | Triton MHz |",
+               "|---|---|---|---|---|---|---|---|"]
+        for r in sus:
+            a, b = r["tilefarm"]["sustain"], r["triton"]["sustain"]
+            ka = "ms_per_call_2nd_half" if "ms_per_call_2nd_half" in a and "ms_per_call_2nd_half" in b \
+                else "ms_per_call"
+            md.append(f"| {r['name']} | {a[ka]:.4f} | {b[ka]:.4f} | {a[ka] / b[ka]:.3f} | "
+                      f"{a.get('power_w', 0):.0f} | {b.get('power_w', 0):.0f} | {a.get('sm_mhz', 0):.0f} | "
+                      f"{b.get('sm_mhz', 0):.0f} |")
     return "\n".join(md) + "\n"
 
 
@@ -611,6 +664,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--rep-ms", type=float, default=25.0)
     ap.add_argument("--warmup-ms", type=float, default=5.0)
+    ap.add_argument("--sustain-s", type=float, default=0.0,
+                    help="per kernel, after the rounds: each side run back to back this long while nvidia-smi "
+                         "samples power and SM clock (row[side]['sustain'] in the JSON)")
     ap.add_argument("--settle-ms", type=float, default=0.0,
                     help="per kernel, before its first round: each side run untimed about this long, in turn twice, "
                          "so every round finds the GPU at its sustained clocks")

@@ -154,7 +154,7 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
 
         monkeypatch.setattr(case, "kernel", Spy(real))  # the loaded case is shared: put its kernel back after
     monkeypatch.setenv("TILEFARM_AB", "short_ptr")
-    args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1, settle_ms=0)
+    args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1, settle_ms=0, sustain_s=0)
     rows = bench_corpus.run_gpu(["saxpy_2p26_f32"], cases, args, Dev(args))
     assert rows[0]["ab:short_ptr"]["ok"] and rows[0]["tilefarm"]["ok"]
     assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:short_ptr", "short_ptr")
