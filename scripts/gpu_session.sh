@@ -3,7 +3,7 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -303,6 +303,14 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi
+if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels beside Triton, settled first, then each
+  # side back to back for SUSTAIN_S seconds with nvidia-smi's board power and SM clock (is a gap a power-limit one?)
+  step sustain timeout "${SUSTAIN_TIMEOUT:-240}" python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --settle-ms "${SETTLE_MS:-150}" --sustain-s "${SUSTAIN_S:-3}" \
+    --select "${SUSTAIN_SEL:-mm_relu_f16,mm_nobias_f16,mm_tutorial_f16,mm_mask_mnk_f16,mm_at_f16,attn_kT_d64}" --out "$OUT/sustain"
+  cp "$OUT"/sustain/corpus-*.md "$FINAL/sustain.md" 2>/dev/null || true
+  cp "$OUT"/sustain/corpus-*.json "$FINAL/sustain.json" 2>/dev/null || true
+fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
   # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'
@@ -312,6 +320,7 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-0}" --ab "$vars" --select "$sel" \
       --out "$OUT/abin$i"
     cp "$OUT"/abin$i/corpus-*.md "$FINAL/abin$i.md" 2>/dev/null || true
+    cp "$OUT"/abin$i/corpus-*.json "$FINAL/abin$i.json" 2>/dev/null || true
   done
 fi
 if [[ ",$what," == *",farmresume,"* ]]; then  # named only: finish a farm corpus run stored by `farmcorpus` on an
