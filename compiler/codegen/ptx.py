@@ -54,7 +54,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `f64_mma` (passes/assign_layouts.py dot_uses_mma, codegen/dot.py _MMA, added 2026-12-05, sixth session, no GPU left
 # to run it): fp64 dots on sm_90+ on the fp64 mma.sync m16n8k8 (DMMA; Triton 3.6 uses m16n8k16 there) instead of
 # FMAs; changes the new corpus case mm_fp64 only. Needs its gpu tests (tests/dot/test_dot.py -k f64) and the A/B.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "f64_mma", "ring_deep", "occ_hint", "store_split")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "f64_mma", "ring_deep", "occ_hint", "store_split", "gather_run")
 
 
 

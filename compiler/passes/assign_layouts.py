@@ -237,6 +237,12 @@ class _Assigner:
             l1 = op.attrs.get("cache", "") in ("", ".ca") and not op.attrs.get("volatile")
             if op.kind == "load" and full and l1 and g > run and g % run == 0:
                 out[id(op)] = g
+            elif (op.kind == "load" and run == 1 and g > 1 and ab_switch("gather_run")
+                  and all(self._contiguity(op.operands[0], d) == 1 for d in order)):
+                # A/B `gather_run`: a gather (no dim of the pointer contiguous: indices, a broadcast channel, a
+                # stride) is scalar loads in any layout; it takes its group's run instead of one element a thread,
+                # and its values meet the others' without a conversion through shared memory
+                out[id(op)] = g
             elif op.kind == "load" and run == 1 and self._contiguity(op.operands[0], order[0]) > 1:
                 # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored
                 # along another dim (a transpose by store addresses): a thread's free run goes along the stores'
