@@ -10,7 +10,6 @@ libdevice).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import gc
 import hashlib
@@ -460,15 +459,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             from .codegen import compile_function
 
             out = compile_function(module, options, cubin=False)
-            cubin, regs = _occupancy_holds(out, arch)
-            if regs is not None:  # a ring sized for one more block per SM that ptxas's registers do not allow: loose
-                options = dataclasses.replace(options, ring_for_occupancy=False)
-                module = lower(jitfn, params, {}, name=kernel_name(jitfn, params))
-                module.options = options
-                module = run_pipeline(module, options, upto="dce")
-                tile = print_module(module)
-                out = compile_function(module, options, cubin=False)
-                out["meta"]["ring_occupancy_dropped"] = regs
     except CompilationError as e:
         raise e.with_traceback(None) from e.__cause__
     meta = dict(out["meta"])
@@ -478,9 +468,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             "metadata.json": json.dumps(meta, default=str).encode()}
     asm = StageArtifacts({"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}, arch=arch,
                          on_cubin=_cubin_saver(disk, key, arts) if disk is not None else None)
-    if cubin:  # assembled already by the occupancy check
-        dict.__setitem__(asm, "cubin", cubin)
-        arts["cubin"] = cubin
     k = CompiledKernel(meta["name"], asm, meta, key)
     if disk is not None:
         try:
@@ -489,32 +476,6 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             pass
     _mem_cache[key] = k
     return k
-
-
-def _occupancy_holds(out: dict, arch) -> tuple[bytes | None, int | None]:
-    """For a kernel whose copy ring was sized to fit `ring_blocks_per_sm` blocks per SM by shared memory: assemble
-    it (ptxas -v) and see whether its registers fit that many blocks too (65,536 per SM, allocated per thread in
-    steps of 8) without spilling. Returns (the cubin, None) where they do or where no ptxas is installed, and
-    (None, registers) where they do not."""
-    blocks = out["meta"].get("ring_blocks_per_sm")
-    if not blocks:
-        return None, None
-    from .codegen.ptx import _RES, PTXASError, _run_ptxas, ptx_arch
-
-    try:
-        cubin, log = _run_ptxas(out["ptx"], ptx_arch(out["ptx"], arch), ("-v",))
-    except (OSError, PTXASError):  # an assembler that fails here fails again, with its message, where it is used
-        return None, None
-    if cubin is None:
-        return None, None
-    _stats["assembled"] += 1
-    m = _RES["registers"].search(log)
-    spills = _RES["spill_stores"].search(log)
-    regs = int(m.group(1)) if m else 0
-    threads = out["meta"].get("num_warps", 4) * 32
-    if -(-regs // 8) * 8 * threads * blocks <= 65536 and not (spills and int(spills.group(1))):
-        return cubin, None
-    return None, regs
 
 
 def _from_entry(key, hit: dict, arch, disk) -> CompiledKernel:

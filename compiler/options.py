@@ -29,10 +29,6 @@ class Options:
     maxnreg: int | None = None
     # Debugging: no dot runs on wgmma (mma.sync instead; an sm_90 kernel with a dot then stays sm_90), set by
     # TILEFARM_NO_WGMMA=1 (compile.options_for); no K loop takes the cp.async copy ring (the register pipeline).
-    # A two-warpgroup K loop of one dot takes the tight copy ring where that fits one more block per SM by shared
-    # memory (passes/pipeline.py); the compile driver builds it again with this off when ptxas's register count
-    # does not leave room for that block either (compile.py `_occupancy_holds`).
-    ring_for_occupancy: bool = True
     debug_no_wgmma: bool = False
     debug_no_async_copy: bool = False
     # No source line information (`.loc` in the PTX, a line table in the cubin: codegen/lineinfo.py), set by

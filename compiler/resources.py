@@ -103,14 +103,14 @@ def occupancy(regs: int, shared_bytes: int, threads: int, arch: str = "sm_90") -
 def kernel_resources(kernel) -> dict | None:
     """Resources of a CompiledKernel (see the module docstring); None when no ptxas can be found. Raises the
     compiler's PTXASError when ptxas rejects the PTX (as assembling it would)."""
-    from .codegen.ptx import _run_ptxas, find_ptxas, ptx_arch
+    from .codegen.ptx import _assemble, find_ptxas, ptx_arch
 
     asm, meta = kernel.asm, kernel.metadata
     # Only the compiler's own artifacts (StageArtifacts): a hand-made asm dict is not known to be real PTX.
     if find_ptxas() is None or not hasattr(asm, "cached") or asm.cached("ptx") is None:
         return None
     arch = ptx_arch(asm["ptx"], meta.get("arch", "sm_90"))
-    cubin, log = _run_ptxas(asm["ptx"], arch, ("-v",))
+    cubin, log = _assemble(asm["ptx"], arch, ("-v",))
     if cubin is None:
         return None
     if hasattr(asm, "cached") and asm.cached("cubin") is None:

@@ -285,11 +285,11 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
     --out "$OUT/pending1"
-  # fp64 dots on the fp64 mma.sync (switch f64_mma, 2026-12-05, sixth session, never run on a GPU yet): its gpu
-  # tests, then the fp64 corpus case (FMA by default) beside Triton (whose fp64 dots run on mma.sync)
+  # fp64 dots on the fp64 mma.sync (the code since 2026-12-06): its gpu tests, then the fp64 and fp32 "ieee" corpus
+  # cases beside Triton
   [[ $pp == *,f64,* ]] && step pending-f64-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/dot/test_dot.py -k "f64"
-  [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab f64_mma \
+  [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \

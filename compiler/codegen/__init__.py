@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..ir.core import Module
-from ..options import Options, ab_switch
+from ..options import Options
 
 
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
@@ -24,21 +24,16 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     module = run_pipeline(module, options)
     # the assembler starts now, beside LLVM IR emission and LLVM, with the flags its run will have: the PTX's target,
     # line information as emitted, -v where compile.py checks a copy ring's registers
-    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info,
-                   verbose=bool(module.meta.get("ring_blocks_per_sm")))
+    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info)
     prefetch_libdevice(libdevice_calls(module.function))  # and the libdevice functions it calls, on a thread
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
-    if module.meta.get("ring_blocks_per_sm"):  # the blocks per SM a copy ring was sized for (compile.py checks)
-        meta["ring_blocks_per_sm"] = module.meta["ring_blocks_per_sm"]
     ptx = llvm_to_ptx(llir, options.arch)
-    blocks = meta.get("ring_blocks_per_sm")
-    if blocks and not options.maxnreg and ab_switch("occ_hint"):
-        # A/B `occ_hint`: the blocks per SM the ring was sized for go to ptxas as `.minnctapersm` (it fits the
-        # registers to them, spilling if it must) instead of compile.py checking ptxas's count and building the
-        # loose ring again where it does not fit
+    blocks = module.meta.get("ring_blocks_per_sm")
+    if blocks and not options.maxnreg:
+        # the blocks per SM a copy ring was sized for (passes/pipeline.py): ptxas fits the registers to them
         ptx = _beside_reqntid(ptx, f".minnctapersm {blocks}")
-        meta["ring_blocks_hinted"] = meta.pop("ring_blocks_per_sm")
+        meta["ring_blocks_per_sm"] = blocks
     if options.maxnreg:
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg

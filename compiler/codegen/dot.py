@@ -21,7 +21,6 @@ from ..passes.wgmma_loops import partial_accumulation, register_a_applies
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
-from .ptx import ab_switch as _ab
 
 
 def _index(ll):
@@ -65,7 +64,7 @@ _MMA = {  # (input class, acc class) -> (shape, ptx types, k width)
     # int8: the sum saturates to int32's range instead of wrapping (.satfinite, as Triton's int8 dots)
     ("s8", "s32"): ("m16n8k32", "satfinite.s32.s8.s8.s32"),
     ("u8", "s32"): ("m16n8k32", "satfinite.s32.u8.u8.s32"),
-    # fp64 (sm_90+, the A/B switch f64_mma): its m16n8k8 fragments are tf32's, one double a register
+    # fp64 (sm_90+): its m16n8k8 fragments are tf32's, one double a register
     ("f64", "f64"): ("m16n8k8", "f64.f64.f64.f64"),
 }
 
@@ -1169,15 +1168,9 @@ def _e_async_copy(e, op):
             # src-size 0 for masked-off chunks: the copy writes zeros (the loads' `other` is zero or absent)
             cache = "cg" if nbytes == 16 else "ca"
             dst_addr = addr if deltas is not None else e.b.ptrtoint(dst, C.I32)
-            if _ab("cp_ignore_src"):
-                # the mask as cp.async's ignore-src predicate: LLVM keeps it as predicate logic (one setp with an
-                # AND per term) instead of folding the src-size select into a chain of selects on 16 and 0
-                _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,b",
-                          [dst_addr, p.regs[r0], e.b.not_(pred)])
-            else:
-                size = e.b.select(pred, e.i32(nbytes), e.i32(0))
-                _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
-                          [dst_addr, p.regs[r0], size])
+            size = e.b.select(pred, e.i32(nbytes), e.i32(0))
+            _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
+                      [dst_addr, p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):

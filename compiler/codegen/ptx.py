@@ -43,18 +43,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
 # cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
 # three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
-# `cp_ignore_src` (codegen/dot.py _e_async_copy, added 2026-12-05): a ring copy's mask as cp.async's ignore-src
-# predicate instead of a src-size register; LLVM folded `select(mask, 16, 0)` of an and of masks into a chain of
-# selects (mm_mask_mnk 128x256's loop: 33 SEL, 141 instructions -> 0 SEL, 111; Triton: 21 SEL, 137). H100 A/B
-# 2026-12-05 (35 matmul/attention kernels, 3 rounds): 0.990, faster on 11 by over 2% (mm_block_ptr 0.914,
-# mm_mask_mnk 0.942) but slower on 3 (mm_relu 1.079, mm_tutorial 1.056, mm_mask_mn 64x128 1.030): open.
-# (Decided on the H100 the same day, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
+# (Decided on the H100 on 2026-12-05, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
 # `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code; 2026-12-05, sixth session, H100:
-# `pad16` lost and left, `fma_ring` won and is the code.)
-# `f64_mma` (passes/assign_layouts.py dot_uses_mma, codegen/dot.py _MMA, added 2026-12-05, sixth session, no GPU left
-# to run it): fp64 dots on sm_90+ on the fp64 mma.sync m16n8k8 (DMMA; Triton 3.6 uses m16n8k16 there) instead of
-# FMAs; changes the new corpus case mm_fp64 only. Needs its gpu tests (tests/dot/test_dot.py -k f64) and the A/B.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "cp_ignore_src", "f64_mma", "ring_deep", "occ_hint", "store_split", "gather_run")
+# `pad16` lost and left, `fma_ring` won and is the code; 2026-12-06, H100: `f64_mma` (mm_fp64 0.237), `ring_deep`
+# (0.962) and `occ_hint` (0.981) won and are the code; `cp_ignore_src` (1.003, mixed again), `store_split` (1.019) and
+# `gather_run` (0.996) lost and left: docs/EXPERIMENTS.md.)
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 
@@ -484,8 +478,23 @@ def ptx_arch(ptx: str, arch: str) -> str:
 
 def ptx_to_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
     """Assemble PTX with ptxas (-O3); None when no ptxas can be found. Raises PTXASError on rejection."""
-    cubin, _ = _run_ptxas(ptx, ptx_arch(ptx, arch))
+    cubin, _ = _assemble(ptx, ptx_arch(ptx, arch))
     return cubin
+
+
+_MIN_BLOCKS = re.compile(r"^\.minnctapersm \d+\n", re.M)
+
+
+def _assemble(ptx: str, arch: str, flags=()):
+    """_run_ptxas; a kernel whose `.minnctapersm` (the blocks per SM its copy ring was sized for) leaves some
+    instruction too few registers is assembled again without it, at one block fewer than hoped rather than not
+    at all."""
+    try:
+        return _run_ptxas(ptx, arch, flags)
+    except PTXASError as e:
+        if "Insufficient registers" not in str(e) or not _MIN_BLOCKS.search(ptx):
+            raise
+        return _run_ptxas(_MIN_BLOCKS.sub("", ptx, count=1), arch, flags)
 
 
 _RES = {
@@ -501,7 +510,7 @@ _RES = {
 def ptx_resources(ptx: str, arch: str = "sm_90") -> dict:
     """Resources ptxas reports (`ptxas -v`): registers, static shared bytes, spill stores/loads, stack frame.
     Empty dict when ptxas is absent."""
-    cubin, log = _run_ptxas(ptx, ptx_arch(ptx, arch), ("-v",))
+    cubin, log = _assemble(ptx, ptx_arch(ptx, arch), ("-v",))
     if cubin is None:
         return {}
     out = {}

@@ -39,7 +39,6 @@ from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
-from ..options import ab_switch
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -417,6 +416,7 @@ def _pipeline_async(module, loop, options) -> bool:
     inside, indep_ops, movable, addr_args = got
     info = None
     loads, other_bytes, fixed_bytes = [], 0, 0
+    scratch_t = False  # an operand the dot copies transposed into scratch every iteration (its own barrier)
     for d in dots:
         for j, v in enumerate(d.operands[:2]):
             o = v.owner
@@ -448,6 +448,7 @@ def _pipeline_async(module, loop, options) -> bool:
                         # (codegen/dot.py _transposing_tile): shared memory beside the ring, for the whole loop
                         other_bytes += 2 * nbytes
                         fixed_bytes += 2 * nbytes
+                        scratch_t = True
                     continue
             # stored once before the loop (defined outside it), or per iteration into scratch (2 stages; or read
             # from registers: attention's P, which the code generator decides)
@@ -488,16 +489,24 @@ def _pipeline_async(module, loop, options) -> bool:
     if len(dots) == 1:
         tight = options.num_warps == 4
         # Blocks of two or more warpgroups take it where it fits one more block per SM by shared memory (128x128x64
-        # w8 s3: four 32 KiB slots, one block, against three, two blocks). Registers must leave room for that block
-        # too; only ptxas knows them, so the module records the block count it bought and the compile driver
-        # builds the loose ring instead where ptxas's figure does not allow it. Measured on the H200 (idiom corpus
+        # w8 s3: four 32 KiB slots, one block, against three, two blocks). Measured on the H200 (idiom corpus
         # beside Triton, ptxas 13.5, 2026-12-02; ours/Triton loose -> tight): split-K 1.23 -> 0.96, residual
         # 1.26 -> 1.12, column bias 1.15 -> 1.01, masks on M and N 1.21 -> 1.08, bias 1.16 -> 1.11, ReLU 1.24 ->
-        # 1.15; where the block count stays (128x256: one either way; GELU through erf at 158 registers) it lost
-        # 2-13%, hence the two conditions.
-        if not tight and options.ring_for_occupancy:
-            more = blocks_per_sm(fixed_bytes + fit(True) * stage)
-            if more > blocks_per_sm(fixed_bytes + fit(False) * stage):
+        # 1.15. Registers must leave room for that block too: the module records the block count it bought and
+        # the code generator tells ptxas (`.minnctapersm`), which fits the registers to it, spilling if it must
+        # (GELU through erf: 159 registers -> 128 and 60 bytes spilled). Measured against building the loose
+        # ring where ptxas's own count did not fit (H100, 2026-12-06, the 10 kernels whose SASS it changes, 3
+        # rounds): 0.981, GELU erf 0.887, none slower by over 2%; and each kernel is compiled once.
+        if not tight:
+            # blocks per SM by shared memory, and at most as many as the accumulator leaves registers for (65,536
+            # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
+            # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
+            # would fit four by shared memory, whose 64-register cap no wgmma of it fits)
+            threads = 32 * options.num_warps
+            acc = _regs(dots[0].result, threads)
+            by_regs = 65536 // (threads * (-(-(acc + 64) // 8) * 8))
+            more = min(blocks_per_sm(fixed_bytes + fit(True) * stage), by_regs)
+            if more > min(blocks_per_sm(fixed_bytes + fit(False) * stage), by_regs):
                 tight, occupancy = True, more
     else:
         tight = (options.num_warps == 4 and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
@@ -509,10 +518,13 @@ def _pipeline_async(module, loop, options) -> bool:
     if not tight and fit(False) * stage > budget:
         tight = True
     slots = fit(tight)
-    # A/B `ring_deep`: a one-dot loop that keeps the loose ring (num_stages + 1 slots, num_stages - 1 iterations
-    # ahead, copies before the wgmmas) takes the tight ring's order with the same slots instead: copies after the
-    # dot's wgmma wait behind a barrier, num_stages iterations ahead (Triton's order, one iteration deeper).
-    if not tight and len(dots) == 1 and ab_switch("ring_deep"):
+    # A one-dot loop where the tight ring buys no block (128x256 tiles: one block either way) keeps the loose
+    # ring's slots (num_stages + 1) in the tight ring's order: copies after the dot's wgmma wait behind a barrier,
+    # num_stages iterations ahead, one deeper than the loose ring's copies before the wgmmas. Measured on the H100
+    # (2026-12-06, the 7 corpus kernels it changed, 3 rounds beside Triton): 0.962 of the loose ring's time, bf16
+    # 128x256 0.836, GELU erf 0.904, W8A8 0.977; the int8 loop whose b the dot transposes through scratch (a
+    # barrier of its own each iteration) 1.041, so that one keeps the loose ring.
+    if not tight and len(dots) == 1 and not scratch_t:
         tight, slots = True, fit(True, deep=True)
     if slots * stage > budget:
         return False

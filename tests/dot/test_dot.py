@@ -373,29 +373,30 @@ def K_lower(a, b, Kd, BM, BN, BK):
                                  PRECISION="ieee")
 
 
-@pytest.mark.parametrize("BM,BN,BK,nw,stages,slots", [(128, 128, 64, 8, 3, 4), (128, 256, 64, 8, 3, 4),
-                                                       (128, 256, 64, 8, 4, 4), (128, 128, 32, 8, 2, 3),
+@pytest.mark.parametrize("BM,BN,BK,nw,stages,slots", [(128, 256, 64, 8, 3, 4), (128, 256, 64, 8, 4, 4),
                                                        (128, 64, 32, 8, 5, 6)])
 def test_wgmma_operands_copied_async_into_a_ring(BM, BN, BK, nw, stages, slots):
-    """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots: the
-    prologue fills slots-2 slots, each iteration waits for its slot, views it for the dot and copies the
-    iteration slots-2 ahead; no register tile is carried, and the ring fits in shared memory. (Blocks of two
-    warpgroups, as the compile driver builds them where the tight ring's extra block per SM does not fit in the
-    registers; one warpgroup takes the tight ring below.)"""
+    """On sm_90a the K loop's operand loads become cp.async copies into a ring of shared-memory slots. Two
+    warpgroups where a slot less buys no block per SM (128x256x64: one block either way; 128x64x32 s5: three)
+    keep num_stages + 1 slots (fewer where shared memory runs out) in the tight ring's order: the prologue fills
+    slots-1 slots, each iteration waits for its slot, views it for the dot, and after the dot (its wgmma wait)
+    and a barrier copies the iteration slots-1 ahead; no register tile is carried, and the ring fits."""
     from compiler.passes.pipeline import SMEM_MAX
 
-    mod = _piped(BM, BN, BK, nw, stages, ring_for_occupancy=False)
+    mod = _piped(BM, BN, BK, nw, stages)
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     ring = loop.attrs["_ring"]
     assert ring["stages"] == slots and slots * ring["stage_bytes"] <= SMEM_MAX
+    assert not mod.meta.get("ring_blocks_per_sm")
     pro = [op for op in mod.function.body.ops if op.kind == "async_copy"]
-    assert sorted(op.attrs["slot"] for op in pro) == sorted(list(range(slots - 2)) * 2)
+    assert sorted(op.attrs["slot"] for op in pro) == sorted(list(range(slots - 1)) * 2)
     body = loop.blocks[0].ops
     kinds = [op.kind for op in body]
-    assert kinds[:3] == ["async_wait", "smem_view", "smem_view"] and body[0].attrs["pending"] == slots - 3
+    assert kinds[:3] == ["async_wait", "smem_view", "smem_view"] and body[0].attrs["pending"] == slots - 2
     copies = [op for op in body if op.kind == "async_copy"]
-    assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 2 for op in copies)
-    assert kinds.index("async_copy") < kinds.index("dot") and "load" not in kinds
+    assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 1 for op in copies)
+    assert kinds.index("dot") < kinds.index("async_copy") and "load" not in kinds
+    assert copies[0].attrs.get("barrier")
     dot = next(op for op in body if op.kind == "dot")
     assert [v.owner.kind for v in dot.operands[:2]] == ["smem_view", "smem_view"]
     assert len(loop.results) == 3  # acc and the two pointer tiles: no tiles carried in registers
@@ -410,7 +411,8 @@ def test_wgmma_ring_ptx_assembles(BM, BN, BK, nw, stages, dtype):
 
     ptx = _matmul_ptx(dtype, "ieee", dtype, BM, BN, BK, nw, target="sm_90", num_stages=stages)
     assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx
-    assert "cp.async.wait_group 1;" in ptx  # 4 slots: 2 groups ahead, this iteration's must have landed
+    # 128x128: 3 slots, 2 groups ahead (1 may stay in flight); 128x256: 4 slots, 3 ahead; 64x64 w4: 3 slots
+    assert re.search(r"cp\.async\.wait_group [12];", ptx)  # this iteration's group must have landed
     assert "cp.async.wait_group 0;" in ptx  # before shared memory is reused after the loop
     assert "wgmma.mma_async.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx
     assert "ld.global" not in ptx  # the operands never pass through registers (the epilogue only stores)
@@ -438,25 +440,24 @@ def test_one_warpgroup_takes_the_tight_ring(BM, BN, BK, stages, slots):
     assert len(copies) == 2 and all(op.attrs["ahead"] == slots - 1 for op in copies)
     assert kinds.index("dot") < kinds.index("async_copy")
     assert copies[0].attrs.get("barrier") and not copies[1].attrs.get("barrier")
-    assert not mod.meta.get("ring_blocks_per_sm")  # one warpgroup always takes it: nothing for the driver to check
-    wide = _piped(BM, BN, BK, 8, stages, ring_for_occupancy=False)  # two warpgroups, loose where asked
-    loop = next(op for op in wide.function.body.ops if op.kind == "for")
-    assert loop.attrs["_ring"]["stages"] == max(3, stages + 1)
+    assert not mod.meta.get("ring_blocks_per_sm")  # one warpgroup always takes it: no block count to hint
 
 
-@pytest.mark.parametrize("BM,BN,BK,stages,tight", [(128, 128, 64, 3, True), (128, 128, 32, 4, True),
+@pytest.mark.parametrize("BM,BN,BK,stages,tight", [(128, 128, 64, 3, True), (128, 128, 32, 4, False),
                                                    (128, 256, 64, 3, False), (128, 256, 64, 4, False),
                                                    (128, 64, 32, 5, False)])
 def test_two_warpgroups_take_the_tight_ring_where_it_fits_one_more_block(BM, BN, BK, stages, tight):
-    """Two warpgroups take the tight ring only where its slot less fits one more block per SM by shared memory
-    (128x128x64 s3: 3 x 32 KiB, two blocks, against 4 x 32 KiB, one); the module records that block count for the
-    compile driver's register check. 128x256x64: 144 or 192 KiB, one block either way, and 128x64x32 s5: 60 or
-    72 KiB, three blocks either way: the loose ring."""
+    """Two warpgroups take the tight ring's num_stages slots only where the slot less fits one more block per SM by
+    shared memory (128x128x64 s3: 3 x 32 KiB, two blocks, against 4 x 32 KiB, one); the module records that block
+    count for ptxas (.minnctapersm). 128x256x64: 144 or 192 KiB, one block either way, and 128x64x32 s5: 60 or
+    72 KiB, three blocks either way; 128x128x32 s4: three blocks against two by shared memory, but a 128x128
+    fp32 accumulator over 256 threads leaves registers for two: num_stages + 1 slots (as shared memory allows),
+    in the same order."""
     from compiler.passes.pipeline import blocks_per_sm
 
     mod = _piped(BM, BN, BK, 8, stages)
     ring = next(op for op in mod.function.body.ops if op.kind == "for").attrs["_ring"]
-    assert ring["ahead"] == ring["stages"] - (1 if tight else 2)  # the tight ring copies one iteration further
+    assert ring["ahead"] == ring["stages"] - 1  # copies after the dot, one slot short of the ring
     got = mod.meta.get("ring_blocks_per_sm")
     if tight:
         assert got == blocks_per_sm(ring["stages"] * ring["stage_bytes"]) > blocks_per_sm(
@@ -485,31 +486,25 @@ def test_int8_b_transposed_in_scratch_counts_against_the_extra_block(b_kn, tight
     assert (mod.meta.get("ring_blocks_per_sm") == 2) == tight
 
 
-def test_the_driver_builds_the_loose_ring_where_registers_forbid_the_extra_block(monkeypatch):
-    """The register check after ptxas -v: a 128x128x64 w8 s3 matmul keeps the tight ring (two blocks per SM) where
-    its registers fit two blocks of 256 threads (at most 128 each), and is built again with the loose ring where
-    they do not (here: ptxas made to report 158 registers, as a GELU-through-erf epilogue takes)."""
-    from compiler import compile as C
+def test_the_ring_tells_ptxas_the_blocks_per_sm_it_was_sized_for():
+    """A 128x128x64 w8 s3 matmul's tight ring buys two blocks per SM by shared memory: its PTX says so to ptxas
+    (`.minnctapersm 2` beside `.reqntid 256`), whose registers then fit two blocks of 256 threads (at most 128
+    each); a 128x256 tile buys nothing and says nothing."""
     from compiler.codegen import ptx as P
 
-    if P.find_ptxas() is None:
-        pytest.skip("needs ptxas (pip install nvidia-cuda-nvcc)")
-    monkeypatch.setattr(C, "_disk", False)  # no disk cache: both builds below compile
-    C._mem_cache.clear()
     k = _matmul_kernel_for_ring(128, 128, 64, 8, 3)
+    ptx = k.asm["ptx"]
     assert k.metadata.get("ring_blocks_per_sm") == 2 and k.metadata["shared_bytes"] == 3 * 32768
-    assert "ring_occupancy_dropped" not in k.metadata and dict.get(k.asm, "cubin")  # assembled by the check
-    real = P._run_ptxas
-
-    def heavy(ptx, arch, extra=()):
-        cubin, log = real(ptx, arch, extra)
-        return cubin, re.sub(r"Used \d+ registers", "Used 158 registers", log)
-
-    monkeypatch.setattr(P, "_run_ptxas", heavy)
-    C._mem_cache.clear()
-    k = _matmul_kernel_for_ring(128, 128, 64, 8, 3)
-    assert k.metadata.get("ring_occupancy_dropped") == 158 and "ring_blocks_per_sm" not in k.metadata
-    assert k.metadata["shared_bytes"] == 4 * 32768
+    assert re.search(r"^\.reqntid 256\n\.minnctapersm 2$", ptx, re.M)
+    if P.find_ptxas() is not None:
+        assert P.ptx_resources(ptx, "sm_90a")["registers"] <= 128
+    wide = _matmul_kernel_for_ring(128, 256, 64, 8, 3)
+    assert ".minnctapersm" not in wide.asm["ptx"] and "ring_blocks_per_sm" not in wide.metadata
+    if P.find_ptxas() is not None:  # a block count no instruction's registers fit: assembled without it
+        too_many = ptx.replace(".minnctapersm 2", ".minnctapersm 8")
+        with pytest.raises(P.PTXASError, match="Insufficient registers"):
+            P._run_ptxas(too_many, "sm_90a")
+        assert P.ptx_to_cubin(too_many, "sm_90a")
 
 
 def _matmul_kernel_for_ring(BM, BN, BK, nw, stages):
@@ -783,14 +778,14 @@ def test_ring_wait_has_no_proxy_fence(monkeypatch, tmp_path):
 @pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
 def test_copy_late_puts_the_ring_copies_after_the_last_dot(D, nw, monkeypatch, tmp_path):
     """In the attention loop nothing but the wait and the barrier precede the QK wgmma; the copies of a later
-    iteration follow the P.V wgmma. The one-dot matmul loop keeps its copies first. Both assemble without
-    spills. (128x256: the loose ring; 128x128x64 w8 takes the tight one, whose copies follow the dot.)"""
+    iteration follow the P.V wgmma. The one-dot matmul loop's copies follow its dot too (128x256: num_stages + 1
+    slots in the tight ring's order). Both assemble without spills."""
     late = _loop_body(_attention_kernel(monkeypatch, tmp_path, D, nw).asm["ptx"])
     last_wgmma = late.rindex("wgmma.mma_async")
     assert "cp.async.cg" not in late[:last_wgmma] and late.count("cp.async.cg") > 0
     assert late.count("cp.async.commit_group") == 1
     mm = _matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a").split("$L__BB0_2:")[1]
-    assert mm.index("cp.async.cg") < mm.index("wgmma.mma_async")
+    assert mm.index("wgmma.mma_async") < mm.index("cp.async.cg")
 
 
 @pytest.mark.parametrize("D,nw", [(64, 4), (128, 8)])
@@ -1017,13 +1012,12 @@ def _f64_ptx(arch, **meta):
     return ck.asm["ptx"]
 
 
-def test_f64_dot_on_tensor_cores_ptx(monkeypatch):
-    """Under the A/B switch f64_mma an fp64 dot runs on the fp64 mma.sync (m16n8k8) on sm_90+, still on FMAs on
-    sm_80 and without the switch; ptxas assembles it without spills."""
+def test_f64_dot_on_tensor_cores_ptx():
+    """An fp64 dot runs on the fp64 mma.sync (m16n8k8) on sm_90+, on FMAs on sm_80; ptxas assembles it without
+    spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
-    assert "mma.sync" not in _f64_ptx("sm_90a") and "fma.rn.f64" in _f64_ptx("sm_90a")
-    monkeypatch.setenv("TILEFARM_AB", "f64_mma")
+    assert "mma.sync" not in _f64_ptx("sm_80") and "fma.rn.f64" in _f64_ptx("sm_80")
     ptx = _f64_ptx("sm_90a")
     assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx and "fma.rn.f64" not in ptx
     assert "mma.sync" not in _f64_ptx("sm_80")
@@ -1035,8 +1029,7 @@ def test_f64_dot_on_tensor_cores_ptx(monkeypatch):
 @pytest.mark.parametrize("M,N,Kd,BM,BN,BK,nw,stages", [(96, 80, 96, 32, 32, 16, 4, 2), (100, 72, 77, 64, 64, 16, 4, 3),
                                                        (256, 128, 512, 64, 64, 32, 4, 3), (128, 128, 64, 128, 64, 16, 8, 1)])
 @pytest.mark.parametrize("a_t", [False, True])
-def test_f64_dot_on_tensor_cores_gpu(monkeypatch, M, N, Kd, BM, BN, BK, nw, stages, a_t):
-    monkeypatch.setenv("TILEFARM_AB", "f64_mma")
+def test_f64_dot_on_tensor_cores_gpu(M, N, Kd, BM, BN, BK, nw, stages, a_t):
     rng = np.random.default_rng(M * 31 + Kd + a_t)
     a, b = rng.uniform(-1, 1, (M, Kd)), rng.uniform(-1, 1, (Kd, N))
     arr, (sam, sak) = (np.ascontiguousarray(a.T), (1, M)) if a_t else (a, (Kd, 1))
