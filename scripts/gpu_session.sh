@@ -279,7 +279,7 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
-  # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100); AB0=1 adds cp_ignore_src (H100 0.990) again
+  # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
   pp=",${PENDING_PARTS:-tests,f64},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
@@ -294,13 +294,8 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
-  if [ "${AB0:-0}" = 1 ]; then  # cp_ignore_src, when the call has time for it (~150 s)
-    step pending-ab0 timeout "${AB0_TIMEOUT:-150}" python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --ab cp_ignore_src \
-      --select 'mm_mask*,mm_relu*,mm_tutorial*' --out "$OUT/pending0"
-  fi
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending5/corpus-*.md "$FINAL/pending5.md" 2>/dev/null || true
-  cp "$OUT"/pending0/corpus-*.md "$FINAL/pending0.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels beside Triton, settled first, then each
