@@ -13,7 +13,10 @@ compiler, and to the real Triton. Per kernel, at its GPU size and meta-parameter
 inputs, the float64 NumPy reference, then for each compiler a first call on NaN-poisoned outputs (compiles;
 its wall time is recorded as the compile time) checked against the reference. A kernel that fails to compile,
 to run or the check under one compiler is recorded with the error and never timed for that compiler (and never
-counted as a win). Then N interleaved rounds (the order alternating): each side timed with
+counted as a win). Each side is first run untimed for --settle-ms (100 ms, in turn): a dense matmul's first ~100 ms
+of load run ~15% faster than the rest on the H100/H200 (clocks fall to the power limit), and without this the
+sides timed first in a round would meet the faster clock. Then N interleaved rounds (the order alternating): each
+side timed with
 compiler.runtime.do_bench (L2 flushed before every repetition, median of CUDA-event times); the ratio ours/Triton
 is taken round by round and its median reported. The table prints time per side, the ratio (min-max over rounds),
 TFLOP/s or GB/s, and the geomean of the ratios of kernels correct under both; DIR/corpus-<date>.json and .md
@@ -667,7 +670,7 @@ def main(argv=None):
     ap.add_argument("--sustain-s", type=float, default=0.0,
                     help="per kernel, after the rounds: each side run back to back this long while nvidia-smi "
                          "samples power and SM clock (row[side]['sustain'] in the JSON)")
-    ap.add_argument("--settle-ms", type=float, default=0.0,
+    ap.add_argument("--settle-ms", type=float, default=100.0,
                     help="per kernel, before its first round: each side run untimed about this long, in turn twice, "
                          "so every round finds the GPU at its sustained clocks")
     ap.add_argument("--interpret", action="store_true", help="no GPU: both interpreters at the CI sizes")

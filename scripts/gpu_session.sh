@@ -238,7 +238,7 @@ compare_corpus() {  # the farm's ratios against bench_corpus.py's, once both hal
   fi
 }
 if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from the same files, $CORPUS selects
-  step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-0}" ${CORPUS:+--select "$CORPUS"} \
+  step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-100}" ${CORPUS:+--select "$CORPUS"} \
     --out "$OUT"
   cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
 fi
@@ -312,7 +312,7 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
   IFS='@' read -ra abruns <<< "${ABIN_RUNS:-mm_*|short_ptr}"
   for i in "${!abruns[@]}"; do
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
-    step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-0}" --ab "$vars" --select "$sel" \
+    step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \
       --out "$OUT/abin$i"
     cp "$OUT"/abin$i/corpus-*.md "$FINAL/abin$i.md" 2>/dev/null || true
     cp "$OUT"/abin$i/corpus-*.json "$FINAL/abin$i.json" 2>/dev/null || true
