@@ -461,9 +461,16 @@ class Emitter:
             self.env[v.id] = regs[0]
 
     def map(self, op, fn):
-        """Apply fn(*scalars) per register of op's operands (all share the result's layout)."""
+        """Apply fn(*scalars) per register of op's operands (all share the result's layout). A/B `gather_dedupe`:
+        registers axis info proves equal in every thread (codegen/memory.py same_run_registers) computed once."""
         cols = [self.regs(v) for v in op.operands]
-        out = [fn(*xs) for xs in zip(*cols)]
+        same = _same_registers(self, op.result) if cols else None
+        if same:
+            out = []
+            for r, xs in enumerate(zip(*cols)):
+                out.append(out[same[r]] if r in same else fn(*xs))
+        else:
+            out = [fn(*xs) for xs in zip(*cols)]
         self.put(op.result, out)
 
     # ---- driver ---------------------------------------------------------------------------------------
@@ -611,6 +618,29 @@ def _e_cmp(e, op):
         else:
             out.append(out[r - r % groups])
     e.put(op.result, out)
+
+
+def _same_registers(e, v):
+    """{r: an earlier register holding the same value} for block value v, where axis info makes some of a thread's
+    registers equal in every thread; None where none are (or the A/B switch `gather_dedupe` is off)."""
+    from ..options import ab_switch
+
+    if not v.type.shape or not ab_switch("gather_dedupe"):
+        return None
+    from .memory import _ai, same_run_registers
+
+    const = tuple(_ai(e, v).constancy)
+    if max(const, default=1) <= 1:
+        return None
+    ll = e.layout_of(v)
+    if ll.num_regs <= 1:
+        return None
+    cache = e.__dict__.setdefault("_same_regs", {})
+    key = (ll, const)
+    if key not in cache:
+        same = same_run_registers(ll, range(ll.num_regs), const, e.nw)
+        cache[key] = {r: f for r, f in same.items() if f != r} or None
+    return cache[key]
 
 
 def _constant_groups(e, v) -> int:

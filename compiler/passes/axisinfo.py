@@ -113,6 +113,20 @@ def _irem(op, a, b):
     return AxisInfo(contig, div, base.constancy)
 
 
+def _idiv(op, a, b):
+    # A/B `gather_dedupe`: (a contiguous run starting at a multiple of d) // N with N constant over the run and
+    # divisible by k is constant over gcd(run, d, k) elements (Triton's rule; like `_irem`'s it holds for runs of
+    # non-negative values, as index arithmetic is).
+    base = _elementwise_const(op, a, b)
+    from ..options import ab_switch
+
+    if not ab_switch("gather_dedupe"):
+        return base
+    const = tuple(max(k, _gcd_all(ca, da, db)) if kb >= ca > 1 else k for k, ca, da, db, kb in
+                  zip(base.constancy, a.contiguity, a.divisibility, b.divisibility, b.constancy))
+    return AxisInfo(base.contiguity, base.divisibility, const)
+
+
 def _bitwise(op, a, b):
     const = tuple(map(gcd, a.constancy, b.constancy))
     # x & c keeps x's low zero bits; treat both sides as bounding the result from below.
@@ -220,7 +234,7 @@ _RULES = {
     "const": _const, "arange": _arange,
     "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
     "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
-    "max": _elementwise_const, "min": _elementwise_const, "idiv": _elementwise_const, "irem": _irem,
+    "max": _elementwise_const, "min": _elementwise_const, "idiv": _idiv, "irem": _irem,
     "shr": _elementwise_const, "not": _elementwise_const, "neg": _elementwise_const,
     "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
     "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,

@@ -377,3 +377,41 @@ def test_loop_accumulator_over_unaligned_rows(target):
     x64 = x.astype(np.float64)
     ref = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-5) * w
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
+
+
+@compiler.jit
+def channel_scale_kernel(X, W, Y, HW, n, BLOCK: tl.constexpr):
+    # y = x * w[channel], the channel of element i being i // HW (a per-channel broadcast through a gather)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(X + offs, mask=m, other=0.0)
+    w = tl.load(W + offs // HW, mask=m, other=0.0)
+    tl.store(Y + offs, x * w, mask=m)
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_gather_dedupe_computes_a_channel_once_per_run(monkeypatch, on):
+    """A/B `gather_dedupe`: `offs // HW` with HW a multiple of 16 is constant over runs of 16 (axis info), so the
+    gather through it takes the group's 4 elements a thread (no conversion through shared memory) and a thread's
+    division is computed once per run instead of once per element; off, the gather keeps one element a thread and
+    its values are converted. Both give the same values (the interpreter and ptxas check below)."""
+    from compiler.passes import axisinfo
+
+    if on:
+        monkeypatch.setenv("TILEFARM_AB", "gather_dedupe")
+    x = np.zeros(4096 * 4, np.float32)
+    mod = _lowered(channel_scale_kernel, [x, x, x, 4096, 4096 * 4], dict(BLOCK=1024), nw=4)
+    ops = list(mod.function.body.walk())
+    div = next(op for op in ops if op.kind == "idiv")
+    assert axisinfo.analyze(mod.function)[div.result.id].constancy[0] == (16 if on else 1)
+    assert any(op.kind == "convert_layout" for op in ops) != on
+    gather = [op for op in ops if op.kind == "load"][1]
+    assert gather.attrs["_layouts"][0].spt == ((4,) if on else (1,))
+    ck = channel_scale_kernel.warmup(x, x, x, 4096, 4096 * 4, grid=(16,), target="sm_90a", BLOCK=1024)
+    # a thread's 8 elements: two runs of 4 (one per 16-element channel run) on; one division each off
+    assert ck.asm["ptx"].count("div.s32") == (2 if on else 8)
+    rng = np.random.default_rng(3)
+    xs, ws = rng.standard_normal(40 * 7).astype(np.float32), rng.standard_normal(40).astype(np.float32)
+    y = np.full(40 * 7, np.nan, np.float32)
+    channel_scale_kernel[(3,)](xs, ws, y, 7, 40 * 7, BLOCK=128)
+    np.testing.assert_array_equal(y, xs * np.repeat(ws, 7))
