@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import gcd
 
 from ..ir import types as T
+from ..ir.core import Op
 
 MAX_DIV = 1 << 30  # "divisible by anything" (e.g. the constant 0), kept finite so products stay small
 
@@ -115,16 +116,50 @@ def _irem(op, a, b):
 
 def _idiv(op, a, b):
     # A/B `gather_dedupe`: (a contiguous run starting at a multiple of d) // N with N constant over the run and
-    # divisible by k is constant over gcd(run, d, k) elements (Triton's rule; like `_irem`'s it holds for runs of
-    # non-negative values, as index arithmetic is).
+    # divisible by k is constant over gcd(run, d, k) elements (Triton's rule) where the run's values are known
+    # non-negative (`nonneg`): division truncates, so (-16..-9) // 8 is not constant.
     base = _elementwise_const(op, a, b)
     from ..options import ab_switch
 
-    if not ab_switch("gather_dedupe"):
+    if not ab_switch("gather_dedupe") or not nonneg(op.operands[0]):
         return base
     const = tuple(max(k, _gcd_all(ca, da, db)) if kb >= ca > 1 else k for k, ca, da, db, kb in
                   zip(base.constancy, a.contiguity, a.divisibility, b.divisibility, b.constancy))
     return AxisInfo(base.contiguity, base.divisibility, const)
+
+
+_NONNEG_THROUGH = ("splat", "broadcast", "expand_dims", "convert_layout", "permute")
+_NONNEG_BOTH = ("add", "mul", "idiv", "irem", "min", "and", "or", "xor", "shr", "max")
+
+
+def nonneg(v, depth: int = 32) -> bool:
+    """Whether integer value v is known >= 0 in every element: program ids and counts, aranges from 0, non-negative
+    constants, a loop's counter when its start and step are, and sums, products, quotients, remainders, minima and
+    maxima of such values (maxima: either side; the others: both). Kernel arguments are not (they may be negative)."""
+    if depth <= 0:
+        return False
+    o = v.owner
+    if not isinstance(o, Op):  # a block argument: a loop's counter (its first argument) from start by step
+        loop = getattr(o, "parent", None)
+        if loop is None or loop.kind != "for" or not o.args or o.args[0] is not v:
+            return False
+        lb, step = loop.operands[0], loop.operands[2]
+        return nonneg(lb, depth - 1) and nonneg(step, depth - 1)
+    k = o.kind
+    if k in ("program_id", "num_programs"):
+        return True
+    if k == "arange":
+        return o.attrs.get("start", 0) >= 0
+    if k == "const":
+        val = o.attrs.get("value")
+        return isinstance(val, int) and not isinstance(val, bool) and val >= 0
+    if k in _NONNEG_THROUGH:
+        return nonneg(o.operands[0], depth - 1)
+    if k == "max":
+        return any(nonneg(x, depth - 1) for x in o.operands[:2])
+    if k in _NONNEG_BOTH:
+        return all(nonneg(x, depth - 1) for x in o.operands[:2])
+    return False
 
 
 def _bitwise(op, a, b):

@@ -415,3 +415,26 @@ def test_gather_dedupe_computes_a_channel_once_per_run(monkeypatch, on):
     y = np.full(40 * 7, np.nan, np.float32)
     channel_scale_kernel[(3,)](xs, ws, y, 7, 40 * 7, BLOCK=128)
     np.testing.assert_array_equal(y, xs * np.repeat(ws, 7))
+
+
+@compiler.jit
+def shifted_quotient_kernel(Y, HW, n, SHIFT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, (offs + SHIFT) // HW, mask=offs < n)
+
+
+@pytest.mark.parametrize("shift,const", [(16, 16), (-16, 1)])
+def test_gather_dedupe_quotient_runs_need_non_negative_values(monkeypatch, shift, const):
+    """Division truncates: (offs + 16) // HW is constant over runs of 16 (HW a multiple of 16, offs from a program
+    id and an arange: never negative), (offs - 16) // HW is not ((-16..-9) // 8 gives -2, -1, ...), so axis info
+    claims no runs for it and no register is taken for another's."""
+    from compiler.passes import axisinfo
+
+    monkeypatch.setenv("TILEFARM_AB", "gather_dedupe")
+    y = np.zeros(4096, np.int32)
+    mod = _lowered(shifted_quotient_kernel, [y, 4096, 4096], dict(SHIFT=shift, BLOCK=1024), nw=4)
+    div = next(op for op in mod.function.body.walk() if op.kind == "idiv")
+    assert axisinfo.analyze(mod.function)[div.result.id].constancy[0] == const
+    out = np.full(100, -7, np.int32)
+    shifted_quotient_kernel[(1,)](out, 8, 100, SHIFT=shift, BLOCK=128)
+    np.testing.assert_array_equal(out, np.trunc((np.arange(100) + shift) / 8).astype(np.int32))
