@@ -129,13 +129,14 @@ def _idiv(op, a, b):
 
 
 _NONNEG_THROUGH = ("splat", "broadcast", "expand_dims", "convert_layout", "permute")
-_NONNEG_BOTH = ("add", "mul", "idiv", "irem", "min", "and", "or", "xor", "shr", "max")
+_NONNEG_BOTH = ("add", "mul", "idiv", "min", "or", "xor", "shr")
 
 
 def nonneg(v, depth: int = 32) -> bool:
     """Whether integer value v is known >= 0 in every element: program ids and counts, aranges from 0, non-negative
-    constants, a loop's counter when its start and step are, and sums, products, quotients, remainders, minima and
-    maxima of such values (maxima: either side; the others: both). Kernel arguments are not (they may be negative)."""
+    constants, a loop's counter when its start and step are, and sums, products, quotients, minima of such values;
+    a maximum or a bitwise and with one such side, a remainder of such a dividend. Kernel arguments are not (they
+    may be negative)."""
     if depth <= 0:
         return False
     o = v.owner
@@ -155,8 +156,10 @@ def nonneg(v, depth: int = 32) -> bool:
         return isinstance(val, int) and not isinstance(val, bool) and val >= 0
     if k in _NONNEG_THROUGH:
         return nonneg(o.operands[0], depth - 1)
-    if k == "max":
+    if k in ("max", "and"):
         return any(nonneg(x, depth - 1) for x in o.operands[:2])
+    if k == "irem":  # a remainder takes the dividend's sign
+        return nonneg(o.operands[0], depth - 1)
     if k in _NONNEG_BOTH:
         return all(nonneg(x, depth - 1) for x in o.operands[:2])
     return False
