@@ -292,9 +292,9 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
-  # gather_dedupe (2026-12-06, seventh session, never timed): the 23 corpus kernels whose PTX it changes
+  # gather_dedupe (2026-12-06, seventh session, never timed): the 24 corpus kernels whose PTX it changes
   [[ $pp == *,dedupe,* ]] && step pending-dedupe timeout "${DEDUPE_TIMEOUT:-200}" python3 scripts/bench_corpus.py \
-    --rounds "${ROUNDS:-3}" --ab gather_dedupe --out "$OUT/pending6" --select 'act_constexpr_str_f16,attn_masked_d128,'\
+    --rounds "${ROUNDS:-3}" --ab gather_dedupe --out "$OUT/pending6" --select 'act_constexpr_str_f16,attn_masked_d*,'\
 'embedding_f16,gather_f32,gemv_f16,groupnorm_fwd_f32,mm_bf16,mm_f32out_f16_64x64,mm_fp32_ieee,mm_fp64,mm_int8_i32,'\
 'mm_mask_mn*,mm_mask_mnk*,mm_scale_cast_f16,mm_silu_f16,mm_splitk_f16,mm_tf32,mm_w8a8_f16,permute021_f32,'\
 'scores_qkT_f32out,transpose64_f32'

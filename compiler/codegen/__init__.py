@@ -23,7 +23,7 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     options = target_options(module, options)
     module = run_pipeline(module, options)
     # the assembler starts now, beside LLVM IR emission and LLVM, with the flags its run will have: the PTX's target,
-    # line information as emitted, -v where compile.py checks a copy ring's registers
+    # line information as emitted
     prestart_ptxas(options.arch, lineinfo=not options.disable_line_info)
     prefetch_libdevice(libdevice_calls(module.function))  # and the libdevice functions it calls, on a thread
     llir, meta = emit_llvm(module, options)

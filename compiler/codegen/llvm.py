@@ -606,7 +606,7 @@ def _e_barrier(e, op):
 @emits("cmp")
 def _e_cmp(e, op):
     groups = _constant_groups(e, op.result)
-    if groups <= 1:
+    if groups <= 1 or _same_registers(e, op.result):  # (the A/B switch's form: `map` shares equal registers)
         e.map(op, lambda a, b: _cmp(e, a, b, op))
         return
     # A mask like `offs < N` is constant over runs of registers (axis info says so): compare once per run.

@@ -51,10 +51,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `gather_dedupe` (passes/axisinfo.py `_idiv`, passes/assign_layouts.py `_group_runs`, codegen/llvm.py
 # `Emitter.map`; added 2026-12-06, seventh session, no GPU left to time it): `x // N` of a contiguous run by a
 # multiple of k is constant over gcd(run, divisibilities) (Triton's rule, where x is known non-negative: axisinfo
-# `nonneg`), gathers take their
-# elementwise group's run, and registers axis info proves equal are computed once. GroupNorm's normalizing loop
+# `nonneg`), gathers take their elementwise group's run, and registers axis info proves equal are computed once
+# (compares included: the same_run_registers form replaces _e_cmp's consecutive groups). GroupNorm's normalizing loop
 # 498 -> 217 SASS instructions (Triton's: 224), 80 -> 64 registers (Triton's: 64; four blocks per SM instead of
-# three, its 512 programs in one wave), no conversion through shared memory; changes the PTX of 23 corpus kernels.
+# three, its 512 programs in one wave), no conversion through shared memory; changes the PTX of 24 corpus kernels.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "gather_dedupe")
 
 

@@ -478,9 +478,9 @@ def _pipeline_async(module, loop, options) -> bool:
     # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
     stages = loop_stages(loop, options)
 
-    def fit(tight, deep=False):  # the ring's slots: num_stages (+ 1 when loose or deep), fewer where shared memory
-        least = 2 if tight else 3  # runs out
-        n = max(least, stages + (0 if tight and not deep else 1))
+    def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
+        least = 2 if tight else 3
+        n = max(least, stages + (0 if tight else 1))
         while n > least and n * stage > budget:
             n -= 1
         return n
@@ -525,7 +525,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # 128x256 0.836, GELU erf 0.904, W8A8 0.977; the int8 loop whose b the dot transposes through scratch (a
     # barrier of its own each iteration) 1.041, so that one keeps the loose ring.
     if not tight and len(dots) == 1 and not scratch_t:
-        tight, slots = True, fit(True, deep=True)
+        tight = True  # the order; the slots stay the loose ring's
     if slots * stage > budget:
         return False
     if occupancy:

@@ -399,6 +399,8 @@ def test_gather_dedupe_computes_a_channel_once_per_run(monkeypatch, on):
 
     if on:
         monkeypatch.setenv("TILEFARM_AB", "gather_dedupe")
+    else:
+        monkeypatch.delenv("TILEFARM_AB", raising=False)
     x = np.zeros(4096 * 4, np.float32)
     mod = _lowered(channel_scale_kernel, [x, x, x, 4096, 4096 * 4], dict(BLOCK=1024), nw=4)
     ops = list(mod.function.body.walk())
