@@ -280,7 +280,7 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
-  pp=",${PENDING_PARTS:-tests,dedupe},"  # a shorter call: PENDING_PARTS=tests,int8
+  pp=",${PENDING_PARTS:-tests},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
@@ -292,17 +292,10 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
-  # gather_dedupe (2026-12-06, seventh session, never timed): the 24 corpus kernels whose PTX it changes
-  [[ $pp == *,dedupe,* ]] && step pending-dedupe timeout "${DEDUPE_TIMEOUT:-200}" python3 scripts/bench_corpus.py \
-    --rounds "${ROUNDS:-3}" --ab gather_dedupe --out "$OUT/pending6" --select 'act_constexpr_str_f16,attn_masked_d*,'\
-'embedding_f16,gather_f32,gemv_f16,groupnorm_fwd_f32,mm_bf16,mm_f32out_f16_64x64,mm_fp32_ieee,mm_fp64,mm_int8_i32,'\
-'mm_mask_mn*,mm_mask_mnk*,mm_scale_cast_f16,mm_silu_f16,mm_splitk_f16,mm_tf32,mm_w8a8_f16,permute021_f32,'\
-'scores_qkT_f32out,transpose64_f32'
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
   cp "$OUT"/pending5/corpus-*.md "$FINAL/pending5.md" 2>/dev/null || true
-  cp "$OUT"/pending6/corpus-*.md "$FINAL/pending6.md" 2>/dev/null || true
   cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels beside Triton, settled first, then each

@@ -461,8 +461,9 @@ class Emitter:
             self.env[v.id] = regs[0]
 
     def map(self, op, fn):
-        """Apply fn(*scalars) per register of op's operands (all share the result's layout). A/B `gather_dedupe`:
-        registers axis info proves equal in every thread (codegen/memory.py same_run_registers) computed once."""
+        """Apply fn(*scalars) per register of op's operands (all share the result's layout). Registers axis info
+        proves equal in every thread (codegen/memory.py same_run_registers) are computed once: a mask like
+        `offs < N`, a channel index `offs // HW`."""
         cols = [self.regs(v) for v in op.operands]
         same = _same_registers(self, op.result) if cols else None
         if same:
@@ -605,27 +606,13 @@ def _e_barrier(e, op):
 
 @emits("cmp")
 def _e_cmp(e, op):
-    groups = _constant_groups(e, op.result)
-    if groups <= 1 or _same_registers(e, op.result):  # (the A/B switch's form: `map` shares equal registers)
-        e.map(op, lambda a, b: _cmp(e, a, b, op))
-        return
-    # A mask like `offs < N` is constant over runs of registers (axis info says so): compare once per run.
-    cols = [e.regs(v) for v in op.operands]
-    out = []
-    for r in range(len(cols[0])):
-        if r % groups == 0:
-            out.append(_cmp(e, cols[0][r], cols[1][r], op))
-        else:
-            out.append(out[r - r % groups])
-    e.put(op.result, out)
+    e.map(op, lambda a, b: _cmp(e, a, b, op))
 
 
 def _same_registers(e, v):
     """{r: an earlier register holding the same value} for block value v, where axis info makes some of a thread's
-    registers equal in every thread; None where none are (or the A/B switch `gather_dedupe` is off)."""
-    from ..options import ab_switch
-
-    if not v.type.shape or not ab_switch("gather_dedupe"):
+    registers equal in every thread; None where none are."""
+    if not v.type.shape:
         return None
     from .memory import _ai, same_run_registers
 
@@ -641,27 +628,6 @@ def _same_registers(e, v):
         same = same_run_registers(ll, range(ll.num_regs), const, e.nw)
         cache[key] = {r: f for r, f in same.items() if f != r} or None
     return cache[key]
-
-
-def _constant_groups(e, v) -> int:
-    """How many consecutive registers of block value v are known (axis info) to hold the same value."""
-    if not v.type.shape:
-        return 1
-    from .memory import _ai
-
-    ll = e.layout_of(v)
-    if not ll.reg:
-        return 1
-    b0 = ll.reg[0]
-    dims = [d for d, x in enumerate(b0) if x]
-    if len(dims) != 1 or b0[dims[0]] != 1:
-        return 1
-    d = dims[0]
-    n = 1
-    while n.bit_length() - 1 < len(ll.reg) and ll.reg[n.bit_length() - 1] == tuple(n if i == d else 0
-                                                                                    for i in range(len(b0))):
-        n *= 2
-    return max(1, min(n, _ai(e, v).constancy[d]))
 
 
 @emits("select")

@@ -48,14 +48,8 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `pad16` lost and left, `fma_ring` won and is the code; 2026-12-06, H100: `f64_mma` (mm_fp64 0.237), `ring_deep`
 # (0.962) and `occ_hint` (0.981) won and are the code; `cp_ignore_src` (1.003, mixed again), `store_split` (1.019) and
 # `gather_run` (0.996) lost and left: docs/EXPERIMENTS.md.)
-# `gather_dedupe` (passes/axisinfo.py `_idiv`, passes/assign_layouts.py `_group_runs`, codegen/llvm.py
-# `Emitter.map`; added 2026-12-06, seventh session, no GPU left to time it): `x // N` of a contiguous run by a
-# multiple of k is constant over gcd(run, divisibilities) (Triton's rule, where x is known non-negative: axisinfo
-# `nonneg`), gathers take their elementwise group's run, and registers axis info proves equal are computed once
-# (compares included: the same_run_registers form replaces _e_cmp's consecutive groups). GroupNorm's normalizing loop
-# 498 -> 217 SASS instructions (Triton's: 224), 80 -> 64 registers (Triton's: 64; four blocks per SM instead of
-# three, its 512 programs in one wave), no conversion through shared memory; changes the PTX of 24 corpus kernels.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "gather_dedupe")
+# 2026-12-06, eighth session, H100: `gather_dedupe` won (0.993 over 26, GroupNorm 0.875) and is the code.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 

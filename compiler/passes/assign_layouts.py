@@ -16,7 +16,6 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
-from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
@@ -226,10 +225,10 @@ class _Assigner:
             l1 = op.attrs.get("cache", "") in ("", ".ca") and not op.attrs.get("volatile")
             if op.kind == "load" and full and l1 and g > run and g % run == 0:
                 out[id(op)] = g
-            elif (op.kind == "load" and run == 1 and g > 1 and ab_switch("gather_dedupe")
+            elif (op.kind == "load" and run == 1 and g > 1
                   and all(self._contiguity(op.operands[0], d) == 1 for d in order)):
-                # A/B `gather_dedupe`: a gather (no contiguous dim: indices, a per-channel broadcast) is scalar
-                # loads in any layout; it takes its group's run, and its values meet the others' unconverted
+                # A gather (no contiguous dim: indices, a per-channel broadcast) is scalar loads in any layout; it
+                # takes its group's run, and its values meet the others' unconverted
                 out[id(op)] = g
             elif op.kind == "load" and run == 1 and self._contiguity(op.operands[0], order[0]) > 1:
                 # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored

@@ -115,13 +115,11 @@ def _irem(op, a, b):
 
 
 def _idiv(op, a, b):
-    # A/B `gather_dedupe`: (a contiguous run starting at a multiple of d) // N with N constant over the run and
-    # divisible by k is constant over gcd(run, d, k) elements (Triton's rule) where the run's values are known
-    # non-negative (`nonneg`): division truncates, so (-16..-9) // 8 is not constant.
+    # (a contiguous run starting at a multiple of d) // N with N constant over the run and divisible by k is
+    # constant over gcd(run, d, k) elements (Triton's rule) where the run's values are known non-negative
+    # (`nonneg`): division truncates, so (-16..-9) // 8 is not constant.
     base = _elementwise_const(op, a, b)
-    from ..options import ab_switch
-
-    if not ab_switch("gather_dedupe") or not nonneg(op.operands[0]):
+    if not nonneg(op.operands[0]):
         return base
     const = tuple(max(k, _gcd_all(ca, da, db)) if kb >= ca > 1 else k for k, ca, da, db, kb in
                   zip(base.constancy, a.contiguity, a.divisibility, b.divisibility, b.constancy))

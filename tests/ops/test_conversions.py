@@ -389,29 +389,23 @@ def channel_scale_kernel(X, W, Y, HW, n, BLOCK: tl.constexpr):
     tl.store(Y + offs, x * w, mask=m)
 
 
-@pytest.mark.parametrize("on", [False, True])
-def test_gather_dedupe_computes_a_channel_once_per_run(monkeypatch, on):
-    """A/B `gather_dedupe`: `offs // HW` with HW a multiple of 16 is constant over runs of 16 (axis info), so the
-    gather through it takes the group's 4 elements a thread (no conversion through shared memory) and a thread's
-    division is computed once per run instead of once per element; off, the gather keeps one element a thread and
-    its values are converted. Both give the same values (the interpreter and ptxas check below)."""
+def test_a_channel_gather_is_computed_once_per_run():
+    """`offs // HW` with HW a multiple of 16 is constant over runs of 16 (axis info), so the gather through it takes
+    the group's 4 elements a thread (no conversion through shared memory) and a thread's division is computed once
+    per run instead of once per element. The interpreter and the compiled kernel agree (below)."""
     from compiler.passes import axisinfo
 
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "gather_dedupe")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
     x = np.zeros(4096 * 4, np.float32)
     mod = _lowered(channel_scale_kernel, [x, x, x, 4096, 4096 * 4], dict(BLOCK=1024), nw=4)
     ops = list(mod.function.body.walk())
     div = next(op for op in ops if op.kind == "idiv")
-    assert axisinfo.analyze(mod.function)[div.result.id].constancy[0] == (16 if on else 1)
-    assert any(op.kind == "convert_layout" for op in ops) != on
+    assert axisinfo.analyze(mod.function)[div.result.id].constancy[0] == 16
+    assert not any(op.kind == "convert_layout" for op in ops)
     gather = [op for op in ops if op.kind == "load"][1]
-    assert gather.attrs["_layouts"][0].spt == ((4,) if on else (1,))
+    assert gather.attrs["_layouts"][0].spt == (4,)
     ck = channel_scale_kernel.warmup(x, x, x, 4096, 4096 * 4, grid=(16,), target="sm_90a", BLOCK=1024)
-    # a thread's 8 elements: two runs of 4 (one per 16-element channel run) on; one division each off
-    assert ck.asm["ptx"].count("div.s32") == (2 if on else 8)
+    # a thread's 8 elements: two runs of 4, one per 16-element channel run
+    assert ck.asm["ptx"].count("div.s32") == 2
     rng = np.random.default_rng(3)
     xs, ws = rng.standard_normal(40 * 7).astype(np.float32), rng.standard_normal(40).astype(np.float32)
     y = np.full(40 * 7, np.nan, np.float32)
@@ -426,13 +420,12 @@ def shifted_quotient_kernel(Y, HW, n, SHIFT: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("shift,const", [(16, 16), (-16, 1)])
-def test_gather_dedupe_quotient_runs_need_non_negative_values(monkeypatch, shift, const):
+def test_quotient_runs_need_non_negative_values(shift, const):
     """Division truncates: (offs + 16) // HW is constant over runs of 16 (HW a multiple of 16, offs from a program
     id and an arange: never negative), (offs - 16) // HW is not ((-16..-9) // 8 gives -2, -1, ...), so axis info
     claims no runs for it and no register is taken for another's."""
     from compiler.passes import axisinfo
 
-    monkeypatch.setenv("TILEFARM_AB", "gather_dedupe")
     y = np.zeros(4096, np.int32)
     mod = _lowered(shifted_quotient_kernel, [y, 4096, 4096], dict(SHIFT=shift, BLOCK=1024), nw=4)
     div = next(op for op in mod.function.body.walk() if op.kind == "idiv")
