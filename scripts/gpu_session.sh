@@ -292,6 +292,21 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
+  # mma_ring (2026-12-06, eighth session): the fp64 dot loops' gpu tests under the switch, then its A/B on mm_fp64
+  [[ $pp == *,mmaring,* ]] && step pending-mmaring-tests timeout 150 env TILEFARM_AB=mma_ring python3 -m pytest -q -m gpu \
+    -p no:cacheprovider tests/dot/test_fma_ring.py tests/dot/test_dot.py -k "float64 or f64"
+  [[ $pp == *,mmaring,* ]] && step pending-mmaring timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --ab mma_ring --select 'mm_fp64' --out "$OUT/pending7"
+  # the gpu tests of tests/ops (conversions, gathers, reductions: what gather_dedupe's adoption changed), stopped
+  # by SIGINT after OPS_S seconds so pytest still prints what ran
+  [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \
+    tests/ops/test_conversions.py tests/ops/test_ops.py "$@"
+  # the project's matmul configs whose PTX gather_dedupe's adoption changed, beside Triton and cuBLAS
+  [[ $pp == *,matmul,* ]] && step pending-matmul timeout 150 python3 scripts/bench_matmul.py --no-attention --sizes 4096 \
+    --rounds "${ROUNDS:-3}" --out "$OUT/pending-matmul" \
+    --matmul-configs 128x256x64-w8-s3,128x256x64-w8-s4,64x128x32-w4-s4,64x256x64-w8-s3,128x128x64-w8-s3
+  cp "$OUT"/pending7/corpus-*.md "$FINAL/pending7.md" 2>/dev/null || true
+  cp "$OUT"/pending-matmul/matmul-*.md "$FINAL/" 2>/dev/null || true
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"
   cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true

@@ -111,13 +111,15 @@ def _e_dot(e, op):
         c = Tile(ll, [c] * ll.num_regs)
     if isinstance(lay, MmaLayout) and lay.version == 3:
         e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
-    elif isinstance(lay, MmaLayout):
-        e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
-        # operands in a copy ring's slot (passes/pipeline.py): vector shared loads straight into the operand layouts
+        # operands in a copy ring's slot (passes/pipeline.py): shared loads straight into the operand layouts (the
+        # FMA dot's, or an mma.sync dot's fragments)
         a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
                 if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
-        e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
+        if isinstance(lay, MmaLayout):
+            e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
+        else:
+            e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
 
 
 def _dot_mma(e, op, a, b, c, ll):
