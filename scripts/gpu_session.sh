@@ -292,11 +292,12 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
-  # mma_ring (2026-12-06, eighth session): the fp64 dot loops' gpu tests under the switch, then its A/B on mm_fp64
-  [[ $pp == *,mmaring,* ]] && step pending-mmaring-tests timeout 150 env TILEFARM_AB=mma_ring python3 -m pytest -q -m gpu \
-    -p no:cacheprovider tests/dot/test_fma_ring.py tests/dot/test_dot.py -k "float64 or f64"
-  [[ $pp == *,mmaring,* ]] && step pending-mmaring timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab mma_ring --select 'mm_fp64' --out "$OUT/pending7"
+  # mma_ring and f64_k16 (2026-12-06, eighth session): the fp64 dot loops' gpu tests under both switches, then
+  # the A/B of each and of both on mm_fp64
+  [[ $pp == *,mmaring,* ]] && step pending-mmaring-tests timeout 150 env TILEFARM_AB=mma_ring,f64_k16 python3 -m pytest \
+    -q -m gpu -p no:cacheprovider tests/dot/test_fma_ring.py tests/dot/test_dot.py -k "float64 or f64"
+  [[ $pp == *,mmaring,* ]] && step pending-mmaring timeout 120 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --ab 'mma_ring;f64_k16;mma_ring,f64_k16' --select 'mm_fp64' --out "$OUT/pending7"
   # the gpu tests of tests/ops (conversions, gathers, reductions: what gather_dedupe's adoption changed), stopped
   # by SIGINT after OPS_S seconds so pytest still prints what ran
   [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \
