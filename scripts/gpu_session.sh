@@ -277,19 +277,6 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",fp64new,"* ]]; then  # named only (~4 min): the mma_ring / f64_k16 A/B on mm_fp64, the ten
-  # corpus kernels of workloads/corpus/idioms_more.py beside Triton (first timing), then the fp64 dot gpu tests under
-  # both switches for what time is left (TESTS_S seconds, SIGINT so pytest prints what ran)
-  step fp64-ab timeout 100 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab 'mma_ring;f64_k16;mma_ring,f64_k16' --select 'mm_fp64' --out "$OUT/fp64ab"
-  step newcorpus timeout 100 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --out "$OUT/newcorpus" \
-    --select 'adamw_step_f32,maxpool2d_nchw_f16,log_softmax_bwd_f16,bias_gelu_bwd_f16,causal_conv1d_silu_f16,'\
-'segment_mean_f32,mm_persistent_scaled_f16,deinterleave_f16,col_var_f32,safe_div_clamp_f32'
-  step fp64-tests timeout -s INT "${TESTS_S:-60}" env TILEFARM_AB=mma_ring,f64_k16 python3 -m pytest -q -m gpu \
-    -p no:cacheprovider tests/dot/test_fma_ring.py tests/dot/test_dot.py -k "float64 or f64"
-  cp "$OUT"/fp64ab/corpus-*.md "$FINAL/fp64ab.md" 2>/dev/null || true
-  cp "$OUT"/newcorpus/corpus-*.md "$FINAL/newcorpus.md" 2>/dev/null || true
-fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
@@ -305,12 +292,6 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
   # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
-  # mma_ring and f64_k16 (2026-12-06, eighth session): the fp64 dot loops' gpu tests under both switches, then
-  # the A/B of each and of both on mm_fp64
-  [[ $pp == *,mmaring,* ]] && step pending-mmaring-tests timeout 150 env TILEFARM_AB=mma_ring,f64_k16 python3 -m pytest \
-    -q -m gpu -p no:cacheprovider tests/dot/test_fma_ring.py tests/dot/test_dot.py -k "float64 or f64"
-  [[ $pp == *,mmaring,* ]] && step pending-mmaring timeout 120 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab 'mma_ring;f64_k16;mma_ring,f64_k16' --select 'mm_fp64' --out "$OUT/pending7"
   # the gpu tests of tests/ops (conversions, gathers, reductions: what gather_dedupe's adoption changed), stopped
   # by SIGINT after OPS_S seconds so pytest still prints what ran
   [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \
@@ -319,7 +300,6 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,matmul,* ]] && step pending-matmul timeout 150 python3 scripts/bench_matmul.py --no-attention --sizes 4096 \
     --rounds "${ROUNDS:-3}" --out "$OUT/pending-matmul" \
     --matmul-configs 128x256x64-w8-s3,128x256x64-w8-s4,64x128x32-w4-s4,64x256x64-w8-s3,128x128x64-w8-s3
-  cp "$OUT"/pending7/corpus-*.md "$FINAL/pending7.md" 2>/dev/null || true
   cp "$OUT"/pending-matmul/matmul-*.md "$FINAL/" 2>/dev/null || true
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
     --out "$OUT/pending-tut"

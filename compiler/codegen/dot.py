@@ -95,16 +95,9 @@ def _mma(e, ic, rc, awords, bwords, cregs):
         return out
     t = {"f32": C.F32, "f64": C.F64}.get(rc, C.I32)
     k = {"f32": "f", "f64": "d"}.get(rc, "r")
-    if len(awords) == 8:  # fp64 m16n8k16: two m16n8k8 steps' fragments in one instruction (A/B `f64_k16`)
-        shape = "m16n8k16"
-    na, nb = len(awords), len(bwords)
-
-    def regs(first, n):
-        return "{" + ",".join(f"${first + i}" for i in range(n)) + "}"
-
-    text = (f"mma.sync.aligned.{shape}.row.col.{types} {regs(0, 4)}, {regs(4, na)}, {regs(4 + na, nb)}, "
-            f"{regs(4 + na + nb, 4)};")
-    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * (na + nb) + ["0", "1", "2", "3"])
+    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
+            "{$10,$11,$12,$13};")
+    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * 6 + ["0", "1", "2", "3"])
     r = _asm(e, text, cons, ir.LiteralStructType([t] * 4), awords + bwords + list(cregs))
     return [e.b.extract_value(r, i) for i in range(4)]
 
@@ -118,15 +111,13 @@ def _e_dot(e, op):
         c = Tile(ll, [c] * ll.num_regs)
     if isinstance(lay, MmaLayout) and lay.version == 3:
         e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
+    elif isinstance(lay, MmaLayout):
+        e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
-        # operands in a copy ring's slot (passes/pipeline.py): shared loads straight into the operand layouts (the
-        # FMA dot's, or an mma.sync dot's fragments)
+        # operands in a copy ring's slot (passes/pipeline.py): vector shared loads straight into the operand layouts
         a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
                 if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
-        if isinstance(lay, MmaLayout):
-            e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
-        else:
-            e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
+        e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
 
 
 def _dot_mma(e, op, a, b, c, ll):
@@ -135,11 +126,6 @@ def _dot_mma(e, op, a, b, c, ll):
     ic, rc = _classes(op)
     kw = {"f16": 2, "bf16": 2, "tf32": 1, "f64": 1, "s8": 4, "u8": 4}[ic]
     ksz = 8 * kw
-    # A/B `f64_k16`: fp64 dots on m16n8k16 where K allows (Triton's choice): the fragments of two consecutive
-    # m16n8k8 steps (a: rows m0 and m0 + 8 at k0 + 4i, b: k0 + 4j), half the instructions
-    from ..options import ab_switch
-
-    steps = 2 if ic == "f64" and K % 16 == 0 and ab_switch("f64_k16") else 1
     prec = op.attrs.get("input_precision", "tf32")
     ai, bi = _index(a.ll), _index(b.ll)
     regs = list(c.regs)
@@ -166,11 +152,11 @@ def _dot_mma(e, op, a, b, c, ll):
         bat = anchor[0] if rank == 3 else 0
         m0, n0 = anchor[-2], anchor[-1]
         acc = regs[r0:r0 + 4]
-        for k0 in range(0, K, ksz * steps):
+        for k0 in range(0, K, ksz):
             aw = [word(a, ai, _at(rank, m0 + 8 * (j & 1), k0 + 4 * kw * (j >> 1), bat),
-                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4 * steps)]
+                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4)]
             bw = [word(b, bi, _at(rank, k0 + 4 * kw * j, n0, bat), [_at(rank, i, 0) for i in range(kw)])
-                  for j in range(2 * steps)]
+                  for j in range(2)]
             if ic == "tf32" and prec == "tf32x3":
                 asp = [split(w) for w in aw]
                 bsp = [split(w) for w in bw]

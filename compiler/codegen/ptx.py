@@ -49,13 +49,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (0.962) and `occ_hint` (0.981) won and are the code; `cp_ignore_src` (1.003, mixed again), `store_split` (1.019) and
 # `gather_run` (0.996) lost and left: docs/EXPERIMENTS.md.)
 # 2026-12-06, eighth session, H100: `gather_dedupe` won (0.993 over 26, GroupNorm 0.875) and is the code.
-# `mma_ring` (passes/pipeline.py `_scalar_mma_dot`; 2026-12-06, eighth session): a one-dot loop whose dot runs on
-# mma.sync with 32/64-bit operands (fp64 on sm_90+, tf32 before sm_90) takes the FMA dot's copy ring (cp.async into
-# padded slots, the fragments read by scalar shared loads) instead of the register pipeline (loads a stage ahead
-# in registers, stored to shared memory and read back every iteration, four barriers).
-# `f64_k16` (codegen/dot.py `_dot_mma`; 2026-12-06, eighth session): fp64 dots on mma.sync m16n8k16 (Triton 3.6's
-# instruction) where the dot's K is a multiple of 16, instead of m16n8k8: half the DMMA instructions.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring", "f64_k16")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 

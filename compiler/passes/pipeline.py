@@ -52,17 +52,6 @@ def _fma_dot_loop(loop, options=None) -> bool:
     return any(o.kind == "dot" and not dot_uses_mma(o, options) for o in loop.blocks[0].ops)
 
 
-def _scalar_mma_dot(d, options) -> bool:
-    """A dot on mma.sync (not wgmma) whose operands are 32 or 64 bits (tf32 before sm_90, fp64 on sm_90+): one
-    element a fragment register, read from shared memory by scalar loads whatever stores them (ldmatrix serves
-    16-bit operands only), so a copy ring's slot can be read the way an FMA dot reads it."""
-    from .assign_layouts import dot_uses_mma
-
-    if options is None or not dot_uses_mma(d, options) or d.operands[0].type.element.bits < 32:
-        return False
-    return options.debug_no_wgmma or wgmma_applies(d, options, options.num_warps) is None
-
-
 def slot_row_pad(rows_bytes: int) -> int:
     """Bytes of padding after each row of an FMA dot's ring slot whose rows hold `rows_bytes` (at most 128: the
     slot's column blocks): 16 when the row is an even number of 16-byte chunks, so 8 consecutive rows start in 8
@@ -416,12 +405,8 @@ def _pipeline_async(module, loop, options) -> bool:
     # integers) on a target with cp.async (sm_80+): the FMA dot reads its operands from the slot with vector
     # shared loads (codegen/dot.py) instead of the loads' registers being stored to shared memory every iteration.
     # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
-    # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers. An mma.sync dot of 32/64-bit
-    # operands (_scalar_mma_dot) reads its fragments from the slot the same way (A/B `mma_ring`).
-    from ..options import ab_switch
-
-    fma = len(dots) == 1 and _has_cp_async(options) and (
-        _fma_dot_loop(loop, options) or (ab_switch("mma_ring") and _scalar_mma_dot(dots[0], options)))
+    # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
+    fma = len(dots) == 1 and _fma_dot_loop(loop, options) and _has_cp_async(options)
     if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False

@@ -1013,15 +1013,13 @@ def _f64_ptx(arch, **meta):
 
 
 def test_f64_dot_on_tensor_cores_ptx():
-    """An fp64 dot runs on the fp64 mma.sync (m16n8k8; m16n8k16 under the A/B switch `f64_k16`) on sm_90+, on FMAs
-    on sm_80; ptxas assembles it without spills."""
+    """An fp64 dot runs on the fp64 mma.sync (m16n8k8) on sm_90+, on FMAs on sm_80; ptxas assembles it without
+    spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
-    from compiler.options import ab_switch
 
     assert "mma.sync" not in _f64_ptx("sm_80") and "fma.rn.f64" in _f64_ptx("sm_80")
     ptx = _f64_ptx("sm_90a")
-    shape = "m16n8k16" if ab_switch("f64_k16") else "m16n8k8"
-    assert f"mma.sync.aligned.{shape}.row.col.f64.f64.f64.f64" in ptx and "fma.rn.f64" not in ptx
+    assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in ptx and "fma.rn.f64" not in ptx
     assert "mma.sync" not in _f64_ptx("sm_80")
     if find_ptxas() is not None:
         assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0

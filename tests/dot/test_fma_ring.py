@@ -92,39 +92,6 @@ def test_fma_dot_operands_come_through_a_ring(arch, dtype, a_t):
     assert ring["stage_bytes"] == sum(-(-fma_slot_bytes(t, eb) // 1024) * 1024 for t in ring["tiles"])
 
 
-@pytest.mark.parametrize("on", [False, True])
-@pytest.mark.parametrize("dtype,precision,arch", [("float64", "ieee", "sm_90a"), ("float64", "ieee", "sm_90"),
-                                                  ("float32", "tf32", "sm_80"), ("float16", "tf32", "sm_80")])
-def test_scalar_mma_dot_loops_take_the_ring(monkeypatch, on, dtype, precision, arch):
-    """A/B `mma_ring`: a one-dot loop whose dot runs on mma.sync with 32/64-bit operands (fp64 on sm_90+, tf32
-    before sm_90) takes the FMA dot's padded copy ring, the dot reading its fragments from the slot views; off, the
-    register pipeline. 16-bit operands keep the register pipeline either way (ldmatrix reads its stores)."""
-    from compiler.options import Options
-    from compiler.passes import run_pipeline
-    from compiler.passes.layouts import MmaLayout
-
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "mma_ring")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
-    np_t = T.from_name(dtype).np
-    acc = tl.float64 if dtype == "float64" else tl.float32
-    a, b = np.zeros((96, 96), np_t), np.zeros((96, 80), np_t)
-    c = np.zeros((96, 80), np.float64 if dtype == "float64" else np.float32)
-    mod = K.masked_dot_loop_kernel.lower(a, b, c, 96, 80, 96, 96, 1, 80, 1, 80, 1, BM=32, BN=32, BK=16, ACC=acc,
-                                         PRECISION=precision)
-    mod = run_pipeline(mod, Options(num_warps=4, num_stages=3, arch=arch))
-    loop = next(op for op in mod.function.body.walk() if op.kind == "for")
-    dot = next(op for op in loop.blocks[0].ops if op.kind == "dot")
-    lay = dot.attrs["_layouts"][0]
-    assert isinstance(lay, MmaLayout) and lay.version == 2
-    ring = on and dtype != "float16"
-    assert ("_ring" in loop.attrs) == ring
-    if ring:
-        assert loop.attrs["_ring"]["fma"]  # padded slots, read by shared loads
-        assert [v.owner.kind for v in dot.operands[:2]] == ["smem_view", "smem_view"]
-
-
 def test_fma_ring_needs_cp_async():
     """Before sm_80 (no cp.async) the FMA dot's loop keeps its loads."""
     mod = _lowered("float32", False, 3, "sm_75")
