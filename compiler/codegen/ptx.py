@@ -49,7 +49,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (0.962) and `occ_hint` (0.981) won and are the code; `cp_ignore_src` (1.003, mixed again), `store_split` (1.019) and
 # `gather_run` (0.996) lost and left: docs/EXPERIMENTS.md.)
 # 2026-12-06, eighth session, H100: `gather_dedupe` won (0.993 over 26, GroupNorm 0.875) and is the code.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
+# `unaligned_run` (passes/assign_layouts.py `_group_runs`; 2026-12-06, eighth session, untimed: no machine could
+# be started): a loop-carried accumulator is one layout group with its initial value and what follows the loop,
+# and scalar loads along a contiguous dim in a loop (rows unaligned: a convolution's shifted taps) take the group's
+# run instead of a conversion of their values through shared memory every iteration. Changes one corpus kernel:
+# causal_conv1d_silu_f16 (1.33 of Triton's on the H100; 976 -> 760 SASS instructions, 167 -> 96 registers, no
+# shared memory in its loop; Triton: 880, 114).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run")
 
 
 

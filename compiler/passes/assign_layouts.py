@@ -19,6 +19,7 @@ from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
+from ..options import ab_switch
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, mma_warps,
                       permute_layout, wgmma_applies)
 
@@ -195,6 +196,20 @@ class _Assigner:
                             union(v.id, op.results[0].id)
                     for r in op.results[1:]:
                         union(r.id, op.results[0].id)
+                elif k == "for" and ab_switch("unaligned_run"):
+                    # a loop-carried value (an accumulator) is one value across the loop: its initial value, the
+                    # body's argument, what the body yields and the loop's result share a layout
+                    body = op.blocks[0]
+                    y = body.terminator
+                    inits, args = op.operands[3:], body.args[1:]
+                    outs = y.operands if y is not None and y.kind == "yield" else []
+                    for i, a in enumerate(args):
+                        if not a.type.shape:
+                            continue
+                        vals = [a] + [x[i] for x in (inits, outs, op.results) if i < len(x)]
+                        for v in vals[1:]:
+                            if tuple(v.type.shape) == tuple(a.type.shape):
+                                union(v.id, a.id)
                 elif k in ("load", "store") and op.operands and op.operands[0].type.shape:
                     to_smem = k == "load" and self._to_smem(op)
                     if not to_smem:
@@ -229,6 +244,13 @@ class _Assigner:
                   and all(self._contiguity(op.operands[0], d) == 1 for d in order)):
                 # A gather (no contiguous dim: indices, a per-channel broadcast) is scalar loads in any layout; it
                 # takes its group's run, and its values meet the others' unconverted
+                out[id(op)] = g
+            elif (op.kind == "load" and run == 1 and g > 1 and l1 and _in_loop(op) and ab_switch("unaligned_run")
+                  and self._contiguity(op.operands[0], order[0]) >= g):
+                # A/B `unaligned_run`: scalar loads along a contiguous dim (rows unaligned: a shifted window such
+                # as a convolution's taps) in a loop whose values meet longer runs take the group's run: g scalar
+                # loads of consecutive elements a thread (the L1 serves the rest of each sector) instead of a
+                # conversion of their values through shared memory every iteration
                 out[id(op)] = g
             elif op.kind == "load" and run == 1 and self._contiguity(op.operands[0], order[0]) > 1:
                 # Scalar accesses (rows unaligned, or a mask that varies along the row) whose values are stored

@@ -433,3 +433,46 @@ def test_quotient_runs_need_non_negative_values(shift, const):
     out = np.full(100, -7, np.int32)
     shifted_quotient_kernel[(1,)](out, 8, 100, SHIFT=shift, BLOCK=128)
     np.testing.assert_array_equal(out, np.trunc((np.arange(100) + shift) / 8).astype(np.int32))
+
+
+@compiler.jit
+def shifted_taps_kernel(X, W, Y, L, KW: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_L: tl.constexpr):
+    # a causal window: tap k reads x[t - (KW - 1) + k], rows unaligned for every tap but the last
+    rd = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)
+    rl = tl.program_id(1) * BLOCK_L + tl.arange(0, BLOCK_L)
+    acc = tl.zeros([BLOCK_D, BLOCK_L], dtype=tl.float32)
+    for k in range(KW):
+        t = rl - (KW - 1) + k
+        m = (t[None, :] >= 0) & (t[None, :] < L)
+        x = tl.load(X + rd[:, None] * L + t[None, :], mask=m, other=0.0).to(tl.float32)
+        acc += tl.load(W + rd * KW + k)[:, None] * x
+    tl.store(Y + rd[:, None] * L + rl[None, :], acc.to(tl.float16), mask=rl[None, :] < L)
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_unaligned_loop_loads_take_the_accumulators_run(monkeypatch, on):
+    """A/B `unaligned_run`: the window's loads are contiguous along L but unaligned (scalar); the accumulator they
+    are added to is stored 8 fp16 a thread. With the switch, a loop-carried accumulator is one group with its
+    initial value and the store after the loop, and the scalar loads take its run (8 consecutive elements a
+    thread): no conversion in the loop. Off, the product is converted through shared memory every iteration."""
+    if on:
+        monkeypatch.setenv("TILEFARM_AB", "unaligned_run")
+    else:
+        monkeypatch.delenv("TILEFARM_AB", raising=False)
+    x, w, y = np.zeros(16 * 512, np.float16), np.zeros(16 * 4, np.float32), np.zeros(16 * 512, np.float16)
+    mod = _lowered(shifted_taps_kernel, [x, w, y, 512], dict(KW=4, BLOCK_D=16, BLOCK_L=256), nw=4)
+    loop = next(op for op in mod.function.body.walk() if op.kind == "for")
+    body = list(loop.blocks[0].walk())
+    xload = next(op for op in body if op.kind == "load" and len(op.result.type.shape) == 2)
+    assert xload.attrs["_layouts"][0].spt == ((1, 8) if on else (1, 1))
+    assert [op for op in body if op.kind == "convert_layout" and len(op.result.type.shape) == 2] == [] if on else \
+        any(op.kind == "convert_layout" and len(op.result.type.shape) == 2 for op in body)
+    rng = np.random.default_rng(5)
+    D, L = 4, 37
+    xs = rng.standard_normal(D * L).astype(np.float16)
+    ws = rng.standard_normal(D * 4).astype(np.float32)
+    out = np.full(D * L, np.nan, np.float16)
+    shifted_taps_kernel[(1, 3)](xs, ws, out, L, KW=4, BLOCK_D=4, BLOCK_L=16)
+    xp = np.concatenate([np.zeros((D, 3)), xs.reshape(D, L).astype(np.float64)], axis=1)
+    ref = sum(ws.reshape(D, 4)[:, k:k + 1].astype(np.float64) * xp[:, k:k + L] for k in range(4))
+    np.testing.assert_allclose(out.reshape(D, L).astype(np.float64), ref, rtol=2e-3, atol=2e-3)
