@@ -140,8 +140,18 @@ def _libdevice(name):
     return f
 
 
+def _f32_sqrt_fast(e, x):
+    """tl.sqrt on float32: sqrt.approx (.ftz where denormals are flushed), Triton's instruction; the IEEE-rounded
+    form under the A/B switch `sqrt_ieee` (the lowering before 2026-12-06)."""
+    from ..options import ab_switch
+
+    if ab_switch("sqrt_ieee"):
+        return _llvm_unary("sqrt")(e, x)
+    return _asm1(e, "sqrt.approx.ftz.f32 $0, $1;" if e.ftz else "sqrt.approx.f32 $0, $1;", C.F32, x)
+
+
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
-ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log}
+ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log, "sqrt_fast": _f32_sqrt_fast}
 
 
 def _lowering(spec):

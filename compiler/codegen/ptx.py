@@ -55,7 +55,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # run instead of a conversion of their values through shared memory every iteration. Changes one corpus kernel:
 # causal_conv1d_silu_f16 (1.33 of Triton's on the H100; 976 -> 760 SASS instructions, 167 -> 96 registers, no
 # shared memory in its loop; Triton: 880, 114).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run")
+# `sqrt_ieee` (codegen/llvm.py `_f32_sqrt_fast`; 2026-12-06, eighth session): tl.sqrt on float32 lowered IEEE-rounded
+# as before, against the default since then, Triton's sqrt.approx(.ftz) (tl.sqrt_rn stays IEEE); AdamW's SASS 400
+# instructions against Triton's 288 before. Changes 4 corpus kernels (adamw, the layernorms); untimed.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee")
 
 
 

@@ -639,7 +639,6 @@ def _unary(kind, doc):
 for _name, _d in _optable.MATH.items():
     globals()[_name] = _unary(_name, _d.doc)
 del _name, _d
-sqrt_rn = globals()["sqrt"]  # noqa: F821 (tl.sqrt is IEEE rounded already)
 
 
 @builtin

@@ -194,7 +194,8 @@ def test_math(kind, dt):
 def test_math_f32_fast_paths():
     assert "ex2.approx.f32" in build(K.unary_kernel("exp", T.float32))["ptx"]
     assert "lg2.approx.f32" in build(K.unary_kernel("log", T.float32))["ptx"]
-    assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]
+    assert "sqrt.approx.ftz.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]  # tl.sqrt, as Triton's
+    assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt_rn", T.float32))["ptx"]
     assert "rsqrt.approx.ftz.f32" in build(K.unary_kernel("rsqrt", T.float32))["ptx"]
     assert "ex2.approx.ftz.f32" in build(K.unary_kernel("exp2", T.float32))["ptx"]
 

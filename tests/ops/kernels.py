@@ -18,6 +18,8 @@ def unary_kernel(X, Y, N, OP: tl.constexpr, BLOCK: tl.constexpr):
         y = tl.log2(x)
     elif OP == "sqrt":
         y = tl.sqrt(x)
+    elif OP == "sqrt_rn":
+        y = tl.sqrt_rn(x)
     elif OP == "rsqrt":
         y = tl.rsqrt(x)
     elif OP == "abs":
