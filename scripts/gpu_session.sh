@@ -280,7 +280,7 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
-  pp=",${PENDING_PARTS:-unaligned,sqrt,ops,matmul},"  # a shorter call: PENDING_PARTS=tests,int8
+  pp=",${PENDING_PARTS:-unaligned,sqrt,persist,ops,matmul},"  # a shorter call: PENDING_PARTS=tests,int8
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
@@ -306,6 +306,17 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,sqrt,* ]] && step pending-sqrt-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/ops/test_ops.py tests/ops/test_libdevice.py -k "sqrt or unary"
   cp "$OUT"/pending9/corpus-*.md "$FINAL/pending9.md" 2>/dev/null || true
+  # persistent_one_block (2026-12-06, eighth session, untimed): the persistent scaled matmul (the one corpus kernel
+  # it changes), then the persistent tutorials beside Triton with and without it
+  [[ $pp == *,persist,* ]] && step pending-persist timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --ab persistent_one_block --select 'mm_persistent_scaled_f16' --out "$OUT/pending10"
+  [[ $pp == *,persist,* ]] && step pending-persist-tut timeout 60 env TILEFARM_AB=persistent_one_block python3 \
+    scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'persistent*' --out "$OUT/pending-persist-tut"
+  [[ $pp == *,persist,* ]] && step pending-persist-tut-base timeout 60 python3 scripts/bench_tutorials.py \
+    --rounds "${ROUNDS:-3}" --select 'persistent*' --out "$OUT/pending-persist-tut-base"
+  cp "$OUT"/pending10/corpus-*.md "$FINAL/pending10.md" 2>/dev/null || true
+  cp "$OUT"/pending-persist-tut/tutorials-*.md "$FINAL/persist-tut-switch.md" 2>/dev/null || true
+  cp "$OUT"/pending-persist-tut-base/tutorials-*.md "$FINAL/persist-tut-base.md" 2>/dev/null || true
   # the gpu tests of tests/ops (conversions, gathers, reductions: what gather_dedupe's adoption changed), stopped
   # by SIGINT after OPS_S seconds so pytest still prints what ran
   [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \

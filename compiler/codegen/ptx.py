@@ -58,7 +58,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `sqrt_ieee` (codegen/llvm.py `_f32_sqrt_fast`; 2026-12-06, eighth session): tl.sqrt on float32 lowered IEEE-rounded
 # as before, against the default since then, Triton's sqrt.approx(.ftz) (tl.sqrt_rn stays IEEE); AdamW's SASS 400
 # instructions against Triton's 288 before. Changes 4 corpus kernels (adamw, the layernorms); untimed.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee")
+# `persistent_one_block` (passes/pipeline.py `_tile_loop`; 2026-12-06, eighth session, untimed): a K loop inside a
+# loop over tiles starting at the program id keeps the loose ring's slots and no `.minnctapersm` (one program per SM
+# is what such grids hold). mm_persistent_scaled_f16 (1.16 of Triton's): 128 registers with a spill under
+# `.minnctapersm 2` -> 208, none; K loop 123 -> 107 SASS instructions (Triton: 181 registers, 115).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee", "persistent_one_block")
 
 
 

@@ -38,6 +38,7 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
+from ..options import ab_switch
 from .layouts import wgmma_applies
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
@@ -50,6 +51,28 @@ def _fma_dot_loop(loop, options=None) -> bool:
     from .assign_layouts import dot_uses_mma
 
     return any(o.kind == "dot" and not dot_uses_mma(o, options) for o in loop.blocks[0].ops)
+
+
+def _tile_loop(loop) -> bool:
+    """The K loop runs inside a loop over tiles that starts at the program's id (a persistent kernel:
+    `for tile in range(pid, num_tiles, NUM_SMS)`): each program computes tiles until they run out, and such a grid
+    is sized by its user to the machine, one program per SM; a second block per SM is then never resident, so
+    buying one with a shallower ring and fewer registers (`.minnctapersm`) only costs (A/B `persistent_one_block`)."""
+    op = loop.block.parent if loop.block is not None else None
+    while op is not None:
+        if op.kind == "for" and _from_program_id(op.operands[0]):
+            return True
+        op = op.block.parent if op.block is not None else None
+    return False
+
+
+def _from_program_id(v, depth: int = 8) -> bool:
+    o = v.owner
+    if not isinstance(o, Op) or depth <= 0:
+        return False
+    if o.kind == "program_id":
+        return True
+    return o.kind in ("add", "mul", "cast") and any(_from_program_id(x, depth - 1) for x in o.operands)
 
 
 def slot_row_pad(rows_bytes: int) -> int:
@@ -497,7 +520,7 @@ def _pipeline_async(module, loop, options) -> bool:
         # (GELU through erf: 159 registers -> 128 and 60 bytes spilled). Measured against building the loose
         # ring where ptxas's own count did not fit (H100, 2026-12-06, the 10 kernels whose SASS it changes, 3
         # rounds): 0.981, GELU erf 0.887, none slower by over 2%; and each kernel is compiled once.
-        if not tight:
+        if not tight and not (ab_switch("persistent_one_block") and _tile_loop(loop)):
             # blocks per SM by shared memory, and at most as many as the accumulator leaves registers for (65,536
             # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
             # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
