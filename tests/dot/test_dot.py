@@ -1038,3 +1038,40 @@ def test_f64_dot_on_tensor_cores_gpu(M, N, Kd, BM, BN, BK, nw, stages, a_t):
         [M, N, Kd, sam, sak, N, 1, N, 1], BM=BM, BN=BN, BK=BK, ACC=tl.float64, PRECISION="ieee", num_warps=nw,
         num_stages=stages)
     assert_close(c, a @ b, "float64", rtol=1e-12, atol=1e-12 * math.sqrt(Kd))
+
+
+@compiler.jit
+def _persistent_matmul(A, B, C, M, N, K, NUM_PROGS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, NUM_PROGS):
+        rm = (tile // tiles_n) * BM + tl.arange(0, BM)
+        rn = (tile % tiles_n) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            a = tl.load(A + rm[:, None] * K + (k0 + rk)[None, :])
+            b = tl.load(B + (k0 + rk)[:, None] * N + rn[None, :])
+            acc = tl.dot(a, b, acc)
+        tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_a_persistent_kernels_ring_buys_no_second_block(monkeypatch, on):
+    """A/B `persistent_one_block`: a 128x128x64 w8 s3 K loop inside a loop over tiles from the program id (a
+    persistent kernel: one program per SM) keeps the loose ring's num_stages + 1 slots and no block count for ptxas;
+    off, its tight ring buys a second block per SM like any 128x128x64 w8 s3 matmul."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    if on:
+        monkeypatch.setenv("TILEFARM_AB", "persistent_one_block")
+    else:
+        monkeypatch.delenv("TILEFARM_AB", raising=False)
+    S = 1024
+    a, b, c = np.zeros((S, S), np.float16), np.zeros((S, S), np.float16), np.zeros((S, S), np.float16)
+    mod = _persistent_matmul.lower(a, b, c, S, S, S, NUM_PROGS=132, BM=128, BN=128, BK=64)
+    mod = run_pipeline(mod, Options(num_warps=8, num_stages=3, arch="sm_90a"))
+    ring = next(op for op in mod.function.body.walk() if op.kind == "for" and "_ring" in op.attrs).attrs["_ring"]
+    assert ring["stages"] == (4 if on else 3)
+    assert (mod.meta.get("ring_blocks_per_sm") == 2) != on
