@@ -618,12 +618,15 @@ def _wait_tied(e, regs, pending=0):
     """wgmma.wait_group `pending` with every accumulator register tied through it, so no use of a result can
     be scheduled before the wait."""
     n = len(regs)
-    t = regs[0].type
-    k = "f" if t == C.F32 else "r"
-    cons = ",".join([f"={k}"] * n + [str(i) for i in range(n)])
-    fty = ir.FunctionType(ir.LiteralStructType([t] * n), [t] * n)
+    types = [x.type for x in regs]
+    cons = ",".join([f"={_REG_CONSTRAINT.get(str(t), 'r')}" for t in types] + [str(i) for i in range(n)])
+    fty = ir.FunctionType(ir.LiteralStructType(types), types)
     r = e.b.call(ir.InlineAsm(fty, f"wgmma.wait_group.sync.aligned {pending};", cons, side_effect=True), regs)
     return [e.b.extract_value(r, i) for i in range(n)]
+
+
+# inline-asm register constraint per LLVM type (accumulators tied through waits: f32, i32, f16 halves, f64)
+_REG_CONSTRAINT = {"float": "f", "i32": "r", "half": "h", "double": "d"}
 
 
 def _dot_wgmma(e, op, a, b, c, ll, lay):
@@ -786,6 +789,10 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
     integer = op.result.type.element.name == "int32"
+    f16acc = op.result.type.element.name == "float16"  # A/B `wgmma_f16acc`: .f16 D, two values a .b32 register
+    if f16acc:
+        n_acc = per // 2
+        dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
     if integer:
         # int8/uint8: both operands K-major, no scale or transpose immediates; the int32 sum saturates after each
         # k32 instruction (.satfinite), as the mma.sync path's m16n8k32 does and the interpreter defines
@@ -799,8 +806,8 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                 "1, 1, 1;")
         ins = ["l", "l"]
     elif a_regs is None:
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, ${n_acc}, ${n_acc + 1}, "
-                f"1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.{'f16' if f16acc else 'f32'}.{ta}.{tb} {dregs}, "
+                f"${n_acc}, ${n_acc + 1}, 1, 1, 1, {0 if a_k else 1}, {0 if b_k else 1};")
         ins = ["l", "l"]
     elif eb == 1:  # A from registers: four .b32 words of four 8-bit values each (b K-major)
         assert b_k, "fp8 wgmma operands must be K-major"
@@ -808,11 +815,11 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1;")
         ins = ["r", "r", "r", "r", "l"]
     else:  # A from registers: four .b32 words of two 16-bit values each
-        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.f32.{ta}.{tb} {dregs}, "
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k16.{'f16' if f16acc else 'f32'}.{ta}.{tb} {dregs}, "
                 f"{{${n_acc},${n_acc + 1},${n_acc + 2},${n_acc + 3}}}, ${n_acc + 4}, 1, 1, 1, {0 if b_k else 1};")
         ins = ["r", "r", "r", "r", "l"]
-    acc_t = C.I32 if integer else C.F32
-    cons = ",".join([f"={'r' if integer else 'f'}"] * n_acc + ins + [str(i) for i in range(n_acc)])
+    acc_t = C.I32 if integer or f16acc else C.F32
+    cons = ",".join([f"={'r' if integer or f16acc else 'f'}"] * n_acc + ins + [str(i) for i in range(n_acc)])
     fty = ir.FunctionType(ir.LiteralStructType([acc_t] * n_acc), [C.I32 if x == "r" else C.I64 for x in ins] +
                           [acc_t] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
@@ -834,8 +841,17 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                 da = words[r0 // 2:r0 // 2 + 4]
             else:
                 da = [_pack(e, a_regs.regs[r0 + 2 * w:r0 + 2 * w + 2]) for w in range(4)]
+        if f16acc:  # the accumulator's values in pairs: (row g, cols 2t, 2t+1), (row g+8, ...), ... one word each
+            acc = [_pack(e, acc[2 * i:2 * i + 2]) for i in range(n_acc)]
         r = e.b.call(instr, da + [db] + acc)
-        return [e.b.extract_value(r, i) for i in range(n_acc)]
+        out = [e.b.extract_value(r, i) for i in range(n_acc)]
+        if f16acc:
+            halves = []
+            for w in out:
+                v = e.b.bitcast(w, ir.VectorType(C.F16, 2))
+                halves += [e.b.extract_element(v, e.i32(0)), e.b.extract_element(v, e.i32(1))]
+            return halves
+        return out
 
     groups = _imprecise_groups(op, K, kstep)
     if groups is not None:

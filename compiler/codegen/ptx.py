@@ -62,7 +62,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # loop over tiles starting at the program id keeps the loose ring's slots and no `.minnctapersm` (one program per SM
 # is what such grids hold). mm_persistent_scaled_f16 (1.16 of Triton's): 128 registers with a spill under
 # `.minnctapersm 2` -> 208, none; K loop 123 -> 107 SASS instructions (Triton: 181 registers, 115).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee", "persistent_one_block")
+# `wgmma_f16acc` (passes/layouts.py `wgmma_applies`, codegen/dot.py `_dot_wgmma`; 2026-12-06, eighth session,
+# untimed): fp16 x fp16 -> fp16 dots (`out_dtype=tl.float16`) on wgmma's .f16 form (two values a .b32 accumulator
+# register) instead of mma.sync with the register pipeline. mm_fp16_acc: 188 -> 77 registers, the copy ring (96 KiB,
+# .minnctapersm 2), HGMMA.64x128x16.F16 (Triton: 74 registers, 96 KiB, the same instruction).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee", "persistent_one_block",
+                     "wgmma_f16acc")
 
 
 

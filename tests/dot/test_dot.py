@@ -1075,3 +1075,53 @@ def test_a_persistent_kernels_ring_buys_no_second_block(monkeypatch, on):
     ring = next(op for op in mod.function.body.walk() if op.kind == "for" and "_ring" in op.attrs).attrs["_ring"]
     assert ring["stages"] == (4 if on else 3)
     assert (mod.meta.get("ring_blocks_per_sm") == 2) != on
+
+
+@compiler.jit
+def _f16_acc_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for k0 in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k0 + rk)[None, :], mask=(rm[:, None] < M) & (k0 + rk[None, :] < K), other=0.0)
+        b = tl.load(B + (k0 + rk)[:, None] * N + rn[None, :], mask=(k0 + rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("target", _ALL_TARGETS)
+@pytest.mark.parametrize("on", [False, True])
+@pytest.mark.parametrize("M,N,K,BM,BN,BK,nw", [(200, 136, 96, 64, 64, 32, 4), (256, 256, 128, 128, 128, 64, 8)])
+def test_f16_accumulator_dot_loop(monkeypatch, target, on, M, N, K, BM, BN, BK, nw):
+    """`out_dtype=tl.float16` dots in a masked K loop, fp16 accumulator carried; A/B `wgmma_f16acc` runs them on
+    wgmma's .f16 form on sm_90a (off: mma.sync). Checked against float64 with fp16 accumulation's tolerance."""
+    if on:
+        monkeypatch.setenv("TILEFARM_AB", "wgmma_f16acc")
+    else:
+        monkeypatch.delenv("TILEFARM_AB", raising=False)
+    rng = np.random.default_rng(M + N + K + nw)
+    a = (rng.uniform(-1, 1, (M, K)) / math.sqrt(K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
+    c = poison((M, N), "float16")
+    run(target, _f16_acc_matmul, (compiler.cdiv(M, BM), compiler.cdiv(N, BN)), [a, b, c], [M, N, K], BM=BM, BN=BN,
+        BK=BK, num_warps=nw, num_stages=3)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert_close(c, ref, "float16", rtol=1e-2, atol=6e-3)
+
+
+def test_f16_accumulator_on_wgmma_ptx(monkeypatch):
+    """Under `wgmma_f16acc` an fp16-accumulator dot is `wgmma ... .f16.f16.f16` with half the accumulator
+    registers (two values a .b32), and ptxas assembles it without spills."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    monkeypatch.setenv("TILEFARM_AB", "wgmma_f16acc")
+    S = 512
+    a, b, c = np.zeros((S, S), np.float16), np.zeros((S, S), np.float16), np.zeros((S, S), np.float16)
+    ck = _f16_acc_matmul.warmup(a, b, c, S, S, S, grid=(4, 4), target="sm_90a", BM=128, BN=128, BK=64, num_warps=8,
+                                num_stages=3)
+    ptx = ck.asm["ptx"]
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f16\.f16\.f16 \{(%r\d+,){31}%r\d+\}", ptx)
+    assert "mma.sync" not in ptx
+    if find_ptxas() is not None:
+        assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
