@@ -280,7 +280,7 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
-  pp=",${PENDING_PARTS:-newdots,f16acc,unaligned,sqrt,persist,ops,matmul},"  # a shorter call: PENDING_PARTS=tests,int8
+  pp=",${PENDING_PARTS:-newdots,f16acc,unaligned,sqrt,persist},"  # then a second call: PENDING_PARTS=ops,matmul
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
