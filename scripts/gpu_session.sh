@@ -280,7 +280,7 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
   # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
   # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
-  pp=",${PENDING_PARTS:-newdots,f16acc,unaligned,sqrt,persist},"  # then a second call: PENDING_PARTS=ops,matmul
+  pp=",${PENDING_PARTS:-newdots,f16acc,index,unaligned,sqrt,persist},"  # then a second call: PENDING_PARTS=ops,matmul
   [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
@@ -322,6 +322,13 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,f16acc,* ]] && step pending-f16acc timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --ab wgmma_f16acc --select 'mm_fp16_acc' --out "$OUT/pending11"
   cp "$OUT"/pending11/corpus-*.md "$FINAL/pending11.md" 2>/dev/null || true
+  # index_ahead (2026-12-06, eighth session, untimed): table-driven K loops through the copy ring; gpu tests under
+  # the switch, then its A/B on the one corpus kernel it changes
+  [[ $pp == *,index,* ]] && step pending-index-tests timeout 90 env TILEFARM_AB=index_ahead python3 -m pytest -q -m gpu \
+    -p no:cacheprovider tests/dot/test_dot.py -k "block_table"
+  [[ $pp == *,index,* ]] && step pending-index timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
+    --ab index_ahead --select 'mm_blocksparse_csr_f16' --out "$OUT/pending12"
+  cp "$OUT"/pending12/corpus-*.md "$FINAL/pending12.md" 2>/dev/null || true
   # the ten dot-heavy corpus kernels of workloads/corpus/idioms_dots.py (2026-12-06, eighth session), first timing
   [[ $pp == *,newdots,* ]] && step pending-newdots timeout 150 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --out "$OUT/pending-newdots" --select 'attn_gqa_d128,attn_sliding_window_d64,attn_alibi_d64,'\

@@ -66,8 +66,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # untimed): fp16 x fp16 -> fp16 dots (`out_dtype=tl.float16`) on wgmma's .f16 form (two values a .b32 accumulator
 # register) instead of mma.sync with the register pipeline. mm_fp16_acc: 188 -> 77 registers, the copy ring (96 KiB,
 # .minnctapersm 2), HGMMA.64x128x16.F16 (Triton: 74 registers, 96 KiB, the same instruction).
+# `index_ahead` (passes/pipeline.py `_index_load`; 2026-12-06, eighth session, untimed): a K loop whose operand
+# addresses come through a scalar table load (block-sparse, MoE, paged) takes the copy ring: the copies issue the
+# table loads of the iterations they fetch ahead, masked where the iteration does not exist (loops that write no
+# memory). mm_blocksparse_csr_f16: the register pipeline (LDG/STS, 155 registers) -> cp.async ring, 94 registers
+# (Triton: 93, also a cp.async ring).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee", "persistent_one_block",
-                     "wgmma_f16acc")
+                     "wgmma_f16acc", "index_ahead")
 
 
 

@@ -169,9 +169,18 @@ def _clean_attrs(attrs):
     return {k: v for k, v in attrs.items() if not k.startswith("_")}
 
 
-def _analyze(loop):
+def _index_load(o, writes: bool) -> bool:
+    """A scalar load (a table entry: a block index, an expert's offset) the copies may issue ahead for a later
+    iteration (A/B `index_ahead`): not volatile, in a loop that writes no memory (so the entry is the same then)."""
+    return (o.kind == "load" and not o.result.type.shape and not o.attrs.get("volatile") and not writes
+            and ab_switch("index_ahead"))
+
+
+def _analyze(loop, index_loads: bool = False):
     """(inside ids, independent address ops, ids of carried args whose next value is address-only, a function
-    telling whether a load can be computed ahead), or None when the loop's bounds have mixed types."""
+    telling whether a load can be computed ahead), or None when the loop's bounds have mixed types. With
+    `index_loads` (the copy ring, whose clones are guarded), scalar index loads count as address ops
+    (_index_load), but not in what a carried value's next value depends on."""
     body = loop.blocks[0]
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
@@ -181,16 +190,22 @@ def _analyze(loop):
     inside = {a.id for a in body.args}
     for o in body.ops:
         inside.update(r.id for r in o.results)
+    writes = any(o.kind in EFFECTS and o.kind != "yield" for o in body.walk())
     indep = {iv.id} | {a.id for a in carried}
+    via_load = set()  # ids that depend on an index load
     indep_ops = []
     for o in body.ops:
-        if o.kind in _NOT_MOVABLE or o.blocks or not o.results:
+        idx = index_loads and _index_load(o, writes)
+        if (o.kind in _NOT_MOVABLE and not idx) or o.blocks or not o.results:
             continue
         if all(v.id in indep or v.id not in inside for v in o.operands):
             indep_ops.append(o)
             indep.update(r.id for r in o.results)
+            if idx or any(v.id in via_load for v in o.operands):
+                via_load.update(r.id for r in o.results)
     ok_yield = {a.id for j, a in enumerate(carried)
-                if y.operands[j].id in indep or y.operands[j].id not in inside}
+                if (y.operands[j].id in indep and y.operands[j].id not in via_load)
+                or y.operands[j].id not in inside}
 
     def slice_args(v, seen):
         """Carried args (ids) the value depends on through independent ops; None if it needs anything else."""
@@ -225,8 +240,10 @@ def _analyze(loop):
     return inside, indep_ops, movable, ok_yield
 
 
-def _cloner(inside, subst, out_ops):
-    """clone(v): v with the substitutions applied, cloning the body ops it depends on into out_ops."""
+def _cloner(inside, subst, out_ops, guard=None):
+    """clone(v): v with the substitutions applied, cloning the body ops it depends on into out_ops. A cloned load
+    (an index load, _index_load) is masked by `guard` (the iteration exists), so an iteration past the end reads
+    nothing."""
     memo = {}
 
     def clone(v):
@@ -237,8 +254,18 @@ def _cloner(inside, subst, out_ops):
         if v.id not in inside:
             return v
         o = v.owner
-        n = Op(o.kind, [clone(x) for x in o.operands], [r.type for r in o.results], _clean_attrs(o.attrs),
-               loc=o.loc)
+        operands, attrs = [clone(x) for x in o.operands], _clean_attrs(o.attrs)
+        if o.kind == "load":
+            if guard is None:
+                raise AssertionError("a load cloned without a guard (compiler bug)")
+            if o.attrs.get("has_mask"):
+                m = Op("and", [operands[1], guard], [operands[1].type], loc=o.loc)
+                out_ops.append(m)
+                operands[1] = m.result
+            else:
+                operands = [operands[0], guard]
+                attrs["has_mask"] = True
+        n = Op(o.kind, operands, [r.type for r in o.results], attrs, loc=o.loc)
         out_ops.append(n)
         for r, nr in zip(o.results, n.results):
             memo[r.id] = nr
@@ -433,7 +460,7 @@ def _pipeline_async(module, loop, options) -> bool:
     if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False
-    got = _analyze(loop)
+    got = _analyze(loop, index_loads=True)
     if got is None:
         return False
     inside, indep_ops, movable, addr_args = got
@@ -598,7 +625,8 @@ def _pipeline_async(module, loop, options) -> bool:
     def copies_at(state, at, out_ops, barrier=False, **where):
         c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
         out_ops.append(c)
-        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops)
+        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops,
+                        guard=c.result)
         copies(clone, c.result, out_ops, barrier=barrier, **where)
 
     # prologue: iterations 0 .. ahead-1 into slots 0 .. ahead-1
