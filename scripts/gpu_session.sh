@@ -299,11 +299,12 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest cod
   [[ $pp == *,unaligned,* ]] && step pending-unaligned-tests timeout 90 env TILEFARM_AB=unaligned_run python3 -m pytest -q \
     -m gpu -p no:cacheprovider tests/ops/test_conversions.py -k unaligned
   cp "$OUT"/pending8/corpus-*.md "$FINAL/pending8.md" 2>/dev/null || true
-  # tl.sqrt as Triton's sqrt.approx (the default since 2026-12-06, eighth session, untimed) against the IEEE form
-  # (switch sqrt_ieee) on the 4 corpus kernels it changes, and the math ops' gpu tests
+  # sqrt_approx (2026-12-06, eighth session, untimed): tl.sqrt as Triton's sqrt.approx against the IEEE form on
+  # the 4 corpus kernels it changes, and the math ops' gpu tests under it
   [[ $pp == *,sqrt,* ]] && step pending-sqrt timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab sqrt_ieee --select 'adamw_step_f32,add_layernorm_f16,layernorm_fwd_f16,layernorm_looped_f32' --out "$OUT/pending9"
-  [[ $pp == *,sqrt,* ]] && step pending-sqrt-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
+    --ab sqrt_approx --select 'adamw_step_f32,add_layernorm_f16,layernorm_fwd_f16,layernorm_looped_f32' --out "$OUT/pending9"
+  [[ $pp == *,sqrt,* ]] && step pending-sqrt-tests timeout 120 env TILEFARM_AB=sqrt_approx python3 -m pytest -q -m gpu \
+    -p no:cacheprovider \
     tests/ops/test_ops.py tests/ops/test_libdevice.py -k "sqrt or unary"
   cp "$OUT"/pending9/corpus-*.md "$FINAL/pending9.md" 2>/dev/null || true
   # persistent_one_block (2026-12-06, eighth session, untimed): the persistent scaled matmul (the one corpus kernel

@@ -141,13 +141,13 @@ def _libdevice(name):
 
 
 def _f32_sqrt_fast(e, x):
-    """tl.sqrt on float32: sqrt.approx (.ftz where denormals are flushed), Triton's instruction; the IEEE-rounded
-    form under the A/B switch `sqrt_ieee` (the lowering before 2026-12-06)."""
+    """tl.sqrt on float32: IEEE rounded; under the A/B switch `sqrt_approx` Triton's instruction, sqrt.approx (.ftz
+    where denormals are flushed: the op table's asm form)."""
     from ..options import ab_switch
 
-    if ab_switch("sqrt_ieee"):
-        return _llvm_unary("sqrt")(e, x)
-    return _asm1(e, "sqrt.approx.ftz.f32 $0, $1;" if e.ftz else "sqrt.approx.f32 $0, $1;", C.F32, x)
+    if ab_switch("sqrt_approx"):
+        return _lowering("asm:sqrt.approx.ftz.f32 $0, $1;")(e, x)
+    return _llvm_unary("sqrt")(e, x)
 
 
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).

@@ -55,9 +55,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # run instead of a conversion of their values through shared memory every iteration. Changes one corpus kernel:
 # causal_conv1d_silu_f16 (1.33 of Triton's on the H100; 976 -> 760 SASS instructions, 167 -> 96 registers, no
 # shared memory in its loop; Triton: 880, 114).
-# `sqrt_ieee` (codegen/llvm.py `_f32_sqrt_fast`; 2026-12-06, eighth session): tl.sqrt on float32 lowered IEEE-rounded
-# as before, against the default since then, Triton's sqrt.approx(.ftz) (tl.sqrt_rn stays IEEE); AdamW's SASS 400
-# instructions against Triton's 288 before. Changes 4 corpus kernels (adamw, the layernorms); untimed.
+# `sqrt_approx` (codegen/llvm.py `_f32_sqrt_fast`; 2026-12-06, eighth session, untimed): tl.sqrt on float32 as
+# Triton's sqrt.approx(.ftz) instead of IEEE rounded (tl.sqrt_rn stays IEEE); AdamW compiles to 400 SASS
+# instructions against Triton's 288 with the IEEE form. Changes 4 corpus kernels (adamw, the layernorms).
 # `persistent_one_block` (passes/pipeline.py `_tile_loop`; 2026-12-06, eighth session, untimed): a K loop inside a
 # loop over tiles starting at the program id keeps the loose ring's slots and no `.minnctapersm` (one program per SM
 # is what such grids hold). mm_persistent_scaled_f16 (1.16 of Triton's): 128 registers with a spill under
@@ -71,7 +71,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # table loads of the iterations they fetch ahead, masked where the iteration does not exist (loops that write no
 # memory). mm_blocksparse_csr_f16: the register pipeline (LDG/STS, 155 registers) -> cp.async ring, 94 registers
 # (Triton: 93, also a cp.async ring).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_ieee", "persistent_one_block",
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_approx", "persistent_one_block",
                      "wgmma_f16acc", "index_ahead")
 
 

@@ -107,12 +107,6 @@ def _rsqrt_ftz(np, x):
         return 1.0 / np.sqrt(x)
 
 
-def _sqrt_ftz(np, x):
-    x = np.where(np.abs(x) < _F32_TINY, np.copysign(0.0, x), x)
-    with np.errstate(invalid="ignore"):
-        return np.sqrt(x)
-
-
 _F32_TINY = 2.0 ** -126  # the smallest normal float32
 
 # ---- sources and shapes --------------------------------------------------------------------------------------
@@ -136,10 +130,10 @@ _math("exp2", "2**x", lambda np, x: np.exp2(x),
 _math("log", "natural logarithm", lambda np, x: np.log(x), {"float32": "@log_approx", "float64": "__nv_log"})
 _math("log2", "base-2 logarithm", lambda np, x: np.log2(x),
       {"float32": "asm:lg2.approx.f32 $0, $1;", "float64": "__nv_log2"})
-# tl.sqrt is Triton's fast square root (float32: sqrt.approx, denormal inputs flushed, at most ~1 ulp off); tl.sqrt_rn
-# the IEEE-rounded one
-_math("sqrt", "square root (float32: the fast approximation, as Triton's tl.sqrt; tl.sqrt_rn is IEEE rounded)",
-      lambda np, x: np.sqrt(x), {"float32": "@sqrt_fast", "float64": "llvm.sqrt"}, ref_ftz=_sqrt_ftz)
+# tl.sqrt: Triton's is a fast approximation (float32 sqrt.approx); here IEEE rounded until the A/B switch
+# `sqrt_approx` (codegen/llvm.py _f32_sqrt_fast) is timed. tl.sqrt_rn is always IEEE rounded.
+_math("sqrt", "square root (float32: IEEE rounded; Triton's tl.sqrt is an approximation within about 1 ulp)",
+      lambda np, x: np.sqrt(x), {"float32": "@sqrt_fast", "float64": "llvm.sqrt"}, exact=True)
 _math("sqrt_rn", "square root, IEEE round to nearest", lambda np, x: np.sqrt(x),
       {"float32": "llvm.sqrt", "float64": "llvm.sqrt"}, exact=True)
 _math("rsqrt", "1/sqrt(x)", lambda np, x: 1.0 / np.sqrt(x),

@@ -16,10 +16,10 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
+from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
-from ..options import ab_switch
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, mma_warps,
                       permute_layout, wgmma_applies)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from ..options import has_wgmma
+from ..options import ab_switch, has_wgmma
 
 
 def log2(n: int) -> int:
@@ -397,12 +397,6 @@ def mma_warps(shape, num_warps, version=2, instr_n=8):
     return ((wb,) if rank == 3 else ()) + (wm, wn)
 
 
-def _ab(name) -> bool:
-    from ..options import ab_switch
-
-    return ab_switch(name)
-
-
 def wgmma_applies(op, options, num_warps) -> tuple | None:
     """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16/fp8 -> fp32 or int8/uint8 -> int32,
     whole warpgroups, M a multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256 -- of 16
@@ -419,7 +413,7 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
     rname = op.result.type.element.name
     # A/B `wgmma_f16acc`: fp16 x fp16 -> fp16 accumulators (`out_dtype=tl.float16`) on wgmma's .f16 form too
     f16acc = (rname == "float16" and el.name == "float16" and op.operands[1].type.element.name == "float16"
-              and _ab("wgmma_f16acc"))
+              and ab_switch("wgmma_f16acc"))
     if rname != ("int32" if integer else "float32") and not f16acc:
         return None
     if integer and op.operands[1].type.element.name != el.name:

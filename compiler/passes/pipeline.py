@@ -38,8 +38,8 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
-from ..options import ab_switch
 from .layouts import wgmma_applies
+from ..options import ab_switch
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -190,7 +190,7 @@ def _analyze(loop, index_loads: bool = False):
     inside = {a.id for a in body.args}
     for o in body.ops:
         inside.update(r.id for r in o.results)
-    writes = any(o.kind in EFFECTS and o.kind != "yield" for o in body.walk())
+    writes = index_loads and any(o.kind in EFFECTS and o.kind != "yield" for o in body.walk())
     indep = {iv.id} | {a.id for a in carried}
     via_load = set()  # ids that depend on an index load
     indep_ops = []

@@ -194,7 +194,7 @@ def test_math(kind, dt):
 def test_math_f32_fast_paths():
     assert "ex2.approx.f32" in build(K.unary_kernel("exp", T.float32))["ptx"]
     assert "lg2.approx.f32" in build(K.unary_kernel("log", T.float32))["ptx"]
-    assert "sqrt.approx.ftz.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]  # tl.sqrt, as Triton's
+    assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]
     assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt_rn", T.float32))["ptx"]
     assert "rsqrt.approx.ftz.f32" in build(K.unary_kernel("rsqrt", T.float32))["ptx"]
     assert "ex2.approx.ftz.f32" in build(K.unary_kernel("exp2", T.float32))["ptx"]
@@ -344,3 +344,10 @@ def test_folding_builder_folds_constants_and_identities():
     assert not b.block.instructions  # nothing emitted so far
     kept = [b.sub(c(0), x), b.shl(c(1), x), b.shl(c(1), c(32)), b.add(x, x)]  # 0 - x, 1 << x, poison shift, x + x
     assert [i.opname for i in kept] == ["sub", "shl", "shl", "add"] and len(b.block.instructions) == 4
+
+
+def test_sqrt_approx_switch(monkeypatch):
+    """A/B `sqrt_approx`: tl.sqrt on float32 becomes Triton's sqrt.approx.ftz; tl.sqrt_rn stays IEEE rounded."""
+    monkeypatch.setenv("TILEFARM_AB", "sqrt_approx")
+    assert "sqrt.approx.ftz.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]
+    assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt_rn", T.float32))["ptx"]

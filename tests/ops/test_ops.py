@@ -249,7 +249,7 @@ def test_float_unary(target, dtype, op):
     run(target, K.unary_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N], OP=op, BLOCK=BLOCK)
     a = x.astype(np.float64)
     ref = _erf(a) if op == "erf" else _erfc(a) if op.startswith("erfc") else UNARY_REF[op](a)
-    exact = op in ("abs", "floor", "ceil", "neg", "sqrt_rn")
+    exact = op in ("abs", "floor", "ceil", "neg", "sqrt", "sqrt_rn")
     tol = TOL[dtype] if exact else TOL_TRANSC[dtype]
     assert_close(y, ref, dtype, rtol=tol, atol=tol)
 
