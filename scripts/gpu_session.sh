@@ -277,81 +277,30 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
 fi
-if [[ ",$what," == *",pending,"* ]]; then  # named only (~3 min): the newest code paths' gpu tests (dots of every kind,
-  # fp8, dot_scaled, targets, tutorials), the int8 and LLM corpus kernels and the fp8 tutorials beside Triton (first
-  # run: H100, 2026-12-05, sixth session, benchmarks/2026-12-05f-h100)
-  pp=",${PENDING_PARTS:-newdots,f16acc,index,unaligned,sqrt,persist},"  # then a second call: PENDING_PARTS=ops,matmul
-  [[ $pp == *,tests,* ]] && step pending-tests timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 tests/dot tests/ops/test_fp8.py \
-    tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
-  [[ $pp == *,int8,* ]] && step pending-int8 timeout 110 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select 'mm_int8*,mm_w8a8*,gemv*,rope*,dropout*,mm_w4a16*' \
-    --out "$OUT/pending1"
-  # fp64 dots on the fp64 mma.sync (the code since 2026-12-06): its gpu tests, then the fp64 and fp32 "ieee" corpus
-  # cases beside Triton
-  [[ $pp == *,f64,* ]] && step pending-f64-tests timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
-    tests/dot/test_dot.py -k "f64"
-  [[ $pp == *,f64,* ]] && step pending-f64 timeout 60 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --select 'mm_fp64,mm_fp32_ieee' --out "$OUT/pending5"
-  # fp8 attention's V ([keys, D] through TMA) is rewritten K-major through _transposing_tile now
-  # unaligned_run (2026-12-06, eighth session, never timed): the one corpus kernel whose PTX it changes, and its
-  # gpu test
-  [[ $pp == *,unaligned,* ]] && step pending-unaligned timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab unaligned_run --select 'causal_conv1d_silu_f16' --out "$OUT/pending8"
-  [[ $pp == *,unaligned,* ]] && step pending-unaligned-tests timeout 90 env TILEFARM_AB=unaligned_run python3 -m pytest -q \
-    -m gpu -p no:cacheprovider tests/ops/test_conversions.py -k unaligned
-  cp "$OUT"/pending8/corpus-*.md "$FINAL/pending8.md" 2>/dev/null || true
-  # sqrt_approx (2026-12-06, eighth session, untimed): tl.sqrt as Triton's sqrt.approx against the IEEE form on
-  # the 4 corpus kernels it changes, and the math ops' gpu tests under it
-  [[ $pp == *,sqrt,* ]] && step pending-sqrt timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab sqrt_approx --select 'adamw_step_f32,add_layernorm_f16,layernorm_fwd_f16,layernorm_looped_f32' --out "$OUT/pending9"
-  [[ $pp == *,sqrt,* ]] && step pending-sqrt-tests timeout 120 env TILEFARM_AB=sqrt_approx python3 -m pytest -q -m gpu \
-    -p no:cacheprovider \
-    tests/ops/test_ops.py tests/ops/test_libdevice.py -k "sqrt or unary"
-  cp "$OUT"/pending9/corpus-*.md "$FINAL/pending9.md" 2>/dev/null || true
-  # persistent_one_block (2026-12-06, eighth session, untimed): the persistent scaled matmul (the one corpus kernel
-  # it changes), then the persistent tutorials beside Triton with and without it
-  [[ $pp == *,persist,* ]] && step pending-persist timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab persistent_one_block --select 'mm_persistent_scaled_f16' --out "$OUT/pending10"
-  [[ $pp == *,persist,* ]] && step pending-persist-tut timeout 60 env TILEFARM_AB=persistent_one_block python3 \
-    scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'persistent*' --out "$OUT/pending-persist-tut"
-  [[ $pp == *,persist,* ]] && step pending-persist-tut-base timeout 60 python3 scripts/bench_tutorials.py \
-    --rounds "${ROUNDS:-3}" --select 'persistent*' --out "$OUT/pending-persist-tut-base"
-  cp "$OUT"/pending10/corpus-*.md "$FINAL/pending10.md" 2>/dev/null || true
-  # wgmma_f16acc (2026-12-06, eighth session, untimed): fp16-accumulator dots on wgmma; their gpu tests under the
-  # switch, then its A/B on the one corpus kernel it changes
-  [[ $pp == *,f16acc,* ]] && step pending-f16acc-tests timeout 90 env TILEFARM_AB=wgmma_f16acc python3 -m pytest -q -m gpu \
-    -p no:cacheprovider tests/dot/test_dot.py -k "f16_acc"
-  [[ $pp == *,f16acc,* ]] && step pending-f16acc timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab wgmma_f16acc --select 'mm_fp16_acc' --out "$OUT/pending11"
-  cp "$OUT"/pending11/corpus-*.md "$FINAL/pending11.md" 2>/dev/null || true
-  # index_ahead (2026-12-06, eighth session, untimed): table-driven K loops through the copy ring; gpu tests under
-  # the switch, then its A/B on the one corpus kernel it changes
-  [[ $pp == *,index,* ]] && step pending-index-tests timeout 90 env TILEFARM_AB=index_ahead python3 -m pytest -q -m gpu \
-    -p no:cacheprovider tests/dot/test_dot.py -k "block_table"
-  [[ $pp == *,index,* ]] && step pending-index timeout 90 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --ab index_ahead --select 'mm_blocksparse_csr_f16' --out "$OUT/pending12"
-  cp "$OUT"/pending12/corpus-*.md "$FINAL/pending12.md" 2>/dev/null || true
-  # the ten dot-heavy corpus kernels of workloads/corpus/idioms_dots.py (2026-12-06, eighth session), first timing
-  [[ $pp == *,newdots,* ]] && step pending-newdots timeout 150 python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
-    --out "$OUT/pending-newdots" --select 'attn_gqa_d128,attn_sliding_window_d64,attn_alibi_d64,'\
-'conv2d_nhwc_igemm_f16,mm_blocksparse_csr_f16,moe_grouped_gemm_f16,linear_ce_fused_f32,lora_linear_f16,mm_fp16_acc,'\
-'bmm_broadcast_f16'
-  cp "$OUT"/pending-newdots/corpus-*.md "$FINAL/newdots.md" 2>/dev/null || true
-  cp "$OUT"/pending-persist-tut/tutorials-*.md "$FINAL/persist-tut-switch.md" 2>/dev/null || true
-  cp "$OUT"/pending-persist-tut-base/tutorials-*.md "$FINAL/persist-tut-base.md" 2>/dev/null || true
-  # the gpu tests of tests/ops (conversions, gathers, reductions: what gather_dedupe's adoption changed), stopped
-  # by SIGINT after OPS_S seconds so pytest still prints what ran
+if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
+  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed)
+  pp=",${PENDING_PARTS:-tests,changed},"
+  # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
+  # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
+  [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/port/test_dot_scaled.py tests/port/test_targets.py \
+    tests/tutorials/test_tutorials.py "$@"
+  # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
+  [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout 300 python3 \
+    scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
+    --out "$OUT/pending-changed"
+  cp "$OUT"/pending-changed/corpus-*.md "$FINAL/pending-changed.md" 2>/dev/null || true
+  # the tests of tests/ops, stopped by SIGINT after OPS_S seconds so pytest still prints what ran
   [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/ops/test_conversions.py tests/ops/test_ops.py "$@"
-  # the project's matmul configs whose PTX gather_dedupe's adoption changed, beside Triton and cuBLAS
+  # the project's matmul configs beside Triton and cuBLAS
   [[ $pp == *,matmul,* ]] && step pending-matmul timeout 150 python3 scripts/bench_matmul.py --no-attention --sizes 4096 \
     --rounds "${ROUNDS:-3}" --out "$OUT/pending-matmul" \
     --matmul-configs 128x256x64-w8-s3,128x256x64-w8-s4,64x128x32-w4-s4,64x256x64-w8-s3,128x128x64-w8-s3
   cp "$OUT"/pending-matmul/matmul-*.md "$FINAL/" 2>/dev/null || true
-  [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" --select 'attn_fp8*,persistent_fp8*' \
+  [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" \
     --out "$OUT/pending-tut"
-  cp "$OUT"/pending1/corpus-*.md "$FINAL/pending1.md" 2>/dev/null || true
-  cp "$OUT"/pending5/corpus-*.md "$FINAL/pending5.md" 2>/dev/null || true
-  cp "$OUT"/pending-tut/*.md "$FINAL/" 2>/dev/null || true
+  cp "$OUT"/pending-tut/tutorials-*.md "$FINAL/pending-tut.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels beside Triton, settled first, then each
   # side back to back for SUSTAIN_S seconds with nvidia-smi's board power and SM clock (is a gap a power-limit one?)

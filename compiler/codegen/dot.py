@@ -789,7 +789,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     n_acc = per
     dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"
     integer = op.result.type.element.name == "int32"
-    f16acc = op.result.type.element.name == "float16"  # A/B `wgmma_f16acc`: .f16 D, two values a .b32 register
+    f16acc = op.result.type.element.name == "float16"  # .f16 D, two values a .b32 register
     if f16acc:
         n_acc = per // 2
         dregs = "{" + ",".join(f"${i}" for i in range(n_acc)) + "}"

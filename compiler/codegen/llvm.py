@@ -140,18 +140,8 @@ def _libdevice(name):
     return f
 
 
-def _f32_sqrt_fast(e, x):
-    """tl.sqrt on float32: IEEE rounded; under the A/B switch `sqrt_approx` Triton's instruction, sqrt.approx (.ftz
-    where denormals are flushed: the op table's asm form)."""
-    from ..options import ab_switch
-
-    if ab_switch("sqrt_approx"):
-        return _lowering("asm:sqrt.approx.ftz.f32 $0, $1;")(e, x)
-    return _llvm_unary("sqrt")(e, x)
-
-
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
-ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log, "sqrt_fast": _f32_sqrt_fast}
+ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log}
 
 
 def _lowering(spec):

@@ -49,32 +49,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (0.962) and `occ_hint` (0.981) won and are the code; `cp_ignore_src` (1.003, mixed again), `store_split` (1.019) and
 # `gather_run` (0.996) lost and left: docs/EXPERIMENTS.md.)
 # 2026-12-06, eighth session, H100: `gather_dedupe` won (0.993 over 26, GroupNorm 0.875) and is the code.
-# `unaligned_run` (passes/assign_layouts.py `_group_runs`; 2026-12-06, eighth session, untimed: no machine could
-# be started): a loop-carried accumulator is one layout group with its initial value and what follows the loop,
-# and scalar loads along a contiguous dim in a loop (rows unaligned: a convolution's shifted taps) take the group's
-# run instead of a conversion of their values through shared memory every iteration. Changes one corpus kernel:
-# causal_conv1d_silu_f16 (1.33 of Triton's on the H100; 976 -> 760 SASS instructions, 167 -> 96 registers, no
-# shared memory in its loop; Triton: 880, 114).
-# `sqrt_approx` (codegen/llvm.py `_f32_sqrt_fast`; 2026-12-06, eighth session, untimed): tl.sqrt on float32 as
-# Triton's sqrt.approx(.ftz) instead of IEEE rounded (tl.sqrt_rn stays IEEE); AdamW compiles to 400 SASS
-# instructions against Triton's 288 with the IEEE form. Changes 4 corpus kernels (adamw, the layernorms).
-# `persistent_one_block` (passes/pipeline.py `_tile_loop`; 2026-12-06, eighth session, untimed): a K loop inside a
-# loop over tiles starting at the program id keeps the loose ring's slots and no `.minnctapersm` (one program per SM
-# is what such grids hold). mm_persistent_scaled_f16 (1.16 of Triton's): 128 registers with a spill under
-# `.minnctapersm 2` -> 208, none; K loop 123 -> 107 SASS instructions (Triton: 181 registers, 115).
-# `wgmma_f16acc` (passes/layouts.py `wgmma_applies`, codegen/dot.py `_dot_wgmma`; 2026-12-06, eighth session,
-# untimed): fp16 x fp16 -> fp16 dots (`out_dtype=tl.float16`) on wgmma's .f16 form (two values a .b32 accumulator
-# register) instead of mma.sync with the register pipeline. mm_fp16_acc: 188 -> 77 registers, the copy ring (96 KiB,
-# .minnctapersm 2), HGMMA.64x128x16.F16 (Triton: 74 registers, 96 KiB, the same instruction).
-# `index_ahead` (passes/pipeline.py `_index_load`; 2026-12-06, eighth session, untimed): a K loop whose operand
-# addresses come through a scalar table load (block-sparse, MoE, paged) takes the copy ring: the copies issue the
-# table loads of the iterations they fetch ahead, masked where the iteration does not exist (loops that write no
-# memory). mm_blocksparse_csr_f16: the register pipeline (LDG/STS, 155 registers) -> cp.async ring, 94 registers
-# (Triton: 93, also a cp.async ring).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "unaligned_run", "sqrt_approx", "persistent_one_block",
-                     "wgmma_f16acc", "index_ahead")
-
-
+# 2026-12-06, ninth session, H100 (benchmarks/2026-12-06c-h100): `unaligned_run` (causal conv1d 0.755),
+# `persistent_one_block` (0.886; the persistent tutorials 0.82), `wgmma_f16acc` (mm_fp16_acc 0.380) and `index_ahead`
+# (block-sparse matmul 0.860) won and are the code; `sqrt_approx` tied (0.999 over 4) and left: tl.sqrt stays IEEE.
+# `no_hoist` (passes/schedule.py hoist_conversions; 2026-12-06, ninth session): loop-invariant conversions stay in
+# their loops, as before the pass: col_var_f32 went 0.25 -> 1.08 of Triton's with the pass (H100), attention backward
+# dQ 1.98 -> 1.03 with it and the shared K slot; the A/B separates the pass's share.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist")
 
 
 @functools.lru_cache(maxsize=None)

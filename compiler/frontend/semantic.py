@@ -1034,21 +1034,39 @@ def sort(x, dim=None, descending=False):
     desc_all = bool(_unwrap(descending))
     y = _bit_axes(x, L)
     rank = len(y.type.shape)
-    idx = _bit_axes(expand_dims_to(arange(0, n), rank0), L)  # leading 1s: broadcasts against y
     for stage in range(1, L + 1):  # blocks of 2**stage are merged
         if stage < L:
-            down = compare("ne", and_(idx, 1 << stage), 0)
+            down = _axis_bit(rank, rank - 1 - stage)
             if desc_all:
                 down = logical_not(down)
         else:
             down = const(desc_all, T.int1)
-        for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
-            partner = _partner(y, rank - 1 - b)
-            upper = compare("ne", and_(idx, 1 << b), 0)  # this element is the pair's upper one
-            lo, hi = where(upper, partner, y), where(upper, y, partner)
-            swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
-            y = where(swap, partner, y)
+        y = _bitonic_merge(y, stage, down)
     return reshape(y, shape)
+
+
+def _axis_bit(rank, ax):
+    """[1, .., 2, .., 1] bools, True at index 1 of the size-2 axis `ax`: whether an element's index has that axis's
+    bit set, built from an arange (recomputed in whatever layout its user has, never converted)."""
+    bit = arange(0, 2)
+    for _ in range(ax):
+        bit = expand_dims(bit, 0)
+    for _ in range(rank - 1 - ax):
+        bit = expand_dims(bit, len(bit.type.shape))
+    return compare("ne", bit, 0)
+
+
+def _bitonic_merge(y, stage, down):
+    """The compare-and-swap steps merging bitonic blocks of 2**stage elements along y's bit axes (_bit_axes):
+    descending where the bool block `down` holds."""
+    rank = len(y.type.shape)
+    for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
+        partner = _partner(y, rank - 1 - b)
+        upper = _axis_bit(rank, rank - 1 - b)  # this element is the pair's upper one
+        lo, hi = where(upper, partner, y), where(upper, y, partner)
+        swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
+        y = where(swap, partner, y)
+    return y
 
 
 def expand_dims_to(x, rank):
@@ -1058,18 +1076,33 @@ def expand_dims_to(x, rank):
 
 
 def topk(x, k, dim=None):
-    """The k largest elements along the last dim, in descending order (shape [..., k])."""
+    """The k largest elements along the last dim, in descending order (shape [..., k]), as Triton computes them:
+    blocks of k sorted in alternating directions, then, while more than k remain, the element-wise maximum of each
+    block with its neighbour (a bitonic block holding the pair's k largest) merged back into order. n log^2 k
+    compare steps instead of a whole sort's n log^2 n."""
     x = to_tensor(x)
     k = _unwrap(k)
     shape = tuple(x.type.shape)
     if not isinstance(k, int) or k <= 0 or k & (k - 1) or k > shape[-1]:
         raise SemanticError(f"topk's k must be a power of two <= {shape[-1]}, got {k!r}")
-    s = sort(x, dim, descending=True)
     if k == shape[-1]:
-        return s
-    s = reshape(s, shape[:-1] + (shape[-1] // k, k))
-    first = compare("eq", expand_dims_to(expand_dims(arange(0, shape[-1] // k), 1), len(shape) + 1), 0)
-    return _select_or(s, first, len(shape) - 1)
+        return sort(x, dim, descending=True)
+    rank0 = len(shape)
+    d = rank0 - 1 if _unwrap(dim) is None else _norm_axis(dim, rank0)
+    if d != rank0 - 1:
+        raise SemanticError("topk is supported along the last dim only (as in Triton)")
+    L, lk = shape[-1].bit_length() - 1, k.bit_length() - 1
+    y = _bit_axes(x, L)
+    for bits in range(L, lk - 1, -1):  # bits: the index bits left along the last dim
+        rank = len(y.type.shape)
+        last = bits == lk
+        # blocks of k ascending and descending by turns (the last merge: all descending)
+        down = const(True, T.int1) if last else _axis_bit(rank, rank - 1 - lk)
+        for stage in (range(1, lk + 1) if bits == L else (lk,)):
+            y = _bitonic_merge(y, stage, down if stage == lk else _axis_bit(rank, rank - 1 - stage))
+        if not last:  # each block and its neighbour (bit lk) -> their element-wise maximum
+            y = reduce_simple(y, len(y.type.shape) - 1 - lk, "max")
+    return reshape(y, shape[:-1] + (k,))
 
 
 def histogram(x, num_bins, mask=None):

@@ -103,17 +103,18 @@ def _is_zero(v) -> bool:
     return isinstance(src, Op) and src.kind == "const" and src.attrs.get("value") == 0
 
 
-def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) -> None:
+def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool, sm: int = 90) -> None:
     """add(x, dot(a, b, 0)) -> dot(a, b, x) when the dot's result has no other use: `acc += tl.dot(a, b)` then
     accumulates in the matrix unit's registers like `acc = tl.dot(a, b, acc)` instead of a separate tile of
     adds (and a second accumulator live across the dot). For floats only where a*b+c may fuse
-    (enable_fp_fusion): the sum is rounded once fewer, as with FMA contraction."""
+    (enable_fp_fusion): the sum is rounded once fewer, as with FMA contraction; and not for fp8 dots whose
+    tensor-core sums are imprecise (_precise_accumulation): there the add is what keeps x in float32."""
     where = {}
     for i, op in enumerate(block.ops):
         for r in op.results:
             where[r.id] = i
         for b in op.blocks:
-            _fold_dot_add(b, counts, mapping, fp_fusion)
+            _fold_dot_add(b, counts, mapping, fp_fusion, sm)
         if op.kind != "add" or len(op.operands) != 2:
             continue
         for j in (0, 1):
@@ -121,7 +122,7 @@ def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) ->
             if not (isinstance(d, Op) and d.kind == "dot" and d.block is block and counts.get(d.result.id) == 1
                     and _is_zero(d.operands[2]) and d.result.type == op.result.type == x.type):
                 continue
-            if d.result.type.element.kind == "float" and not fp_fusion:
+            if d.result.type.element.kind == "float" and not (fp_fusion and _precise_accumulation(d, sm)):
                 continue
             if where.get(x.id, -1) >= where.get(d.result.id, -1) and not _hoist_before(block, x, d, where):
                 continue  # x must exist where the dot runs
@@ -130,6 +131,27 @@ def _fold_dot_add(block: Block, counts: dict, mapping: dict, fp_fusion: bool) ->
             mapping[op.result.id] = d.result
             op.attrs["_dead"] = True
             break
+
+
+def _precise_accumulation(d: Op, sm: int) -> bool:
+    """The dot accumulates into its accumulator at float32 precision. Not so an fp8 dot on sm_90's fp8 wgmma with a
+    `max_num_imprecise_acc` above 0 (the default there, as in Triton, is every K element): its partial sums keep
+    fewer mantissa bits. Triton keeps `acc += tl.dot(a, b)` as a dot from zero and a float32 add in that case, so
+    each K tile's product is added exactly; folding the add would give a different (less precise) result."""
+    if not (_fp8_operand(d.operands[0]) and _fp8_operand(d.operands[1])):
+        return True
+    limit = d.attrs.get("max_num_imprecise_acc")
+    if limit is None:
+        return sm != 90
+    return limit == 0
+
+
+def _fp8_operand(v) -> bool:
+    """An fp8 dot operand: fp8 itself, or the frontend's exact conversion of one (passes/fp8_dot.py)."""
+    for t in (v.type.element, getattr(v.owner, "kind", None) == "cast" and v.owner.operands[0].type.element):
+        if t and t.kind == "float" and t.bits == 8:
+            return True
+    return False
 
 
 def _hoist_before(block: Block, x, d: Op, where: dict, limit: int = 8) -> bool:
@@ -199,7 +221,7 @@ def canonicalize(module: Module, options=None) -> Module:
     counts: dict = {}
     _uses(body, counts)
     mapping = {}
-    _fold_dot_add(body, counts, mapping, getattr(options, "enable_fp_fusion", True))
+    _fold_dot_add(body, counts, mapping, getattr(options, "enable_fp_fusion", True), getattr(options, "sm", 90))
     if mapping:
         _replace_uses(body, mapping)
         while _dce(body):

@@ -39,7 +39,7 @@ from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
-from ..options import ab_switch
+
 
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
@@ -57,7 +57,8 @@ def _tile_loop(loop) -> bool:
     """The K loop runs inside a loop over tiles that starts at the program's id (a persistent kernel:
     `for tile in range(pid, num_tiles, NUM_SMS)`): each program computes tiles until they run out, and such a grid
     is sized by its user to the machine, one program per SM; a second block per SM is then never resident, so
-    buying one with a shallower ring and fewer registers (`.minnctapersm`) only costs (A/B `persistent_one_block`)."""
+    buying one with a shallower ring and fewer registers (`.minnctapersm`) only costs (H100, 2026-12-06: the
+    persistent scaled matmul 0.886 of its time under `.minnctapersm 2`, the persistent tutorials 0.82)."""
     op = loop.block.parent if loop.block is not None else None
     while op is not None:
         if op.kind == "for" and _from_program_id(op.operands[0]):
@@ -171,9 +172,9 @@ def _clean_attrs(attrs):
 
 def _index_load(o, writes: bool) -> bool:
     """A scalar load (a table entry: a block index, an expert's offset) the copies may issue ahead for a later
-    iteration (A/B `index_ahead`): not volatile, in a loop that writes no memory (so the entry is the same then)."""
-    return (o.kind == "load" and not o.result.type.shape and not o.attrs.get("volatile") and not writes
-            and ab_switch("index_ahead"))
+    iteration: not volatile, in a loop that writes no memory (so the entry is the same then). The block-sparse
+    matmul's loop took the copy ring so: 0.860 of its time through registers (H100, 2026-12-06)."""
+    return o.kind == "load" and not o.result.type.shape and not o.attrs.get("volatile") and not writes
 
 
 def _analyze(loop, index_loads: bool = False):
@@ -413,6 +414,31 @@ def _zero_other(o) -> bool:
     return getattr(src, "kind", None) == "const" and src.attrs.get("value") == 0
 
 
+def _dots_read_only(v, body) -> bool:
+    """Every use of v in the loop body is an operand (a or b) of a dot of the body, directly or through a transpose
+    of the matrix dims used only that way."""
+    for o in body.walk():
+        for i, x in enumerate(o.operands):
+            if x is not v:
+                continue
+            if o.kind == "dot" and i < 2 and o.block is body:
+                continue
+            if o.kind == "permute" and _swaps_matrix_dims(o) and o.block is body:
+                users = [(u, k) for u in body.walk() for k, y in enumerate(u.operands) if y is o.result]
+                if len(users) == 1 and users[0][0].kind == "dot" and users[0][1] < 2:
+                    continue
+            return False
+    return True
+
+
+def _same_bits_cast(o) -> bool:
+    """A bitcast between element types of one size (uint8 -> float8e4nv, int16 -> float16): the bytes unchanged."""
+    if getattr(o, "kind", None) != "bitcast" or not o.result.type.shape:
+        return False
+    a, b = o.operands[0].type.element, o.result.type.element
+    return not isinstance(a, T.pointer_type) and not isinstance(b, T.pointer_type) and a.bits == b.bits
+
+
 def _swaps_matrix_dims(o) -> bool:
     """A permute that swaps the two matrix dims (the last two) and keeps any batch dim in front."""
     order = tuple(o.attrs.get("order", ()))
@@ -467,6 +493,7 @@ def _pipeline_async(module, loop, options) -> bool:
     info = None
     loads, other_bytes, fixed_bytes = [], 0, 0
     scratch_t = False  # an operand the dot copies transposed into scratch every iteration (its own barrier)
+    recast = {}  # id(load) -> the bitcast the dot reads it through (the slot's view takes its type)
     for d in dots:
         for j, v in enumerate(d.operands[:2]):
             o = v.owner
@@ -483,8 +510,20 @@ def _pipeline_async(module, loop, options) -> bool:
                 o = v.owner
                 uses = sum(x is v for op in body.walk() for x in op.operands)
                 tr = True
+            # A load reinterpreted as the dot's element type (`tl.load(p).to(tl.float8e4nv, bitcast=True)`: fp8
+            # bytes passed as uint8): the same bytes land in the slot, which the dot reads as the bitcast's type
+            cast = None
+            if _same_bits_cast(o) and uses == 1 and getattr(o, "block", None) is body:
+                cast = o
+                v = o.operands[0]
+                o = v.owner
+                uses = sum(x is v for op in body.walk() for x in op.operands)
+            if o in loads:
+                continue  # already in the ring for another dot: that dot reads the same slot
+            # a 16-bit tile several dots read (attention backward's K: K^T for the scores, K for dQ) is one slot
+            shared = uses > 1 and eb == 2 and not fma and cast is None and _dots_read_only(v, body)
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and uses == 1 and o not in loads and (fma or eb in (1, 2))):
+                    and (uses == 1 or shared) and (fma or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
                 if fma:  # any element size, either orientation: the FMA dot reads the slot as it landed
                     ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2 and _copyable(o, info)
@@ -493,6 +532,8 @@ def _pipeline_async(module, loop, options) -> bool:
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
                 if ok:
                     loads.append(o)
+                    if cast is not None:
+                        recast[id(o)] = cast
                     if not fma and eb == 1 and j == 1 and _lands_n_major(o, tr, info):
                         # the dot copies this slot transposed into two stages of scratch each iteration
                         # (codegen/dot.py _transposing_tile): shared memory beside the ring, for the whole loop
@@ -547,20 +588,37 @@ def _pipeline_async(module, loop, options) -> bool:
         # (GELU through erf: 159 registers -> 128 and 60 bytes spilled). Measured against building the loose
         # ring where ptxas's own count did not fit (H100, 2026-12-06, the 10 kernels whose SASS it changes, 3
         # rounds): 0.981, GELU erf 0.887, none slower by over 2%; and each kernel is compiled once.
-        if not tight and not (ab_switch("persistent_one_block") and _tile_loop(loop)):
+        if not tight and not _tile_loop(loop):
             # blocks per SM by shared memory, and at most as many as the accumulator leaves registers for (65,536
             # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
             # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
             # would fit four by shared memory, whose 64-register cap no wgmma of it fits)
             threads = 32 * options.num_warps
-            acc = _regs(dots[0].result, threads)
+            # the loop's carried tiles (the accumulator), and the dot's own result where it accumulates from zero
+            # into a tile added afterwards (`acc += tl.dot(a, b)` of fp8: canonicalize keeps the add)
+            acc = sum(_regs(a, threads) for a in body.args[1:])
+            if not any(dots[0].operands[2] is a for a in body.args[1:]):
+                acc += _regs(dots[0].result, threads)
             by_regs = 65536 // (threads * (-(-(acc + 64) // 8) * 8))
             more = min(blocks_per_sm(fixed_bytes + fit(True) * stage), by_regs)
             if more > min(blocks_per_sm(fixed_bytes + fit(False) * stage), by_regs):
                 tight, occupancy = True, more
-    else:
-        tight = (options.num_warps == 4 and blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
+    elif options.num_warps == 4:
+        tight = (blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
                  and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
+    else:
+        # Two or more warpgroups: where the tight ring buys a block per SM by shared memory and the registers
+        # leave room for it (the carried tiles, the dots' other results, 32 a thread for addresses and masks): a
+        # LoRA loop whose x tile two dots read (x @ W, x @ A), 4 slots of 34 KiB against 3.
+        tight = False
+        threads = 32 * options.num_warps
+        carried = set(a.id for a in body.args[1:])
+        live = sum(_regs(a, threads) for a in body.args[1:])
+        live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
+        by_regs = 65536 // (threads * (-(-(live + 32) // 8) * 8))
+        more = min(blocks_per_sm(fixed_bytes + fit(True) * stage), by_regs)
+        if more > min(blocks_per_sm(fixed_bytes + fit(False) * stage), by_regs):
+            tight, occupancy = True, more
     # Where even the loose ring's fewest slots (3) do not fit in shared memory, the tight ring (num_stages slots,
     # at least 2) for any number of warps, instead of no ring at all (the register pipeline: loads into
     # registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2: 2 x 64 KiB slots + Q's
@@ -644,15 +702,17 @@ def _pipeline_async(module, loop, options) -> bool:
 
     # body: wait + views, the address ops, the copies `ahead` iterations on, then the rest
     head = [Op("async_wait", [], [], {"ring": rid, "_ring": ring, "pending": ahead - 1}, loc=loop.loc)]
-    views = []
+    views, replaced = [], []
     for j, o in enumerate(loads):
-        v = Op("smem_view", [], [o.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
+        src = recast.get(id(o), o)  # a bitcast of the load: the view stands for the bitcast's result
+        v = Op("smem_view", [], [src.result.type], {"ring": rid, "_ring": ring, "operand": j}, loc=o.loc)
         head.append(v)
         views.append(v.result)
+        replaced.append(src)
     nxt_ops = []
     state, at = later(list(carried), iv, ahead, nxt_ops, first=list(y.operands))
     copies_at(state, at, nxt_ops, barrier=tight, ahead=ahead)
-    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops)
+    drop = set(id(o) for o in loads) | set(id(o) for o in indep_ops) | set(id(o) for o in recast.values())
     rest = [o for o in body.ops if id(o) not in drop]
     cut = 0
     # The tight ring's copies follow the (last) dot, whose wgmma wait leaves only this iteration's group in flight.
@@ -665,6 +725,6 @@ def _pipeline_async(module, loop, options) -> bool:
     body.ops = head + indep_ops + rest[:cut] + nxt_ops + rest[cut:]
     for o in body.ops:
         o.block = body
-    _replace_uses(body, {o.result.id: v for o, v in zip(loads, views)})
+    _replace_uses(body, {o.result.id: v for o, v in zip(replaced, views)})
     loop.attrs["_ring"] = ring
     return True

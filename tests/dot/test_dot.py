@@ -1056,25 +1056,20 @@ def _persistent_matmul(A, B, C, M, N, K, NUM_PROGS: tl.constexpr, BM: tl.constex
         tl.store(C + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
-@pytest.mark.parametrize("on", [False, True])
-def test_a_persistent_kernels_ring_buys_no_second_block(monkeypatch, on):
-    """A/B `persistent_one_block`: a 128x128x64 w8 s3 K loop inside a loop over tiles from the program id (a
-    persistent kernel: one program per SM) keeps the loose ring's num_stages + 1 slots and no block count for ptxas;
-    off, its tight ring buys a second block per SM like any 128x128x64 w8 s3 matmul."""
+def test_a_persistent_kernels_ring_buys_no_second_block():
+    """A 128x128x64 w8 s3 K loop inside a loop over tiles from the program id (a persistent kernel: one program
+    per SM) keeps the loose ring's num_stages + 1 slots and no block count for ptxas, where the same loop in a
+    plain matmul takes the tight ring that buys a second block per SM."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "persistent_one_block")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
     S = 1024
     a, b, c = np.zeros((S, S), np.float16), np.zeros((S, S), np.float16), np.zeros((S, S), np.float16)
     mod = _persistent_matmul.lower(a, b, c, S, S, S, NUM_PROGS=132, BM=128, BN=128, BK=64)
     mod = run_pipeline(mod, Options(num_warps=8, num_stages=3, arch="sm_90a"))
     ring = next(op for op in mod.function.body.walk() if op.kind == "for" and "_ring" in op.attrs).attrs["_ring"]
-    assert ring["stages"] == (4 if on else 3)
-    assert (mod.meta.get("ring_blocks_per_sm") == 2) != on
+    assert ring["stages"] == 4
+    assert mod.meta.get("ring_blocks_per_sm") != 2
 
 
 @compiler.jit
@@ -1091,15 +1086,10 @@ def _f16_acc_matmul(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl
 
 
 @pytest.mark.parametrize("target", _ALL_TARGETS)
-@pytest.mark.parametrize("on", [False, True])
 @pytest.mark.parametrize("M,N,K,BM,BN,BK,nw", [(200, 136, 96, 64, 64, 32, 4), (256, 256, 128, 128, 128, 64, 8)])
-def test_f16_accumulator_dot_loop(monkeypatch, target, on, M, N, K, BM, BN, BK, nw):
-    """`out_dtype=tl.float16` dots in a masked K loop, fp16 accumulator carried; A/B `wgmma_f16acc` runs them on
-    wgmma's .f16 form on sm_90a (off: mma.sync). Checked against float64 with fp16 accumulation's tolerance."""
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "wgmma_f16acc")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
+def test_f16_accumulator_dot_loop(target, M, N, K, BM, BN, BK, nw):
+    """`out_dtype=tl.float16` dots in a masked K loop, fp16 accumulator carried (on sm_90a wgmma's .f16 form,
+    before it mma.sync). Checked against float64 with fp16 accumulation's tolerance."""
     rng = np.random.default_rng(M + N + K + nw)
     a = (rng.uniform(-1, 1, (M, K)) / math.sqrt(K)).astype(np.float16)
     b = rng.uniform(-1, 1, (K, N)).astype(np.float16)
@@ -1110,12 +1100,11 @@ def test_f16_accumulator_dot_loop(monkeypatch, target, on, M, N, K, BM, BN, BK, 
     assert_close(c, ref, "float16", rtol=1e-2, atol=6e-3)
 
 
-def test_f16_accumulator_on_wgmma_ptx(monkeypatch):
-    """Under `wgmma_f16acc` an fp16-accumulator dot is `wgmma ... .f16.f16.f16` with half the accumulator
-    registers (two values a .b32), and ptxas assembles it without spills."""
+def test_f16_accumulator_on_wgmma_ptx():
+    """On sm_90a an fp16-accumulator dot is `wgmma ... .f16.f16.f16` with half the accumulator registers (two
+    values a .b32), and ptxas assembles it without spills."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
-    monkeypatch.setenv("TILEFARM_AB", "wgmma_f16acc")
     S = 512
     a, b, c = np.zeros((S, S), np.float16), np.zeros((S, S), np.float16), np.zeros((S, S), np.float16)
     ck = _f16_acc_matmul.warmup(a, b, c, S, S, S, grid=(4, 4), target="sm_90a", BM=128, BN=128, BK=64, num_warps=8,
@@ -1157,16 +1146,11 @@ def _block_table_case(rng, rows, kblocks, BS, N):
 
 
 @pytest.mark.parametrize("target", _ALL_TARGETS)
-@pytest.mark.parametrize("on", [False, True])
 @pytest.mark.parametrize("stages", [2, 3, 4])
-def test_block_table_dot_loop(monkeypatch, target, on, stages):
-    """A K loop whose B blocks come from a table (block-sparse, MoE, paged): A/B `index_ahead` issues the table
-    loads of the iterations the copy ring fetches ahead, masked where the iteration does not exist (the table ends
-    exactly at the last row's entries and one row has none, so an unmasked read past the end would be caught)."""
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "index_ahead")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
+def test_block_table_dot_loop(target, stages):
+    """A K loop whose B blocks come from a table (block-sparse, MoE, paged): the copy ring issues the table loads
+    of the iterations it fetches ahead, masked where the iteration does not exist (the table ends exactly at the
+    last row's entries and one row has none, so an unmasked read past the end would be caught)."""
     rng = np.random.default_rng(stages)
     BS, N, rows = 64, 128, 5
     a, b, table, start, ref = _block_table_case(rng, rows, 6, BS, N)
@@ -1176,12 +1160,11 @@ def test_block_table_dot_loop(monkeypatch, target, on, stages):
     assert_close(c, ref, "float32", rtol=2e-3, atol=2e-3)
 
 
-def test_block_table_loop_takes_the_copy_ring(monkeypatch):
-    """Under `index_ahead` the table loop's a and b loads become ring copies; the cloned table loads are masked."""
+def test_block_table_loop_takes_the_copy_ring():
+    """The table loop's a and b loads become ring copies; the cloned table loads are masked."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
-    monkeypatch.setenv("TILEFARM_AB", "index_ahead")
     rng = np.random.default_rng(0)
     a, b, table, start, _ = _block_table_case(rng, 5, 6, 64, 128)
     c = np.zeros((5 * 64, 128), np.float32)

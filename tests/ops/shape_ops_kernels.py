@@ -100,3 +100,9 @@ def flip_wide(X, Y, P, M: tl.constexpr, N: tl.constexpr, DIM: tl.constexpr):
     tl.store(Y + o, tl.flip(x, DIM))
     q = tl.flip(X + o, DIM)          # pointers
     tl.store(P + o, tl.load(q) * 2)
+
+
+@compiler.jit
+def topk_rows(X, Y, N: tl.constexpr, K: tl.constexpr):
+    r = tl.program_id(0)
+    tl.store(Y + r * K + tl.arange(0, K), tl.topk(tl.load(X + r * N + tl.arange(0, N)), K))

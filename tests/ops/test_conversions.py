@@ -449,24 +449,18 @@ def shifted_taps_kernel(X, W, Y, L, KW: tl.constexpr, BLOCK_D: tl.constexpr, BLO
     tl.store(Y + rd[:, None] * L + rl[None, :], acc.to(tl.float16), mask=rl[None, :] < L)
 
 
-@pytest.mark.parametrize("on", [False, True])
-def test_unaligned_loop_loads_take_the_accumulators_run(monkeypatch, on):
-    """A/B `unaligned_run`: the window's loads are contiguous along L but unaligned (scalar); the accumulator they
-    are added to is stored 8 fp16 a thread. With the switch, a loop-carried accumulator is one group with its
-    initial value and the store after the loop, and the scalar loads take its run (8 consecutive elements a
-    thread): no conversion in the loop. Off, the product is converted through shared memory every iteration."""
-    if on:
-        monkeypatch.setenv("TILEFARM_AB", "unaligned_run")
-    else:
-        monkeypatch.delenv("TILEFARM_AB", raising=False)
+def test_unaligned_loop_loads_take_the_accumulators_run():
+    """The window's loads are contiguous along L but unaligned (scalar); the accumulator they are added to is
+    stored 8 fp16 a thread. A loop-carried accumulator is one group with its initial value and the store after the
+    loop, and the scalar loads take its run (8 consecutive elements a thread): no conversion in the loop (before,
+    the product went through shared memory every iteration)."""
     x, w, y = np.zeros(16 * 512, np.float16), np.zeros(16 * 4, np.float32), np.zeros(16 * 512, np.float16)
     mod = _lowered(shifted_taps_kernel, [x, w, y, 512], dict(KW=4, BLOCK_D=16, BLOCK_L=256), nw=4)
     loop = next(op for op in mod.function.body.walk() if op.kind == "for")
     body = list(loop.blocks[0].walk())
     xload = next(op for op in body if op.kind == "load" and len(op.result.type.shape) == 2)
-    assert xload.attrs["_layouts"][0].spt == ((1, 8) if on else (1, 1))
-    assert [op for op in body if op.kind == "convert_layout" and len(op.result.type.shape) == 2] == [] if on else \
-        any(op.kind == "convert_layout" and len(op.result.type.shape) == 2 for op in body)
+    assert xload.attrs["_layouts"][0].spt == (1, 8)
+    assert [op for op in body if op.kind == "convert_layout" and len(op.result.type.shape) == 2] == []
     rng = np.random.default_rng(5)
     D, L = 4, 37
     xs = rng.standard_normal(D * L).astype(np.float16)
@@ -476,3 +470,33 @@ def test_unaligned_loop_loads_take_the_accumulators_run(monkeypatch, on):
     xp = np.concatenate([np.zeros((D, 3)), xs.reshape(D, L).astype(np.float64)], axis=1)
     ref = sum(ws.reshape(D, 4)[:, k:k + 1].astype(np.float64) * xp[:, k:k + L] for k in range(4))
     np.testing.assert_allclose(out.reshape(D, L).astype(np.float64), ref, rtol=2e-3, atol=2e-3)
+
+
+@compiler.jit
+def halo_row_kernel(X, Y, W, BLOCK: tl.constexpr):
+    # y[i] = x[i - 1] + 2 x[i] + x[i + 1] with zero padding: the shifted loads are unaligned (scalar)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    left = tl.load(X + offs - 1, mask=(offs >= 1) & (offs - 1 < W), other=0.0)
+    mid = tl.load(X + offs, mask=offs < W, other=0.0)
+    right = tl.load(X + offs + 1, mask=offs + 1 < W, other=0.0)
+    tl.store(Y + offs, left + 2.0 * mid + right, mask=offs < W)
+
+
+def test_unaligned_halo_loads_take_the_aligned_run_outside_loops():
+    """A stencil's shifted loads (scalar: unaligned) take the 16-byte run of the aligned one they are added to,
+    outside any loop too: no conversion of their values through shared memory."""
+    x = np.zeros(4096, np.float32)
+    mod = _lowered(halo_row_kernel, [x, x, 4096], dict(BLOCK=1024), nw=4)
+    ops = list(mod.function.body.walk())
+    assert not [op for op in ops if op.kind == "convert_layout"]
+    assert {op.attrs["_layouts"][0].spt for op in ops if op.kind == "load"} == {(4,)}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_unaligned_halo_loads(target):
+    W = 1000
+    x = np.random.default_rng(6).standard_normal(W).astype(np.float32)
+    y = poison(W, "float32")
+    run(target, halo_row_kernel, (4,), [x, y], [W], BLOCK=256, num_warps=2)
+    xp = np.concatenate([[0.0], x.astype(np.float64), [0.0]])
+    np.testing.assert_allclose(y, xp[:-2] + 2 * xp[1:-1] + xp[2:], rtol=1e-6, atol=1e-6)

@@ -211,3 +211,16 @@ def test_gather(target):
     y = poison(32 * 8, "float32")
     run(target, K.gather_kernel, (1,), [x, idx, y], [], M=16, N=8, MI=32)
     np.testing.assert_array_equal(_bits(y), _bits(np.take_along_axis(x, idx, axis=0)).reshape(-1))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n,k", [(8, 1), (16, 4), (256, 8), (64, 32), (128, 128)])
+def test_topk_sizes_and_ties(target, n, k):
+    """tl.topk by blocks of k and pairwise maxima (Triton's network): every n, k, with ties and -inf padding."""
+    rng = np.random.default_rng(n + k)
+    a = rng.standard_normal((3, n)).astype(np.float32)
+    a[1, : n // 2] = a[1, 0]  # a run of equal values
+    a[2, n // 2:] = -np.inf
+    y = poison(3 * k, "float32")
+    run(target, K.topk_rows, (3,), [a, y], [], N=n, K=k)
+    np.testing.assert_array_equal(y.reshape(3, k), -np.sort(-a, axis=1)[:, :k])
