@@ -3,7 +3,8 @@
 #   bash scripts/gpu_session.sh [all | comma list of: tests,launch,bench,matmul,farm,gate,throughput,flat,
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
-#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain] [pytest args]
+#                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain,
+#                                       gputests,ncucorpus] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -276,6 +277,9 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
     step ab-$v env TILEFARM_AB=$v TILEFARM_PTXAS=$pt TILEFARM_CACHE_DIR=/tmp/tf-ab-$v python3 scripts/bench_corpus.py \
       --rounds "${ROUNDS:-3}" ${AB_SELECT:+--select "$AB_SELECT"} --out "$OUT/ab-$v"
   done
+fi
+if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by the arguments (files, -k ...)
+  step gputests timeout "${GPUTESTS_S:-180}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 "$@"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed)
