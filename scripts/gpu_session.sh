@@ -282,13 +282,18 @@ if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by
   step gputests timeout "${GPUTESTS_S:-180}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 "$@"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
-  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed)
+  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). The defaults (2026-12-06, ninth session):
+  # the A/Bs `no_hoist` (col_var lost 4x with the hoisting pass: which share is the pass's?) and `redux` (warp
+  # reductions of integers, never run on a GPU: its gpu tests are in tests/ops/test_warp_redux.py) on the kernels
+  # whose code they change
+  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32}
+  PENDING_AB=${PENDING_AB-no_hoist,redux}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/port/test_dot_scaled.py tests/port/test_targets.py \
-    tests/tutorials/test_tutorials.py "$@"
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py \
+    tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout 300 python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \

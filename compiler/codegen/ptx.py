@@ -55,7 +55,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `no_hoist` (passes/schedule.py hoist_conversions; 2026-12-06, ninth session): loop-invariant conversions stay in
 # their loops, as before the pass: col_var_f32 went 0.25 -> 1.08 of Triton's with the pass (H100), attention backward
 # dQ 1.98 -> 1.03 with it and the shared K slot; the A/B separates the pass's share.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist")
+# `redux` (codegen/reduce.py `_redux`; 2026-12-06, ninth session, untimed): integer add/min/max/and/or/xor reductions
+# across a whole warp as one `redux.sync` (sm_80+) instead of five shuffle-and-combine levels (Triton's form: its
+# top-k winner columns are 8 REDUX.MIN.S32 where ours are 40 shuffles and 56 integer min/max).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux")
 
 
 @functools.lru_cache(maxsize=None)

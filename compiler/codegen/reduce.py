@@ -65,6 +65,35 @@ def _thread_dim_index(e, bases, src, axis):
 
 # ---- reduce ---------------------------------------------------------------------------------------------------
 
+_REDUX = {"add": ("add.s32", "add.u32"), "min": ("min.s32", "min.u32"), "max": ("max.s32", "max.u32"),
+          "and": ("and.b32", "and.b32"), "or": ("or.b32", "or.b32"), "xor": ("xor.b32", "xor.b32")}
+
+
+def _redux(e, op, ll, axis):
+    """The `redux.sync` form ("min.s32", ...) of a reduction of one 32-bit integer whose combiner is a single add,
+    min, max, and, or or xor, where all 32 lanes of a warp lie along the axis (sm_80 and later): the hardware's warp
+    reduction, one instruction where butterfly shuffles take five shuffles and five combines. Lanes that only
+    replicate data (a zero basis) are allowed for the idempotent ones (min, max, and, or), which they cannot
+    change; None otherwise. A/B switch `redux` (2026-12-06, ninth session, untimed and not yet run on a GPU:
+    top-k's winner columns, histograms, integer sums)."""
+    if not ab_switch("redux") or e.opts.sm < 80 or len(op.operands) != 1 or len(ll.lane) != 5:
+        return None
+    el = op.operands[0].type.element
+    if el.kind not in ("int", "uint") or el.bits != 32:
+        return None
+    blk = op.blocks[0]
+    if len(blk.ops) != 2 or blk.ops[1].kind != "yield" or blk.ops[1].operands[0] is not blk.ops[0].result:
+        return None
+    c = blk.ops[0]
+    if c.kind not in _REDUX or sorted(v.id for v in c.operands) != sorted(a.id for a in blk.args):
+        return None
+    for b in ll.lane:
+        along = b[axis] and not any(x for d, x in enumerate(b) if d != axis)
+        if not along and (any(b) or c.kind in ("add", "xor")):
+            return None
+    return _REDUX[c.kind][el.kind == "uint"]
+
+
 @emits("reduce")
 def _e_reduce(e, op):
     axis = op.attrs["axis"]
@@ -93,7 +122,12 @@ def _e_reduce(e, op):
                 acc[key] = combine(acc[key], level[i])
     # 2. lanes along the axis: butterfly shuffles (a zero basis only replicates: skip it); a sum that stays
     # per-lane partial across its loop (partial_sums below) skips them
-    for i, b in enumerate(ll.lane):
+    redux = _redux(e, op, ll, axis) if id(op) not in e.partial_reduces else None
+    if redux is not None:  # the whole warp along the axis: one warp reduction instruction instead of 5 levels
+        for key in acc:
+            acc[key] = [e.b.call(ir.InlineAsm(ir.FunctionType(C.I32, [C.I32]), f"redux.sync.{redux} $0, $1, -1;",
+                                              "=r,r"), [acc[key][0]])]
+    for i, b in enumerate(ll.lane if redux is None else ()):
         if b[axis] and id(op) not in e.partial_reduces:
             for key in acc:
                 other = [shuffle(e, "bfly", v, 1 << i) for v in acc[key]]
