@@ -58,7 +58,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `redux` (codegen/reduce.py `_redux`; 2026-12-06, ninth session, untimed): integer add/min/max/and/or/xor reductions
 # across a whole warp as one `redux.sync` (sm_80+) instead of five shuffle-and-combine levels (Triton's form: its
 # top-k winner columns are 8 REDUX.MIN.S32 where ours are 40 shuffles and 56 integer min/max).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux")
+# `broadcast_operands` (passes/assign_layouts.py `_through_elementwise`; 2026-12-06, ninth session, untimed): an
+# elementwise op of broadcasts wanted in another layout (a comparison of a loaded row index with the block's columns
+# read in the MMA layout) is rebuilt there from its narrow operands, and a value converted twice converts from its
+# source. Changes linear_ce_fused (SASS 1656 -> 1360, its vocabulary loop 22 -> 18 barriers), the fp8 bytes matmul,
+# the persistent scaled matmul (14 -> 10 barriers) and W8A8.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux", "broadcast_operands")
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,6 +16,7 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
+from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
@@ -372,6 +373,19 @@ class _Assigner:
         got = self._through_narrow(v, layout, ops, user)
         if got is not None:
             return got, ops
+        if ab_switch("broadcast_operands") and getattr(v.owner, "kind", None) == "convert_layout":
+            # a value already converted once: convert its source instead of converting twice (the source may be
+            # defined before a loop, where hoist_conversions can then move the conversion)
+            x = v.owner.operands[0]
+            if self.lay.get(x.id) == layout:
+                return x, []
+            cv = Op("convert_layout", [x], [x.type], {"_layouts": [layout]}, loc=user.loc)
+            return cv.result, [cv]
+        if depth and ab_switch("broadcast_operands"):
+            ops = []
+            got = self._through_elementwise(v, layout, ops, user, depth)
+            if got is not None:
+                return got, ops
         cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=user.loc)
         return cv.result, [cv]
 
@@ -449,6 +463,40 @@ class _Assigner:
         return n.result
 
     _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "addptr"))
+
+    def _through_elementwise(self, v, layout, out, user, depth):
+        """v = f(a, b, ...) elementwise, made in `layout` from its operands there: each one recomputed where cheap
+        or, where it is a broadcast of a smaller block, converted before its broadcast (_through_broadcast). Only
+        where some operand is such a broadcast: `rv[None, :] == target[:, None]` read in an MMA layout converts the
+        64 targets (once, before a loop: hoist_conversions) instead of the 64x128 comparison every iteration.
+        A/B switch `broadcast_operands` (2026-12-06, ninth session, untimed)."""
+        src = v.owner
+        if getattr(src, "kind", None) not in self._REMAT or len(src.results) != 1:
+            return None
+        ops, narrow = [], False
+        for x in src.operands:
+            if not x.type.shape or self.lay.get(x.id) == layout:
+                ops.append(x)
+                continue
+            if tuple(x.type.shape) != tuple(v.type.shape):
+                return None
+            tmp = []
+            y = self._remat(x, layout, tmp, depth - 1)
+            if y is None:
+                tmp = []
+                y = self._through_broadcast(x, layout, tmp, user, depth - 1)
+                if y is None:
+                    return None
+                narrow = True
+            out.extend(tmp)
+            ops.append(y)
+        if not narrow:
+            return None  # nothing smaller than v was converted: one conversion of v is no worse
+        attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
+        attrs["_layouts"] = [layout]
+        n = Op(src.kind, ops, [v.type], attrs, loc=src.loc)
+        out.append(n)
+        return n.result
 
     def _remat(self, v, layout, out, depth):
         """A copy of v computed in `layout` (ops appended to out), or None when v is not cheap to recompute."""

@@ -198,3 +198,62 @@ def test_two_dot_matmul(target):
     f = x.astype(np.float64)
     assert_close(y, f @ w.astype(np.float64), "float32", rtol=1e-3, atol=1e-3)
     assert_close(xa, f @ a.astype(np.float64), "float32", rtol=1e-3, atol=1e-3)
+
+
+@compiler.jit
+def _picked_scores(X, W, T, OUT, H, BM: tl.constexpr, BV: tl.constexpr, BH: tl.constexpr, V: tl.constexpr):
+    # per row, the sum over vocabulary blocks of the score at the row's target column (a fused cross-entropy's
+    # target logit): the comparison of a loaded row index with the block's columns, read in the MMA layout
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    t = tl.load(T + rm)
+    got = tl.zeros([BM], dtype=tl.float32)
+    for v0 in range(0, V, BV):
+        rv = v0 + tl.arange(0, BV)
+        s = tl.zeros((BM, BV), dtype=tl.float32)
+        for h0 in range(0, H, BH):
+            rh = h0 + tl.arange(0, BH)
+            s = tl.dot(tl.load(X + rm[:, None] * H + rh[None, :]), tl.trans(tl.load(W + rv[:, None] * H + rh[None, :])),
+                       s)
+        got += tl.sum(tl.where(rv[None, :] == t[:, None], s, 0.0), axis=1)
+    tl.store(OUT + rm, got)
+
+
+def _picked_case(rng, M, V, H):
+    x = rng.uniform(-1, 1, (M, H)).astype(np.float16)
+    w = rng.uniform(-1, 1, (V, H)).astype(np.float16)
+    t = rng.integers(0, V, M).astype(np.int32)
+    ref = np.einsum("mh,mh->m", x.astype(np.float64), w[t].astype(np.float64))
+    return x, w, t, ref
+
+
+def test_a_comparison_of_broadcasts_converts_its_narrow_operand_once(monkeypatch):
+    """A/B `broadcast_operands`: `rv[None, :] == t[:, None]` wanted in the MMA layout is rebuilt there from its
+    operands (the column indices recomputed, the 64 targets converted once, before the loops) instead of the
+    64x128 comparison converted every iteration."""
+    rng = np.random.default_rng(3)
+    x, w, t, _ = _picked_case(rng, 128, 256, 128)
+    args = [x, w, t, np.zeros(128, np.float32), 128]
+    meta = dict(BM=64, BV=128, BH=64, V=256)
+
+    def in_loops(mod):
+        outer = _loop(mod)
+        return [o.result.type.shape for o in outer.blocks[0].walk() if o.kind == "convert_layout"]
+
+    monkeypatch.delenv("TILEFARM_AB", raising=False)
+    assert [64, 128] in [list(s) for s in in_loops(_pipeline(_picked_scores, args, meta, nw=4))]
+    monkeypatch.setenv("TILEFARM_AB", "broadcast_operands")
+    mod = _pipeline(_picked_scores, args, meta, nw=4)
+    assert all(len(s) == 1 for s in in_loops(mod))
+    assert any(o.kind == "convert_layout" and o.operands[0].owner.kind == "load" for o in mod.function.body.ops)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "broadcast_operands"])
+def test_picked_scores(monkeypatch, target, ab):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(4)
+    x, w, t, ref = _picked_case(rng, 64, 256, 64)
+    out = poison(64, "float32")
+    run(target, _picked_scores, (2,), [x, w, t, out], [64], BM=32, BV=128, BH=32, V=256, num_warps=4,
+        num_stages=2)
+    assert_close(out, ref, "float32", rtol=2e-3, atol=2e-3)
