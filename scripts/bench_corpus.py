@@ -423,7 +423,22 @@ def interpreter_gap(case):
         module_src = inspect.getsource(inspect.getmodule(fn))  # jit helpers it calls live there too
     except (OSError, TypeError):
         return None
-    if "libdevice." in src:
+    # the kernel and the jit helpers it calls (by name, transitively) in its module
+    mod = inspect.getmodule(fn)
+    helpers = {n: getattr(getattr(mod, n), "fn", None) for n in dir(mod)}
+    seen, todo, texts = set(), [src], [src]
+    while todo:
+        text = todo.pop()
+        for n, h in helpers.items():
+            if h is not None and n not in seen and f"{n}(" in text:
+                seen.add(n)
+                try:
+                    hs = inspect.getsource(h)
+                except (OSError, TypeError):
+                    continue
+                texts.append(hs)
+                todo.append(hs)
+    if any("libdevice." in t for t in texts):
         return "libdevice"
     x = case.make_inputs(case.params("ci"), seed=1)
     if "tl.dot(" in module_src:
