@@ -104,7 +104,6 @@ def _cmp(e, a, b, op):
 
 # ---- math: f32 fast paths (Triton's choices), libdevice for the rest; f16/bf16 go through f32 ----------------
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 def _asm1(e, text, t, x, cons="f"):
@@ -124,10 +123,6 @@ def _f32_exp(e, x):
     return _asm1(e, "ex2.approx.f32 $0, $1;", C.F32, e.b.fmul(x, ir.Constant(C.F32, LOG2E)))
 
 
-def _f32_log(e, x):
-    return e.b.fmul(_asm1(e, "lg2.approx.f32 $0, $1;", C.F32, x), ir.Constant(C.F32, LN2))
-
-
 def _llvm_unary(name):
     def f(e, x):
         return e.b.call(e.intrinsic(f"llvm.{name}.{_tname(x.type)}", x.type, [x.type]), [x])
@@ -141,7 +136,7 @@ def _libdevice(name):
 
 
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
-ROUTINES = {"exp_approx": _f32_exp, "log_approx": _f32_log}
+ROUTINES = {"exp_approx": _f32_exp}
 
 
 def _lowering(spec):

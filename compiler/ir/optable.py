@@ -127,9 +127,10 @@ _op("neg not", 1, "same", "pure elementwise")
 _math("exp", "e**x", lambda np, x: np.exp(x), {"float32": "@exp_approx", "float64": "__nv_exp"})
 _math("exp2", "2**x", lambda np, x: np.exp2(x),
       {"float32": "asm:ex2.approx.ftz.f32 $0, $1;", "float64": "__nv_exp2"}, ref_ftz=_exp2_ftz)
-_math("log", "natural logarithm", lambda np, x: np.log(x), {"float32": "@log_approx", "float64": "__nv_log"})
-_math("log2", "base-2 logarithm", lambda np, x: np.log2(x),
-      {"float32": "asm:lg2.approx.f32 $0, $1;", "float64": "__nv_log2"})
+# tl.log / tl.log2 on float32: libdevice's logf / log2f (within 1 ulp), as Triton 3.6 lowers them; the lg2.approx
+# instruction (2^-21.41 absolute error near 1, where log itself is tiny) is what the libdevice functions avoid.
+_math("log", "natural logarithm", lambda np, x: np.log(x), {"float32": "__nv_logf", "float64": "__nv_log"})
+_math("log2", "base-2 logarithm", lambda np, x: np.log2(x), {"float32": "__nv_log2f", "float64": "__nv_log2"})
 # tl.sqrt: Triton's is a fast approximation (float32 sqrt.approx); here IEEE rounded: Triton's instruction took
 # 0.999 of the time over the four corpus kernels it changed (H100, 2026-12-06), so the exact result costs nothing.
 _math("sqrt", "square root (float32: IEEE rounded; Triton's tl.sqrt is an approximation within about 1 ulp)",
