@@ -287,13 +287,13 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # reductions of integers, never run on a GPU: its gpu tests are in tests/ops/test_warp_redux.py) and
   # `broadcast_operands` (elementwise ops of broadcasts rebuilt in the wanted layout) on the kernels whose code they
   # change
-  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16}
-  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands}
+  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,rope_interleaved_f16}
+  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout 300 python3 \

@@ -14,6 +14,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..ir import optable, types as T
+from ..options import ab_switch
 from ..passes.layouts import linear, log2
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
@@ -886,8 +887,38 @@ def _e_reshape(e, op):
     if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
         if _squeeze_or_unsqueeze(e, op, s, r):
             return
+    if ab_switch("free_reshape"):
+        regs = _reshape_in_registers(x, ll, s, r)
+        if regs is not None:
+            e.put(op.result, regs, ll)
+            return
     # general reshape: row-major order is preserved, so write at the source index, read at the result index
     e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
+
+
+def _flat_index(coord, shape):
+    f = 0
+    for c, n in zip(coord, shape):
+        f = f * n + c
+    return f
+
+
+def _reshape_in_registers(x, ll, s, r):
+    """The result registers of reshape(x) when every thread already holds the elements it needs (A/B
+    `free_reshape`): each lane and warp basis names the same row-major offset in both shapes (power-of-two dims:
+    the offset of an XOR of coordinates is the XOR of their offsets), and each thread's registers hold the same set
+    of offsets, so only their order changes. None otherwise."""
+    src = x.ll
+    if len(src.lane) != len(ll.lane) or len(src.warp) != len(ll.warp):
+        return None
+    for a, b in zip(src.lane + src.warp, ll.lane + ll.warp):
+        if _flat_index(a, s) != _flat_index(b, r):
+            return None
+    held = {_flat_index(src.reg_coord(i), s): i for i in range(src.num_regs)}
+    try:
+        return [x.regs[held[_flat_index(ll.reg_coord(i), r)]] for i in range(ll.num_regs)]
+    except KeyError:
+        return None
 
 
 # ---- control flow ---------------------------------------------------------------------------------------------

@@ -63,7 +63,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # read in the MMA layout) is rebuilt there from its narrow operands, and a value converted twice converts from its
 # source. Changes linear_ce_fused (SASS 1656 -> 1360, its vocabulary loop 22 -> 18 barriers), the fp8 bytes matmul,
 # the persistent scaled matmul (14 -> 10 barriers) and W8A8.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux", "broadcast_operands")
+# `free_reshape` (passes/assign_layouts.py `_reshaped`, codegen/llvm.py `_reshape_in_registers`; 2026-12-06, ninth
+# session, untimed): a reshape splitting the last dim within each thread's run ([.., n] -> [.., n/2, 2] before
+# tl.split) or merging it back after tl.join keeps every element in its thread: registers renamed instead of a trip
+# through shared memory. Interleaved RoPE 16,384 -> 272 bytes of shared memory; tl.topk's bit axes too.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux", "broadcast_operands", "free_reshape")
 
 
 @functools.lru_cache(maxsize=None)

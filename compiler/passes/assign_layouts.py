@@ -65,6 +65,29 @@ def dot_layouts(op, nw, default=None, options=None):
     return res, DotOperandLayout(0, res), DotOperandLayout(1, res)
 
 
+def _reshaped(lay, s, r):
+    """The blocked layout of reshape(x) in which every thread holds the elements it held in x's blocked layout
+    `lay` (A/B `free_reshape`), where one exists of these two forms: the last dim split in two, [.., n] ->
+    [.., n/f, f], with f dividing a thread's run along it (interleaved pairs: `x.reshape(.., n/2, 2)` before
+    tl.split); or the last two dims merged, [.., m, f] -> [.., m*f], with the last one wholly in each thread (after
+    tl.join). None otherwise (the reshape then goes through shared memory)."""
+    if not isinstance(lay, BlockedLayout) or lay.order[0] != len(s) - 1:
+        return None
+    k = len(s) - 1
+    if len(r) == len(s) + 1 and r[:k] == s[:k] and r[k] * r[k + 1] == s[k]:
+        f = r[k + 1]
+        if lay.spt[k] % f:
+            return None
+        return BlockedLayout(lay.spt[:k] + (lay.spt[k] // f, f), lay.tpw[:k] + (lay.tpw[k], 1),
+                             lay.wpc[:k] + (lay.wpc[k], 1), (k + 1,) + tuple(lay.order))
+    if len(r) + 1 == len(s) and s[:k - 1] == r[:k - 1] and s[k - 1] * s[k] == r[k - 1]:
+        if lay.spt[k] != s[k] or lay.tpw[k] != 1 or lay.wpc[k] != 1 or lay.order[1] != k - 1:
+            return None
+        return BlockedLayout(lay.spt[:k - 1] + (lay.spt[k - 1] * s[k],), lay.tpw[:k], lay.wpc[:k],
+                             tuple(o for o in lay.order if o != k))
+    return None
+
+
 def _in_loop(op) -> bool:
     blk = op.block
     while blk is not None:
@@ -749,7 +772,8 @@ class _Assigner:
                         self.want(op, 0, self.default(op.operands[0]), final)
                         self.set(op, [SliceLayout(ax, self.lay[op.operands[0].id])])
                     return
-        self.set(op, [self.open_layout(op.result, final)])
+        same = _reshaped(self.L(op.operands[0]), tuple(s), tuple(r)) if ab_switch("free_reshape") else None
+        self.set(op, [same or self.open_layout(op.result, final)])
         if final and self.L(op.operands[0]) is None:
             self.want(op, 0, self.default(op.operands[0]), final)
 
