@@ -282,7 +282,8 @@ if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by
   step gputests timeout "${GPUTESTS_S:-180}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 "$@"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
-  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). The defaults (2026-12-06, ninth session):
+  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, ninth session):
   # the A/Bs `no_hoist` (col_var lost 4x with the hoisting pass: which share is the pass's?) and `redux` (warp
   # reductions of integers, never run on a GPU: its gpu tests are in tests/ops/test_warp_redux.py) and
   # `broadcast_operands` (elementwise ops of broadcasts rebuilt in the wanted layout) on the kernels whose code they
@@ -296,7 +297,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
-  [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout 300 python3 \
+  [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-420}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
     --out "$OUT/pending-changed"
   cp "$OUT"/pending-changed/corpus-*.md "$FINAL/pending-changed.md" 2>/dev/null || true
