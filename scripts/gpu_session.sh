@@ -289,7 +289,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # `broadcast_operands` (elementwise ops of broadcasts rebuilt in the wanted layout) on the kernels whose code they
   # change
   PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,rope_interleaved_f16}
-  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape}
+  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape,carried_mma}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

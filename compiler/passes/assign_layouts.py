@@ -88,6 +88,21 @@ def _reshaped(lay, s, r):
     return None
 
 
+def _dot_loop_in_loop(block, depth: int = 0) -> bool:
+    """A `for` loop whose body holds a dot sits inside another `for` loop."""
+    for op in block.ops:
+        if op.kind == "for":
+            if depth and any(o.kind == "dot" for o in op.blocks[0].walk()):
+                return True
+            if _dot_loop_in_loop(op.blocks[0], depth + 1):
+                return True
+        else:
+            for b in op.blocks:
+                if _dot_loop_in_loop(b, depth):
+                    return True
+    return False
+
+
 def _in_loop(op) -> bool:
     blk = op.block
     while blk is not None:
@@ -833,6 +848,8 @@ class _Assigner:
                 # Row statistics of an MMA result (slices of it: online-softmax maxima and sums) likewise.
                 yl = self.lay.get(y.operands[j].id)
                 if isinstance(yl, MmaLayout) or (isinstance(yl, SliceLayout) and isinstance(yl.parent, MmaLayout)):
+                    if ab_switch("carried_mma"):
+                        self.desired[body.args[j + 1].id] = yl  # over what the loop's later users wanted
                     self._push(body.args[j + 1], yl)
                 self._push(body.args[j + 1], self._cur(r))
                 self._push(y.operands[j], self._cur(body.args[j + 1]))
@@ -885,6 +902,15 @@ def assign_layouts(module, options):
     a.options = options
     a.forward(module.function.body, final=False)
     a.backward(module.function.body)
+    if ab_switch("carried_mma") and _dot_loop_in_loop(module.function.body):
+        # a second round: layouts the first one settled for inner loops' results (a K loop's accumulator in its
+        # MMA layout) reach what an outer loop carries from them (online-softmax statistics across vocabulary or key
+        # blocks whose scores come from an inner loop), which the first walk could not yet see. Only where a loop
+        # with a dot sits in another loop: elsewhere the second round only moved other choices (a one-loop matmul's
+        # epilogue conversion took the float32 accumulator instead of its fp16 value)
+        a.lay = {}
+        a.forward(module.function.body, final=False)
+        a.backward(module.function.body)
     a.lay = {}
     a.forward(module.function.body, final=True)
     module.meta["num_warps"] = nw

@@ -257,3 +257,55 @@ def test_picked_scores(monkeypatch, target, ab):
     run(target, _picked_scores, (2,), [x, w, t, out], [64], BM=32, BV=128, BH=32, V=256, num_warps=4,
         num_stages=2)
     assert_close(out, ref, "float32", rtol=2e-3, atol=2e-3)
+
+
+@compiler.jit
+def _blockwise_lse(X, W, OUT, H, BM: tl.constexpr, BV: tl.constexpr, BH: tl.constexpr, V: tl.constexpr):
+    # logsumexp over the vocabulary of x @ W^T, one block of logits at a time from a K loop, folded into a running
+    # max and sum (a fused linear + cross-entropy's statistics)
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    m = tl.full([BM], float("-inf"), dtype=tl.float32)
+    s = tl.zeros([BM], dtype=tl.float32)
+    for v0 in range(0, V, BV):
+        rv = v0 + tl.arange(0, BV)
+        z = tl.zeros((BM, BV), dtype=tl.float32)
+        for h0 in range(0, H, BH):
+            rh = h0 + tl.arange(0, BH)
+            z = tl.dot(tl.load(X + rm[:, None] * H + rh[None, :]), tl.trans(tl.load(W + rv[:, None] * H + rh[None, :])),
+                       z)
+        m_new = tl.maximum(m, tl.max(z, axis=1))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(z - m_new[:, None]), axis=1)
+        m = m_new
+    tl.store(OUT + rm, m + tl.log(s))
+
+
+def test_statistics_carried_across_an_outer_loop_stay_in_the_mma_rows(monkeypatch):
+    """A/B `carried_mma`: the running max and sum of an outer loop whose logits come from an inner K loop are carried
+    in the MMA rows' layout (nothing converted inside either loop) instead of a blocked layout converted to and from
+    those rows every iteration."""
+    x = np.zeros((128, 128), np.float16)
+    args = [x, np.zeros((256, 128), np.float16), np.zeros(128, np.float32), 128]
+    meta = dict(BM=64, BV=128, BH=64, V=256)
+
+    def converts_in_loop(mod):
+        return [o for o in _loop(mod).blocks[0].walk() if o.kind == "convert_layout"]
+
+    monkeypatch.delenv("TILEFARM_AB", raising=False)
+    assert converts_in_loop(_pipeline(_blockwise_lse, args, meta, nw=4))
+    monkeypatch.setenv("TILEFARM_AB", "carried_mma")
+    assert not converts_in_loop(_pipeline(_blockwise_lse, args, meta, nw=4))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "carried_mma"])
+def test_blockwise_lse(monkeypatch, target, ab):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(5)
+    M, V, H = 64, 256, 64
+    x = rng.uniform(-1, 1, (M, H)).astype(np.float16)
+    w = rng.uniform(-1, 1, (V, H)).astype(np.float16)
+    out = poison(M, "float32")
+    run(target, _blockwise_lse, (2,), [x, w, out], [H], BM=32, BV=128, BH=32, V=V, num_warps=4, num_stages=2)
+    z = x.astype(np.float64) @ w.astype(np.float64).T
+    ref = np.log(np.exp(z).sum(1))
+    assert_close(out, ref, "float32", rtol=1e-4, atol=1e-4)
