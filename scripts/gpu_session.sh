@@ -288,8 +288,8 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # reductions of integers, never run on a GPU: its gpu tests are in tests/ops/test_warp_redux.py) and
   # `broadcast_operands` (elementwise ops of broadcasts rebuilt in the wanted layout) on the kernels whose code they
   # change
-  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,rope_interleaved_f16}
-  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape,carried_mma}
+  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,rope_interleaved_f16,decode_split_kv_f16,gemv_f16,kl_div_rows_f32}
+  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape,carried_mma,carried_slice}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

@@ -72,8 +72,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # inner loop's MMA results stay in the MMA rows: the fused linear + cross-entropy converts nothing inside its loops
 # (255 -> 175 registers, SASS 1680 -> 1384, its vocabulary loop 1498 -> 1170 instructions with 4 barriers; Triton
 # 177, 1384, 1195). Changes that one corpus kernel.
+# `carried_slice` (passes/assign_layouts.py, the backward walk's loop rule; 2026-12-06, ninth session, untimed): a
+# loop-carried value the body makes in a slice layout (per-block row reductions added up) is carried in it and
+# converted once after the loop, as MMA rows already are. Loop barriers: paged decode 10 -> 6, split-KV decode
+# 10 -> 6 (but 72 -> 80 registers, 7 -> 6 blocks per SM), GEMV 6 -> 4, KL divergence 4 -> 2.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux", "broadcast_operands", "free_reshape",
-                     "carried_mma")
+                     "carried_mma", "carried_slice")
 
 
 @functools.lru_cache(maxsize=None)

@@ -847,7 +847,10 @@ class _Assigner:
                 # in that layout, whatever the users after the loop want: no conversion per iteration.
                 # Row statistics of an MMA result (slices of it: online-softmax maxima and sums) likewise.
                 yl = self.lay.get(y.operands[j].id)
-                if isinstance(yl, MmaLayout) or (isinstance(yl, SliceLayout) and isinstance(yl.parent, MmaLayout)):
+                # (A/B `carried_slice`: any slice layout, a reduction's rows, is carried as the body makes it: one
+                # conversion after the loop for its later users instead of one each iteration)
+                if isinstance(yl, MmaLayout) or (isinstance(yl, SliceLayout) and (
+                        isinstance(yl.parent, MmaLayout) or ab_switch("carried_slice"))):
                     if ab_switch("carried_mma"):
                         self.desired[body.args[j + 1].id] = yl  # over what the loop's later users wanted
                     self._push(body.args[j + 1], yl)

@@ -500,3 +500,41 @@ def test_unaligned_halo_loads(target):
     run(target, halo_row_kernel, (4,), [x, y], [W], BLOCK=256, num_warps=2)
     xp = np.concatenate([[0.0], x.astype(np.float64), [0.0]])
     np.testing.assert_allclose(y, xp[:-2] + 2 * xp[1:-1] + xp[2:], rtol=1e-6, atol=1e-6)
+
+
+@compiler.jit
+def row_sums_looped(X, OUT, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # per row, the sum over column blocks of exp(x): a row reduction each block, accumulated across the loop
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    acc = tl.zeros([BM], dtype=tl.float32)
+    for n0 in range(0, N, BN):
+        rn = n0 + tl.arange(0, BN)
+        m = (rm[:, None] < M) & (rn[None, :] < N)
+        acc += tl.sum(tl.where(m, tl.exp(tl.load(X + rm[:, None] * N + rn[None, :], mask=m, other=0.0)), 0.0), axis=1)
+    tl.store(OUT + rm, acc, mask=rm < M)
+
+
+def test_a_row_reduction_carried_across_a_loop_keeps_its_layout(monkeypatch):
+    """A/B `carried_slice`: the accumulator of per-block row sums is carried in the reduction's (slice) layout and
+    converted once after the loop for the store, instead of every iteration."""
+    x = np.zeros((64, 2048), np.float32)
+
+    def in_loop(mod):
+        loop = next(op for op in mod.function.body.walk() if op.kind == "for")
+        return [o for o in loop.blocks[0].walk() if o.kind == "convert_layout"]
+
+    monkeypatch.delenv("TILEFARM_AB", raising=False)
+    assert in_loop(_lowered(row_sums_looped, [x, x[:, 0].copy(), 64, 2048], dict(BM=8, BN=512), nw=4))
+    monkeypatch.setenv("TILEFARM_AB", "carried_slice")
+    assert not in_loop(_lowered(row_sums_looped, [x, x[:, 0].copy(), 64, 2048], dict(BM=8, BN=512), nw=4))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "carried_slice"])
+def test_row_sums_looped(monkeypatch, target, ab):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    M, N = 13, 700
+    x = np.random.default_rng(9).uniform(-2, 2, (M, N)).astype(np.float32)
+    out = poison(M, "float32")
+    run(target, row_sums_looped, (compiler.cdiv(M, 8),), [x, out], [M, N], BM=8, BN=128, num_warps=4)
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)).sum(1), rtol=1e-5)
