@@ -88,6 +88,15 @@ def _reshaped(lay, s, r):
     return None
 
 
+def _rebuilt(src, operands, layout, out):
+    """A copy of the one-result op `src` on `operands`, in `layout` (appended to out): its result."""
+    attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
+    attrs["_layouts"] = [layout]
+    n = Op(src.kind, operands, [src.results[0].type], attrs, loc=src.loc)
+    out.append(n)
+    return n.result
+
+
 def _dot_loop_in_loop(block, depth: int = 0) -> bool:
     """A `for` loop whose body holds a dot sits inside another `for` loop."""
     for op in block.ops:
@@ -470,11 +479,7 @@ class _Assigner:
                         return None
                     out.extend(tmp)
                     ops.append(y)
-            attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
-            attrs["_layouts"] = [layout]
-            n = Op(src.kind, ops, [src.result.type], attrs, loc=src.loc)
-            out.append(n)
-            got = n.result
+            got = _rebuilt(src, ops, layout, out)
         return got
 
     def _through_broadcast(self, v, layout, out, user, depth):
@@ -494,11 +499,7 @@ class _Assigner:
         else:
             y, tmp = self._materialize(x, xl, user, depth)
             out.extend(tmp)
-        attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
-        attrs["_layouts"] = [layout]
-        n = Op(kind, [y], [v.type], attrs, loc=src.loc)
-        out.append(n)
-        return n.result
+        return _rebuilt(src, [y], layout, out)
 
     _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "addptr"))
 
@@ -530,11 +531,7 @@ class _Assigner:
             ops.append(y)
         if not narrow:
             return None  # nothing smaller than v was converted: one conversion of v is no worse
-        attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
-        attrs["_layouts"] = [layout]
-        n = Op(src.kind, ops, [v.type], attrs, loc=src.loc)
-        out.append(n)
-        return n.result
+        return _rebuilt(src, ops, layout, out)
 
     def _remat(self, v, layout, out, depth):
         """A copy of v computed in `layout` (ops appended to out), or None when v is not cheap to recompute."""
@@ -568,11 +565,7 @@ class _Assigner:
                 ops.append(y)
         else:
             return None
-        attrs = {k: x for k, x in src.attrs.items() if k != "_layouts"}
-        attrs["_layouts"] = [layout]
-        n = Op(kind, ops, [v.type], attrs, loc=src.loc)
-        out.append(n)
-        return n.result
+        return _rebuilt(src, ops, layout, out)
 
     def open_layout(self, v, final):
         got = self.desired.get(v.id)

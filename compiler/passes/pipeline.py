@@ -40,7 +40,6 @@ from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
 
-
 _NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
@@ -164,6 +163,20 @@ def _estimate(loop, loads, threads):
     outer = {v.id: v for o in body.walk() for v in o.operands if v.id not in inside}
     n += sum(_regs(v, threads) for v in outer.values())
     return n
+
+
+def _tight_gain(body, dots, options, slack, loose_bytes, tight_bytes):
+    """Blocks per SM the tight ring holds where that is more than the loose ring's, by shared memory (the two
+    rings' bytes) and by registers (65,536 an SM: the loop's carried tiles, each dot's result that is not one of
+    them (`acc += tl.dot(a, b)` of fp8, whose add canonicalize keeps; attention's scores), and `slack` a thread
+    for addresses, masks and an instruction's operands); None where it buys none."""
+    threads = 32 * options.num_warps
+    carried = set(a.id for a in body.args[1:])
+    live = sum(_regs(a, threads) for a in body.args[1:])
+    live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
+    by_regs = 65536 // (threads * (-(-(live + slack) // 8) * 8))
+    more = min(blocks_per_sm(tight_bytes), by_regs)
+    return more if more > min(blocks_per_sm(loose_bytes), by_regs) else None
 
 
 def _clean_attrs(attrs):
@@ -593,32 +606,20 @@ def _pipeline_async(module, loop, options) -> bool:
             # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
             # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
             # would fit four by shared memory, whose 64-register cap no wgmma of it fits)
-            threads = 32 * options.num_warps
-            # the loop's carried tiles (the accumulator), and the dot's own result where it accumulates from zero
-            # into a tile added afterwards (`acc += tl.dot(a, b)` of fp8: canonicalize keeps the add)
-            acc = sum(_regs(a, threads) for a in body.args[1:])
-            if not any(dots[0].operands[2] is a for a in body.args[1:]):
-                acc += _regs(dots[0].result, threads)
-            by_regs = 65536 // (threads * (-(-(acc + 64) // 8) * 8))
-            more = min(blocks_per_sm(fixed_bytes + fit(True) * stage), by_regs)
-            if more > min(blocks_per_sm(fixed_bytes + fit(False) * stage), by_regs):
+            more = _tight_gain(body, dots, options, 64, fixed_bytes + fit(False) * stage,
+                               fixed_bytes + fit(True) * stage)
+            if more:
                 tight, occupancy = True, more
     elif options.num_warps == 4:
         tight = (blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
                  and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
     else:
         # Two or more warpgroups: where the tight ring buys a block per SM by shared memory and the registers
-        # leave room for it (the carried tiles, the dots' other results, 32 a thread for addresses and masks): a
-        # LoRA loop whose x tile two dots read (x @ W, x @ A), 4 slots of 34 KiB against 3.
-        tight = False
-        threads = 32 * options.num_warps
-        carried = set(a.id for a in body.args[1:])
-        live = sum(_regs(a, threads) for a in body.args[1:])
-        live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
-        by_regs = 65536 // (threads * (-(-(live + 32) // 8) * 8))
-        more = min(blocks_per_sm(fixed_bytes + fit(True) * stage), by_regs)
-        if more > min(blocks_per_sm(fixed_bytes + fit(False) * stage), by_regs):
-            tight, occupancy = True, more
+        # leave room for it (32 a thread beside the live tiles for addresses and masks): a LoRA loop whose x tile
+        # two dots read (x @ W, x @ A), 4 slots of 34 KiB against 3.
+        occupancy = _tight_gain(body, dots, options, 32, fixed_bytes + fit(False) * stage,
+                                fixed_bytes + fit(True) * stage)
+        tight = bool(occupancy)
     # Where even the loose ring's fewest slots (3) do not fit in shared memory, the tight ring (num_stages slots,
     # at least 2) for any number of warps, instead of no ring at all (the register pipeline: loads into
     # registers, stores to shared memory after the dots). Attention D=128 128x128 w8 s2: 2 x 64 KiB slots + Q's

@@ -16,6 +16,7 @@ stays. Volatile loads stay where they are. Everything else keeps its order.
 from __future__ import annotations
 
 from ..ir.optable import kinds
+from ..options import ab_switch
 
 # ops a load may move above: the op table's pure ops outside regions (arithmetic, math, shape ops), and layout
 # conversions (shared memory only, never global); not dot, whose lowering is worth keeping where it is
@@ -83,8 +84,6 @@ def hoist_conversions(module, options):
     it: attention backward's log-sum-exp, two conversions through shared memory and their barriers an iteration).
     Its result stays live across the loop in registers, as the operand did. (A/B `no_hoist`: keep them in the
     loop; the column-variance kernel of the corpus, whose second loop lost its barrier this way, measured 4x slower.)"""
-    from ..options import ab_switch
-
     if not ab_switch("no_hoist"):
         _hoist_block(module.function.body)
     return module
