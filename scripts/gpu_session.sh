@@ -283,13 +283,10 @@ if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, ninth session):
-  # the A/Bs `no_hoist` (col_var lost 4x with the hoisting pass: which share is the pass's?) and `redux` (warp
-  # reductions of integers, never run on a GPU: its gpu tests are in tests/ops/test_warp_redux.py) and
-  # `broadcast_operands` (elementwise ops of broadcasts rebuilt in the wanted layout) on the kernels whose code they
-  # change
-  PENDING_CASES=${PENDING_CASES-col_var_f32,decode_attn_paged_f16,attn_bwd_dq_d64,attn_bwd_dkdv_d64,topk_experts_f32,topk_sort_gather_f32,linear_ce_fused_f32,mm_fp8_rowcol_scaled_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,rope_interleaved_f16,decode_split_kv_f16,gemv_f16,kl_div_rows_f32}
-  PENDING_AB=${PENDING_AB-no_hoist,redux,broadcast_operands,free_reshape,carried_mma,carried_slice}
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, tenth session): none
+  # pending; set PENDING_CASES (and PENDING_AB, 'V1;V2' for separate variants) for what changed since the last run
+  PENDING_CASES=${PENDING_CASES-}
+  PENDING_AB=${PENDING_AB-}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

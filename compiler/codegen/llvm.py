@@ -14,7 +14,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..ir import optable, types as T
-from ..options import ab_switch
 from ..passes.layouts import linear, log2
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
@@ -887,11 +886,10 @@ def _e_reshape(e, op):
     if abs(len(s) - len(r)) == 1 and sorted(s) == sorted(list(r)) and 1 in (tuple(s) + tuple(r)):
         if _squeeze_or_unsqueeze(e, op, s, r):
             return
-    if ab_switch("free_reshape"):
-        regs = _reshape_in_registers(x, ll, s, r)
-        if regs is not None:
-            e.put(op.result, regs, ll)
-            return
+    regs = _reshape_in_registers(x, ll, s, r)
+    if regs is not None:
+        e.put(op.result, regs, ll)
+        return
     # general reshape: row-major order is preserved, so write at the source index, read at the result index
     e.env[op.result.id] = convert(e, x, ll, dst_shape=r)
 

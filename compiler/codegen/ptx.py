@@ -52,32 +52,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 2026-12-06, ninth session, H100 (benchmarks/2026-12-06c-h100): `unaligned_run` (causal conv1d 0.755),
 # `persistent_one_block` (0.886; the persistent tutorials 0.82), `wgmma_f16acc` (mm_fp16_acc 0.380) and `index_ahead`
 # (block-sparse matmul 0.860) won and are the code; `sqrt_approx` tied (0.999 over 4) and left: tl.sqrt stays IEEE.
-# `no_hoist` (passes/schedule.py hoist_conversions; 2026-12-06, ninth session): loop-invariant conversions stay in
-# their loops, as before the pass: col_var_f32 went 0.25 -> 1.08 of Triton's with the pass (H100), attention backward
-# dQ 1.98 -> 1.03 with it and the shared K slot; the A/B separates the pass's share.
-# `redux` (codegen/reduce.py `_redux`; 2026-12-06, ninth session, untimed): integer add/min/max/and/or/xor reductions
-# across a whole warp as one `redux.sync` (sm_80+) instead of five shuffle-and-combine levels (Triton's form: its
-# top-k winner columns are 8 REDUX.MIN.S32 where ours are 40 shuffles and 56 integer min/max).
-# `broadcast_operands` (passes/assign_layouts.py `_through_elementwise`; 2026-12-06, ninth session, untimed): an
-# elementwise op of broadcasts wanted in another layout (a comparison of a loaded row index with the block's columns
-# read in the MMA layout) is rebuilt there from its narrow operands, and a value converted twice converts from its
-# source. Changes linear_ce_fused (SASS 1656 -> 1360, its vocabulary loop 22 -> 18 barriers), the fp8 bytes matmul,
-# the persistent scaled matmul (14 -> 10 barriers) and W8A8.
-# `free_reshape` (passes/assign_layouts.py `_reshaped`, codegen/llvm.py `_reshape_in_registers`; 2026-12-06, ninth
-# session, untimed): a reshape splitting the last dim within each thread's run ([.., n] -> [.., n/2, 2] before
-# tl.split) or merging it back after tl.join keeps every element in its thread: registers renamed instead of a trip
-# through shared memory. Interleaved RoPE 16,384 -> 272 bytes of shared memory; tl.topk's bit axes too.
-# `carried_mma` (passes/assign_layouts.py `assign_layouts`; 2026-12-06, ninth session, untimed): where a loop with a
-# dot sits in another loop, a second round of the layout walks, and the statistics an outer loop carries from the
-# inner loop's MMA results stay in the MMA rows: the fused linear + cross-entropy converts nothing inside its loops
-# (255 -> 175 registers, SASS 1680 -> 1384, its vocabulary loop 1498 -> 1170 instructions with 4 barriers; Triton
-# 177, 1384, 1195). Changes that one corpus kernel.
-# `carried_slice` (passes/assign_layouts.py, the backward walk's loop rule; 2026-12-06, ninth session, untimed): a
-# loop-carried value the body makes in a slice layout (per-block row reductions added up) is carried in it and
-# converted once after the loop, as MMA rows already are. Loop barriers: paged decode 10 -> 6, split-KV decode
-# 10 -> 6 (but 72 -> 80 registers, 7 -> 6 blocks per SM), GEMV 6 -> 4, KL divergence 4 -> 2.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "no_hoist", "redux", "broadcast_operands", "free_reshape",
-                     "carried_mma", "carried_slice")
+# 2026-12-06, tenth session, H100 (benchmarks/2026-12-06d-h100): `redux` (top-k 0.90), `broadcast_operands` (fused
+# linear + cross-entropy 0.94), `free_reshape` (top-k 0.96), `carried_mma` (linear + cross-entropy 0.93) and
+# `carried_slice` (paged decode 0.86, split-KV decode 0.95) won and are the code; `no_hoist` won (column variance
+# 0.235, split-KV decode 0.868): the hoist_conversions pass left (docs/EXPERIMENTS.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)

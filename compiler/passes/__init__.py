@@ -13,7 +13,7 @@ from .canonicalize import canonicalize
 from .dce import dce
 from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
-from .schedule import hoist_conversions, schedule_loads
+from .schedule import schedule_loads
 from .wgmma_loops import wgmma_loops
 
 
@@ -34,9 +34,6 @@ PIPELINE = [
     # Drop what the layout pass left unused (a value recomputed in a new layout leaves its first copy, and any
     # conversion of it, dead): a dead conversion would still cost codegen a shared-memory round trip and barriers.
     ("dce_after_layouts", dce),
-    # Conversions of values from outside a loop, inserted at their users inside it, run once before the loop; after
-    # the dead ones are gone, before the loads are scheduled around what remains.
-    ("hoist_conversions", hoist_conversions),
     # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
     # before the first conversion's barrier (which ptxas never moves a load across).
     ("schedule_loads", schedule_loads),

@@ -16,7 +16,6 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
-from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
@@ -420,15 +419,14 @@ class _Assigner:
         got = self._through_narrow(v, layout, ops, user)
         if got is not None:
             return got, ops
-        if ab_switch("broadcast_operands") and getattr(v.owner, "kind", None) == "convert_layout":
-            # a value already converted once: convert its source instead of converting twice (the source may be
-            # defined before a loop, where hoist_conversions can then move the conversion)
+        if getattr(v.owner, "kind", None) == "convert_layout":
+            # a value already converted once: convert its source instead of converting twice
             x = v.owner.operands[0]
             if self.lay.get(x.id) == layout:
                 return x, []
             cv = Op("convert_layout", [x], [x.type], {"_layouts": [layout]}, loc=user.loc)
             return cv.result, [cv]
-        if depth and ab_switch("broadcast_operands"):
+        if depth:
             ops = []
             got = self._through_elementwise(v, layout, ops, user, depth)
             if got is not None:
@@ -780,8 +778,7 @@ class _Assigner:
                         self.want(op, 0, self.default(op.operands[0]), final)
                         self.set(op, [SliceLayout(ax, self.lay[op.operands[0].id])])
                     return
-        same = _reshaped(self.L(op.operands[0]), tuple(s), tuple(r)) if ab_switch("free_reshape") else None
-        self.set(op, [same or self.open_layout(op.result, final)])
+        self.set(op, [_reshaped(self.L(op.operands[0]), tuple(s), tuple(r)) or self.open_layout(op.result, final)])
         if final and self.L(op.operands[0]) is None:
             self.want(op, 0, self.default(op.operands[0]), final)
 
@@ -838,14 +835,12 @@ class _Assigner:
             for j, r in enumerate(op.results):
                 # A value the body produces in an anchored layout (a dot accumulator in MMA layout) is carried
                 # in that layout, whatever the users after the loop want: no conversion per iteration.
-                # Row statistics of an MMA result (slices of it: online-softmax maxima and sums) likewise.
+                # So is any slice layout, a reduction's rows (online-softmax maxima and sums of an MMA result,
+                # per-block row sums added up): one conversion after the loop for its later users instead of one
+                # each iteration.
                 yl = self.lay.get(y.operands[j].id)
-                # (A/B `carried_slice`: any slice layout, a reduction's rows, is carried as the body makes it: one
-                # conversion after the loop for its later users instead of one each iteration)
-                if isinstance(yl, MmaLayout) or (isinstance(yl, SliceLayout) and (
-                        isinstance(yl.parent, MmaLayout) or ab_switch("carried_slice"))):
-                    if ab_switch("carried_mma"):
-                        self.desired[body.args[j + 1].id] = yl  # over what the loop's later users wanted
+                if isinstance(yl, (MmaLayout, SliceLayout)):
+                    self.desired[body.args[j + 1].id] = yl  # over what the loop's later users wanted
                     self._push(body.args[j + 1], yl)
                 self._push(body.args[j + 1], self._cur(r))
                 self._push(y.operands[j], self._cur(body.args[j + 1]))
@@ -898,7 +893,7 @@ def assign_layouts(module, options):
     a.options = options
     a.forward(module.function.body, final=False)
     a.backward(module.function.body)
-    if ab_switch("carried_mma") and _dot_loop_in_loop(module.function.body):
+    if _dot_loop_in_loop(module.function.body):
         # a second round: layouts the first one settled for inner loops' results (a K loop's accumulator in its
         # MMA layout) reach what an outer loop carries from them (online-softmax statistics across vocabulary or key
         # blocks whose scores come from an inner loop), which the first walk could not yet see. Only where a loop

@@ -1,6 +1,5 @@
 """Issue global loads early: each load moves up its block past the layout conversions and pure arithmetic before
-it that it does not depend on. And convert loop-invariant values once: a layout conversion in a loop whose operand
-comes from outside it moves out (hoist_conversions).
+it that it does not depend on.
 
 A layout conversion through shared memory is a store, a barrier and a load; ptxas moves no global load across the
 barrier. Where a block loads a tile, converts it, combines it, then loads the next tile (a critical section that
@@ -16,7 +15,6 @@ stays. Volatile loads stay where they are. Everything else keeps its order.
 from __future__ import annotations
 
 from ..ir.optable import kinds
-from ..options import ab_switch
 
 # ops a load may move above: the op table's pure ops outside regions (arithmetic, math, shape ops), and layout
 # conversions (shared memory only, never global); not dot, whose lowering is worth keeping where it is
@@ -54,36 +52,4 @@ def _schedule_block(block):
 def schedule_loads(module, options):
     """Pass: move global loads up past the layout conversions before them (see the module's docstring)."""
     _schedule_block(module.function.body)
-    return module
-
-
-def _hoist_block(block) -> None:
-    for op in block.ops:
-        for b in op.blocks:
-            _hoist_block(b)  # inner loops first: what leaves them may leave the loop around them too
-    i = 0
-    while i < len(block.ops):
-        op = block.ops[i]
-        if op.kind == "for":
-            body = op.blocks[0]
-            inside = {a.id for a in body.args} | {r.id for o in body.walk() for r in o.results}
-            out = [o for o in body.ops if o.kind == "convert_layout" and o.operands[0].id not in inside]
-            if out:
-                keep = set(map(id, out))
-                body.ops = [o for o in body.ops if id(o) not in keep]
-                for o in out:
-                    o.block = block
-                block.ops[i:i] = out
-                i += len(out)
-        i += 1
-
-
-def hoist_conversions(module, options):
-    """Pass: a layout conversion in a loop body whose operand is defined outside the loop runs once, just before
-    the loop, instead of every iteration (a row statistic loaded before the loop and read in an MMA layout inside
-    it: attention backward's log-sum-exp, two conversions through shared memory and their barriers an iteration).
-    Its result stays live across the loop in registers, as the operand did. (A/B `no_hoist`: keep them in the
-    loop; the column-variance kernel of the corpus, whose second loop lost its barrier this way, measured 4x slower.)"""
-    if not ab_switch("no_hoist"):
-        _hoist_block(module.function.body)
     return module

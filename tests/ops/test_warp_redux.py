@@ -32,20 +32,18 @@ def _ptx(x, n, what, nw):
 
 @pytest.mark.parametrize("what,form", [("sum", "add.s32"), ("min", "min.s32"), ("max", "max.s32"),
                                        ("or", "or.b32"), ("xor", "xor.b32")])
-def test_whole_warp_integer_reductions_take_redux(monkeypatch, what, form):
-    monkeypatch.setenv("TILEFARM_AB", "redux")
+def test_whole_warp_integer_reductions_take_redux(what, form):
     x = np.zeros(256, np.int32)
     assert f"redux.sync.{form}" in _ptx(x, 256, what, 4)
     assert "redux.sync.min.u32" in _ptx(np.zeros(256, np.uint32), 256, "min", 4)
-    monkeypatch.delenv("TILEFARM_AB")
-    assert "redux.sync" not in _ptx(x, 256, what, 4)
+    assert "redux.sync" not in int_reduce.warmup(x, x[:1], N=256, WHAT=what, grid=(1,), target="sm_75",
+                                                 num_warps=4).asm["ptx"]
 
 
 @pytest.mark.parametrize("what", ["sum", "xor", "min"])
-def test_replicated_lanes_keep_shuffles_where_they_would_count_twice(monkeypatch, what):
+def test_replicated_lanes_keep_shuffles_where_they_would_count_twice(what):
     """16 elements over 32 lanes: lanes 16-31 repeat lanes 0-15. A sum or xor over the whole warp would count each
     element twice; min takes redux.sync anyway (idempotent)."""
-    monkeypatch.setenv("TILEFARM_AB", "redux")
     ptx = _ptx(np.zeros(16, np.int32), 16, what, 1)
     assert ("redux.sync" in ptx) == (what == "min")
 
@@ -54,8 +52,7 @@ def test_replicated_lanes_keep_shuffles_where_they_would_count_twice(monkeypatch
 @pytest.mark.parametrize("dtype", ["int32", "uint32"])
 @pytest.mark.parametrize("n", [16, 32, 256])
 @pytest.mark.parametrize("what", ["sum", "min", "max", "or", "xor"])
-def test_integer_reductions_under_redux(monkeypatch, target, dtype, n, what):
-    monkeypatch.setenv("TILEFARM_AB", "redux")
+def test_integer_reductions(target, dtype, n, what):
     rng = np.random.default_rng(n)
     lo = -1000 if dtype == "int32" else 0
     x = rng.integers(lo, 1000, n).astype(dtype)
