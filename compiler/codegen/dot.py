@@ -1280,6 +1280,15 @@ def _e_smem_view(e, op):
     e.env[op.result.id] = SmemOperand(st)
 
 
+@emits("smem_load")
+def _e_smem_load(e, op):
+    # a ring slot read into registers (ops other than dots that read the loaded tile): each run of registers along
+    # the slot's inner dim is one vector load at the swizzled address the copies wrote
+    x = e.get(op.operands[0])
+    ll = e.result_ll(op)
+    e.put(op.result, load_swizzled(e, x.st, ll, C.lty(op.result.type.element)), ll)
+
+
 def finish_ring(e, loop):
     """After a loop with a copy ring: copies issued for iterations past the end (masked off: zero fills) must
     land before shared memory is used for anything else."""

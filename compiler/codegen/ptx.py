@@ -56,6 +56,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # linear + cross-entropy 0.94), `free_reshape` (top-k 0.96), `carried_mma` (linear + cross-entropy 0.93) and
 # `carried_slice` (paged decode 0.86, split-KV decode 0.95) won and are the code; `no_hoist` won (column variance
 # 0.235, split-KV decode 0.868): the hoist_conversions pass left (docs/EXPERIMENTS.md).
+# Then `ring_reads` (the copy ring takes 16-bit tiles other ops read: smem_load; chunked retention 0.766, attention
+# with a bias tile 0.901) and `ring_rest` (a ring loop's small leftover loads an iteration ahead in registers;
+# attention backward dK/dV 0.945) won and are the code.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 

@@ -84,7 +84,9 @@ Ops that only the target passes create (never the frontend, never the interprete
   async_wait     () -> ()                         ring, pending: wait until at most `pending` copy groups are in
                                                   flight, then make the copies visible to every warp
   smem_view      () -> T                          ring, operand: the operand tile of the current iteration, in
-                                                  its ring slot (only a dot reads it)
+                                                  its ring slot (dots and smem_load read it)
+  smem_load      (view) -> T                      a ring slot's tile read into registers, in any layout (the
+                                                  loaded tile's uses other than dots)
 """
 from __future__ import annotations
 

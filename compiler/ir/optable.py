@@ -13,8 +13,8 @@
 `layout` is the op's rule in passes/assign_layouts.py: "elementwise" (the default of elementwise ops: operands
 and result share one layout), "source" (materialized directly in the layout its users want), "anchor" (a
 memory access: a coalesced layout from the pointer's axis info), "own" (a rule of its own there: dot, shape ops,
-reductions, loops), None (no rule: scalar-only ops, ops without block results, and smem_view, which only a dot
-reads, from shared memory).
+reductions, loops), None (no rule: scalar-only ops, ops without block results, and smem_view, a ring slot that
+dots read from shared memory; smem_load, which reads one into registers, is a source).
 Who reads it: ir/ops.py (the Builder's op lists), ir/verify.py (operand counts and the "same" result rule),
 passes/canonicalize.py and passes/dce.py (pure, effects), passes/assign_layouts.py (elementwise),
 interpreter/evaluator.py (commutative) and, for the unary math ops, everything below.
@@ -183,6 +183,7 @@ _op("convert_layout", 1, "same", "elementwise target")
 _op("async_copy", None, "none", "reads_memory effects target", layout="anchor")
 _op("async_wait", 0, "none", "effects target")
 _op("smem_view", 0, "op", "reads_memory target")
+_op("smem_load", 1, "op", "reads_memory target", layout="source")
 
 
 def kinds(*traits: str, without: tuple = ()) -> frozenset:

@@ -1,8 +1,7 @@
 """K loops whose operands reach their dots in forms users write: fp8 bytes passed as uint8 and reinterpreted
 (`.to(tl.float8e4nv, bitcast=True)`), `acc += tl.dot(a, b)` on fp8 (not folded into the dot, as Triton on sm_90),
-a tile two dots read (attention backward's K), a tile two dots of an 8-warp loop read (LoRA's x), and row
-statistics loaded before the loop and read inside it in an MMA layout (converted once, before the loop).
-Each is checked on the IR the passes leave and against float64 on every target."""
+a tile two dots read (attention backward's K), a tile two dots of an 8-warp loop read (LoRA's x), comparisons of
+broadcasts and row statistics read in an MMA layout. Each is checked on the IR the passes leave and against float64 on every target."""
 import numpy as np
 import pytest
 

@@ -1,0 +1,127 @@
+"""Tiles of a copy-ring loop that ops other than dots read: a tile a dot and elementwise
+math both read (chunked retention's K, scaled before it updates the state) and a tile no dot reads (attention's
+bias) join the ring; the dots read the slot in shared memory, the other ops read it into registers (smem_load).
+Checked on the IR the passes leave for sm_90a, through ptxas, and against float64 on every target."""
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from ..ops.test_ops import TARGETS, assert_close, poison, run
+from .test_loop_operands import _loop, _pipeline
+
+
+@compiler.jit
+def _chunked_state(Q, K, V, W, O, L, D: tl.constexpr, C: tl.constexpr):
+    # per chunk of C rows: o = (q k^T) v + q S, then S += (k * w)^T v; k feeds a dot (transposed) and a product
+    rc = tl.arange(0, C)
+    rd = tl.arange(0, D)
+    w = tl.load(W + rc)
+    state = tl.zeros([D, D], dtype=tl.float32)
+    for start in range(0, L, C):
+        rows = start + rc
+        m = rows[:, None] < L
+        off = rows[:, None] * D + rd[None, :]
+        q = tl.load(Q + off, mask=m, other=0.0)
+        k = tl.load(K + off, mask=m, other=0.0)
+        v = tl.load(V + off, mask=m, other=0.0)
+        s = tl.dot(q, tl.trans(k))
+        o = tl.dot(s.to(tl.float16), v) + tl.dot(q, state.to(tl.float16))
+        tl.store(O + off, o, mask=m)
+        state = tl.dot(tl.trans((k * w[:, None]).to(tl.float16)), v, state)
+
+
+def _chunked_case(rng, L, D, C):
+    q, k, v = (rng.uniform(-0.5, 0.5, (L, D)).astype(np.float16) for _ in range(3))
+    w = rng.uniform(0.5, 1.0, C).astype(np.float16)
+    return q, k, v, w
+
+
+def _chunked_ref(q, k, v, w, C):
+    L, D = q.shape
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    state = np.zeros((D, D))
+    out = np.zeros((L, D))
+    for s0 in range(0, L, C):
+        sl = slice(s0, min(L, s0 + C))
+        qc, kc, vc = q64[sl], k64[sl], v64[sl]
+        s = (qc @ kc.T).astype(np.float16).astype(np.float64)
+        out[sl] = s @ vc + qc @ state.astype(np.float16).astype(np.float64)
+        kw = (k[sl].astype(np.float32) * w[: sl.stop - s0, None].astype(np.float32)).astype(np.float16).astype(np.float64)
+        state = state + kw.T @ vc
+    return out
+
+
+@compiler.jit
+def _biased_attention(Q, K, V, B, O, N, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    # o = softmax-free attention with an additive bias tile per key block: sum_n (q k_n^T + b_n) v_n
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    for n0 in range(0, N, BN):
+        rn = n0 + tl.arange(0, BN)
+        k = tl.load(K + rn[:, None] * D + rd[None, :], mask=rn[:, None] < N, other=0.0)
+        v = tl.load(V + rn[:, None] * D + rd[None, :], mask=rn[:, None] < N, other=0.0)
+        b = tl.load(B + rm[:, None] * N + rn[None, :], mask=rn[None, :] < N, other=0.0)
+        s = tl.dot(q, tl.trans(k)) + b.to(tl.float32)
+        acc = tl.dot(s.to(tl.float16), v, acc)
+    tl.store(O + rm[:, None] * D + rd[None, :], acc)
+
+
+def _in_loop(mod, kind):
+    return [o for o in _loop(mod).blocks[0].walk() if o.kind == kind]
+
+
+def test_a_tile_a_dot_and_a_product_read_is_one_ring_slot():
+    q, k, v, w = _chunked_case(np.random.default_rng(0), 256, 64, 64)
+    args = [q, k, v, w, np.zeros((256, 64), np.float32), 256]
+    mod = _pipeline(_chunked_state, args, dict(D=64, C=64), nw=4, stages=2)
+    assert not _in_loop(mod, "load")
+    assert len(_in_loop(mod, "smem_view")) == 3 and len(_in_loop(mod, "smem_load")) == 1
+
+
+def test_a_tile_no_dot_reads_joins_the_ring():
+    args = [np.zeros((128, 64), np.float16)] * 3 + [np.zeros((128, 256), np.float16), np.zeros((128, 64), np.float32),
+                                                    256]
+    mod = _pipeline(_biased_attention, args, dict(D=64, BM=64, BN=64), nw=4, stages=3)
+    assert not _in_loop(mod, "load")
+    (rd,) = _in_loop(mod, "smem_load")
+    assert rd.operands[0].owner.kind == "smem_view" and tuple(rd.result.type.shape) == (64, 64)
+
+
+def test_ring_reads_assemble_for_sm90a():
+    q, k, v, w = _chunked_case(np.random.default_rng(1), 200, 64, 64)
+    ck = _chunked_state.warmup(q, k, v, w, np.zeros((200, 64), np.float32), 200, D=64, C=64, grid=(1,),
+                               target="sm_90a", num_warps=4, num_stages=2)
+    assert ("ld.shared" in ck.asm["ptx"]) and len(ck.asm["cubin"]) > 0
+    b = np.zeros((128, 256), np.float16)
+    ck = _biased_attention.warmup(q[:128], k, v, b, np.zeros((128, 64), np.float32), 200, D=64, BM=64, BN=64,
+                                  grid=(2,), target="sm_90a", num_warps=4, num_stages=3)
+    assert len(ck.asm["cubin"]) > 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("stages", [1, 2])  # 1: the loads stay in the loop
+def test_chunked_state(target, stages):
+    L, D, C = 200, 64, 64  # the last chunk is masked
+    q, k, v, w = _chunked_case(np.random.default_rng(2), L, D, C)
+    out = poison((L, D), "float32")
+    run(target, _chunked_state, (1,), [q, k, v, w, out], [L], D=D, C=C, num_warps=4, num_stages=stages)
+    assert_close(out, _chunked_ref(q, k, v, w, C), "float32", rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("stages", [1, 3])
+def test_biased_attention(target, stages):
+    rng = np.random.default_rng(3)
+    M, N, D = 128, 200, 64
+    q = rng.uniform(-0.5, 0.5, (M, D)).astype(np.float16)
+    k, v = (rng.uniform(-0.5, 0.5, (N, D)).astype(np.float16) for _ in range(2))
+    b = rng.uniform(-1, 1, (M, N)).astype(np.float16)
+    out = poison((M, D), "float32")
+    run(target, _biased_attention, (M // 64,), [q, k, v, b, out], [N], D=D, BM=64, BN=64, num_warps=4, num_stages=stages)
+    q64, k64, v64, b64 = (x.astype(np.float64) for x in (q, k, v, b))
+    s = (q64 @ k64.T + b64).astype(np.float16).astype(np.float64)
+    assert_close(out, s @ v64, "float32", rtol=2e-2, atol=2e-2)
