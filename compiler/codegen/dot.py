@@ -18,7 +18,6 @@ from ..passes.pipeline import SMEM_MAX, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
-from ..options import ab_switch
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
@@ -65,10 +64,8 @@ _MMA = {  # (input class, acc class) -> (shape, ptx types, k width)
     # int8: the sum saturates to int32's range instead of wrapping (.satfinite, as Triton's int8 dots)
     ("s8", "s32"): ("m16n8k32", "satfinite.s32.s8.s8.s32"),
     ("u8", "s32"): ("m16n8k32", "satfinite.s32.u8.u8.s32"),
-    # fp64 (sm_90+): its m16n8k8 fragments are tf32's, one double a register; m16n8k16's are two of them along K
-    # (8 a and 4 b registers)
+    # fp64 (sm_90+): its m16n8k8 fragments are tf32's, one double a register
     ("f64", "f64"): ("m16n8k8", "f64.f64.f64.f64"),
-    ("f64k16", "f64"): ("m16n8k16", "f64.f64.f64.f64"),
 }
 
 
@@ -98,11 +95,9 @@ def _mma(e, ic, rc, awords, bwords, cregs):
         return out
     t = {"f32": C.F32, "f64": C.F64}.get(rc, C.I32)
     k = {"f32": "f", "f64": "d"}.get(rc, "r")
-    na, nb = len(awords), len(bwords)
-    regs = lambda lo, n: ",".join(f"${i}" for i in range(lo, lo + n))  # noqa: E731
-    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{{regs(4, na)}}}, {{{regs(4 + na, nb)}}}, "
-            f"{{{regs(4 + na + nb, 4)}}};")
-    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * (na + nb) + ["0", "1", "2", "3"])
+    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
+            "{$10,$11,$12,$13};")
+    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * 6 + ["0", "1", "2", "3"])
     r = _asm(e, text, cons, ir.LiteralStructType([t] * 4), awords + bwords + list(cregs))
     return [e.b.extract_value(r, i) for i in range(4)]
 
@@ -116,14 +111,12 @@ def _e_dot(e, op):
         c = Tile(ll, [c] * ll.num_regs)
     if isinstance(lay, MmaLayout) and lay.version == 3:
         e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
-        return
-    # operands in a copy ring's slot (passes/pipeline.py) of an FMA or mma.sync dot: shared loads straight into the
-    # operand layouts
-    a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
-            if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
-    if isinstance(lay, MmaLayout):
+    elif isinstance(lay, MmaLayout):
         e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
+        # operands in a copy ring's slot (passes/pipeline.py): vector shared loads straight into the operand layouts
+        a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
+                if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
         e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
 
 
@@ -133,11 +126,6 @@ def _dot_mma(e, op, a, b, c, ll):
     ic, rc = _classes(op)
     kw = {"f16": 2, "bf16": 2, "tf32": 1, "f64": 1, "s8": 4, "u8": 4}[ic]
     ksz = 8 * kw
-    # (A/B `dmma_k16`: fp64 dots whose K is a multiple of 16 take m16n8k16, half the instructions of m16n8k8, as
-    # Triton's do)
-    if ic == "f64" and K % 16 == 0 and ab_switch("dmma_k16"):
-        ic, ksz = "f64k16", 16
-    steps = ksz // (8 * kw)  # k8 fragments per instruction: 4 a and 2 b words each
     prec = op.attrs.get("input_precision", "tf32")
     ai, bi = _index(a.ll), _index(b.ll)
     regs = list(c.regs)
@@ -146,7 +134,7 @@ def _dot_mma(e, op, a, b, c, ll):
 
     def word(tile, idx, base, offs):
         vals = [tile.regs[idx[_or(base, o)]] for o in offs]
-        if ic in ("f64", "f64k16"):
+        if ic == "f64":
             return vals[0]
         if ic == "tf32":
             return _tf32(e, vals[0]) if prec != "tf32x3" else vals[0]
@@ -166,9 +154,9 @@ def _dot_mma(e, op, a, b, c, ll):
         acc = regs[r0:r0 + 4]
         for k0 in range(0, K, ksz):
             aw = [word(a, ai, _at(rank, m0 + 8 * (j & 1), k0 + 4 * kw * (j >> 1), bat),
-                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4 * steps)]
+                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4)]
             bw = [word(b, bi, _at(rank, k0 + 4 * kw * j, n0, bat), [_at(rank, i, 0) for i in range(kw)])
-                  for j in range(2 * steps)]
+                  for j in range(2)]
             if ic == "tf32" and prec == "tf32x3":
                 asp = [split(w) for w in aw]
                 bsp = [split(w) for w in bw]

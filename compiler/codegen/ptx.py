@@ -59,10 +59,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Then `ring_reads` (the copy ring takes 16-bit tiles other ops read: smem_load; chunked retention 0.766, attention
 # with a bias tile 0.901) and `ring_rest` (a ring loop's small leftover loads an iteration ahead in registers;
 # attention backward dK/dV 0.945) won and are the code.
-# `mma_ring` (passes/pipeline.py `_pipeline_async`; tenth session): an fp64 dot on mma.sync takes the copy ring read
-# as an FMA dot reads it (H100: mm_fp64 1.015 of the time, its loop then Triton's but for the MMA shape).
-# `dmma_k16` (codegen/dot.py `_dot_mma`; tenth session, untimed): fp64 dots take mma m16n8k16 where K allows.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring", "dmma_k16")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)

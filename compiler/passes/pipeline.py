@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..options import ab_switch
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
@@ -537,12 +536,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # shared loads (codegen/dot.py) instead of the loads' registers being stored to shared memory every iteration.
     # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
     # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
-    # (A/B `mma_ring`: an fp64 dot on mma.sync too: its operand fragments hold single elements, which the dot reads
-    # from the slot as an FMA dot does, one 8-byte shared load each, instead of loads prefetched into registers and
-    # converted through shared memory every iteration)
-    fma = len(dots) == 1 and _has_cp_async(options) and (
-        _fma_dot_loop(loop, options)
-        or (ab_switch("mma_ring") and dots[0].operands[0].type.element.bits == 64))
+    fma = len(dots) == 1 and _fma_dot_loop(loop, options) and _has_cp_async(options)
     if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False
