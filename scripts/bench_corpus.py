@@ -2,7 +2,7 @@
 """The idiom corpus (workloads/corpus) under our compiler and under Triton, from the same source file, in one
 process (issue 16).
 
-    python3 scripts/bench_corpus.py [--out DIR] [--select 'mm_*,attn_*'] [--rounds 5] [--rep-ms 25]
+    python3 scripts/bench_corpus.py [--out DIR] [--select 'mm_*,attn_*'] [--rounds 5] [--rep-ms 25] [--shard 1/2]
     python3 scripts/bench_corpus.py --interpret [--select ...]   # no GPU: both interpreters at the CI sizes
     python3 scripts/bench_corpus.py --compile-only [--select ...]  # no GPU: ours at the H200 specialization, ptxas
     python3 scripts/bench_corpus.py --table DIR/corpus-<date>.json  # re-render a stored run
@@ -643,6 +643,12 @@ def markdown(doc) -> str:
 
 
 # ----------------------------------------------------------------------------------------------- main
+def shard(names, k, n):
+    """The k-th (1-based) of n interleaved shares of the kernel names in name order: every n-th name from the k-th,
+    so each share mixes the corpus's files and kinds alike."""
+    return [x for i, x in enumerate(sorted(names)) if i % n == k - 1]
+
+
 def load_both(select, ab=()):
     import workloads.corpus as corpus
 
@@ -699,6 +705,9 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the kernels and exit")
     ap.add_argument("--ab", default="", help="A/B variants in the same run: semicolon-separated, each a comma list "
                                              "of TILEFARM_AB switches (e.g. 'short_ptr;scan_direct,short_ptr')")
+    ap.add_argument("--shard", default="", metavar="K/N",
+                    help="only the K-th of N interleaved shares of the selected kernels (by name order): a whole-corpus "
+                         "run split over calls that each stay under the device's time limit")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.table:
@@ -714,6 +723,14 @@ def main(argv=None):
         log("--ab times variants: it runs on the GPU or with --dry-run")
         return 2
     names, cases = load_both(select, ab)
+    if args.shard:
+        try:
+            k, n = (int(x) for x in args.shard.split("/"))
+            assert 1 <= k <= n
+        except (ValueError, AssertionError):
+            log(f"--shard {args.shard!r}: want K/N with 1 <= K <= N, e.g. 1/2")
+            return 2
+        names = shard(names, k, n)
     if args.list:
         for n in names:
             c = cases["tilefarm"].get(n) or cases["triton"][n]

@@ -159,3 +159,17 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
     assert rows[0]["ab:short_ptr"]["ok"] and rows[0]["tilefarm"]["ok"]
     assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:short_ptr", "short_ptr")
     assert os.environ["TILEFARM_AB"] == "short_ptr"  # restored
+
+
+def test_shards_split_the_selection_into_disjoint_interleaved_shares():
+    names = [f"k{i:02d}" for i in range(11)]
+    shares = [bench_corpus.shard(list(reversed(names)), k, 3) for k in (1, 2, 3)]
+    assert sorted(sum(shares, [])) == names and [len(s) for s in shares] == [4, 4, 3]
+    assert shares[0][:2] == ["k00", "k03"]
+    assert bench_corpus.main(["--list", "--shard", "3/2"]) == 2
+
+
+def test_list_takes_one_shard(capsys):
+    assert bench_corpus.main(["--list", "--select", "saxpy_*,transpose*", "--shard", "1/2"]) == 0
+    listed = [ln.split()[0] for ln in capsys.readouterr().out.splitlines() if ln.strip()]
+    assert listed == ["saxpy_2p26_f32", "transpose32_f32", "transpose_addr_f16"]
