@@ -59,7 +59,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Then `ring_reads` (the copy ring takes 16-bit tiles other ops read: smem_load; chunked retention 0.766, attention
 # with a bias tile 0.901) and `ring_rest` (a ring loop's small leftover loads an iteration ahead in registers;
 # attention backward dK/dV 0.945) won and are the code.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
+# `sink_loads` (passes/schedule.py; 2026-12-06, tenth session, untimed): loads of block values (and their widening
+# casts) move down past long runs of pure arithmetic to their first users; ptxas then keeps a dropout's Philox key
+# schedule in uniform registers (40 -> 32 registers, 12 -> 16 blocks per SM, as Triton's). Changes six corpus
+# kernels' PTX (the dropouts, Gumbel sampling, three attention kernels; registers the same there).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_loads")
 
 
 @functools.lru_cache(maxsize=None)
