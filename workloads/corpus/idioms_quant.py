@@ -22,7 +22,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from workloads.corpus._case import Case, cast, cdiv, pmap, randn, uniform
+from workloads.corpus._case import Case, cast, cdiv, philox_uniform, pmap, randn, uniform
 
 
 # --- 1. per-tensor fp8 scaling, pass 1: the tensor's absmax -----------------------------------------------------------
@@ -267,28 +267,6 @@ def quant_fp8_ref(p, x):
 def quant_fp8_launch(p, a, m):
     M, N = p["M"], p["N"]
     return (M,), [a["x"], as_e4m3(a["q"]), a["scale"], N, N, N]
-
-
-def philox_uniform(seed, offsets):
-    """tl.rand(seed, offsets) on the host: ten Philox-4x32 rounds of (offset, 0, 0, 0) under the seed's two 32-bit
-    halves, the first word as a signed int folded to non-negative and scaled by 2^-31 in float32. The same as
-    llm_kernels._philox_uniform: each corpus file is loaded with `triton` resolved for it alone, so one file cannot
-    import another's helpers."""
-    c0 = offsets.astype(np.uint64)
-    c1 = np.zeros_like(c0)
-    c2 = np.zeros_like(c0)
-    c3 = np.zeros_like(c0)
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    m32 = np.uint64(0xFFFFFFFF)
-    A, B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    for _ in range(10):
-        pa, pb = A * c0, B * c2
-        c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & m32, pb & m32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & m32, \
-            pa & m32
-        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
-    s = c0.astype(np.uint32).view(np.int32).astype(np.int64)
-    s = np.where(s < 0, -s - 1, s)
-    return s.astype(np.float32) * np.float32(4.6566127342e-10)
 
 
 def dropout_ln_inputs(p, rng):

@@ -5,7 +5,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from workloads.corpus._case import Case, cdiv, randn
+from workloads.corpus._case import Case, cdiv, philox_uniform, randn
 
 
 @triton.jit
@@ -92,31 +92,11 @@ def _rope_ref(p, x):
     return {"y": np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)}
 
 
-def _philox_uniform(seed, offsets):
-    """tl.rand(seed, offsets): ten Philox-4x32 rounds of (offset, 0, 0, 0) under the seed's two 32-bit halves,
-    the first word as a signed int folded to non-negative and scaled by 2^-31 in float32."""
-    c0 = offsets.astype(np.uint64)
-    c1 = np.zeros_like(c0)
-    c2 = np.zeros_like(c0)
-    c3 = np.zeros_like(c0)
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    m32 = np.uint64(0xFFFFFFFF)
-    A, B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    for _ in range(10):
-        pa, pb = A * c0, B * c2
-        c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & m32, pb & m32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & m32, \
-            pa & m32
-        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
-    s = c0.astype(np.uint32).view(np.int32).astype(np.int64)
-    s = np.where(s < 0, -s - 1, s)
-    return s.astype(np.float32) * np.float32(4.6566127342e-10)
-
-
 P_DROP, SEED = 0.3, 1234
 
 
 def _dropout_ref(p, x):
-    keep = _philox_uniform(SEED, np.arange(p["N"])) > np.float32(P_DROP)
+    keep = philox_uniform(SEED, np.arange(p["N"])) > np.float32(P_DROP)
     return {"out": np.where(keep, x["x"] / (1.0 - P_DROP), 0.0)}
 
 
