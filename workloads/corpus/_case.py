@@ -20,6 +20,7 @@ unchanged under our compiler (compiler.triton_compat.load_kernel_file) and under
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -143,6 +144,9 @@ class Case:
     zero: tuple = ()
     xfail: str | None = None
     idiom: str = ""
+    # the kernel reaches arrays through addresses stored in other arrays (pointer arrays), not only as arguments:
+    # our interpreter is then told every array of the launch is the kernel's memory (compiler.interpreter.host_memory)
+    addresses: bool = False
 
     def meta_for(self, size: str) -> dict:
         return dict(self.ci_meta if size == "ci" and self.ci_meta is not None else self.meta)
@@ -180,7 +184,18 @@ class Case:
         """Launch `kernel` (this case's kernel as one compiler loaded it) on `arrays` (inputs + outputs)."""
         grid, args = self.launch(p, arrays, meta)
         consts, opts = self.split_meta(meta)
-        return kernel[grid](*args, **consts, **opts)
+        with self.memory(kernel, arrays):
+            return kernel[grid](*args, **consts, **opts)
+
+    def memory(self, kernel, arrays: dict):
+        """The context to launch `kernel` on `arrays` in: for a case whose kernel reads addresses from pointer
+        arrays (`addresses`), our interpreter told that every array of the launch is the kernel's memory."""
+        if self.addresses and type(kernel).__module__.split(".")[0] == "compiler" and \
+                all(isinstance(v, np.ndarray) for v in arrays.values()):
+            from compiler.interpreter import host_memory
+
+            return host_memory(*arrays.values())
+        return contextlib.nullcontext()
 
     def as_workload(self, source_file: str = ""):
         """This case as a farm workload (workloads.base.Workload), or None for a case whose outputs accumulate

@@ -1,4 +1,4 @@
-"""Seven idioms from quantization and transformer-layer code: the first pass of per-tensor dynamic fp8 scaling, a
+"""Eight idioms from quantization and transformer-layer code: the first pass of per-tensor dynamic fp8 scaling, a
 grid-stride loop of tl.num_programs(0) programs keeping a per-lane running |x| maximum of a large bf16 tensor, each
 program folding its tl.max into one float32 scalar by tl.atomic_max (the output zeroed by the launch: |x| >= 0);
 per-token fp8 (e4m3) quantization, each row's absmax giving scale = amax / 448 and tl.clamp(x / scale, -448, 448)
@@ -12,11 +12,11 @@ giving zeros rather than NaN by the kernel's own guards on the row maximum and t
 the key heads (pointers chosen in the two branches of a runtime `if`), cos and sin gathered from a [max position,
 head dim] cache through an int32 position id per token; a log-sum-exp over the middle axis of a [B, L, D] tensor in
 L-chunks, an online column maximum and rescaled sum carried across the loop; and a bf16 GEMV with a fused epilogue,
-y = s * (W @ x) + r with a float32 per-row scale and a bf16 residual, `acc += tl.sum(w * x[None, :], axis=1)` over K.
-
-Not here: a grouped GEMM over pointer arrays (int64 device addresses of each group's A, B, C). The corpus harness
-hands our interpreter NumPy arrays, and the interpreter reaches only the launch's own arrays unless the others are
-named by compiler.interpreter.host_memory around the launch, which a corpus file (plain Triton) cannot do.
+y = s * (W @ x) + r with a float32 per-row scale and a bf16 residual, `acc += tl.sum(w * x[None, :], axis=1)` over K;
+and a grouped GEMM through pointer arrays, each group's A, B, C base addresses in int64 arrays turned into pointers
+by .to(tl.pointer_type(tl.float16)) and its sizes in an int32 array, a fixed number of programs walking all groups'
+tiles (a while loop inside the loop over groups; the case's `addresses` tells our interpreter about the arrays the
+kernel reaches only through those addresses).
 """
 import numpy as np
 import triton
@@ -174,7 +174,82 @@ def gemv_scale_residual_kernel(W, X, S, R, Y, N, K, stride_wn, BLOCK_N: tl.const
     tl.store(Y + rn, (s * acc + r).to(tl.bfloat16), mask=n_mask)
 
 
+# --- 8. grouped GEMM over pointer arrays ---------------------------------------------------------------------------
+@triton.jit
+def grouped_gemm_ptrs_kernel(A_PTRS, B_PTRS, C_PTRS, SIZES, n_groups, NUM_PROGRAMS: tl.constexpr,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # group g: C_g = A_g @ B_g, row-major fp16 [M_g, K_g] x [K_g, N_g] -> [M_g, N_g]; the groups' base addresses sit
+    # in int64 arrays and their sizes in SIZES[3g:3g+3]. NUM_PROGRAMS programs walk all groups' tiles in order,
+    # program p taking tiles p, p + NUM_PROGRAMS, ... wherever they fall
+    tile = tl.program_id(0)
+    first = 0
+    for g in range(n_groups):
+        M = tl.load(SIZES + 3 * g)
+        N = tl.load(SIZES + 3 * g + 1)
+        K = tl.load(SIZES + 3 * g + 2)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        count = tl.cdiv(M, BLOCK_M) * tiles_n
+        a_base = tl.load(A_PTRS + g).to(tl.pointer_type(tl.float16))
+        b_base = tl.load(B_PTRS + g).to(tl.pointer_type(tl.float16))
+        c_base = tl.load(C_PTRS + g).to(tl.pointer_type(tl.float16))
+        while tile >= first and tile < first + count:
+            local = tile - first
+            rm = (local // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+            rn = (local % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+            rk = tl.arange(0, BLOCK_K)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                a = tl.load(a_base + rm[:, None] * K + (k0 + rk)[None, :],
+                            mask=(rm[:, None] < M) & (k0 + rk[None, :] < K), other=0.0)
+                b = tl.load(b_base + (k0 + rk)[:, None] * N + rn[None, :],
+                            mask=(k0 + rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+                acc = tl.dot(a, b, acc)
+            tl.store(c_base + rm[:, None] * N + rn[None, :], acc.to(tl.float16),
+                     mask=(rm[:, None] < M) & (rn[None, :] < N))
+            tile += NUM_PROGRAMS
+        first += count
+
+
 # --- host side --------------------------------------------------------------------------------------------------------
+def grouped_inputs(p, rng):
+    out = {}
+    for g, (M, N, K) in enumerate(p["groups"]):
+        out[f"a{g}"] = randn(rng, (M, K), "float16", 0.5)
+        out[f"b{g}"] = randn(rng, (K, N), "float16", 0.5)
+    return out
+
+
+def grouped_outputs(p):
+    return {f"c{g}": ((M, N), "float16") for g, (M, N, K) in enumerate(p["groups"])}
+
+
+def grouped_ref(p, x):
+    return {f"c{g}": x[f"a{g}"] @ x[f"b{g}"] for g in range(len(p["groups"]))}
+
+
+def _addresses(arrays):
+    """The int64 array of the arrays' base addresses, where the kernel can read it: host memory for NumPy arrays
+    (our interpreter, told of them by the case's `addresses`), device memory beside torch tensors."""
+    if isinstance(arrays[0], np.ndarray):
+        return np.array([a.ctypes.data for a in arrays], np.int64)
+    import torch
+
+    return torch.tensor([a.data_ptr() for a in arrays], dtype=torch.int64, device=arrays[0].device)
+
+
+def grouped_launch(p, a, m):
+    groups = p["groups"]
+    n = len(groups)
+    sizes = np.array(groups, np.int32).reshape(-1)
+    if not isinstance(a["a0"], np.ndarray):
+        import torch
+
+        sizes = torch.from_numpy(sizes).to(a["a0"].device)
+    ptrs = [_addresses([a[f"{w}{g}"] for g in range(n)]) for w in "abc"]
+    tiles = sum(cdiv(M, m["BLOCK_M"]) * cdiv(N, m["BLOCK_N"]) for M, N, K in groups)
+    return (min(m["NUM_PROGRAMS"], tiles),), [*ptrs, sizes, n]
+
+
 def absmax_inputs(p, rng):
     # a handful of outliers far from the bulk, as activations have: the maximum is one of them
     n = p["n"]
@@ -466,4 +541,16 @@ CASES = [
          bytes=lambda p: 2.0 * p["N"] * p["K"] + 2.0 * p["K"] + 8.0 * p["N"],
          idiom="decode GEMV with a fused epilogue: bf16 W [N, K] row-major in row blocks, acc += tl.sum(w * "
                "x[None, :], axis=1) in fp32 over a K loop, y = s * acc + r (fp32 per-row scale, bf16 residual)"),
+    Case("grouped_gemm_ptrs_f16", grouped_gemm_ptrs_kernel, grouped_inputs, grouped_outputs, grouped_ref,
+         grouped_launch,
+         gpu={"groups": [[4096, 2048, 1024], [1024, 4096, 2048], [2048, 1024, 4096], [512, 1536, 2048]]},
+         ci={"groups": [[40, 24, 40], [17, 33, 20], [64, 16, 48], [9, 40, 24]]},
+         meta={"NUM_PROGRAMS": 132, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+         ci_meta={"NUM_PROGRAMS": 4, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 2},
+         tol={"float16": (1e-2, 5e-3)}, addresses=True,
+         flops=lambda p: sum(2.0 * M * N * K for M, N, K in p["groups"]),
+         bytes=lambda p: sum(2.0 * (M * K + K * N + M * N) for M, N, K in p["groups"]),
+         idiom="grouped GEMM through pointer arrays: each group's A, B, C base addresses loaded from int64 arrays and "
+               "cast by .to(tl.pointer_type(tl.float16)), its M, N, K from an int32 array, a fixed number of programs "
+               "walking every group's tiles in a while loop inside the loop over groups"),
 ]
