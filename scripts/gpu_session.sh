@@ -287,8 +287,9 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
   # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, tenth session): the A/B
   # `sink_loads` (loads moved down past long arithmetic: dropout 40 -> 32 registers, 12 -> 16 blocks per SM) on the
-  # six corpus kernels whose PTX it changes (PENDING_AB takes 'V1;V2' for separate variants)
-  PENDING_CASES=${PENDING_CASES-dropout_f32,dropout_add_layernorm_f16,gumbel_sample_vocab_f32,attn_bias_d64,attn_d256_lse_bf16,attn_sliding_window_d64}
+  # six corpus kernels whose PTX it changes, and the grouped GEMM through pointer arrays (first timing; PENDING_AB
+  # takes 'V1;V2' for separate variants)
+  PENDING_CASES=${PENDING_CASES-grouped_gemm_ptrs_f16,dropout_f32,dropout_add_layernorm_f16,gumbel_sample_vocab_f32,attn_bias_d64,attn_d256_lse_bf16,attn_sliding_window_d64}
   PENDING_AB=${PENDING_AB-sink_loads}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
