@@ -285,12 +285,12 @@ if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, tenth session): the A/B
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, tenth session): the A/Bs
   # `sink_loads` (loads moved down past long arithmetic: dropout 40 -> 32 registers, 12 -> 16 blocks per SM) on the
-  # six corpus kernels whose PTX it changes, and the grouped GEMM through pointer arrays (first timing; PENDING_AB
-  # takes 'V1;V2' for separate variants)
-  PENDING_CASES=${PENDING_CASES-grouped_gemm_ptrs_f16,dropout_f32,dropout_add_layernorm_f16,gumbel_sample_vocab_f32,attn_bias_d64,attn_d256_lse_bf16,attn_sliding_window_d64}
-  PENDING_AB=${PENDING_AB-sink_loads}
+  # six corpus kernels whose PTX it changes and `fp8_pairs` (fp8 casts two registers a cvt) on the per-token fp8
+  # quantization, and the grouped GEMM through pointer arrays (first timing)
+  PENDING_CASES=${PENDING_CASES-grouped_gemm_ptrs_f16,quant_fp8_per_token_e4m3,dropout_f32,dropout_add_layernorm_f16,gumbel_sample_vocab_f32,attn_bias_d64,attn_d256_lse_bf16,attn_sliding_window_d64}
+  PENDING_AB=${PENDING_AB-sink_loads;fp8_pairs}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

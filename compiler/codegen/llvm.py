@@ -15,6 +15,7 @@ import llvmlite.ir as ir
 
 from ..ir import optable, types as T
 from ..passes.layouts import linear, log2
+from ..options import ab_switch
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
 from . import inline_asm as _inline_asm  # noqa: F401,E402  (registers its emitter: tl.inline_asm_elementwise)
@@ -664,6 +665,28 @@ def _f32_to_fp8(e, x, dst):
     return e.b.trunc(e.b.call(asm, [ir.Constant(C.F32, 0.0), x]), C.I8)  # $2 -> the low byte
 
 
+def _fp8_pairs_apply(e, op, src, dst) -> bool:
+    """(A/B `fp8_pairs`) a cast of a tile to float8e4nv / float8e5 from a non-fp8 type, rounding to nearest, with its
+    registers in pairs: one cvt.rn.satfinite.{e4m3,e5m2}x2.f32 converts two of them (each rounded on its own, the
+    same bits as one at a time), as Triton's conversions do, instead of one per register."""
+    return (ab_switch("fp8_pairs") and dst.is_fp8() and not dst.is_fp8e4b15() and not src.is_fp8()
+            and dst.name in _FP8_PTX and op.attrs.get("rounding") != "rtz" and bool(op.result.type.shape)
+            and len(e.regs(op.operands[0])) % 2 == 0)
+
+
+def _cast_fp8_pairs(e, op, src, dst):
+    xs = e.regs(op.operands[0])
+    fs = [x if src.is_fp32() else CASTS[(_ccls(src), "f")](e, x, C.F32, op) for x in xs]
+    fty = ir.FunctionType(C.I16, [C.F32, C.F32])
+    asm = ir.InlineAsm(fty, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32 $0, $1, $2;", "=h,f,f")
+    vt = ir.VectorType(C.I8, 2)
+    out = []
+    for i in range(0, len(fs), 2):
+        w = e.b.bitcast(e.b.call(asm, [fs[i + 1], fs[i]]), vt)  # $1 -> the high byte (element 1), $2 -> the low
+        out += [e.b.extract_element(w, e.i32(0)), e.b.extract_element(w, e.i32(1))]
+    e.put(op.result, out)
+
+
 def _f32_rtz_e5m2(e, x):
     """f32 -> float8e5 rounding toward zero: float16 toward zero (cvt.rz, which keeps a finite value finite), whose
     high byte is the e5m2 value truncated; infinities saturate to +-max as the round-to-nearest cast's do."""
@@ -706,6 +729,9 @@ def _e_cast(e, op):
     if isinstance(src, T.pointer_type) or isinstance(dst, T.pointer_type):
         raise error(f"cast between {src} and {dst} (use bitcast / ptr_to_int)", op.loc)
     if src.is_fp8() or dst.is_fp8():
+        if _fp8_pairs_apply(e, op, src, dst):
+            _cast_fp8_pairs(e, op, src, dst)
+            return
         e.map(op, lambda x: _fp8_cast(e, x, src, dst, op))
         return
     if op.attrs.get("rounding") == "rtz":

@@ -63,7 +63,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # casts) move down past long runs of pure arithmetic to their first users; ptxas then keeps a dropout's Philox key
 # schedule in uniform registers (40 -> 32 registers, 12 -> 16 blocks per SM, as Triton's). Changes six corpus
 # kernels' PTX (the dropouts, Gumbel sampling, three attention kernels; registers the same there).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_loads")
+# `fp8_pairs` (codegen/llvm.py `_cast_fp8_pairs`; tenth session, untimed): casts to fp8 convert register pairs with
+# one cvt.rn.satfinite.*x2.f32, the pair's two bytes kept as a 2-byte vector for the store (per-token fp8
+# quantization: SASS 408 -> 336 instructions, Triton's 312; 16 F2FP as Triton's, no PRMT; 48 registers either way).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_loads", "fp8_pairs")
 
 
 @functools.lru_cache(maxsize=None)
