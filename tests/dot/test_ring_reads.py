@@ -125,3 +125,51 @@ def test_biased_attention(target, stages):
     q64, k64, v64, b64 = (x.astype(np.float64) for x in (q, k, v, b))
     s = (q64 @ k64.T + b64).astype(np.float16).astype(np.float64)
     assert_close(out, s @ v64, "float32", rtol=2e-2, atol=2e-2)
+
+
+@compiler.jit
+def _scaled_in_branch(Q, K, V, O, L, flag, D: tl.constexpr, C: tl.constexpr):
+    # k feeds the scores (transposed) and, only when `flag` is nonzero, a product inside an `if` in the loop
+    rc = tl.arange(0, C)
+    rd = tl.arange(0, D)
+    acc = tl.zeros([C, D], dtype=tl.float32)
+    q = tl.load(Q + rc[:, None] * D + rd[None, :])
+    for start in range(0, L, C):
+        off = (start + rc)[:, None] * D + rd[None, :]
+        k = tl.load(K + off)
+        v = tl.load(V + off)
+        s = tl.dot(q, tl.trans(k))
+        if flag:
+            v = (v * k).to(tl.float16)
+        acc = tl.dot(s.to(tl.float16), v, acc)
+    tl.store(O + rc[:, None] * D + rd[None, :], acc)
+
+
+def test_a_slot_read_inside_a_branch_is_read_before_the_branch():
+    z = np.zeros((128, 64), np.float16)
+    mod = _pipeline(_scaled_in_branch, [z[:64], z, z, np.zeros((64, 64), np.float32), 128, 2], dict(D=64, C=64),
+                    nw=4, stages=3)
+    body = _loop(mod).blocks[0].ops
+    kinds = [o.kind for o in body]
+    assert "load" not in kinds and kinds.index("smem_load") < kinds.index("if")
+    ck = _scaled_in_branch.warmup(z[:64], z, z, np.zeros((64, 64), np.float32), 128, 2, D=64, C=64, grid=(1,),
+                                  target="sm_90a", num_warps=4, num_stages=3)
+    assert len(ck.asm["cubin"]) > 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("flag", [0, 2])  # 2: a runtime value (an int 1 would be specialized)
+def test_scaled_in_branch(target, flag):
+    rng = np.random.default_rng(5)
+    L, D, C = 192, 64, 64
+    q = rng.uniform(-0.5, 0.5, (C, D)).astype(np.float16)
+    k, v = (rng.uniform(-0.5, 0.5, (L, D)).astype(np.float16) for _ in range(2))
+    out = poison((C, D), "float32")
+    run(target, _scaled_in_branch, (1,), [q, k, v, out], [L, flag], D=D, C=C, num_warps=4, num_stages=3)
+    ref = np.zeros((C, D))
+    for s0 in range(0, L, C):
+        kc, vc = k[s0:s0 + C], v[s0:s0 + C]
+        s = (q.astype(np.float64) @ kc.astype(np.float64).T).astype(np.float16).astype(np.float64)
+        vv = (vc.astype(np.float32) * kc.astype(np.float32)).astype(np.float16) if flag else vc
+        ref += s @ vv.astype(np.float64)
+    assert_close(out, ref, "float32", rtol=2e-2, atol=2e-2)
