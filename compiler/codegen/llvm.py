@@ -675,16 +675,20 @@ def _fp8_pairs_apply(e, op, src, dst) -> bool:
 
 
 def _cast_fp8_pairs(e, op, src, dst):
-    xs = e.regs(op.operands[0])
-    fs = [x if src.is_fp32() else CASTS[(_ccls(src), "f")](e, x, C.F32, op) for x in xs]
-    fty = ir.FunctionType(C.I16, [C.F32, C.F32])
-    asm = ir.InlineAsm(fty, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32 $0, $1, $2;", "=h,f,f")
-    vt = ir.VectorType(C.I8, 2)
+    fs = [x if src.is_fp32() else CASTS[(_ccls(src), "f")](e, x, C.F32, op) for x in e.regs(op.operands[0])]
+    e.put(op.result, _paired_cvt(e, fs, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32", C.I16, "h", C.I8))
+
+
+def _paired_cvt(e, xs, instr, word, cons, elem):
+    """float32 registers (2i, 2i+1) rounded by one two-wide conversion `instr` each (its result a `word`, register
+    constraint `cons`), taken apart as a 2-vector of `elem`: register 2i the low half, 2i+1 the high one."""
+    asm = ir.InlineAsm(ir.FunctionType(word, [C.F32, C.F32]), f"{instr} $0, $1, $2;", f"={cons},f,f")
+    vt = ir.VectorType(elem, 2)
     out = []
-    for i in range(0, len(fs), 2):
-        w = e.b.bitcast(e.b.call(asm, [fs[i + 1], fs[i]]), vt)  # $1 -> the high byte (element 1), $2 -> the low
+    for i in range(0, len(xs), 2):
+        w = e.b.bitcast(e.b.call(asm, [xs[i + 1], xs[i]]), vt)  # $1 -> the upper half, $2 -> the lower
         out += [e.b.extract_element(w, e.i32(0)), e.b.extract_element(w, e.i32(1))]
-    e.put(op.result, out)
+    return out
 
 
 def _f32_rtz_e5m2(e, x):
@@ -755,15 +759,7 @@ def _cast_pairs(e, op, kind, t):
     """Round register pairs (2i, 2i+1) with one cvt.rn.{f16,bf16}x2.f32 each, as an opaque instruction: left to
     LLVM, a pair is sometimes split into two scalar cvt.rn.f16.f32, and when those read wgmma accumulators ptxas
     serializes every wgmma of the kernel (C7514, seen on 128x128x64 w8 matmul)."""
-    xs = e.regs(op.operands[0])
-    fty = ir.FunctionType(C.I32, [C.F32, C.F32])
-    asm = ir.InlineAsm(fty, f"cvt.rn.{kind}x2.f32 $0, $1, $2;", "=r,f,f")
-    vt = ir.VectorType(t, 2)
-    out = []
-    for i in range(0, len(xs), 2):
-        w = e.b.bitcast(e.b.call(asm, [xs[i + 1], xs[i]]), vt)  # $1 -> the upper half, $2 -> the lower
-        out += [e.b.extract_element(w, e.i32(0)), e.b.extract_element(w, e.i32(1))]
-    e.put(op.result, out)
+    e.put(op.result, _paired_cvt(e, e.regs(op.operands[0]), f"cvt.rn.{kind}x2.f32", C.I32, "r", t))
 
 
 @emits("bitcast")

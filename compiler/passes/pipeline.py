@@ -470,19 +470,9 @@ def _zero_other(o) -> bool:
 
 def _dots_read_only(v, body) -> bool:
     """Every use of v in the loop body is an operand (a or b) of a dot of the body, directly or through a transpose
-    of the matrix dims used only that way."""
-    for o in body.walk():
-        for i, x in enumerate(o.operands):
-            if x is not v:
-                continue
-            if o.kind == "dot" and i < 2 and o.block is body:
-                continue
-            if o.kind == "permute" and _swaps_matrix_dims(o) and o.block is body:
-                users = [(u, k) for u in body.walk() for k, y in enumerate(u.operands) if y is o.result]
-                if len(users) == 1 and users[0][0].kind == "dot" and users[0][1] < 2:
-                    continue
-            return False
-    return True
+    of the matrix dims used only that way (_feeds_dot)."""
+    return all(o.block is body and _feeds_dot(body, o, i)
+               for o in body.walk() for i, x in enumerate(o.operands) if x is v)
 
 
 def _same_bits_cast(o) -> bool:

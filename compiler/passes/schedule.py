@@ -56,6 +56,13 @@ def schedule_loads(module, options):
     return module
 
 
+# only past a long stretch of arithmetic (a dropout mask's 10 Philox rounds are about 130 ops): past a few address
+# ops, a load moved down changed other kernels' registers both ways (a transpose lost 2 blocks per SM)
+_SINK_SPAN = 32
+# ops a load may move below: pure arithmetic outside regions (not layout conversions: their barriers; not dots)
+_SINKABLE_PAST = kinds("pure", without=("region",)) - {"dot"}
+
+
 def _uses(top, vid) -> bool:
     ops = [top] + [u for b in top.blocks for u in b.walk()]
     return any(v.id == vid for u in ops for v in u.operands)
@@ -89,20 +96,11 @@ def _sink_loads_block(block):
         i -= 1
 
 
-# only past a long stretch of arithmetic (a dropout mask's 10 Philox rounds are about 130 ops): past a few address
-# ops, a load moved down changed other kernels' registers both ways (a transpose lost 2 blocks per SM)
-_SINK_SPAN = 32
-
-
-# ops a load may move below: pure arithmetic outside regions (not layout conversions: their barriers; not dots)
-_SINKABLE_PAST = kinds("pure", without=("region",)) - {"dot"}
-
-
 def sink_loads(module, options):
     """Pass (A/B `sink_loads`): a global load of a block value (and a widening cast of it) moves down past the pure
-    arithmetic between it and its first user. ptxas places the load itself (it hoists loads within a block); what changes is its register
-    allocation: a dropout's x loaded before the mask's Philox rounds kept the rounds' key schedule out of the
-    uniform registers (40 registers against Triton's 32; 95 against 48 in the fused dropout + LayerNorm)."""
+    arithmetic between it and its first user. ptxas places the load itself (it hoists loads within a block); what
+    changes is its register allocation: a dropout's x loaded before the mask's Philox rounds kept the rounds' key
+    schedule out of the uniform registers (40 registers against Triton's 32)."""
     if ab_switch("sink_loads"):
         _sink_loads_block(module.function.body)
     return module

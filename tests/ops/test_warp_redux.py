@@ -1,4 +1,4 @@
-"""Integer reductions across a whole warp as one `redux.sync` (A/B switch `redux`, codegen/reduce.py `_redux`):
+"""Integer reductions across a whole warp as one `redux.sync` (codegen/reduce.py `_redux`):
 which reductions take it (32-bit integers, a single add/min/max/and/or/xor, all 32 lanes along the axis; lanes that
 only replicate data only for the idempotent ones), and, on a GPU, that the results are the shuffle path's."""
 import numpy as np
