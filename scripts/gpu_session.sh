@@ -285,17 +285,15 @@ if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). The defaults (2026-12-06, tenth session): the A/Bs
-  # `sink_loads` (loads moved down past long arithmetic: dropout 40 -> 32 registers, 12 -> 16 blocks per SM) on the
-  # six corpus kernels whose PTX it changes and `fp8_pairs` (fp8 casts two registers a cvt) on the per-token fp8
-  # quantization, and the grouped GEMM through pointer arrays (first timing)
-  PENDING_CASES=${PENDING_CASES-grouped_gemm_ptrs_f16,quant_fp8_per_token_e4m3,dropout_f32,dropout_add_layernorm_f16,gumbel_sample_vocab_f32,attn_bias_d64,attn_d256_lse_bf16,attn_sliding_window_d64}
-  PENDING_AB=${PENDING_AB-sink_loads;fp8_pairs}
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults: none pending (2026-12-06, eleventh
+  # session: the tenth session's A/Bs decided); set PENDING_CASES (globs) and PENDING_AB for the next ones.
+  PENDING_CASES=${PENDING_CASES-}
+  PENDING_AB=${PENDING_AB-}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_loads.py \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \

@@ -59,14 +59,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # Then `ring_reads` (the copy ring takes 16-bit tiles other ops read: smem_load; chunked retention 0.766, attention
 # with a bias tile 0.901) and `ring_rest` (a ring loop's small leftover loads an iteration ahead in registers;
 # attention backward dK/dV 0.945) won and are the code.
-# `sink_loads` (passes/schedule.py; 2026-12-06, tenth session, untimed): loads of block values (and their widening
-# casts) move down past long runs of pure arithmetic to their first users; ptxas then keeps a dropout's Philox key
-# schedule in uniform registers (40 -> 32 registers, 12 -> 16 blocks per SM, as Triton's). Changes six corpus
-# kernels' PTX (the dropouts, Gumbel sampling, three attention kernels; registers the same there).
-# `fp8_pairs` (codegen/llvm.py `_cast_fp8_pairs`; tenth session, untimed): casts to fp8 convert register pairs with
-# one cvt.rn.satfinite.*x2.f32, the pair's two bytes kept as a 2-byte vector for the store (per-token fp8
-# quantization: SASS 408 -> 336 instructions, Triton's 312; 16 F2FP as Triton's, no PRMT; 48 registers either way).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_loads", "fp8_pairs")
+# 2026-12-06, eleventh session, H100 (benchmarks/2026-12-06e-h100): `fp8_pairs` (fp8 casts two registers a cvt;
+# per-token fp8 quantization 0.944) won and is the code; `sink_loads` (loads moved down past long arithmetic to their
+# first users) changed nothing measurable (1.001 over the 8 kernels it changed) and left (docs/EXPERIMENTS.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)

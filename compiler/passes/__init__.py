@@ -13,7 +13,7 @@ from .canonicalize import canonicalize
 from .dce import dce
 from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
-from .schedule import schedule_loads, sink_loads
+from .schedule import schedule_loads
 from .wgmma_loops import wgmma_loops
 
 
@@ -37,8 +37,6 @@ PIPELINE = [
     # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
     # before the first conversion's barrier (which ptxas never moves a load across).
     ("schedule_loads", schedule_loads),
-    # (A/B) loads down past pure arithmetic to their first users, for ptxas's register allocation
-    ("sink_loads", sink_loads),
     # Which wgmma dots stay in flight across K-loop iterations and which loops wait for them at their exit: last,
     # on the final op order and layouts; codegen reads its answers instead of deciding (and recording) them itself.
     ("wgmma_loops", wgmma_loops),
