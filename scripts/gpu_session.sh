@@ -4,7 +4,7 @@
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
 #                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain,
-#                                       gputests,ncucorpus] [pytest args]
+#                                       gputests,ncucorpus,swap] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -282,6 +282,11 @@ if [[ ",$what," == *",ab,"* ]]; then  # named only: an A/B in progress, TILEFARM
 fi
 if [[ ",$what," == *",gputests,"* ]]; then  # named only: the gpu tests named by the arguments (files, -k ...)
   step gputests timeout "${GPUTESTS_S:-180}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 "$@"
+fi
+if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with each compiler's cubin through one raw
+  # launcher, each compiler's PTX through the other's ptxas, ours with Triton's entry directives (diag_swap.py)
+  step diag-swap timeout "${SWAP_S:-300}" python3 scripts/diag_swap.py ${SWAP:-mm_mask_mn_f16 mm_tutorial_f16} \
+    --rounds "${ROUNDS:-3}" --out "$OUT/swap"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
