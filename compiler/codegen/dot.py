@@ -1055,6 +1055,7 @@ class _Ring:
         self.started = False
         self.start = 0  # where the ring begins in shared memory (1024-aligned)
         self.slot = None  # the loop's carried byte offset of this iteration's slot (ring_slot_begin)
+        self.prev = []  # the slots of iterations i-1, i-2, ... carried beside it (spec["carry_prev"])
 
 
 def _ring(e, op):
@@ -1087,12 +1088,26 @@ def ring_slot_begin(e, loop, pre):
     ring = _ring(e, loop)
     ring.slot = e.b.phi(C.I32)
     ring.slot.add_incoming(e.i32(0), pre)
+    ring.prev = []
+    stages, sb, ahead = ring.spec["stages"], ring.spec["stage_bytes"], ring.spec.get("ahead")
+    if ring.spec.get("carry_prev") and ahead and 0 < stages - ahead < stages:
+        # (passes/pipeline.py decides) the copies `ahead` iterations on write the slot that iteration
+        # i - (stages - ahead) read: carried from the iterations before, it is a register at the copies instead of
+        # an add, a compare and a select on the way to them. Before the first iteration those are the slots after
+        # the prologue's: iteration -j read slot stages - j.
+        for j in range(1, stages - ahead + 1):
+            p = e.b.phi(C.I32)
+            p.add_incoming(e.i32((stages - j) * sb), pre)
+            ring.prev.append(p)
     return ring
 
 
 def ring_slot_end(e, ring):
-    """The next iteration's slot offset (at the end of the body; the caller adds the incoming edge)."""
+    """The next iteration's slot offset (at the end of the body; the caller adds the incoming edge of the slot;
+    the previous slots' edges are added here, from the current block)."""
     sb = ring.spec["stage_bytes"]
+    for p, v in zip(ring.prev, [ring.slot] + ring.prev[:-1]):
+        p.add_incoming(v, e.b.block)
     nxt = e.b.add(ring.slot, e.i32(sb))
     return e.b.select(e.b.icmp_unsigned("==", nxt, e.i32(ring.spec["stages"] * sb)), e.i32(0), nxt)
 
@@ -1102,6 +1117,9 @@ def _slot_offset(e, op, ring, ahead):
     off = ring.slot
     if not ahead:
         return off
+    back = ring.spec["stages"] - ahead  # the slot of iteration i + ahead is that of iteration i - back
+    if 0 < back <= len(ring.prev):
+        return ring.prev[back - 1]
     total = ring.spec["stages"] * ring.spec["stage_bytes"]
     w = e.b.add(off, e.i32(ahead * ring.spec["stage_bytes"]))
     return e.b.select(e.b.icmp_unsigned(">=", w, e.i32(total)), e.b.sub(w, e.i32(total)), w)

@@ -62,6 +62,8 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 2026-12-06, eleventh session, H100 (benchmarks/2026-12-06e-h100): `fp8_pairs` (fp8 casts two registers a cvt;
 # per-token fp8 quantization 0.944) won and is the code; `sink_loads` (loads moved down past long arithmetic to their
 # first users) changed nothing measurable (1.001 over the 8 kernels it changed) and left (docs/EXPERIMENTS.md).
+# Then `prev_slot` (a copy ring's copies write the slot an earlier iteration read, carried in registers): 0.979 over
+# the 36 one-dot loops, 1.004 over the 17 of several dots: the code for one-dot loops (passes/pipeline.py).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
