@@ -264,6 +264,38 @@ CASTS = {
 
 # ---- the emitter ---------------------------------------------------------------------------------------------
 
+
+def _sink_compares(bb):
+    """(A/B `sink_compares`) every compare of the basic block moves down to just before its first user there. A
+    tile op is emitted for all of a thread's registers at once, so a compare of blocks leaves as many predicates
+    live as the thread holds elements until its user; a thread has 7 predicate registers, and ptxas holds the rest
+    in general ones and orders the work around them. Moved to its user, each predicate is made where it is used
+    (select by select). The fused residual + dropout + LayerNorm: keep = tl.rand(...) > p held 16 predicates a
+    thread across the divisions x / (1 - p): 95 registers, 63 with the compares at their selects. A compare reads
+    values defined before it, so moving it down keeps them defined; a compare without a user in its block stays."""
+    ins = bb.instructions
+    cmps = {id(i) for i in ins if isinstance(i, (ir.ICMPInstr, ir.FCMPInstr))}
+    if not cmps:
+        return
+    first = {}
+    for k, i in enumerate(ins):
+        for o in getattr(i, "operands", ()):
+            if id(o) in cmps and id(o) not in first:
+                first[id(o)] = k
+    moved = {id(i) for k, i in enumerate(ins) if id(i) in first and first[id(i)] > k + 1}
+    if not moved:
+        return
+    before = {}
+    for k, i in enumerate(ins):
+        if id(i) in moved:
+            before.setdefault(first[id(i)], []).append(i)
+    out = []
+    for k, i in enumerate(ins):
+        out.extend(before.get(k, ()))
+        if id(i) not in moved:
+            out.append(i)
+    bb.instructions[:] = out
+
 class Emitter:
     """Emits one kernel. Entry-block values (thread ids, per-layout thread coordinates) are built once with
     `self.eb` so every later block can use them; `self.b` follows the body's control flow."""
@@ -513,6 +545,9 @@ class Emitter:
         if not self.b.block.is_terminated:
             self.b.ret_void()
         self.eb.branch(body)
+        if ab_switch("sink_compares"):
+            for bb in self.kfn.blocks:
+                _sink_compares(bb)
         text = str(self.mod)
         # llvmlite cannot spell string function attributes; reqntid tells ptxas the exact block size (.reqntid),
         # as Triton writes it (timed beside .maxntid on the H200, 2026-12-02: 0.993 over 21 matmul and attention

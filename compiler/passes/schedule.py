@@ -15,7 +15,6 @@ stays. Volatile loads stay where they are. Everything else keeps its order.
 from __future__ import annotations
 
 from ..ir.optable import kinds
-from ..options import ab_switch
 
 # ops a load may move above: the op table's pure ops outside regions (arithmetic, math, shape ops), and layout
 # conversions (shared memory only, never global); not dot, whose lowering is worth keeping where it is
@@ -54,3 +53,4 @@ def schedule_loads(module, options):
     """Pass: move global loads up past the layout conversions before them (see the module's docstring)."""
     _schedule_block(module.function.body)
     return module
+
