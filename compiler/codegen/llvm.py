@@ -18,6 +18,7 @@ from ..passes.layouts import linear, log2
 from ..options import ab_switch
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
+from .irtext import module_text
 from . import inline_asm as _inline_asm  # noqa: F401,E402  (registers its emitter: tl.inline_asm_elementwise)
 
 # ---- scalar builders per (op, class): class 'f' float, 's' signed int, 'u' unsigned int / bool ----------------
@@ -282,7 +283,10 @@ def _sink_compares(bb):
         for o in getattr(i, "operands", ()):
             if id(o) in cmps and id(o) not in first:
                 first[id(o)] = k
-    moved = {id(i) for k, i in enumerate(ins) if id(i) in first and first[id(i)] > k + 1}
+    # only past other work: a tile's compares right before its selects stay (interleaved there, ptxas issued a
+    # safe division's last load after its first reciprocal: 1.07x the time)
+    moved = {id(i) for k, i in enumerate(ins) if id(i) in first
+             and any(id(x) not in cmps and not isinstance(x, ir.SelectInstr) for x in ins[k + 1:first[id(i)]])}
     if not moved:
         return
     before = {}
@@ -548,7 +552,7 @@ class Emitter:
         if ab_switch("sink_compares"):
             for bb in self.kfn.blocks:
                 _sink_compares(bb)
-        text = str(self.mod)
+        text = module_text(self.mod)  # str(self.mod), faster (codegen/irtext.py)
         # llvmlite cannot spell string function attributes; reqntid tells ptxas the exact block size (.reqntid),
         # as Triton writes it (timed beside .maxntid on the H200, 2026-12-02: 0.993 over 21 matmul and attention
         # kernels, none slower; docs/EXPERIMENTS.md)
