@@ -522,6 +522,7 @@ class Emitter:
                 ptypes.append(lty(el))
                 params.append({"name": name, "type": el.name, "abi": str(lty(el))})
         self.kfn = ir.Function(self.mod, ir.FunctionType(C.VOID, ptypes), f.name)
+        self.kfn.scope = C.FastNameScope.like(self.kfn.scope)  # before any block: blocks share their function's
         self.kfn.calling_convention = "ptx_kernel"
         entry = self.kfn.append_basic_block("entry")
         body = self.kfn.append_basic_block("body")
