@@ -1,10 +1,12 @@
 """Shared pieces of LLVM emission: IR dtype -> LLVM type, constants, the per-op emitter registry, `Tile`."""
 from __future__ import annotations
 
+import collections
 import struct
 
 import llvmlite.ir as ir
 from llvmlite.ir import types as _lt
+from llvmlite.ir._utils import NameScope
 
 from ..ir import types as T
 from ..ir.core import uses  # noqa: F401 (memory.py and reduce.py import it from here)
@@ -104,6 +106,32 @@ def _int_const(v):
     if isinstance(v, ir.Constant) and isinstance(v.type, ir.IntType) and isinstance(v.constant, int):
         return v.constant
     return None
+
+
+class FastNameScope(NameScope):
+    """llvmlite's NameScope, the names of unnamed values (".1", ".2", ...) made in one call: llvmlite's
+    deduplicate loop takes most of an instruction's construction, for the same names."""
+
+    @classmethod
+    def like(cls, scope: NameScope) -> "FastNameScope":
+        """A FastNameScope holding the names `scope` has given out."""
+        new = cls()
+        new._useset = set(scope._useset)
+        new._basenamemap = collections.defaultdict(int, scope._basenamemap)
+        return new
+
+    def register(self, name, deduplicate=False):
+        if name or not deduplicate:
+            return super().register(name, deduplicate)
+        # NameScope.deduplicate(""): ".N" for the next N after the last one given whose name is free
+        used, n = self._useset, self._basenamemap[""] + 1
+        got = f".{n}"
+        while got in used:
+            n += 1
+            got = f".{n}"
+        self._basenamemap[""] = n
+        used.add(got)
+        return got
 
 
 class FoldingIRBuilder(ir.IRBuilder):
