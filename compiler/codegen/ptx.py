@@ -40,9 +40,10 @@ def _init():
 
 
 AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
-# Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan: force one of its two
-# cross-warp schemes; first H200 A/B 2026-12-02: direct 1.022, prefix 0.989 of the cost model's choice over the
-# three corpus scans, within noise but for direct on cumsum_cols, 1.04; benchmarks/2026-12-02b/abin1.md).
+# Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan) are settled, not
+# pending: forcing either of the two cross-warp schemes against the cost model's choice measured direct 1.022,
+# prefix 0.989 over the three corpus scans (H200, 2026-12-02, benchmarks/2026-12-02b/abin1.md), within noise, so the
+# model decides; they stay as hooks the scan tests use to run both schemes on every layout (in the cache key).
 # (Decided on the H100 on 2026-12-05, docs/EXPERIMENTS.md: the old 8-byte dot store `store_direct` lost and left;
 # `fma_no_prefetch`, `convert_narrow` and `reduce_interleave` won and are the code; 2026-12-05, sixth session, H100:
 # `pad16` lost and left, `fma_ring` won and is the code; 2026-12-06, H100: `f64_mma` (mm_fp64 0.237), `ring_deep`
