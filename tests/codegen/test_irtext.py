@@ -106,3 +106,33 @@ def test_kernels(make, monkeypatch):
     monkeypatch.setattr(L, "module_text", checked)
     compile_function(make(), Options(), cubin=False)
     assert seen
+
+
+def test_folding_builder_builds_llvmlite_instructions():
+    """FoldingIRBuilder's own binary operators and casts make the objects llvmlite's builder makes."""
+    from compiler.codegen.common import FastNameScope, FoldingIRBuilder
+
+    def build(cls):
+        mod = ir.Module("m")
+        fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [ir.IntType(32), ir.FloatType()]), "k")
+        fn.scope = FastNameScope.like(fn.scope)
+        b = cls(fn.append_basic_block("entry"))
+        b.debug_metadata = mod.add_debug_info("DILocation", {"line": 1})
+        n, x = fn.args
+        out = [b.add(n, n), b.sub(n, n, flags=["nsw"]), b.mul(n, n), b.shl(n, n), b.lshr(n, n), b.and_(n, n),
+               b.or_(n, n), b.xor(n, n, name="named"), b.fadd(x, x, flags=("contract",)), b.fsub(x, x), b.fmul(x, x),
+               b.fdiv(x, x), b.bitcast(n, ir.FloatType()), b.zext(n, ir.IntType(64)), b.sext(n, ir.IntType(64)),
+               b.trunc(n, ir.IntType(8)), b.fpext(x, ir.DoubleType()), b.fptrunc(x, ir.HalfType()),
+               b.sitofp(n, ir.FloatType()), b.uitofp(n, ir.FloatType())]
+        assert b.bitcast(n, ir.IntType(32)) is n
+        return mod, out
+
+    mod_a, ours = build(FoldingIRBuilder)
+    mod_b, theirs = build(ir.IRBuilder)
+    assert module_text(mod_a) == str(mod_b)
+    for a, b in zip(ours, theirs):
+        assert type(a) is type(b)
+        da, db = ({k: v for k, v in vars(i).items() if "Caching__" not in k} for i in (a, b))  # not the text caches
+        assert da.keys() == db.keys()
+        assert all(type(da[k]) is type(db[k]) for k in da), (a, b)
+        assert (a.opname, a.flags, str(a.type), a.name) == (b.opname, b.flags, str(b.type), b.name)
