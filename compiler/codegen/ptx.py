@@ -69,7 +69,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # past other work (the fused residual + dropout + LayerNorm 95 -> 63 registers: its keep mask no longer held
 # across the divisions). H100, 2 rounds, 16 of the 29 kernels whose SASS it changes: dropout + LayerNorm 0.945,
 # LoRA 0.963, GEGLU backward 0.987; its first form (every compare) made a safe division 1.074, since excluded.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares")
+# `remat_loads` (passes/assign_layouts.py; eleventh session, untimed): a load of at most one element a thread takes
+# the layout its users want (up to 4 elements a thread there) instead of a coalesced one and a conversion: found by a
+# fresh corpus kernel, a selective-scan recurrence converting its per-step vectors every step (14 barriers a step ->
+# 0; Triton's 2). Changes the SASS of 12 corpus kernels: loop barriers down in attention backward dQ (5 -> 1),
+# split-KV decode (80 -> 72 registers, a block more an SM), linear + cross-entropy, the int4 GEMM (210 -> 198
+# registers); attention backward dK/dV 175 -> 190 registers, two gathers' SASS longer.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares", "remat_loads")
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,11 +16,12 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
+from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from . import axisinfo
-from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, mma_warps,
-                      permute_layout, wgmma_applies)
+from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
+                      mma_warps, permute_layout, wgmma_applies)
 
 # The op table's layout rules (compiler/ir/optable.py): a layout passes through ELEMENTWISE ops unchanged; SOURCES
 # materialize in the layout their users want; ANCHORS (memory accesses) pick one from the pointer's axis info.
@@ -565,6 +566,13 @@ class _Assigner:
             return None
         return _rebuilt(src, ops, layout, out)
 
+    def _small_load(self, op) -> bool:
+        """A global load the layout walks may make again in another layout (A/B `remat_loads`): not volatile, no
+        TMA, at most one element per thread of the block."""
+        t = op.result.type
+        return (ab_switch("remat_loads") and not op.attrs.get("volatile") and not op.attrs.get("tma")
+                and not op.blocks and bool(t.shape) and t.numel <= 32 * self.nw)
+
     def open_layout(self, v, final):
         got = self.desired.get(v.id)
         if got is None and final:
@@ -587,6 +595,25 @@ class _Assigner:
             if not op.operands[0].type.shape:
                 if k != "store":
                     self.set(op, [None])
+                return
+            if k == "load" and self._small_load(op):
+                # (A/B `remat_loads`) a load of at most one element a thread, in a loop: no coalescing to keep, so
+                # it takes the layout its users want (left open in the first walk, the backward walk's wish in the
+                # final one) instead of a conversion through shared memory and a barrier every iteration; its
+                # pointers and mask are address arithmetic, rebuilt in that layout
+                if not final:
+                    self.set(op, [None])
+                    return
+                anc = self.open_layout(op.result, final)
+                # ... where that layout gives a thread at most 4 elements: a column vector in a wgmma
+                # accumulator's layout is 16 a thread (attention backward's row statistics: 175 -> 217 registers)
+                if linear(anc, tuple(op.result.type.shape), self.nw).num_regs > 4:
+                    anc = self.anchor(op.operands[0], self._to_smem(op), self.group_run.get(id(op)),
+                                      self.cross_run.get(id(op)))
+                op.attrs["_anchor"] = anc
+                for i in blockops:
+                    self.want(op, i, anc, final)
+                self.set(op, [anc])
                 return
             if k == "store" and not final:
                 vl = self.L(op.operands[1])
