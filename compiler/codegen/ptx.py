@@ -75,7 +75,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 0; Triton's 2). Changes the SASS of 12 corpus kernels: loop barriers down in attention backward dQ (5 -> 1),
 # split-KV decode (80 -> 72 registers, a block more an SM), linear + cross-entropy, the int4 GEMM (210 -> 198
 # registers); attention backward dK/dV 175 -> 190 registers, two gathers' SASS longer.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares", "remat_loads")
+# `histogram_smem` (frontend/semantic.py, codegen/reduce.py `_e_histogram`; eleventh session, untimed): tl.histogram
+# as one op counted by shared-memory atomics instead of comparing every value with every bin (found by a fresh corpus
+# kernel, MoE alignment: 10,376 SASS instructions against Triton's 1,224).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares", "remat_loads", "histogram_smem")
 
 
 @functools.lru_cache(maxsize=None)

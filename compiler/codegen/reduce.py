@@ -183,6 +183,46 @@ def _out_reg(out_ll, key):
 
 # ---- scan -----------------------------------------------------------------------------------------------------
 
+@emits("histogram")
+def _e_histogram(e, op):
+    """(A/B `histogram_smem`) tl.histogram: `bins` int32 counters in shared memory zeroed by the block's threads, a
+    barrier, one shared-memory atomic add per element (by one holder of it: a layout that repeats an element across
+    lanes, warps or a thread's registers counts it once; values outside [0, bins), masked-off ones -1, are not
+    counted), a barrier, then each result register read from its bin. Linear in the block's size, where the
+    comparison of every value with every bin it replaces is size x bins."""
+    x = op.operands[0]
+    xl = e.layout_of(x)
+    rl = e.result_ll(op)
+    bins = op.attrs["bins"]
+    nt = 32 * e.nw
+    e.smem_begin(4 * bins)
+    for i in range(0, bins, nt):
+        idx = e.b.add(e.tid, e.i32(i)) if i else e.tid
+        ptr = e.smem_ptr(e.b.mul(idx, e.i32(4)))
+        if i + nt > bins:
+            with e.b.if_then(e.b.icmp_unsigned("<", idx, e.i32(bins))):
+                e.b.store(e.i32(0), ptr)
+        else:
+            e.b.store(e.i32(0), ptr)
+    e.barrier()
+    uniq = e.unique_pred(xl)
+    seen = set()
+    for r, v in enumerate(e.regs(x)):
+        c = tuple(xl.reg_coord(r))
+        if c in seen:
+            continue
+        seen.add(c)
+        ok = e.b.and_(e.b.icmp_signed(">=", v, ir.Constant(v.type, 0)),
+                      e.b.icmp_signed("<", v, ir.Constant(v.type, bins)))
+        idx = v if v.type == C.I32 else e.b.trunc(v, C.I32)
+        ptr = e.smem_ptr(e.b.mul(idx, e.i32(4)))
+        with e.b.if_then(e.and_pred(uniq, ok)):
+            e.b.atomic_rmw("add", ptr, e.i32(1), "monotonic")
+    e.barrier()
+    regs = [e.b.load(e.smem_ptr(e.b.mul(e.linear_index(rl, r), e.i32(4))), typ=C.I32) for r in range(rl.num_regs)]
+    e.put(op.result, regs, rl)
+
+
 @emits("scan")
 def _e_scan(e, op):
     axis = op.attrs["axis"]

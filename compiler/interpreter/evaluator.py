@@ -121,6 +121,16 @@ def _permute(interp, op):
     return lambda x: np.transpose(x, order)
 
 
+@impl("histogram")
+def _histogram(interp, op):
+    bins = op.attrs["bins"]
+
+    def histogram(x):
+        x = np.asarray(x)
+        return np.bincount(x[(x >= 0) & (x < bins)].astype(np.int64), minlength=bins).astype(np.int32)
+    return histogram
+
+
 # ------------------------------------------------------------------------------------------------------------
 # arithmetic
 # ------------------------------------------------------------------------------------------------------------

@@ -73,6 +73,8 @@ Op kinds (operands -> results; attrs):
   print          (values...) -> ()                prefix, hex; device_print (lines as print_layout says)
   assert         (c) -> ()                        msg; device_assert (checked when debug is on)
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
+  histogram      (x) -> int32[bins]               bins; counts of the 1-D int block x's values in [0, bins), others
+                                                  not counted (tl.histogram under the A/B `histogram_smem`)
 
 Ops that only the target passes create (never the frontend, never the interpreter):
   async_copy     (p[, mask]) -> ()                copy a dot operand tile global -> shared memory without
@@ -142,6 +144,12 @@ class Builder:
 
     def arange(self, start: int, end: int) -> Value:
         return self._one("arange", [], T.TensorType(T.int32, (end - start,)), {"start": start, "end": end})
+
+    def histogram(self, x: Value, bins: int) -> Value:
+        """int32 counts of the values of the 1-D int block x in [0, bins)."""
+        if len(x.type.shape) != 1:
+            raise IRError("histogram of a block that is not 1-D")
+        return self._one("histogram", [x], T.TensorType(T.int32, (bins,)), {"bins": bins})
 
     # --- shapes ------------------------------------------------------------------------------------
     def splat(self, x: Value, shape) -> Value:
