@@ -294,9 +294,10 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # `sink_compares` (compares emitted at their first users past other work; 29 kernels' SASS, 16 timed once) and
   # `remat_loads` (loads of at most one element a thread in the layout their users want; 12 kernels' SASS, untimed)
   # on the 40 corpus kernels whose SASS either changes (~5 min at 2 rounds), and `histogram_smem` (tl.histogram by
-  # shared-memory atomics) on the MoE alignment kernel, the only corpus kernel with a tl.histogram.
-  PENDING_CASES=${PENDING_CASES-moe_align_histogram_i32,absmax_grid_stride_bf16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_masked_d64,attn_softcap_causal_d128,bias_gelu_bwd_f16,causal_conv1d_silu_f16,ce_bwd_f16,ce_fwd_looped_f16,cumsum_long_rows_f32,cumsum_rows_f32,decode_combine_f16,decode_split_kv_f16,dropout_add_layernorm_f16,dropout_f32,embedding_f16,geglu_tanh_bwd_bf16,grouped_gemm_ptrs_f16,groupnorm_fwd_f32,hash_embedding_f16,histogram_i32,layernorm_looped_f32,linear_ce_fused_f32,linear_recurrence_scan_f32,lora_linear_f16,maxpool2x2_bwd_atomic_f32,mm_colbias_f16,mm_fp8_rowcol_scaled_bf16,mm_int8_i32,mm_scale_cast_f16,mm_w4a16_f16,quant_rowwise_i8,retention_chunked_d64,rmsnorm_looped_f32,scatter_add_f32,selective_scan_f16,softmax_looped_f32,tiny_bmm16_f16,topk_experts_f32}
-  PENDING_AB=${PENDING_AB-sink_compares;remat_loads;histogram_smem}
+  # shared-memory atomics) on the MoE alignment kernel, the only corpus kernel with a tl.histogram, and
+  # `hoist_dot_operands` on k-means (the only one whose SASS it changes).
+  PENDING_CASES=${PENDING_CASES-kmeans_assign_f32,moe_align_histogram_i32,absmax_grid_stride_bf16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_masked_d64,attn_softcap_causal_d128,bias_gelu_bwd_f16,causal_conv1d_silu_f16,ce_bwd_f16,ce_fwd_looped_f16,cumsum_long_rows_f32,cumsum_rows_f32,decode_combine_f16,decode_split_kv_f16,dropout_add_layernorm_f16,dropout_f32,embedding_f16,geglu_tanh_bwd_bf16,grouped_gemm_ptrs_f16,groupnorm_fwd_f32,hash_embedding_f16,histogram_i32,layernorm_looped_f32,linear_ce_fused_f32,linear_recurrence_scan_f32,lora_linear_f16,maxpool2x2_bwd_atomic_f32,mm_colbias_f16,mm_fp8_rowcol_scaled_bf16,mm_int8_i32,mm_scale_cast_f16,mm_w4a16_f16,quant_rowwise_i8,retention_chunked_d64,rmsnorm_looped_f32,scatter_add_f32,selective_scan_f16,softmax_looped_f32,tiny_bmm16_f16,topk_experts_f32}
+  PENDING_AB=${PENDING_AB-sink_compares;remat_loads;histogram_smem;hoist_dot_operands}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
