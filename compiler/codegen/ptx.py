@@ -81,8 +81,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `hoist_dot_operands` (passes/assign_layouts.py `_hoist_operand`; eleventh session, untimed): a dot operand defined
 # before its loop is converted to the operand layout once before the loop (the fresh k-means on mma.sync: 44 bytes
 # of spills -> 0, loop barriers 6 -> 4 as Triton's); the only corpus kernel whose SASS changes.
+# `free_no_vote` (passes/assign_layouts.py, the elementwise rule; eleventh session, untimed): a constant operand does
+# not vote for an elementwise op's layout where a computed operand has one (the fresh N-body: loop barriers 16 -> 12;
+# sort + gather 63 -> 56 registers; the AWQ int4 GEMM 246 -> 255 registers): 4 corpus kernels' SASS changes. Letting
+# aranges and scalar splats not vote either changed 34, mostly for the worse (matmul epilogues, transposes).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares", "remat_loads", "histogram_smem",
-                     "hoist_dot_operands")
+                     "hoist_dot_operands", "free_no_vote")
 
 
 @functools.lru_cache(maxsize=None)

@@ -688,6 +688,14 @@ class _Assigner:
         elif k in ELEMENTWISE:
             ls = [self.L(op.operands[i]) for i in blockops]
             known = [l for l in ls if l is not None]
+            if ab_switch("free_no_vote"):
+                # (A/B) constants, scalar splats and aranges are made in any layout for nothing: where a computed
+                # operand has a layout, theirs does not count (N-body's 1.0 / sqrt(r2): the constant, in the shape's
+                # default layout, outvoted the square root's, whose result then went through shared memory)
+                computed = [l for i in blockops if getattr(op.operands[i].owner, "kind", None) != "const"
+                            for l in [self.L(op.operands[i])] if l is not None]
+                if computed:
+                    known = computed
             # A computed operand in an MMA layout (a dot's result, its row statistics) keeps the op in that layout,
             # whatever the users after it want: the epilogue's arithmetic runs on the accumulator's registers and
             # only its final value is converted, once, where it must be (constants, scalar splats and aranges
