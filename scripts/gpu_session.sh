@@ -241,8 +241,9 @@ compare_corpus() {  # the farm's ratios against bench_corpus.py's, once both hal
 if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from the same files, $CORPUS selects
   # SHARD=1/2 (then 2/2 in the next call): half the corpus a call, interleaved by name (143 cases at 2 rounds take
   # about 580 s, the limit of one call)
+  # CORPUS_AB: A/B variants beside the default (bench_corpus --ab; a third side: use SHARD=1/3 .. 3/3 for 164 cases)
   step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-100}" ${CORPUS:+--select "$CORPUS"} \
-    ${SHARD:+--shard "$SHARD"} --out "$OUT"
+    ${SHARD:+--shard "$SHARD"} ${CORPUS_AB:+--ab "$CORPUS_AB"} --out "$OUT"
   cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
 fi
 if [[ ",$what," == *",farmcorpus,"* ]]; then  # named only: the corpus through the farm (issue 23), ~5 min
