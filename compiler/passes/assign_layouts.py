@@ -16,9 +16,9 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
-from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
+from ..options import ab_switch
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
                       mma_warps, permute_layout, wgmma_applies)
@@ -620,8 +620,8 @@ class _Assigner:
         return _rebuilt(src, ops, layout, out)
 
     def _small_load(self, op) -> bool:
-        """A global load the layout walks may make again in another layout (A/B `remat_loads`): not volatile, no
-        TMA, at most one element per thread of the block."""
+        """A global load whose layout its users choose (A/B `remat_loads`): not volatile, no TMA, at most one element
+        per thread of the block."""
         t = op.result.type
         return (ab_switch("remat_loads") and not op.attrs.get("volatile") and not op.attrs.get("tma")
                 and not op.blocks and bool(t.shape) and t.numel <= 32 * self.nw)
@@ -650,9 +650,9 @@ class _Assigner:
                     self.set(op, [None])
                 return
             if k == "load" and self._small_load(op):
-                # (A/B `remat_loads`) a load of at most one element a thread, in a loop: no coalescing to keep, so
-                # it takes the layout its users want (left open in the first walk, the backward walk's wish in the
-                # final one) instead of a conversion through shared memory and a barrier every iteration; its
+                # (A/B `remat_loads`) a load of at most one element a thread: no coalescing to keep, so it takes the
+                # layout its users want (left open in the first walk, the backward walk's wish in the final one)
+                # instead of a conversion through shared memory and a barrier (every iteration, in a loop); its
                 # pointers and mask are address arithmetic, rebuilt in that layout
                 if not final:
                     self.set(op, [None])
