@@ -267,7 +267,8 @@ CASTS = {
 
 
 def _sink_compares(bb):
-    """(A/B `sink_compares`) every compare of the basic block moves down to just before its first user there. A
+    """(A/B `sink_compares`) a compare of the basic block held past other work (not only past other compares and
+    selects) moves down to just before its first user there. A
     tile op is emitted for all of a thread's registers at once, so a compare of blocks leaves as many predicates
     live as the thread holds elements until its user; a thread has 7 predicate registers, and ptxas holds the rest
     in general ones and orders the work around them. Moved to its user, each predicate is made where it is used
