@@ -185,31 +185,30 @@ class FoldingIRBuilder(ir.IRBuilder):
         v &= (1 << t.width) - 1
         return ir.Constant(t, v)
 
+    def _new(self, cls, opname, typ, operands, name, flags):
+        """An instruction of llvmlite class `cls` in the current block, its fields set as its constructor sets them
+        (without the constructor chain), inserted at the builder's position."""
+        blk = self._block
+        i = object.__new__(cls)
+        i.parent, i.type = blk, typ
+        i._name = blk.scope.register(name, deduplicate=True)
+        i.opname, i.operands, i.flags, i.metadata = opname, operands, list(flags), {}
+        self._insert(i)
+        return i
+
     def _binop(self, opname, a, b, name="", flags=()):
         """IRBuilder's binary operator `opname` (llvmlite's builder `_binop` and `Instruction.__init__`)."""
         t = a.type
         if b.type is not t and b.type != t:
             raise ValueError("Operands must be the same type, got (%s, %s)" % (t, b.type))
-        blk = self._block
-        i = object.__new__(_Instr)
-        i.parent, i.type = blk, t
-        i._name = blk.scope.register(name, deduplicate=True)
-        i.opname, i.operands, i.flags, i.metadata = opname, (a, b), list(flags), {}
-        self._insert(i)
-        return i
+        return self._new(_Instr, opname, t, (a, b), name, flags)
 
     def _cast(self, opname, val, typ, name=""):
         """IRBuilder's cast `opname` (llvmlite's builder `_castop` and `CastInstr.__init__`): `val` itself where
         it has type `typ` already."""
         if val.type is typ or val.type == typ:
             return val
-        blk = self._block
-        i = object.__new__(_CastInstr)
-        i.parent, i.type = blk, typ
-        i._name = blk.scope.register(name, deduplicate=True)
-        i.opname, i.operands, i.flags, i.metadata = opname, [val], [], {}
-        self._insert(i)
-        return i
+        return self._new(_CastInstr, opname, typ, [val], name, ())
 
     def _fold(self, op, a, b, name, flags, fold, ident=None, absorb=None, right_ident_only=False):
         ca, cb = _int_const(a), _int_const(b)

@@ -268,10 +268,9 @@ CASTS = {
 
 def _sink_compares(bb):
     """(A/B `sink_compares`) a compare of the basic block held past other work (not only past other compares and
-    selects) moves down to just before its first user there. A
-    tile op is emitted for all of a thread's registers at once, so a compare of blocks leaves as many predicates
-    live as the thread holds elements until its user; a thread has 7 predicate registers, and ptxas holds the rest
-    in general ones and orders the work around them. Moved to its user, each predicate is made where it is used
+    selects) moves down to just before its first user there. A tile op is emitted for all of a thread's registers
+    at once, so a compare of blocks leaves as many predicates live as the thread holds elements until its user; a
+    thread has 7 predicate registers, and ptxas holds the rest in general ones and orders the work around them. Moved to its user, each predicate is made where it is used
     (select by select). The fused residual + dropout + LayerNorm: keep = tl.rand(...) > p held 16 predicates a
     thread across the divisions x / (1 - p): 95 registers, 63 with the compares at their selects. A compare reads
     values defined before it, so moving it down keeps them defined; a compare without a user in its block stays."""
@@ -300,6 +299,7 @@ def _sink_compares(bb):
         if id(i) not in moved:
             out.append(i)
     bb.instructions[:] = out
+
 
 class Emitter:
     """Emits one kernel. Entry-block values (thread ids, per-layout thread coordinates) are built once with
