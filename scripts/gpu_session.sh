@@ -291,20 +291,16 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, eleventh session): the A/Bs
-  # `sink_compares` (compares emitted at their first users past other work; 29 kernels' SASS, 16 timed once) and
-  # `remat_loads` (loads of at most one element a thread in the layout their users want; 12 kernels' SASS, untimed)
-  # on the 40 corpus kernels whose SASS either changes (~5 min at 2 rounds), and `histogram_smem` (tl.histogram by
-  # shared-memory atomics) on the MoE alignment kernel, the only corpus kernel with a tl.histogram, and
-  # `hoist_dot_operands` on k-means (the only one whose SASS it changes), and `free_no_vote` (constants do not vote
-  # for an elementwise op's layout) on the 4 it changes.
-  PENDING_CASES=${PENDING_CASES-topk_sort_gather_f32,nbody_accel_f64,awq_gemm_int4_f16,kmeans_assign_f32,moe_align_histogram_i32,absmax_grid_stride_bf16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_masked_d64,attn_softcap_causal_d128,bias_gelu_bwd_f16,causal_conv1d_silu_f16,ce_bwd_f16,ce_fwd_looped_f16,cumsum_long_rows_f32,cumsum_rows_f32,decode_combine_f16,decode_split_kv_f16,dropout_add_layernorm_f16,dropout_f32,embedding_f16,geglu_tanh_bwd_bf16,grouped_gemm_ptrs_f16,groupnorm_fwd_f32,hash_embedding_f16,histogram_i32,layernorm_looped_f32,linear_ce_fused_f32,linear_recurrence_scan_f32,lora_linear_f16,maxpool2x2_bwd_atomic_f32,mm_colbias_f16,mm_fp8_rowcol_scaled_bf16,mm_int8_i32,mm_scale_cast_f16,mm_w4a16_f16,quant_rowwise_i8,retention_chunked_d64,rmsnorm_looped_f32,scatter_add_f32,selective_scan_f16,softmax_looped_f32,tiny_bmm16_f16,topk_experts_f32}
-  PENDING_AB=${PENDING_AB-sink_compares;remat_loads;histogram_smem;hoist_dot_operands;free_no_vote}
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, twelfth session): the A/B
+  # `remat_loads` (loads of at most one element a thread in the layout their users want) on the corpus kernels whose
+  # SASS it changes, split-KV decode first (1.18 under its first timing).
+  PENDING_CASES=${PENDING_CASES-decode_split_kv_f16,selective_scan_f16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,causal_conv1d_silu_f16,mm_w4a16_f16,linear_ce_fused_f32,awq_gemm_int4_f16,hash_embedding_f16,grouped_gemm_ptrs_f16,lora_linear_f16,mm_colbias_f16}
+  PENDING_AB=${PENDING_AB-remat_loads}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram_smem.py \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \

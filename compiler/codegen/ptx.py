@@ -65,28 +65,21 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # first users) changed nothing measurable (1.001 over the 8 kernels it changed) and left (docs/EXPERIMENTS.md).
 # Then `prev_slot` (a copy ring's copies write the slot an earlier iteration read, carried in registers): 0.979 over
 # the 36 one-dot loops, 1.004 over the 17 of several dots: the code for one-dot loops (passes/pipeline.py).
-# `sink_compares` (codegen/llvm.py `_sink_compares`; eleventh session): compares emitted at their first users
-# past other work (the fused residual + dropout + LayerNorm 95 -> 63 registers: its keep mask no longer held
-# across the divisions). H100, 2 rounds, 16 of the 29 kernels whose SASS it changes: dropout + LayerNorm 0.945,
-# LoRA 0.963, GEGLU backward 0.987; its first form (every compare) made a safe division 1.074, since excluded.
-# `remat_loads` (passes/assign_layouts.py; eleventh session, untimed): a load of at most one element a thread takes
+# 2026-12-06, twelfth session, H100 (benchmarks/2026-12-06f-h100): `sink_compares` (compares emitted at their
+# first users past other work; fused residual + dropout + LayerNorm 95 -> 63 registers) 0.996 over the 45 kernels
+# whose SASS it or `remat_loads` changes, dropout + LayerNorm 0.944, none slower by over 2%: the code
+# (codegen/llvm.py `_sink_compares`). `histogram_smem` (tl.histogram as one op counted by shared-memory atomics): MoE
+# alignment 0.146 of the time (6.5 -> 0.96 of Triton's): the code. `hoist_dot_operands` (a dot operand defined before
+# its loop converted once before it): k-means 0.866: the code. `free_no_vote` (constants do not vote for an
+# elementwise op's layout): N-body 0.848 but the AWQ int4 GEMM 1.488 and sort + gather 1.209: removed
+# (docs/EXPERIMENTS.md).
+# `remat_loads` (passes/assign_layouts.py; eleventh session): a load of at most one element a thread takes
 # the layout its users want (up to 4 elements a thread there) instead of a coalesced one and a conversion: found by a
 # fresh corpus kernel, a selective-scan recurrence converting its per-step vectors every step (14 barriers a step ->
-# 0; Triton's 2). Changes the SASS of 12 corpus kernels: loop barriers down in attention backward dQ (5 -> 1),
-# split-KV decode (80 -> 72 registers, a block more an SM), linear + cross-entropy, the int4 GEMM (210 -> 198
-# registers); attention backward dK/dV 175 -> 190 registers, two gathers' SASS longer.
-# `histogram_smem` (frontend/semantic.py, codegen/reduce.py `_e_histogram`; eleventh session, untimed): tl.histogram
-# as one op counted by shared-memory atomics instead of comparing every value with every bin (found by a fresh corpus
-# kernel, MoE alignment: 10,376 SASS instructions against Triton's 1,224).
-# `hoist_dot_operands` (passes/assign_layouts.py `_hoist_operand`; eleventh session, untimed): a dot operand defined
-# before its loop is converted to the operand layout once before the loop (the fresh k-means on mma.sync: 44 bytes
-# of spills -> 0, loop barriers 6 -> 4 as Triton's); the only corpus kernel whose SASS changes.
-# `free_no_vote` (passes/assign_layouts.py, the elementwise rule; eleventh session, untimed): a constant operand does
-# not vote for an elementwise op's layout where a computed operand has one (the fresh N-body: loop barriers 16 -> 12;
-# sort + gather 63 -> 56 registers; the AWQ int4 GEMM 246 -> 255 registers): 4 corpus kernels' SASS changes. Letting
-# aranges and scalar splats not vote either changed 34, mostly for the worse (matmul epilogues, transposes).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "sink_compares", "remat_loads", "histogram_smem",
-                     "hoist_dot_operands", "free_no_vote")
+# 0; Triton's 2). H100 2026-12-06, 2 rounds over 45 kernels: 0.994, selective scan 0.883, attention backward dK/dV
+# 0.926, causal conv1d 0.940, W4A16 0.964, but split-KV decode 1.182 (0.79 -> 0.94 of Triton's): a switch until the
+# decode kernel's loss is understood.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads")
 
 
 @functools.lru_cache(maxsize=None)

@@ -185,7 +185,7 @@ def _out_reg(out_ll, key):
 
 @emits("histogram")
 def _e_histogram(e, op):
-    """(A/B `histogram_smem`) tl.histogram: `bins` int32 counters in shared memory zeroed by the block's threads, a
+    """tl.histogram: `bins` int32 counters in shared memory zeroed by the block's threads, a
     barrier, one shared-memory atomic add per element (by one holder of it: a layout that repeats an element across
     lanes, warps or a thread's registers counts it once; values outside [0, bins), masked-off ones -1, are not
     counted), a barrier, then each result register read from its bin. Linear in the block's size, where the

@@ -1113,22 +1113,14 @@ def histogram(x, num_bins, mask=None):
     if len(x.type.shape) != 1 or not x.dtype.is_int():
         raise SemanticError(f"histogram needs a 1-D integer block, got {x.type}")
     _check_shape([num_bins])
-    from ..options import ab_switch
-
-    if ab_switch("histogram_smem"):
-        # (A/B) one histogram op, counted by shared-memory atomics (codegen/reduce.py), instead of comparing every
-        # value with every bin: the values as signed 32-bit (64-bit for 64-bit ones), masked-off ones as -1
-        wide = T.int64 if x.dtype.primitive_bitwidth == 64 else T.int32
-        v = cast(x, wide) if x.dtype != wide else x
-        mask = _unwrap(mask)
-        if mask is not None:
-            v = where(_mask_tensor(mask, x.type.shape), v, full(list(x.type.shape), -1, wide))
-        return tensor(_b().histogram(v.handle, num_bins), TensorType(T.int32, (num_bins,)))
-    hit = compare("eq", expand_dims(x, 1), expand_dims(arange(0, num_bins), 0))
+    # one histogram op, counted by shared-memory atomics (codegen/reduce.py): the values as signed 32-bit (64-bit
+    # for 64-bit ones), masked-off ones as -1
+    wide = T.int64 if x.dtype.primitive_bitwidth == 64 else T.int32
+    v = cast(x, wide) if x.dtype != wide else x
     mask = _unwrap(mask)
     if mask is not None:
-        hit = and_(hit, expand_dims(_mask_tensor(mask, x.type.shape), 1))
-    return reduce_simple(cast(hit, T.int32), 0, "add")
+        v = where(_mask_tensor(mask, x.type.shape), v, full(list(x.type.shape), -1, wide))
+    return tensor(_b().histogram(v.handle, num_bins), TensorType(T.int32, (num_bins,)))
 
 
 def gather(src, index, axis):

@@ -74,7 +74,7 @@ Op kinds (operands -> results; attrs):
   assert         (c) -> ()                        msg; device_assert (checked when debug is on)
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
   histogram      (x) -> int32[bins]               bins; counts of the 1-D int block x's values in [0, bins), others
-                                                  not counted (tl.histogram under the A/B `histogram_smem`)
+                                                  not counted (tl.histogram)
 
 Ops that only the target passes create (never the frontend, never the interpreter):
   async_copy     (p[, mask]) -> ()                copy a dot operand tile global -> shared memory without

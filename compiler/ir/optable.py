@@ -177,8 +177,8 @@ _op("yield condition return", None, "none", "effects terminator")
 _op("print assert", None, "none", "effects")
 _op("barrier", 0, "none", "effects")  # tl.debug_barrier
 _op("dot", 3, "op", "pure", layout="own")
-# tl.histogram under the A/B `histogram_smem`: int32 counts of a 1-D block's values in [0, bins) (others not
-# counted); its result is made in whatever layout its users want, its operand read in its own
+# tl.histogram: int32 counts of a 1-D block's values in [0, bins) (others not counted); its result is made in
+# whatever layout its users want, its operand read in its own
 _op("histogram", 1, "op", "pure", layout="source")
 
 # ---- made by the target passes ---------------------------------------------------------------------------------

@@ -428,11 +428,11 @@ class _Assigner:
         op.operands[i] = got
 
     def _hoist_operand(self, op, i, v, layout, new_ops) -> bool:
-        """(A/B `hoist_dot_operands`) a dot operand defined before the loop the dot is in, converted to the dot's
-        operand layout: the conversion goes before that loop, once, instead of before the dot, every iteration
-        (k-means' point tile on mma.sync: a trip through shared memory and its barriers each centroid block). The
+        """A dot operand defined before the loop the dot is in, converted to the dot's operand layout: the
+        conversion goes before that loop, once, instead of before the dot, every iteration (k-means' point tile on
+        mma.sync: a trip through shared memory and its barriers each centroid block; H100 0.866 of the time). The
         converted tile is live through the loop instead of the loaded one, which no other op there reads."""
-        if not (ab_switch("hoist_dot_operands") and op.kind == "dot" and i < 2
+        if not (op.kind == "dot" and i < 2
                 and isinstance(layout, DotOperandLayout) and len(new_ops) == 1
                 and new_ops[0].kind == "convert_layout" and new_ops[0].operands[0] is v):
             return False
@@ -688,14 +688,6 @@ class _Assigner:
         elif k in ELEMENTWISE:
             ls = [self.L(op.operands[i]) for i in blockops]
             known = [l for l in ls if l is not None]
-            if ab_switch("free_no_vote"):
-                # (A/B) constants, scalar splats and aranges are made in any layout for nothing: where a computed
-                # operand has a layout, theirs does not count (N-body's 1.0 / sqrt(r2): the constant, in the shape's
-                # default layout, outvoted the square root's, whose result then went through shared memory)
-                computed = [l for i in blockops if getattr(op.operands[i].owner, "kind", None) != "const"
-                            for l in [self.L(op.operands[i])] if l is not None]
-                if computed:
-                    known = computed
             # A computed operand in an MMA layout (a dot's result, its row statistics) keeps the op in that layout,
             # whatever the users after it want: the epilogue's arithmetic runs on the accumulator's registers and
             # only its final value is converted, once, where it must be (constants, scalar splats and aranges

@@ -1,7 +1,7 @@
-"""A/B `hoist_dot_operands` (passes/assign_layouts.py `_hoist_operand`): a dot operand defined before the loop the
+"""passes/assign_layouts.py `_hoist_operand`: a dot operand defined before the loop the
 dot is in, converted to the dot's operand layout, is converted once before the loop instead of every iteration
 (here a tf32 dot on mma.sync, whose operands are registers). Checked on the IR the passes leave for sm_90a, and
-against float64 on every target with the switch on and off."""
+against float64 on every target."""
 import numpy as np
 import pytest
 
@@ -34,8 +34,7 @@ def _args(M=100, K=90, D=32):
     return x, c
 
 
-def _conversions(monkeypatch, ab, prec):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def _conversions(prec):
     x, c = _args()
     mod = _pipeline(_scores_max, [x, c, np.zeros(100, np.float32), 100, 90], dict(D=32, BM=64, BK=32, PREC=prec), 4)
     loop = _loop(mod)
@@ -46,18 +45,14 @@ def _conversions(monkeypatch, ab, prec):
 
 
 @pytest.mark.parametrize("prec", ["tf32", "ieee"])  # mma.sync, FMAs
-def test_operand_converted_once_before_the_loop(monkeypatch, prec):
-    inside, before = _conversions(monkeypatch, "", prec)
-    assert inside and not before
-    inside, before = _conversions(monkeypatch, "hoist_dot_operands", prec)
+def test_operand_converted_once_before_the_loop(prec):
+    inside, before = _conversions(prec)
     assert before and not inside
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "hoist_dot_operands"])
 @pytest.mark.parametrize("prec", ["tf32", "ieee"])
-def test_results(monkeypatch, target, ab, prec):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_results(target, prec):
     x, c = _args()
     out = poison(100, "float32")
     run(target, _scores_max, (2,), [x, c, out], [100, 90], D=32, BM=64, BK=32, PREC=prec, num_warps=4)

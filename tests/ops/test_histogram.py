@@ -1,5 +1,4 @@
-"""tl.histogram both ways: the comparison of every value with every bin (the default) and, under the A/B
-`histogram_smem`, one op counted by shared-memory atomics (codegen/reduce.py `_e_histogram`). Values outside
+"""tl.histogram: one op counted by shared-memory atomics (codegen/reduce.py `_e_histogram`). Values outside
 [0, bins) and masked-off ones are not counted; an element a layout repeats across lanes, warps or registers counts
 once (64 values over 128 threads); more bins than threads; 8- to 64-bit, signed and unsigned values."""
 import numpy as np
@@ -34,10 +33,8 @@ CASES = [  # dtype, n, bins, block, warps
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "histogram_smem"])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_histogram(monkeypatch, target, ab, case):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_histogram(target, case):
     dtype, n, bins, block, warps = CASES[case]
     rng = np.random.default_rng(case)
     info = np.iinfo(dtype)
@@ -51,20 +48,15 @@ def test_histogram(monkeypatch, target, ab, case):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "histogram_smem"])
-def test_histogram_without_mask(monkeypatch, target, ab):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_histogram_without_mask(target):
     x = np.random.default_rng(9).integers(0, 64, 2048).astype(np.int32)
     y = poison(64, "int32")
     run(target, _hist_nomask, (1,), [x, y], [], BINS=64, BLOCK=2048, num_warps=8)
     np.testing.assert_array_equal(y, np.bincount(x, minlength=64))
 
 
-def test_one_op_and_no_comparison_block(monkeypatch):
-    """Under the switch the histogram is one op, not a [block, bins] comparison."""
+def test_one_op_and_no_comparison_block():
+    """The histogram is one op, not a [block, bins] comparison: its cost grows with the block, not block x bins."""
     x, y = np.zeros(1024, np.int32), np.zeros(64, np.int32)
-    monkeypatch.setenv("TILEFARM_AB", "histogram_smem")
     tile = _hist.warmup(x, y, 1000, BINS=64, BLOCK=1024, grid=(1,), target="sm_90a").asm["tile"]
     assert "histogram" in tile and "1024x64" not in tile
-    monkeypatch.setenv("TILEFARM_AB", "")
-    assert "1024x64" in _hist.warmup(x, y, 1000, BINS=64, BLOCK=1024, grid=(1,), target="sm_90a").asm["tile"]
