@@ -77,8 +77,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # the layout its users want (up to 4 elements a thread there) instead of a coalesced one and a conversion: found by a
 # fresh corpus kernel, a selective-scan recurrence converting its per-step vectors every step (14 barriers a step ->
 # 0; Triton's 2). H100 2026-12-06, 2 rounds over 45 kernels: 0.994, selective scan 0.883, attention backward dK/dV
-# 0.926, causal conv1d 0.940, W4A16 0.964, but split-KV decode 1.182 (0.79 -> 0.94 of Triton's): a switch until the
-# decode kernel's loss is understood.
+# 0.926, causal conv1d 0.940, W4A16 0.964, but split-KV decode 1.182 (0.79 -> 0.94 of Triton's). The cause: its query
+# vector, a small load before the key loop whose users there want 8 elements a thread, stayed coalesced, but the
+# open first walk had given its chain the users' layout, so the query's conversion left the loop (a hoist, as the
+# removed hoist_conversions pass did: 0.868 for this kernel when it left). Since (twelfth session, CPU only) such
+# loads are walked again coalesced from the start (`settle_small_loads`): split-KV decode's SASS is the default's, the
+# other kernels' as in that run's variant; to be timed again.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads")
 
 
