@@ -639,8 +639,14 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     a = e.hoisted.get(op.operands[0].id, a)
     b = e.hoisted.get(op.operands[1].id, b)
     eb = _operand_bytes(op)
-    reg_a = (isinstance(a, Tile) and register_a_applies(a.ll, lay, M, K, e.nw) and (eb == 2 or K % 32 == 0)
-             and op.result.type.element.name != "int32")
+    reg_a = (isinstance(a, Tile) and eb != 4 and register_a_applies(a.ll, lay, M, K, e.nw)
+             and (eb == 2 or K % 32 == 0) and op.result.type.element.name != "int32")
+    if eb == 4:
+        # tf32: wgmma reads 32-bit operands K-major only; one in shared memory the other way (none is today: no copy
+        # ring or TMA takes 32-bit tiles, and hoist_operands stores them K-major) is read back into registers and
+        # stored K-major to scratch below
+        a, b = (Tile(_blocked_ll(e, x.st), load_swizzled(e, x.st, _blocked_ll(e, x.st), C.F32))
+                if isinstance(x, SmemOperand) and x.st.inner != kd else x for x, kd in zip((a, b), (1, 0)))
     sta = a.st if isinstance(a, SmemOperand) else None
     stb = b.st if isinstance(b, SmemOperand) else None
     scratch = []
@@ -650,7 +656,7 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         # is read into registers and written transposed to scratch below (_transposing_tile)
         b = _transposing_tile(e, stb, K, N)
         stb = None
-    # 8-bit operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
+    # 8-bit and tf32 operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     if isinstance(a, Tile) and not reg_a:
         sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
@@ -678,7 +684,7 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         else:
             e.smem_begin(stage)
         for x, st in scratch:
-            store_swizzled(e, x, st)
+            _store_operand(e, x, st)
         # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
         _asm_void(e, "fence.proxy.async.shared::cta;")
         e.barrier()
@@ -709,12 +715,28 @@ def _transposing_tile(e, st, K, N):
 
 
 def _operand_bytes(op) -> int:
-    """Bytes per operand element of a wgmma dot: 2, or 1 for fp8 (passes/fp8_dot.py)."""
-    return 1 if op.operands[0].type.element.bits == 8 else 2
+    """Bytes per operand element of a wgmma dot: 2, 1 for fp8 (passes/fp8_dot.py) and 8-bit integers, 4 for tf32
+    (A/B `tf32_wgmma`, passes/layouts.py tf32_wgmma_applies)."""
+    return {8: 1, 32: 4}.get(op.operands[0].type.element.bits, 2)
+
+
+def _blocked_ll(e, st):
+    """The default blocked layout of SwizzledTile st's matrix, its registers along the stored inner dim."""
+    shape = (st.rows, st.cols) if st.inner == 1 else (st.cols, st.rows)
+    return linear(default_blocked(shape, st.eb, e.nw, order=(st.inner, 1 - st.inner)), shape, e.nw)
+
+
+def _store_operand(e, x, st):
+    """Write a wgmma operand tile into SwizzledTile st. float32 (tf32) values are rounded to tf32 first (cvt.rna,
+    ties away from zero, as the mma.sync path and the interpreter round them): wgmma would otherwise drop their low
+    13 bits."""
+    if st.eb == 4:
+        x = Tile(x.ll, [_tf32(e, r) for r in x.regs])
+    store_swizzled(e, x, st)
 
 
 _WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2", "int8": "s8",
-               "uint8": "u8"}
+               "uint8": "u8", "float32": "tf32"}
 
 
 def hoist_operands(e, loop):
@@ -738,7 +760,7 @@ def hoist_operands(e, loop):
             eb = _operand_bytes(op)
             if i == 0 and eb == 2 and register_a_applies(x.ll, lay, M, K, e.nw):
                 continue
-            inner = _inner_dim(x.ll) if eb == 2 else 1 - i  # fp8: K-major (a: K inner, b: K rows inner)
+            inner = _inner_dim(x.ll) if eb == 2 else 1 - i  # fp8, tf32: K-major (a: K inner, b: K rows inner)
             st = SwizzledTile((M, K) if i == 0 else (K, N), inner, eb, base=base + off)
             st.absolute = True
             off += (st.nbytes + 1023) // 1024 * 1024
@@ -747,7 +769,7 @@ def hoist_operands(e, loop):
         return
     e.smem_begin(off)
     for v, x, st in tiles:
-        store_swizzled(e, x, st)
+        _store_operand(e, x, st)
         e.hoisted[v.id] = SmemOperand(st)
     _asm_void(e, "fence.proxy.async.shared::cta;")
     e.barrier()
@@ -764,7 +786,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
     instr_n = lay.instr_n
     ta, tb = (_WGMMA_TYPE[v.type.element.name] for v in op.operands[:2])
     eb = _operand_bytes(op)
-    kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8)
+    kstep = 32 // eb  # one instruction takes 32 bytes of K per row: k16 (16-bit), k32 (fp8), k8 (tf32)
     a_per = K // 2  # registers of one 16*wm-row block of a register operand (its K columns, instr_n = K)
     words = None
     MR = M // (16 * wm)
@@ -799,6 +821,11 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         assert a_k and b_k and a_regs is None, "int8 wgmma operands must be K-major in shared memory"
         text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k32.satfinite.s32.{ta}.{tb} {dregs}, ${n_acc}, "
                 f"${n_acc + 1}, 1;")
+        ins = ["l", "l"]
+    elif eb == 4:  # tf32: both operands K-major in shared memory, no transpose immediates
+        assert a_k and b_k and a_regs is None, "tf32 wgmma operands must be K-major in shared memory"
+        text = (f"wgmma.mma_async.sync.aligned.m64n{instr_n}k8.f32.tf32.tf32 {dregs}, ${n_acc}, ${n_acc + 1}, "
+                "1, 1, 1;")
         ins = ["l", "l"]
     elif a_regs is None and eb == 1:  # 8-bit types: both operands K-major, no transpose immediates
         assert a_k and b_k, "fp8 wgmma operands must be K-major"

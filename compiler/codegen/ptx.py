@@ -83,7 +83,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # removed hoist_conversions pass did: 0.868 for this kernel when it left). Since (twelfth session, CPU only) such
 # loads are walked again coalesced from the start (`settle_small_loads`): split-KV decode's SASS is the default's, the
 # other kernels' as in that run's variant; to be timed again.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads")
+# `tf32_wgmma` (passes/layouts.py tf32_wgmma_applies, codegen/dot.py; thirteenth session, CPU only, untimed): a float32
+# dot of input_precision "tf32" on sm_90a runs on wgmma m64nNk8 .tf32 (operands rounded to tf32, stored K-major to
+# swizzled shared memory, a [K, N] b transposed on the way) instead of mma.sync m16n8k8, as Triton does.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma")
 
 
 @functools.lru_cache(maxsize=None)

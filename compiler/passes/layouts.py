@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from ..options import has_wgmma
+from ..options import ab_switch, has_wgmma
 
 
 def log2(n: int) -> int:
@@ -397,16 +397,29 @@ def mma_warps(shape, num_warps, version=2, instr_n=8):
     return ((wb,) if rank == 3 else ()) + (wm, wn)
 
 
+def tf32_wgmma_applies(op) -> bool:
+    """A/B `tf32_wgmma`: a 2-D float32 x float32 -> float32 dot of input_precision "tf32" with K a multiple of 8 runs
+    on wgmma's k8 tf32 form, both operands K-major in shared memory (wgmma reads 32-bit operands K-major only;
+    codegen/dot.py), as Triton runs it on Hopper. Its operand tiles (4 bytes an element) must fit one stage of scratch
+    beside the rest: at most 128 KiB together. Other precisions ("ieee", "tf32x3", "bf16x3"...) keep their paths."""
+    a, b = (v.type for v in op.operands[:2])
+    return (ab_switch("tf32_wgmma") and len(a.shape) == 2 and a.element.name == "float32"
+            and b.element.name == "float32" and op.result.type.element.name == "float32"
+            and op.attrs.get("input_precision") == "tf32" and a.shape[-1] % 8 == 0
+            and 4 * (a.numel + b.numel) <= 128 * 1024)
+
+
 def wgmma_applies(op, options, num_warps) -> tuple | None:
     """(wpc, instr_n) when this dot can run on wgmma (sm_90a, 2-D fp16/bf16/fp8 -> fp32 or int8/uint8 -> int32,
-    whole warpgroups, M a multiple of 64 per warpgroup tile, instruction N a multiple of 8 up to 256 -- of 16
-    above 32 for integers), else None."""
+    float32 of input_precision "tf32" under A/B `tf32_wgmma` (tf32_wgmma_applies), whole warpgroups, M a multiple of
+    64 per warpgroup tile, instruction N a multiple of 8 up to 256 -- of 16 above 32 for integers), else None."""
     if not has_wgmma(getattr(options, "arch", "")) or num_warps % 4:
         return None
     a = op.operands[0].type
     el = a.element
     integer = el.kind in ("int", "uint") and el.bits == 8
-    if len(a.shape) != 2 or not (integer or (el.kind == "float" and el.bits in (8, 16))):
+    tf32 = el.kind == "float" and el.bits == 32 and tf32_wgmma_applies(op)
+    if len(a.shape) != 2 or not (integer or tf32 or (el.kind == "float" and el.bits in (8, 16))):
         return None
     if el.bits == 8 and a.shape[-1] % 32:  # fp8 (passes/fp8_dot.py) and int8: k32 instructions
         return None
@@ -426,7 +439,7 @@ def wgmma_applies(op, options, num_warps) -> tuple | None:
     while instr_n > 256:
         instr_n //= 2
     # warpgroups side by side along N start their b at instr_n columns apart: a whole swizzle block for an MN-major
-    # 16-bit b; 8-bit operands are K-major (N their rows), so any multiple of 8 rows is a descriptor's start
-    if instr_n % 8 or (wn > 1 and instr_n % 64 and el.bits != 8) or (integer and instr_n > 32 and instr_n % 16):
+    # 16-bit b; 8-bit and tf32 operands are K-major (N their rows), so any multiple of 8 rows is a descriptor's start
+    if instr_n % 8 or (wn > 1 and instr_n % 64 and el.bits == 16) or (integer and instr_n > 32 and instr_n % 16):
         return None
     return (wm, wn), instr_n
