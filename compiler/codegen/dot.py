@@ -672,6 +672,8 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
             # as dot_scaled's upcast makes them: 2 x 128 KiB): one stage, and each iteration's wgmma retired before
             # the next one writes it
             loop = None
+        end = 2 * stage if loop is not None else stage
+        relay = _relay_tiles(e, scratch, end) if eb == 4 else {}
         if loop is not None:
             # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
             # (wait_group 1) while the next iteration loads its tiles, with two shared-memory stages alternating
@@ -680,9 +682,15 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
             dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
             for _, st in scratch:
                 st.dyn = dyn
-            e.smem_begin(2 * stage)
-        else:
-            e.smem_begin(stage)
+        e.smem_begin(max([end] + [t.base + t.nbytes for t in relay.values()]))
+        if relay:
+            # tf32 tiles whose registers run along M or N: through a padded tile past the stages (no wgmma reads it)
+            # into registers that run 4 along K, then 16-byte stores K-major
+            scratch = [(_store_operand(e, x, relay[i]), st) if i in relay else (x, st)
+                       for i, (x, st) in enumerate(scratch)]
+            e.barrier()
+            scratch = [(_relaid(e, relay[i], st.inner), st) if i in relay else (x, st)
+                       for i, (x, st) in enumerate(scratch)]
         for x, st in scratch:
             _store_operand(e, x, st)
         # generic-proxy stores -> async-proxy reads (wgmma), then every thread's stores are in place
@@ -729,10 +737,41 @@ def _blocked_ll(e, st):
 def _store_operand(e, x, st):
     """Write a wgmma operand tile into SwizzledTile st. float32 (tf32) values are rounded to tf32 first (cvt.rna,
     ties away from zero, as the mma.sync path and the interpreter round them): wgmma would otherwise drop their low
-    13 bits."""
-    if st.eb == 4:
+    13 bits. (Values already rounded are i32 bit patterns: _relaid's.) Returns the tile stored."""
+    if st.eb == 4 and x.regs and x.regs[0].type == C.F32:
         x = Tile(x.ll, [_tf32(e, r) for r in x.regs])
     store_swizzled(e, x, st)
+    return x
+
+
+def _relay_tiles(e, scratch, at):
+    """{index in scratch: padded SwizzledTile} for the tf32 scratch operands whose registers run along M or N (a
+    [K, N] b loaded row-major), placed from byte `at` on (past the stages, which a wgmma in flight may read), where
+    they fit. Stored K-major straight from such registers, each 4-byte store of a warp hit 2 to 4 banks (lanes along
+    N, one K): 16 wavefronts a store where the relay takes 1 (its stores and loads run along N) and its K-major
+    stores are 16 bytes wide."""
+    out = {}
+    for i, (x, st) in enumerate(scratch):
+        src = 1 - st.inner
+        if _inner_dim(x.ll) != src or x.ll.num_regs < 4 or st.cols < 4:
+            continue
+        shape = x.ll.shape
+        t = SwizzledTile(shape, src, 4, base=at, pad=slot_row_pad(min(shape[src], 32) * 4))
+        out[i] = t
+        at = (at + t.nbytes + 1023) // 1024 * 1024
+    if out and e.smem_base + at > SMEM_MAX:
+        return {}
+    return out
+
+
+def _relaid(e, tmp, kdim):
+    """The tile of padded SwizzledTile tmp (K its outer dim, kdim its index) read into registers that run 4 along K
+    (lanes along the inner dim, so each load of a warp reads consecutive words): i32 bit patterns."""
+    shape = (tmp.rows, tmp.cols) if tmp.inner == 1 else (tmp.cols, tmp.rows)
+    spt = [1, 1]
+    spt[kdim] = min(4, shape[kdim])
+    ll = linear(fill_blocked(shape, spt, e.nw, (1 - kdim, kdim)), shape, e.nw)
+    return Tile(ll, _load_padded(e, tmp, ll, C.I32, []))
 
 
 _WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "float8e5": "e5m2", "int8": "s8",
