@@ -83,9 +83,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # removed hoist_conversions pass did: 0.868 for this kernel when it left). Since (twelfth session, CPU only) such
 # loads are walked again coalesced from the start (`settle_small_loads`): split-KV decode's SASS is the default's, the
 # other kernels' as in that run's variant; to be timed again.
-# `tf32_wgmma` (passes/layouts.py tf32_wgmma_applies, codegen/dot.py; thirteenth session, CPU only, untimed): a float32
-# dot of input_precision "tf32" on sm_90a runs on wgmma m64nNk8 .tf32 (operands rounded to tf32, stored K-major to
-# swizzled shared memory, a [K, N] b transposed on the way) instead of mma.sync m16n8k8, as Triton does.
+# `tf32_wgmma` (passes/layouts.py tf32_wgmma_applies, codegen/dot.py; twelfth session, CPU only, untimed): a float32
+# dot of input_precision "tf32" on sm_90a runs on wgmma m64nNk8 .tf32, as Triton's does, instead of mma.sync m16n8k8:
+# operands rounded to tf32 and stored K-major to swizzled shared memory (a [K, N] b loaded row-major goes through a
+# padded tile, to be stored K-major 16 bytes at a time); no copy ring or TMA for fp32 tiles (register prefetch).
+# ptxas -v sm_90a, mma.sync -> wgmma, no spills either way: kmeans_assign_f32 255 -> 132 registers, 34 -> 48 KiB shared
+# memory, SASS loop 1394 -> 835 instructions (128 HMMA.1688 -> 16 HGMMA.64x64x8; Triton's 138 registers, 66.5 KiB);
+# mm_tf32 220 -> 186 registers, 68 -> 82 KiB, loop 456 -> 263 (64 HMMA -> 4 HGMMA.64x128x8). To be timed.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma")
 
 
