@@ -90,7 +90,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # ptxas -v sm_90a, mma.sync -> wgmma, no spills either way: kmeans_assign_f32 255 -> 132 registers, 34 -> 48 KiB shared
 # memory, SASS loop 1394 -> 835 instructions (128 HMMA.1688 -> 16 HGMMA.64x64x8; Triton's 138 registers, 66.5 KiB);
 # mm_tf32 220 -> 186 registers, 68 -> 82 KiB, loop 456 -> 263 (64 HMMA -> 4 HGMMA.64x128x8). To be timed.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma")
+# `remat_wide` (with `remat_loads`; passes/assign_layouts.py `_crowded`, `want`; twelfth session, CPU only, untimed):
+# a small load whose value is used in the iteration that loads it takes its users' layout up to 32 elements a thread
+# (4 otherwise), its address chain rebuilt there up to 16 ops deep: a fresh direct NCHW convolution's weight column
+# (32 a thread, converted through shared memory at every tap: 2 barriers in each of its 3 loops) loads directly as
+# Triton's does: no barrier or shared access in its loops, 128 registers against Triton's 221.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide")
 
 
 @functools.lru_cache(maxsize=None)

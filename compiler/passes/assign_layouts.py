@@ -416,6 +416,9 @@ class _Assigner:
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
         depth = 8 if _blocked_family(layout) else 4 if _in_loop(op) else 0
+        if op.kind == "load" and depth and ab_switch("remat_wide") and self._small_load(op):
+            depth = 16  # (A/B) a small load's address chain, rebuilt in its users' layout (a convolution's weight
+            # column: ((oc * C + c) * KH + kh) * KW + kw, 9 ops deep) instead of converting its pointers
         got, new_ops = self._materialize(v, layout, op, depth)
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
@@ -629,11 +632,35 @@ class _Assigner:
                 and not op.attrs.get("tma") and not op.blocks and bool(t.shape) and t.numel <= 32 * self.nw)
 
     def _crowded(self, op) -> bool:
-        """Whether a small load's users' layout (the backward walk's wish) gives a thread more than 4 elements: a
-        column vector in a wgmma accumulator's layout is 16 a thread (attention backward's row statistics: 175 ->
-        217 registers), and such a load stays coalesced."""
+        """Whether a small load's users' layout (the backward walk's wish) gives a thread too many elements for the
+        load to be made in it, and it stays coalesced: more than 4 (a column vector in a wgmma accumulator's layout
+        is 16 a thread: attention backward's row statistics, held through the iteration, took 175 -> 217
+        registers). (A/B `remat_wide`, with `remat_loads`) more than 32 for a value used in the iteration that
+        loads it (not `_held_across_iterations`): its registers live only there, and its elements loaded directly
+        (a warp's lanes reading one address get it in one transaction) replace a shared-memory round trip and two
+        barriers (a direct convolution's weight column, 32 a thread, converted at every tap; Triton loads it so)."""
         anc = self.open_layout(op.result, True)
-        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > 4
+        limit = 32 if ab_switch("remat_wide") and not self._held_across_iterations(op) else 4
+        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > limit
+
+    def _held_across_iterations(self, op) -> bool:
+        """Whether op's result lives across a loop's iterations: read in a loop op is not in, or carried by a yield
+        (directly or through ops of its block that keep its shape: a value the vector only contributes to, as an
+        accumulator updated by its broadcast, is not it)."""
+        if not _in_loop(op):
+            return self._read_in_a_loop(op)
+        shape = tuple(op.result.type.shape)
+        seen, todo = set(), [op]
+        while todo:
+            for r in todo.pop().results:
+                for u in self.users.get(r.id, ()):
+                    if u.kind == "yield":
+                        return True
+                    if (id(u) not in seen and u.block is op.block and u.results
+                            and all(tuple(x.type.shape) == shape for x in u.results)):
+                        seen.add(id(u))
+                        todo.append(u)
+        return False
 
     def _read_in_a_loop(self, op) -> bool:
         """Whether op's result is read, directly or through ops outside loops, by an op inside a loop's body (not

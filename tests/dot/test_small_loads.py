@@ -110,3 +110,47 @@ def test_query_scores(monkeypatch, target, ab):
     run(target, _query_scores, (1,), [q, k, out], [300], D=128, BLOCK_N=64, num_warps=4)
     ref = (k.astype(np.float64) @ (q.astype(np.float64) * 0.5)).max()
     assert_close(out, np.array([ref]), "float32")
+
+
+@compiler.jit
+def _taps(X, Wt, Y, C, P, OC, BLOCK_OC: tl.constexpr, BLOCK_P: tl.constexpr):
+    # a direct-convolution-like loop: for each input channel, a [BLOCK_OC] weight column (address arithmetic several
+    # ops deep) times a [BLOCK_P] row of inputs into a [BLOCK_OC, BLOCK_P] accumulator
+    rp = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
+    roc = tl.arange(0, BLOCK_OC)
+    acc = tl.zeros([BLOCK_OC, BLOCK_P], dtype=tl.float32)
+    for c in range(C):
+        x = tl.load(X + c * P + rp, mask=rp < P, other=0.0)
+        w = tl.load(Wt + ((roc * C + c) * 3 + 1) * 3 + 2, mask=roc < OC, other=0.0)
+        acc += w[:, None] * x[None, :]
+    tl.store(Y + roc[:, None] * P + rp[None, :], acc, mask=(roc[:, None] < OC) & (rp[None, :] < P))
+
+
+def _taps_case(rng, C=5, P=200, OC=30):
+    x = rng.uniform(-1, 1, (C, P)).astype(np.float32)
+    w = rng.uniform(-1, 1, (OC, C, 3, 3)).astype(np.float32)
+    return x, w, w[:, :, 1, 2].astype(np.float64) @ x.astype(np.float64)
+
+
+def _taps_loop_conversions(ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x, w, _ = _taps_case(np.random.default_rng(0))
+    mod = _pipeline(_taps, [x, w, np.zeros((30, 200), np.float32), 5, 200, 30], dict(BLOCK_OC=32, BLOCK_P=128), 4)
+    return [o for o in _loop(mod).blocks[0].walk() if o.kind == "convert_layout"]
+
+
+def test_wide_small_load_in_its_users_layout(monkeypatch):
+    """Under `remat_wide` the weight column, used in the iteration that loads it, is loaded in the accumulator's
+    slice layout (32 elements a thread here) with its address chain rebuilt there: nothing converted in the loop."""
+    assert _taps_loop_conversions("remat_loads", monkeypatch)  # over 4 a thread: coalesced and converted
+    assert not _taps_loop_conversions("remat_loads,remat_wide", monkeypatch)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "remat_loads", "remat_loads,remat_wide"])
+def test_taps(monkeypatch, target, ab):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x, w, ref = _taps_case(np.random.default_rng(3))
+    y = poison((30, 200), "float32")
+    run(target, _taps, (2,), [x, w, y], [5, 200, 30], BLOCK_OC=32, BLOCK_P=128, num_warps=4)
+    assert_close(y, ref, "float32")
