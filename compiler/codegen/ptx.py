@@ -95,7 +95,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (4 otherwise), its address chain rebuilt there up to 16 ops deep: a fresh direct NCHW convolution's weight column
 # (32 a thread, converted through shared memory at every tap: 2 barriers in each of its 3 loops) loads directly as
 # Triton's does: no barrier or shared access in its loops, 128 registers against Triton's 221.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide")
+# `hoist_in_dot_loops` (passes/assign_layouts.py `_hoist_operand`; twelfth session, CPU only, untimed): in a loop
+# whose body has a dot, a value defined before the loop and converted for an op there is converted once before it
+# (what `hoist_dot_operands` does for dot operands). The fresh fused MoE GEMM's token mask for the A loads: loop
+# barriers 4 -> 2 (Triton's 2); attention backward dQ 5 -> 1 (Triton's 2); SmoothQuant's second loop 6 -> 4. The
+# SASS of those 3 corpus kernels changes, no other.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide", "hoist_in_dot_loops")
 
 
 @functools.lru_cache(maxsize=None)

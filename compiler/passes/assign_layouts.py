@@ -433,13 +433,20 @@ class _Assigner:
         op.operands[i] = got
 
     def _hoist_operand(self, op, i, v, layout, new_ops) -> bool:
-        """A dot operand defined before the loop the dot is in, converted to the dot's operand layout: the
+        """A dot operand defined before the loop the dot is in, converted to the dot's operand layout (and under
+        `hoist_in_dot_loops` any operand of an op in a loop body with a dot): the
         conversion goes before that loop, once, instead of before the dot, every iteration (k-means' point tile on
         mma.sync: a trip through shared memory and its barriers each centroid block; H100 0.866 of the time). The
         converted tile is live through the loop instead of the loaded one, which no other op there reads."""
-        if not (op.kind == "dot" and i < 2
-                and isinstance(layout, DotOperandLayout) and len(new_ops) == 1
-                and new_ops[0].kind == "convert_layout" and new_ops[0].operands[0] is v):
+        if not (len(new_ops) == 1 and new_ops[0].kind == "convert_layout" and new_ops[0].operands[0] is v):
+            return False
+        dot_operand = op.kind == "dot" and i < 2 and isinstance(layout, DotOperandLayout)
+        # (A/B `hoist_in_dot_loops`) any op's operand, in a loop whose body has a dot: its iterations meet at
+        # barriers already (the dot's operands, its copy ring), so the conversion's barriers no longer pace the
+        # loop as they did streaming ones (column variance: 4x slower once its only barrier left); here they add
+        # two an iteration (a fused MoE GEMM's token mask converted for the A load every K step)
+        if not dot_operand and not (ab_switch("hoist_in_dot_loops") and any(
+                o.kind == "dot" for o in op.block.ops)):
             return False
         loop, blk = None, op.block
         while blk is not None and loop is None:
