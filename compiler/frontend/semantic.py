@@ -1045,6 +1045,27 @@ def sort(x, dim=None, descending=False):
     return reshape(y, shape)
 
 
+def bitonic_merge(x, dim=None, descending=False):
+    """A bitonic sequence along x's last dim merged into order (ascending unless `descending`): the last stage of
+    the bitonic sort, log2(n) compare-and-swap steps, the same network as Triton's (so any input, bitonic or not,
+    comes out as Triton's does)."""
+    x = to_tensor(x)
+    shape = tuple(x.type.shape)
+    if not shape:
+        raise SemanticError("bitonic_merge needs a block")
+    d = len(shape) - 1 if _unwrap(dim) is None else _norm_axis(dim, len(shape))
+    if d != len(shape) - 1:
+        raise SemanticError("bitonic_merge is supported along the last dim only (as in Triton)")
+    n = shape[-1]
+    if n & (n - 1):
+        raise SemanticError(f"bitonic_merge needs a power-of-two last dim, got {n}")
+    L = n.bit_length() - 1
+    if L == 0:
+        return x
+    y = _bitonic_merge(_bit_axes(x, L), L, const(bool(_unwrap(descending)), T.int1))
+    return reshape(y, shape)
+
+
 def _axis_bit(rank, ax):
     """[1, .., 2, .., 1] bools, True at index 1 of the size-2 axis `ax`: whether an element's index has that axis's
     bit set, built from an arange (recomputed in whatever layout its user has, never converted)."""

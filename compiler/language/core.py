@@ -493,6 +493,12 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def bitonic_merge(x, dim=None, descending=False):
+    """A bitonic sequence along the last dim merged into order (ascending unless `descending`)."""
+    return _sem().bitonic_merge(x, dim, descending)
+
+
+@builtin
 def topk(x, k, dim=None):
     """The k largest elements along the last dim, largest first."""
     return _sem().topk(x, k, dim)
