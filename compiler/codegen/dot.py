@@ -18,6 +18,7 @@ from ..passes.pipeline import SMEM_MAX, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
+from ..options import ab_switch
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
@@ -575,7 +576,11 @@ def _desc64(e, op) -> bool:
     0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs (docs/EXPERIMENTS.md, desc64)."""
     blk = op.block
     loop = getattr(blk, "parent", None)
-    return getattr(loop, "kind", None) == "for" and sum(o.kind == "dot" for o in blk.ops) > 1
+    if getattr(loop, "kind", None) != "for":
+        return False
+    # (A/B `desc_delta`) with _select_desc's warpgroup distance: every loop's dots, so that a k-step's descriptor is
+    # the first one plus a constant (two of the masked matmul's four HGMMAs then issue back to back in its SASS)
+    return ab_switch("desc_delta") or sum(o.kind == "dot" for o in blk.ops) > 1
 
 
 def _desc(e, st, row, col, kmajor, wide=False):
@@ -1088,13 +1093,24 @@ def _finish_wgmma(e, loop):
 def _select_desc(e, st, kmajor, positions, idx, a_is_a, wide=False):
     """Descriptor for the warpgroup's position (positions[idx]); positions are (m|k, k|n) pairs in the
     operand's own (dim0, dim1) coordinates."""
-    descs = []
+    rc = []
     for p0, p1 in positions:
         if a_is_a:  # a [M, K]: rows of the stored tile are m when K-major, k otherwise
-            row, col = (p0, p1) if kmajor else (p1, p0)
+            rc.append((p0, p1) if kmajor else (p1, p0))
         else:  # b [K, N]: rows are n when K-major, k otherwise
-            row, col = (p1, p0) if kmajor else (p0, p1)
-        descs.append(_desc(e, st, row, col, kmajor, wide))
+            rc.append((p1, p0) if kmajor else (p0, p1))
+    if len(rc) > 1 and ab_switch("desc_delta"):
+        # (A/B) the first position's descriptor plus the warpgroup's distance from it, a 16-byte count chosen once
+        # (loop-invariant, the same for every k-step: one register, not one a k-step) instead of a select between
+        # whole descriptors each k-step: the k-steps' descriptors then differ by constants only, as Triton's do
+        # (its HGMMAs issue back to back; ours had each descriptor rebuilt, ULEA.HI + UMOVs, between them)
+        c0 = st.const_offset(*rc[0])
+        d = e.i32(0)
+        for g in range(1, len(rc)):
+            d = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), e.i32((st.const_offset(*rc[g]) - c0) >> 4), d)
+        base = _desc(e, st, *rc[0], kmajor, wide)
+        return e.b.add(base, e.b.zext(d, C.I64))
+    descs = [_desc(e, st, row, col, kmajor, wide) for row, col in rc]
     out = descs[0]
     for g in range(1, len(descs)):
         out = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), descs[g], out)

@@ -100,7 +100,15 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (what `hoist_dot_operands` does for dot operands). The fresh fused MoE GEMM's token mask for the A loads: loop
 # barriers 4 -> 2 (Triton's 2); attention backward dQ 5 -> 1 (Triton's 2); SmoothQuant's second loop 6 -> 4. The
 # SASS of those 3 corpus kernels changes, no other.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide", "hoist_in_dot_loops")
+# `desc_delta` (codegen/dot.py `_select_desc`, `_desc64`; twelfth session, CPU only, untimed): a warpgroup's wgmma
+# descriptor is the first position's plus its distance (a 16-byte count chosen once by warpgroup, the same for every
+# k-step) instead of a select between whole descriptors at each k-step, and every loop's dots take 64-bit descriptors
+# (one base per slot, k-steps a constant apart, as Triton's). The masked 128x128 matmul's SASS loop: two of its four
+# HGMMAs back to back (none before; Triton's last two are), ULEA.HI 8 -> 2. The SASS of 54 corpus kernels changes
+# (every multi-warpgroup wgmma loop). 64-bit descriptors alone for one-dot loops were timed flat on the H200
+# (2026-11-30, docs/EXPERIMENTS.md desc64), before the carried write slot.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide", "hoist_in_dot_loops",
+                     "desc_delta")
 
 
 @functools.lru_cache(maxsize=None)

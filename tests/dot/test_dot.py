@@ -798,7 +798,12 @@ def test_desc64_multi_builds_attention_descriptors_once_per_slot(D, nw, monkeypa
     n = wide.count("wgmma.mma_async")
     assert n >= 12 and wide.count("cvt.u64.u32") == 2 and wide.count("add.s64") >= n - 4
     mm = _loop_body(_matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a"))
-    assert mm.count("cvt.u64.u32") == 2 * mm.count("wgmma.mma_async") >= 8
+    from compiler.options import ab_switch
+
+    if ab_switch("desc_delta"):  # (A/B) the one-dot loop's descriptors built once per slot too
+        assert mm.count("cvt.u64.u32") == 2 and mm.count("wgmma.mma_async") >= 4
+    else:
+        assert mm.count("cvt.u64.u32") == 2 * mm.count("wgmma.mma_async") >= 8
 
 
 def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):
