@@ -296,10 +296,11 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # split-KV decode, 1.18 under the first, as the default: kept in the list to confirm), `remat_loads,remat_wide` (up
   # to 32 elements a thread where used in the iteration that loads them) and `tf32_wgmma` (k-means, mm_tf32) on the 28
   # corpus kernels whose SASS one of them changes, and `hoist_in_dot_loops` (attention backward dQ, fused MoE,
-  # SmoothQuant, in the list); run `PICK=tests/dot/test_tf32_wgmma.py ... pick` first. `desc_delta` (warpgroup
-  # descriptor distances, 64-bit descriptors in every loop) changes 54 kernels: its own call,
-  # PENDING_AB=desc_delta PENDING_CASES='mm_*,bmm_*,attn_*,...' (the list in codegen/ptx.py's comment's run).
+  # SmoothQuant, in the list). `desc_delta` (warpgroup descriptor distances, 64-bit descriptors in every loop)
+  # changes 54 kernels: its own call, PENDING_PARTS=changed PENDING_AB=desc_delta PENDING_CASES=desc_delta (the list).
   PENDING_CASES=${PENDING_CASES-decode_split_kv_f16,hmm_forward_f32,selective_scan_f16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,causal_conv1d_silu_f16,mm_w4a16_f16,linear_ce_fused_f32,awq_gemm_int4_f16,hash_embedding_f16,mm_colbias_f16,decode_combine_f16,embedding_f16,mm_fp8_rowcol_scaled_bf16,gated_delta_rule_bf16,act_constexpr_str_f16,conv2d_nchw_direct_f32,conv2d_nhwc_igemm_f16,dwconv3x3_nhwc_f16,fused_moe_gemm_f16,mm_bias_f16,mm_bias_relu_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,segment_mean_f32,smoothquant_dyn_w8a8_f16,kmeans_assign_f32,mm_tf32}
+  DESC_DELTA_CASES=attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_gqa_d128,attn_kT_d64,attn_masked_d64,attn_softcap_causal_d128,awq_gemm_int4_f16,bmm_broadcast_f16,bmm_f16,conv2d_nhwc_igemm_f16,cross_attn_bshd_d128,fused_moe_gemm_f16,grouped_gemm_ptrs_f16,linear_ce_fused_f32,lora_linear_f16,mm_at_f16,mm_bf16,mm_bias_f16,mm_bias_relu_bf16,mm_block_ptr_f16,mm_blocksparse_csr_f16,mm_bt_f16,mm_colbias_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_fp16_acc,mm_fp8_rowcol_scaled_bf16,mm_gelu_erf_f16,mm_gelu_tanh_f16,mm_int8_i32,mm_leaky_where_f16,mm_mask_mn_f16,mm_mask_mn_f16_128x256x64_w8s3,mm_mask_mn_f16_64x128x32_w4s4,mm_mask_mnk_f16,mm_mask_mnk_f16_128x256x64_w8s3,mm_mask_mnk_f16_64x128x32_w4s4,mm_nobias_f16,mm_odd_f16,mm_persistent_scaled_f16,mm_relu_f16,mm_residual_f16,mm_scale_cast_f16,mm_silu_f16,mm_splitk_f16,mm_tutorial_f16,mm_w4a16_f16,mm_w8a8_f16,moe_grouped_gemm_f16,scores_qkT_f32out,smoothquant_dyn_w8a8_f16,swiglu_dual_dot_f16,varlen_causal_attn_f16
+  [ "$PENDING_CASES" = desc_delta ] && PENDING_CASES=$DESC_DELTA_CASES
   PENDING_AB=${PENDING_AB-remat_loads;remat_loads,remat_wide;tf32_wgmma;hoist_in_dot_loops}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
