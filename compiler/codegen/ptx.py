@@ -107,8 +107,14 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # HGMMAs back to back (none before; Triton's last two are), ULEA.HI 8 -> 2. The SASS of 54 corpus kernels changes
 # (every multi-warpgroup wgmma loop). 64-bit descriptors alone for one-dot loops were timed flat on the H200
 # (2026-11-30, docs/EXPERIMENTS.md desc64), before the carried write slot.
+# `half_ring` (passes/pipeline.py `_pipeline_async`; twelfth session, CPU only, untimed): a one-dot wgmma loop whose
+# other operand cp.async cannot serve (computed: a dequantizing GEMM's B, SmoothQuant's quantized A; or unaligned)
+# puts the one it can serve in a copy ring, the other written to scratch each iteration, instead of keeping the
+# register pipeline for both. ptxas -v: the W4A16 GEMM 210 -> 128 registers (1 -> 2 blocks an SM; loop barriers 4 ->
+# 6, Triton 3), AWQ 246 -> 128 (2 -> 4 blocks), SmoothQuant 191 -> 171, mm_even_k 255 (spilling) -> 231 registers,
+# SASS 1401 -> 737. The SASS of those 4 corpus kernels changes.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide", "hoist_in_dot_loops",
-                     "desc_delta")
+                     "desc_delta", "half_ring")
 
 
 @functools.lru_cache(maxsize=None)

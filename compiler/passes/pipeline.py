@@ -37,6 +37,7 @@ before the barrier of iteration i (a dot leaves at most one wgmma group in fligh
 from __future__ import annotations
 
 from ..ir import types as T
+from ..options import ab_switch
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
@@ -595,8 +596,11 @@ def _pipeline_async(module, loop, options) -> bool:
             # from registers: attention's P, which the code generator decides)
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
             fixed_bytes += nbytes if v.id not in inside else 0
-    if not loads or (len(dots) == 1 and len(loads) < 2):
-        return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
+    if not loads or (len(dots) == 1 and len(loads) < 2 and not (ab_switch("half_ring") and not fma)):
+        # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline; (A/B `half_ring`) on
+        # wgmma the served one joins the ring and the other is written to scratch each iteration, as in loops of
+        # several dots (dequantizing GEMMs: W4A16's, AWQ's computed B beside a loaded A)
+        return False
     if not fma:
         # 16-bit 2-d tiles no dot reads (attention's bias) join the ring too, read into registers: no load left
         # waiting in the loop. Measured against loads in place (H100, 2026-12-06, 3 rounds beside Triton): chunked
