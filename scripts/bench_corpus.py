@@ -273,145 +273,206 @@ class DryDevice:
         pass
 
 
+_WORKER_CASES: dict = {}
+
+
+def _reference_job(name: str, size: str):
+    """(--prepare-ahead, in a worker process) the float64 reference of corpus case `name` at `size` from its
+    seeded inputs: the same arrays the timing process makes (make_inputs(p, seed=0)), so the same reference. The
+    case comes from our compiler's load of the corpus (no GPU, no CUDA context in the worker), or Triton's where
+    ours has no such case."""
+    import workloads.corpus as corpus
+
+    if not _WORKER_CASES:
+        for side in ("triton", "tilefarm"):  # ours last: it wins where both load the case
+            _WORKER_CASES.update(corpus.load(side, None, errors={}))
+    c = _WORKER_CASES[name]
+    p = c.params(size)
+    return c.expected(p, c.make_inputs(p, seed=0))
+
+
+class _Ahead:
+    """--prepare-ahead N: the references of the next N kernels computed in N worker processes (spawned, their
+    BLAS threads limited so that the timing process keeps its cores) while the current kernel compiles and is
+    timed; N = 0 computes each reference on a thread beside its own compiles, as before."""
+
+    def __init__(self, names, size, n):
+        self.names, self.size, self.n, self.futures = list(names), size, n, {}
+        self.pool = None
+        if n > 0:
+            import multiprocessing
+
+            per = str(max(1, (os.cpu_count() or 2) // (2 * n)))
+            for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ.setdefault(k, per)  # read by the workers' NumPy at import (this process's is set)
+            self.pool = concurrent.futures.ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"))
+
+    def take(self, i):
+        """The future of kernel i's reference (None: compute it here), after queueing those up to i + n."""
+        if self.pool is None:
+            return None
+        for j in range(i, min(i + self.n + 1, len(self.names))):
+            if j not in self.futures:
+                self.futures[j] = self.pool.submit(_reference_job, self.names[j], self.size)
+        return self.futures.pop(i)
+
+    def close(self):
+        if self.pool is not None:
+            for f in self.futures.values():
+                f.cancel()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run_gpu(names, cases, args, device=None):
     dev = device or CudaDevice(args)
     rows = []
     sides = list(SIDES) + ab_sides(cases)
-    for name in names:
-        pair = {s: cases[s].get(name) for s in sides}
-        c = pair["tilefarm"] or pair["triton"]
-        p, meta = c.params(dev.size), c.meta_for(dev.size)
-        row = {"name": name, "file": getattr(c, "file", ""), "idiom": c.idiom, "params": p,
-               "meta": meta, "flops": float(c.flops(p)), "bytes": float(c.bytes(p))}
-        if c.xfail:
-            row["xfail"] = c.xfail
-        t0 = time.time()
-        try:
-            host = c.make_inputs(p, seed=0)
-            dev_in = dev.inputs(host)
-        except Exception as e:  # noqa: BLE001
-            row["error"] = f"inputs: {short(e)}"
-            rows.append(row)
-            log(f"{name}: {row['error']}")
-            continue
-        # the float64 reference is computed on a thread while both compilers compile and run the kernel once
-        # (NumPy releases the GIL); nothing runs beside the timed rounds
-        pool = concurrent.futures.ThreadPoolExecutor(1)
-        ref_future = pool.submit(c.expected, p, host)
-        pending = {}
-        for side in sides:
-            ent = row[side] = {}
-            case = pair[side]
-            if case is None:
-                ent["error"] = cases["errors"][side].get(c.file, f"not loaded under {side}")
-                continue
-            saved_ab = os.environ.get("TILEFARM_AB")
-            saved_ptxas = os.environ.get("TILEFARM_PTXAS")
-            if side.startswith(AB_PREFIX):  # read while the first call compiles (and in its cache key)
-                switches = side[len(AB_PREFIX):].split(",")
-                os.environ["TILEFARM_AB"] = ",".join(x for x in switches if x not in PTXAS_VARIANTS)
-                for x in switches:
-                    if x in PTXAS_VARIANTS:
-                        os.environ["TILEFARM_PTXAS"] = PTXAS_VARIANTS[x]()
-                        _clear_ptxas()
-            elif len(sides) > len(SIDES):  # an in-process A/B: the default side is the code without switches
-                os.environ.pop("TILEFARM_AB", None)
-            try:
-                outs = dev.outputs(side, case.make_outputs(p))  # poisoned (NaN / sentinel), or zero (atomics)
-                arrays = {**dev.side_inputs(side, dev_in), **outs}
-                grid, a = case.launch(p, arrays, meta)
-                consts, opts = case.split_meta(meta)
-                kern = case.kernel
-                dev.sync()
-                t1 = time.time()
-                with case.memory(kern, arrays):
-                    kern[grid](*a, **consts, **opts)
-                dev.sync()
-                ent["first_call_s"] = round(time.time() - t1, 3)  # compile (cold or cached) + one run
-                pending[side] = (case, kern, grid, a, {**consts, **opts}, outs, case.memory(kern, arrays))
-            except Exception as e:  # noqa: BLE001
-                ent["ok"] = False
-                ent["error"] = short(e)
-                if args.verbose:
-                    traceback.print_exc()
-            finally:
-                if saved_ab is None:
-                    os.environ.pop("TILEFARM_AB", None)
-                else:
-                    os.environ["TILEFARM_AB"] = saved_ab
-                if os.environ.get("TILEFARM_PTXAS") != saved_ptxas:
-                    if saved_ptxas is None:
-                        os.environ.pop("TILEFARM_PTXAS", None)
-                    else:
-                        os.environ["TILEFARM_PTXAS"] = saved_ptxas
-                    _clear_ptxas()
-        try:
-            ref = ref_future.result()
-        except Exception as e:  # noqa: BLE001
-            row["error"] = f"reference: {short(e)}"
-            ref = None
-        pool.shutdown()
-        del host
-        row["prepare_s"] = round(time.time() - t0, 2)  # inputs, both first calls, the reference
-        fns = {}
-        for side, (case, kern, grid, a, kw, outs, mem) in pending.items():
-            ent = row[side]
-            if ref is None:
-                ent["ok"], ent["check"] = False, "no reference"
-                continue
-            try:
-                specs = case.outputs(p)
-                got = {k: dev.back(side, outs[k], specs[k][1]) for k in ref}
-                ok, msg = split_err(case.check(p, got, ref))
-                ent["ok"], ent["check"] = ok, msg
-                if ok and isinstance(mem, contextlib.nullcontext):
-                    fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw: kern[grid](*a, **kw))
-                elif ok:  # an interpreted launch that reads pointer arrays (Case.memory)
-                    fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw, mem=mem: _within(mem, kern[grid], a, kw))
-            except Exception as e:  # noqa: BLE001
-                ent["ok"] = False
-                ent["error"] = short(e)
-        del pending
-        del ref
-        if fns:
-            samples = {s: [] for s in fns}
-            order = list(fns)
-            if args.settle_ms > 0:
-                dev.settle(list(fns.values()), args.settle_ms)
-            for r in range(args.rounds):
-                for s in (order if r % 2 == 0 else order[::-1]):
-                    if row[s].get("ok"):
-                        try:
-                            samples[s].append(dev.time(fns[s]))
-                        except Exception as e:  # noqa: BLE001
-                            row[s]["error"] = f"timing: {short(e)}"
-                            row[s]["ok"] = False
-            for s, v in samples.items():
-                if v and row[s].get("ok"):
-                    row[s]["rounds_ms"] = v
-                    row[s]["ms"] = float(np.median(v))
-            if all(row[s].get("ms") for s in SIDES):
-                ratios = [a / b for a, b in zip(row["tilefarm"]["rounds_ms"], row["triton"]["rounds_ms"])]
-                row["ratio"] = float(np.median(ratios))
-                row["ratio_min"], row["ratio_max"] = float(min(ratios)), float(max(ratios))
-            if args.sustain_s > 0:
-                for s in order:
-                    if row[s].get("ok"):
-                        row[s]["sustain"] = dev.sustain(fns[s], args.sustain_s)
-            for s in sides[len(SIDES):]:  # A/B variants: per-round ratios to the default and to Triton
-                got = {}
-                for ref_side, label in (("tilefarm", "vs_default"), ("triton", "vs_triton")):
-                    if row[s].get("ms") and row[ref_side].get("ms"):
-                        rs = [a / b for a, b in zip(row[s]["rounds_ms"], row[ref_side]["rounds_ms"])]
-                        got[label] = float(np.median(rs))
-                        got[label + "_min"], got[label + "_max"] = float(min(rs)), float(max(rs))
-                row.setdefault("ab", {})[s[len(AB_PREFIX):]] = got
-        del fns, dev_in
-        dev.release()
-        row["wall_s"] = round(time.time() - t0, 2)
-        rows.append(row)
-        log(line(row))
+    ahead = _Ahead(names, dev.size, getattr(args, "prepare_ahead", 0))
+    try:
+        for i, name in enumerate(names):
+            _run_one(i, name, cases, sides, args, dev, ahead, rows)
+    finally:
+        ahead.close()
     return rows
+
+
+def _run_one(i, name, cases, sides, args, dev, ahead, rows):
+    """One kernel of run_gpu: inputs, every side's first call, the check against the reference, the timed rounds;
+    its row appended to rows."""
+    pair = {s: cases[s].get(name) for s in sides}
+    c = pair["tilefarm"] or pair["triton"]
+    p, meta = c.params(dev.size), c.meta_for(dev.size)
+    row = {"name": name, "file": getattr(c, "file", ""), "idiom": c.idiom, "params": p,
+           "meta": meta, "flops": float(c.flops(p)), "bytes": float(c.bytes(p))}
+    if c.xfail:
+        row["xfail"] = c.xfail
+    t0 = time.time()
+    try:
+        host = c.make_inputs(p, seed=0)
+        dev_in = dev.inputs(host)
+    except Exception as e:  # noqa: BLE001
+        row["error"] = f"inputs: {short(e)}"
+        rows.append(row)
+        log(f"{name}: {row['error']}")
+        return
+    # the float64 reference is computed on a thread while both compilers compile and run the kernel once
+    # (NumPy releases the GIL); nothing runs beside the timed rounds, unless --prepare-ahead computes the next
+    # kernels' references in worker processes
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    ref_future = ahead.take(i) or pool.submit(c.expected, p, host)
+    pending = {}
+    for side in sides:
+        ent = row[side] = {}
+        case = pair[side]
+        if case is None:
+            ent["error"] = cases["errors"][side].get(c.file, f"not loaded under {side}")
+            continue
+        saved_ab = os.environ.get("TILEFARM_AB")
+        saved_ptxas = os.environ.get("TILEFARM_PTXAS")
+        if side.startswith(AB_PREFIX):  # read while the first call compiles (and in its cache key)
+            switches = side[len(AB_PREFIX):].split(",")
+            os.environ["TILEFARM_AB"] = ",".join(x for x in switches if x not in PTXAS_VARIANTS)
+            for x in switches:
+                if x in PTXAS_VARIANTS:
+                    os.environ["TILEFARM_PTXAS"] = PTXAS_VARIANTS[x]()
+                    _clear_ptxas()
+        elif len(sides) > len(SIDES):  # an in-process A/B: the default side is the code without switches
+            os.environ.pop("TILEFARM_AB", None)
+        try:
+            outs = dev.outputs(side, case.make_outputs(p))  # poisoned (NaN / sentinel), or zero (atomics)
+            arrays = {**dev.side_inputs(side, dev_in), **outs}
+            grid, a = case.launch(p, arrays, meta)
+            consts, opts = case.split_meta(meta)
+            kern = case.kernel
+            dev.sync()
+            t1 = time.time()
+            with case.memory(kern, arrays):
+                kern[grid](*a, **consts, **opts)
+            dev.sync()
+            ent["first_call_s"] = round(time.time() - t1, 3)  # compile (cold or cached) + one run
+            pending[side] = (case, kern, grid, a, {**consts, **opts}, outs, case.memory(kern, arrays))
+        except Exception as e:  # noqa: BLE001
+            ent["ok"] = False
+            ent["error"] = short(e)
+            if args.verbose:
+                traceback.print_exc()
+        finally:
+            if saved_ab is None:
+                os.environ.pop("TILEFARM_AB", None)
+            else:
+                os.environ["TILEFARM_AB"] = saved_ab
+            if os.environ.get("TILEFARM_PTXAS") != saved_ptxas:
+                if saved_ptxas is None:
+                    os.environ.pop("TILEFARM_PTXAS", None)
+                else:
+                    os.environ["TILEFARM_PTXAS"] = saved_ptxas
+                _clear_ptxas()
+    try:
+        ref = ref_future.result()
+    except Exception as e:  # noqa: BLE001
+        row["error"] = f"reference: {short(e)}"
+        ref = None
+    pool.shutdown()
+    del host
+    row["prepare_s"] = round(time.time() - t0, 2)  # inputs, both first calls, the reference
+    fns = {}
+    for side, (case, kern, grid, a, kw, outs, mem) in pending.items():
+        ent = row[side]
+        if ref is None:
+            ent["ok"], ent["check"] = False, "no reference"
+            continue
+        try:
+            specs = case.outputs(p)
+            got = {k: dev.back(side, outs[k], specs[k][1]) for k in ref}
+            ok, msg = split_err(case.check(p, got, ref))
+            ent["ok"], ent["check"] = ok, msg
+            if ok and isinstance(mem, contextlib.nullcontext):
+                fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw: kern[grid](*a, **kw))
+            elif ok:  # an interpreted launch that reads pointer arrays (Case.memory)
+                fns[side] = (lambda kern=kern, grid=grid, a=a, kw=kw, mem=mem: _within(mem, kern[grid], a, kw))
+        except Exception as e:  # noqa: BLE001
+            ent["ok"] = False
+            ent["error"] = short(e)
+    del pending
+    del ref
+    if fns:
+        samples = {s: [] for s in fns}
+        order = list(fns)
+        if args.settle_ms > 0:
+            dev.settle(list(fns.values()), args.settle_ms)
+        for r in range(args.rounds):
+            for s in (order if r % 2 == 0 else order[::-1]):
+                if row[s].get("ok"):
+                    try:
+                        samples[s].append(dev.time(fns[s]))
+                    except Exception as e:  # noqa: BLE001
+                        row[s]["error"] = f"timing: {short(e)}"
+                        row[s]["ok"] = False
+        for s, v in samples.items():
+            if v and row[s].get("ok"):
+                row[s]["rounds_ms"] = v
+                row[s]["ms"] = float(np.median(v))
+        if all(row[s].get("ms") for s in SIDES):
+            ratios = [a / b for a, b in zip(row["tilefarm"]["rounds_ms"], row["triton"]["rounds_ms"])]
+            row["ratio"] = float(np.median(ratios))
+            row["ratio_min"], row["ratio_max"] = float(min(ratios)), float(max(ratios))
+        if args.sustain_s > 0:
+            for s in order:
+                if row[s].get("ok"):
+                    row[s]["sustain"] = dev.sustain(fns[s], args.sustain_s)
+        for s in sides[len(SIDES):]:  # A/B variants: per-round ratios to the default and to Triton
+            got = {}
+            for ref_side, label in (("tilefarm", "vs_default"), ("triton", "vs_triton")):
+                if row[s].get("ms") and row[ref_side].get("ms"):
+                    rs = [a / b for a, b in zip(row[s]["rounds_ms"], row[ref_side]["rounds_ms"])]
+                    got[label] = float(np.median(rs))
+                    got[label + "_min"], got[label + "_max"] = float(min(rs)), float(max(rs))
+            row.setdefault("ab", {})[s[len(AB_PREFIX):]] = got
+    del fns, dev_in
+    dev.release()
+    row["wall_s"] = round(time.time() - t0, 2)
+    rows.append(row)
+    log(line(row))
 
 
 # ----------------------------------------------------------------------------------------------- interpreters
@@ -704,6 +765,9 @@ def main(argv=None):
                     help="per kernel, before its first round: each side run untimed about this long, in turn twice, "
                          "so every round finds the GPU at its sustained clocks")
     ap.add_argument("--interpret", action="store_true", help="no GPU: both interpreters at the CI sizes")
+    ap.add_argument("--prepare-ahead", type=int, default=0, metavar="N",
+                    help="compute the next N kernels' float64 references in N worker processes while the current "
+                         "one compiles and is timed (0: each beside its own compiles, nothing beside the timing)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: the benchmark's own flow (checks, rounds, table, JSON) at the CI sizes in both "
                          "interpreters; its times mean nothing")

@@ -242,7 +242,10 @@ if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from 
   # SHARD=1/2 (then 2/2 in the next call): half the corpus a call, interleaved by name (143 cases at 2 rounds take
   # about 580 s, the limit of one call)
   # CORPUS_AB: A/B variants beside the default (bench_corpus --ab; a third side: use SHARD=1/3 .. 3/3 for 164 cases)
+  # PREPARE_AHEAD=N: the next N kernels' float64 references in worker processes (bench_corpus --prepare-ahead; 72% of
+  # the 2026-12-06 164-case run's wall time was preparation): untried on the GPU, compare a shard with and without
   step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-100}" ${CORPUS:+--select "$CORPUS"} \
+    ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} \
     ${SHARD:+--shard "$SHARD"} ${CORPUS_AB:+--ab "$CORPUS_AB"} --out "$OUT"
   cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
 fi
@@ -311,6 +314,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
+    ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} \
     --out "$OUT/pending-changed"
   cp "$OUT"/pending-changed/corpus-*.md "$FINAL/pending-changed.md" 2>/dev/null || true
   # the tests of tests/ops, stopped by SIGINT after OPS_S seconds so pytest still prints what ran

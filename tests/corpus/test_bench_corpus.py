@@ -51,6 +51,26 @@ def test_dry_run_flow(tmp_path):
     assert "| saxpy_2p26p3_f32 |" in md.read_text()
 
 
+def test_references_prepared_ahead_in_workers_are_the_same():
+    """--prepare-ahead: the next kernels' float64 references from worker processes (their own load of the corpus,
+    the same seeded inputs) equal the ones computed beside the kernel, and the run checks against them alike."""
+    import workloads.corpus as corpus
+
+    names = ["rope_f16", "softmax_onepass_f32", "transpose32_f32"]
+    ahead = bench_corpus._Ahead(names, "ci", 2)
+    try:
+        got = [ahead.take(i).result(timeout=120) for i in range(len(names))]
+    finally:
+        ahead.close()
+    cases = corpus.load("tilefarm", names)
+    for name, ref in zip(names, got):
+        c = cases[name]
+        p = c.params("ci")
+        want = c.expected(p, c.make_inputs(p, seed=0))
+        assert set(ref) == set(want) and all(np.array_equal(ref[k], want[k]) for k in want)
+    assert bench_corpus._Ahead(names, "ci", 0).take(0) is None  # 0: nothing ahead, the reference made beside the kernel
+
+
 def test_table_marks_wrong_and_failed_kernels_and_takes_the_geomean():
     rows = [
         {"name": "a", "flops": 1e12, "bytes": 1e9, "tilefarm": {"ok": True, "ms": 1.0}, "triton": {"ok": True, "ms": 2.0},
