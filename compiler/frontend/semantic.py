@@ -1023,10 +1023,7 @@ def sort(x, dim=None, descending=False):
     shape = tuple(x.type.shape)
     if not shape:
         raise SemanticError("sort needs a block")
-    rank0 = len(shape)
-    d = rank0 - 1 if _unwrap(dim) is None else _norm_axis(dim, rank0)
-    if d != rank0 - 1:
-        raise SemanticError("sort is supported along the last dim only (as in Triton)")
+    _last_dim_only(shape, dim, "sort")
     n = shape[-1]
     L = n.bit_length() - 1
     if L == 0:
@@ -1053,9 +1050,7 @@ def bitonic_merge(x, dim=None, descending=False):
     shape = tuple(x.type.shape)
     if not shape:
         raise SemanticError("bitonic_merge needs a block")
-    d = len(shape) - 1 if _unwrap(dim) is None else _norm_axis(dim, len(shape))
-    if d != len(shape) - 1:
-        raise SemanticError("bitonic_merge is supported along the last dim only (as in Triton)")
+    _last_dim_only(shape, dim, "bitonic_merge")
     n = shape[-1]
     if n & (n - 1):
         raise SemanticError(f"bitonic_merge needs a power-of-two last dim, got {n}")
@@ -1064,6 +1059,12 @@ def bitonic_merge(x, dim=None, descending=False):
         return x
     y = _bitonic_merge(_bit_axes(x, L), L, const(bool(_unwrap(descending)), T.int1))
     return reshape(y, shape)
+
+
+def _last_dim_only(shape, dim, what):
+    """sort, topk and bitonic_merge work along the last dim (dim None or naming it), as in Triton."""
+    if _unwrap(dim) is not None and _norm_axis(dim, len(shape)) != len(shape) - 1:
+        raise SemanticError(f"{what} is supported along the last dim only (as in Triton)")
 
 
 def _axis_bit(rank, ax):
@@ -1108,10 +1109,7 @@ def topk(x, k, dim=None):
         raise SemanticError(f"topk's k must be a power of two <= {shape[-1]}, got {k!r}")
     if k == shape[-1]:
         return sort(x, dim, descending=True)
-    rank0 = len(shape)
-    d = rank0 - 1 if _unwrap(dim) is None else _norm_axis(dim, rank0)
-    if d != rank0 - 1:
-        raise SemanticError("topk is supported along the last dim only (as in Triton)")
+    _last_dim_only(shape, dim, "topk")
     L, lk = shape[-1].bit_length() - 1, k.bit_length() - 1
     y = _bit_axes(x, L)
     for bits in range(L, lk - 1, -1):  # bits: the index bits left along the last dim

@@ -650,6 +650,21 @@ class _Assigner:
         limit = 32 if ab_switch("remat_wide") and not self._held_across_iterations(op) else 4
         return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > limit
 
+    def _reaches(self, op, hit, follow) -> bool:
+        """Whether a user of op's result, or of the users `follow` admits (transitively), satisfies `hit`."""
+        seen, todo = set(), [op]
+        while todo:
+            for r in todo.pop().results:
+                for u in self.users.get(r.id, ()):
+                    if id(u) in seen:
+                        continue
+                    if hit(u):
+                        return True
+                    seen.add(id(u))
+                    if follow(u):
+                        todo.append(u)
+        return False
+
     def _held_across_iterations(self, op) -> bool:
         """Whether op's result lives across a loop's iterations: read in a loop op is not in, or carried by a yield
         (directly or through ops of its block that keep its shape: a value the vector only contributes to, as an
@@ -657,32 +672,15 @@ class _Assigner:
         if not _in_loop(op):
             return self._read_in_a_loop(op)
         shape = tuple(op.result.type.shape)
-        seen, todo = set(), [op]
-        while todo:
-            for r in todo.pop().results:
-                for u in self.users.get(r.id, ()):
-                    if u.kind == "yield":
-                        return True
-                    if (id(u) not in seen and u.block is op.block and u.results
-                            and all(tuple(x.type.shape) == shape for x in u.results)):
-                        seen.add(id(u))
-                        todo.append(u)
-        return False
+        return self._reaches(op, lambda u: u.kind == "yield", lambda u: u.block is op.block and bool(u.results) and all(
+            tuple(x.type.shape) == shape for x in u.results))
 
     def _read_in_a_loop(self, op) -> bool:
         """Whether op's result is read, directly or through ops outside loops, by an op inside a loop's body (not
         as a loop's initial value: a loop-carried value is made once an iteration wherever it is converted)."""
-        seen, todo = set(), [op]
-        while todo:
-            for r in todo.pop().results:
-                for u in self.users.get(r.id, ()):
-                    if id(u) in seen or u.kind in ("for", "while"):
-                        continue
-                    if _in_loop(u):
-                        return True
-                    seen.add(id(u))
-                    todo.append(u)
-        return False
+        def hit(u):
+            return u.kind not in ("for", "while") and _in_loop(u)
+        return self._reaches(op, hit, lambda u: u.kind not in ("for", "while"))
 
     def settle_small_loads(self) -> bool:
         """After a first walk and the backward one: the small loads outside every loop, read in a loop's body, that

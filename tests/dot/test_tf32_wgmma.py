@@ -180,30 +180,30 @@ def _assert_mma_sync(ptx):
     assert "wgmma.mma_async" not in ptx
 
 
-@pytest.mark.parametrize("case", LOOP_CASES, ids=str)
-def test_loop_ptx(monkeypatch, case):
-    args, scalars, meta, _, _ = _loop_launch(case, np.random.default_rng(0))
+def _switch_ptx(monkeypatch, kernel, launch, case):
+    """The PTX of `kernel` at `case`: mma.sync without the switch (asserted), wgmma's tf32 form with it (returned,
+    its instruction shape and count asserted)."""
+    args, scalars, meta, _, _ = launch(case, np.random.default_rng(0))
     monkeypatch.setenv("TILEFARM_AB", "")
-    _assert_mma_sync(_asm(_mm, args, scalars, meta))
+    _assert_mma_sync(_asm(kernel, args, scalars, meta))
     monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
-    ptx = _asm(_mm, args, scalars, meta)
+    ptx = _asm(kernel, args, scalars, meta)
     BM, BN, BK, _, nw, _ = case
     _assert_wgmma(ptx, _instructions(BM, BN, BK, nw)[0])
     assert len(TF32_WGMMA.findall(ptx)) == _instructions(BM, BN, BK, nw)[1]
+    return ptx
+
+
+@pytest.mark.parametrize("case", LOOP_CASES, ids=str)
+def test_loop_ptx(monkeypatch, case):
+    ptx = _switch_ptx(monkeypatch, _mm, _loop_launch, case)
     # rounded to tf32 on the way to shared memory; the loop leaves its wgmma group in flight (two scratch stages)
     assert "cvt.rna.tf32.f32" in ptx and "wgmma.wait_group.sync.aligned 1;" in ptx
 
 
 @pytest.mark.parametrize("case", ONCE_CASES, ids=str)
 def test_once_ptx(monkeypatch, case):
-    args, scalars, meta, _, _ = _once_launch(case, np.random.default_rng(0))
-    monkeypatch.setenv("TILEFARM_AB", "")
-    _assert_mma_sync(_asm(_mm_once, args, scalars, meta))
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
-    ptx = _asm(_mm_once, args, scalars, meta)
-    BM, BN, BK, _, nw, _ = case
-    _assert_wgmma(ptx, _instructions(BM, BN, BK, nw)[0])
-    assert len(TF32_WGMMA.findall(ptx)) == _instructions(BM, BN, BK, nw)[1]
+    _switch_ptx(monkeypatch, _mm_once, _once_launch, case)
 
 
 def _nearest_launch(rng, M=200, K=150, D=64):
