@@ -18,7 +18,6 @@ from ..passes.pipeline import SMEM_MAX, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
-from ..options import ab_switch
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
@@ -113,12 +112,24 @@ def _e_dot(e, op):
     if isinstance(lay, MmaLayout) and lay.version == 3:
         e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
     elif isinstance(lay, MmaLayout):
+        # (A/B `mma_ring`) operands in a copy ring's slot: ldmatrix from a swizzled slot (16-bit), shared loads
+        # from a padded one (wider elements)
+        a, b = (_slot_operand(e, x.st, v) if isinstance(x, SmemOperand) else x
+                for x, v in zip((a, b), op.operands[:2]))
         e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)
     else:
         # operands in a copy ring's slot (passes/pipeline.py): vector shared loads straight into the operand layouts
         a, b = (Tile(e.layout_of(v), load_swizzled(e, x.st, e.layout_of(v), C.lty(v.type.element)))
                 if isinstance(x, SmemOperand) else x for x, v in zip((a, b), op.operands[:2]))
         e.put(op.result, _dot_fma(e, op, a, b, c, ll), ll)
+
+
+def _slot_operand(e, st, v):
+    """An mma.sync operand read from a ring slot into its dot-operand layout."""
+    ll, etype = e.layout_of(v), C.lty(v.type.element)
+    if st.pad:
+        return Tile(ll, load_swizzled(e, st, ll, etype))
+    return Tile(ll, load_operand(e, st, ll, v.owner.attrs["_layouts"][v.index], etype))
 
 
 def _dot_mma(e, op, a, b, c, ll):
@@ -473,10 +484,10 @@ def _store_vector(e, vals, ptr, align):
     e.b.store(vec, ptr, align=align)
 
 
-def _ldmatrix(e, n, trans, off):
+def _ldmatrix(e, n, trans, off, absolute=False):
     # ldmatrix takes a shared-window address: tf_smem's own address plus the offset (the dynamic array does not
     # start at 0 of the window: sm_90 reserves the first KiB).
-    addr = e.b.ptrtoint(e.smem_ptr(off), C.I32)
+    addr = e.b.ptrtoint(e.smem_ptr(off, absolute=absolute), C.I32)
     text = f"ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.shared.b16 " + \
         ("{$0,$1,$2,$3}, [$4];" if n == 4 else "{$0,$1}, [$2];")
     rt = ir.LiteralStructType([C.I32] * n)
@@ -534,7 +545,7 @@ def load_operand(e, st, dst_ll, lay, etype):
                         krow = e.b.add(e.b.add(e.i32(k0), e.b.shl(q1, e.i32(3))), t8)
                         mcol = wadd(e.b.add(e.i32(mn0), e.b.shl(q0, e.i32(3))), dm)
                         off = st.offset(e, bv, krow, mcol, phase)
-                    words = _ldmatrix(e, 4, trans, off)
+                    words = _ldmatrix(e, 4, trans, off, st.absolute)
                     cos = [[_at(rank, mn0 + 8 * (j & 1), k0 + 8 * (j >> 1) + i, bat) for i in range(2)]
                            for j in range(4)]
                     put(words, cos)
@@ -549,7 +560,7 @@ def load_operand(e, st, dst_ll, lay, etype):
                         nrow = wadd(e.b.add(e.i32(mn0), t8), dn)
                         kcol = e.b.add(e.i32(k0), e.b.shl(q0, e.i32(3)))
                         off = st.offset(e, bv, nrow, kcol, phase)
-                    words = _ldmatrix(e, 2, trans, off)
+                    words = _ldmatrix(e, 2, trans, off, st.absolute)
                     cos = [[_at(rank, k0 + 8 * j + i, mn0, bat) for i in range(2)] for j in range(2)]
                     put(words, cos)
     assert all(r is not None for r in regs), "ldmatrix left registers unfilled (compiler bug)"
@@ -576,11 +587,7 @@ def _desc64(e, op) -> bool:
     0.98-1.03 with bf16 4096^3 0.986-0.989 in both runs (docs/EXPERIMENTS.md, desc64)."""
     blk = op.block
     loop = getattr(blk, "parent", None)
-    if getattr(loop, "kind", None) != "for":
-        return False
-    # (A/B `desc_delta`) with _select_desc's warpgroup distance: every loop's dots, so that a k-step's descriptor is
-    # the first one plus a constant (two of the masked matmul's four HGMMAs then issue back to back in its SASS)
-    return ab_switch("desc_delta") or sum(o.kind == "dot" for o in blk.ops) > 1
+    return getattr(loop, "kind", None) == "for" and sum(o.kind == "dot" for o in blk.ops) > 1
 
 
 def _desc(e, st, row, col, kmajor, wide=False):
@@ -729,7 +736,7 @@ def _transposing_tile(e, st, K, N):
 
 def _operand_bytes(op) -> int:
     """Bytes per operand element of a wgmma dot: 2, 1 for fp8 (passes/fp8_dot.py) and 8-bit integers, 4 for tf32
-    (A/B `tf32_wgmma`, passes/layouts.py tf32_wgmma_applies)."""
+    (passes/layouts.py tf32_wgmma_applies)."""
     return {8: 1, 32: 4}.get(op.operands[0].type.element.bits, 2)
 
 
@@ -1093,24 +1100,13 @@ def _finish_wgmma(e, loop):
 def _select_desc(e, st, kmajor, positions, idx, a_is_a, wide=False):
     """Descriptor for the warpgroup's position (positions[idx]); positions are (m|k, k|n) pairs in the
     operand's own (dim0, dim1) coordinates."""
-    rc = []
+    descs = []
     for p0, p1 in positions:
         if a_is_a:  # a [M, K]: rows of the stored tile are m when K-major, k otherwise
-            rc.append((p0, p1) if kmajor else (p1, p0))
+            row, col = (p0, p1) if kmajor else (p1, p0)
         else:  # b [K, N]: rows are n when K-major, k otherwise
-            rc.append((p1, p0) if kmajor else (p0, p1))
-    if len(rc) > 1 and ab_switch("desc_delta"):
-        # (A/B) the first position's descriptor plus the warpgroup's distance from it, a 16-byte count chosen once
-        # (loop-invariant, the same for every k-step: one register, not one a k-step) instead of a select between
-        # whole descriptors each k-step: the k-steps' descriptors then differ by constants only, as Triton's do
-        # (its HGMMAs issue back to back; ours had each descriptor rebuilt, ULEA.HI + UMOVs, between them)
-        c0 = st.const_offset(*rc[0])
-        d = e.i32(0)
-        for g in range(1, len(rc)):
-            d = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), e.i32((st.const_offset(*rc[g]) - c0) >> 4), d)
-        base = _desc(e, st, *rc[0], kmajor, wide)
-        return e.b.add(base, e.b.zext(d, C.I64))
-    descs = [_desc(e, st, row, col, kmajor, wide) for row, col in rc]
+            row, col = (p1, p0) if kmajor else (p0, p1)
+        descs.append(_desc(e, st, row, col, kmajor, wide))
     out = descs[0]
     for g in range(1, len(descs)):
         out = e.b.select(e.b.icmp_unsigned("==", idx, e.i32(g)), descs[g], out)
@@ -1212,7 +1208,8 @@ def _tile_of(ring, j, inner):
     elements of an fp8 dot's TMA operands)."""
     shape = tuple(ring.spec["tiles"][j])
     eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
-    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec.get("fma") else 0
+    padded = ring.spec.get("padded") or (False,) * len(ring.spec["tiles"])
+    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if padded[j] else 0
     st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
     return st

@@ -73,48 +73,18 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # its loop converted once before it): k-means 0.866: the code. `free_no_vote` (constants do not vote for an
 # elementwise op's layout): N-body 0.848 but the AWQ int4 GEMM 1.488 and sort + gather 1.209: removed
 # (docs/EXPERIMENTS.md).
-# `remat_loads` (passes/assign_layouts.py; eleventh session): a load of at most one element a thread takes
-# the layout its users want (up to 4 elements a thread there) instead of a coalesced one and a conversion: found by a
-# fresh corpus kernel, a selective-scan recurrence converting its per-step vectors every step (14 barriers a step ->
-# 0; Triton's 2). H100 2026-12-06, 2 rounds over 45 kernels: 0.994, selective scan 0.883, attention backward dK/dV
-# 0.926, causal conv1d 0.940, W4A16 0.964, but split-KV decode 1.182 (0.79 -> 0.94 of Triton's). The cause: its query
-# vector, a small load before the key loop whose users there want 8 elements a thread, stayed coalesced, but the
-# open first walk had given its chain the users' layout, so the query's conversion left the loop (a hoist, as the
-# removed hoist_conversions pass did: 0.868 for this kernel when it left). Since (twelfth session, CPU only) such
-# loads are walked again coalesced from the start (`settle_small_loads`): split-KV decode's SASS is the default's, the
-# other kernels' as in that run's variant; to be timed again.
-# `tf32_wgmma` (passes/layouts.py tf32_wgmma_applies, codegen/dot.py; twelfth session, CPU only, untimed): a float32
-# dot of input_precision "tf32" on sm_90a runs on wgmma m64nNk8 .tf32, as Triton's does, instead of mma.sync m16n8k8:
-# operands rounded to tf32 and stored K-major to swizzled shared memory (a [K, N] b loaded row-major goes through a
-# padded tile, to be stored K-major 16 bytes at a time); no copy ring or TMA for fp32 tiles (register prefetch).
-# ptxas -v sm_90a, mma.sync -> wgmma, no spills either way: kmeans_assign_f32 255 -> 132 registers, 34 -> 48 KiB shared
-# memory, SASS loop 1394 -> 835 instructions (128 HMMA.1688 -> 16 HGMMA.64x64x8; Triton's 138 registers, 66.5 KiB);
-# mm_tf32 220 -> 186 registers, 68 -> 82 KiB, loop 456 -> 263 (64 HMMA -> 4 HGMMA.64x128x8). To be timed.
-# `remat_wide` (with `remat_loads`; passes/assign_layouts.py `_crowded`, `want`; twelfth session, CPU only, untimed):
-# a small load whose value is used in the iteration that loads it takes its users' layout up to 32 elements a thread
-# (4 otherwise), its address chain rebuilt there up to 16 ops deep: a fresh direct NCHW convolution's weight column
-# (32 a thread, converted through shared memory at every tap: 2 barriers in each of its 3 loops) loads directly as
-# Triton's does: no barrier or shared access in its loops, 128 registers against Triton's 221.
-# `hoist_in_dot_loops` (passes/assign_layouts.py `_hoist_operand`; twelfth session, CPU only, untimed): in a loop
-# whose body has a dot, a value defined before the loop and converted for an op there is converted once before it
-# (what `hoist_dot_operands` does for dot operands). The fresh fused MoE GEMM's token mask for the A loads: loop
-# barriers 4 -> 2 (Triton's 2); attention backward dQ 5 -> 1 (Triton's 2); SmoothQuant's second loop 6 -> 4. The
-# SASS of those 3 corpus kernels changes, no other.
-# `desc_delta` (codegen/dot.py `_select_desc`, `_desc64`; twelfth session, CPU only, untimed): a warpgroup's wgmma
-# descriptor is the first position's plus its distance (a 16-byte count chosen once by warpgroup, the same for every
-# k-step) instead of a select between whole descriptors at each k-step, and every loop's dots take 64-bit descriptors
-# (one base per slot, k-steps a constant apart, as Triton's). The masked 128x128 matmul's SASS loop: two of its four
-# HGMMAs back to back (none before; Triton's last two are), ULEA.HI 8 -> 2. The SASS of 54 corpus kernels changes
-# (every multi-warpgroup wgmma loop). 64-bit descriptors alone for one-dot loops were timed flat on the H200
-# (2026-11-30, docs/EXPERIMENTS.md desc64), before the carried write slot.
-# `half_ring` (passes/pipeline.py `_pipeline_async`; twelfth session, CPU only, untimed): a one-dot wgmma loop whose
-# other operand cp.async cannot serve (computed: a dequantizing GEMM's B, SmoothQuant's quantized A; or unaligned)
-# puts the one it can serve in a copy ring, the other written to scratch each iteration, instead of keeping the
-# register pipeline for both. ptxas -v: the W4A16 GEMM 210 -> 128 registers (1 -> 2 blocks an SM; loop barriers 4 ->
-# 6, Triton 3), AWQ 246 -> 128 (2 -> 4 blocks), SmoothQuant 191 -> 171, mm_even_k 255 (spilling) -> 231 registers,
-# SASS 1401 -> 737. The SASS of those 4 corpus kernels changes.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_loads", "tf32_wgmma", "remat_wide", "hoist_in_dot_loops",
-                     "desc_delta", "half_ring")
+# 2026-12-06, thirteenth session, H100 (benchmarks/2026-12-06g-h100): `remat_loads` (a load of at most one element a
+# thread takes its users' layout; selective scan 0.879, attention backward dK/dV 0.930, W4A16 0.932; split-KV decode
+# 0.999 since settle_small_loads; none slower by over 1.1%), `tf32_wgmma` (fp32 "tf32" dots on wgmma: k-means 0.691,
+# mm_tf32 0.675) and `hoist_in_dot_loops` (loop-invariant conversions of any op in a loop with a dot go before it:
+# SmoothQuant 0.972) won and are the code. `remat_wide` (the direct NCHW convolution 1.180), `half_ring` (AWQ 3.18x,
+# SmoothQuant wrong; mm_even_k 0.642, W4A16 0.831) and `desc_delta` (0.985 over 54, but int8 1.053, 64x128x32 masked
+# 1.022, mm_even_k 1.020) lost and left (docs/EXPERIMENTS.md).
+# `mma_ring` (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_operand`; thirteenth session): a one-dot
+# loop whose dot runs on mma.sync (fp64; tf32 without wgmma; fp16/bf16/int8 blocks under 64 rows or of fewer than
+# four warps) takes the copy ring the FMA dot takes, instead of the register pipeline (loads into registers, stores
+# to shared memory, two barriers): 16-bit operands in swizzled slots read by ldmatrix, wider ones in padded slots.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring")
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
-from ..options import ab_switch
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
                       mma_warps, permute_layout, wgmma_applies)
@@ -416,9 +415,6 @@ class _Assigner:
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
         depth = 8 if _blocked_family(layout) else 4 if _in_loop(op) else 0
-        if op.kind == "load" and depth and ab_switch("remat_wide") and self._small_load(op):
-            depth = 16  # (A/B) a small load's address chain, rebuilt in its users' layout (a convolution's weight
-            # column: ((oc * C + c) * KH + kh) * KW + kw, 9 ops deep) instead of converting its pointers
         got, new_ops = self._materialize(v, layout, op, depth)
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
@@ -433,20 +429,20 @@ class _Assigner:
         op.operands[i] = got
 
     def _hoist_operand(self, op, i, v, layout, new_ops) -> bool:
-        """A dot operand defined before the loop the dot is in, converted to the dot's operand layout (and under
-        `hoist_in_dot_loops` any operand of an op in a loop body with a dot): the
-        conversion goes before that loop, once, instead of before the dot, every iteration (k-means' point tile on
-        mma.sync: a trip through shared memory and its barriers each centroid block; H100 0.866 of the time). The
-        converted tile is live through the loop instead of the loaded one, which no other op there reads."""
+        """A dot operand defined before the loop the dot is in, converted to the dot's operand layout (and any
+        operand of an op in a loop body with a dot): the conversion goes before that loop, once, instead of before
+        the dot, every iteration (k-means' point tile on mma.sync: a trip through shared memory and its barriers each
+        centroid block; H100 0.866 of the time). The converted tile is live through the loop instead of the loaded
+        one, which no other op there reads."""
         if not (len(new_ops) == 1 and new_ops[0].kind == "convert_layout" and new_ops[0].operands[0] is v):
             return False
         dot_operand = op.kind == "dot" and i < 2 and isinstance(layout, DotOperandLayout)
-        # (A/B `hoist_in_dot_loops`) any op's operand, in a loop whose body has a dot: its iterations meet at
-        # barriers already (the dot's operands, its copy ring), so the conversion's barriers no longer pace the
-        # loop as they did streaming ones (column variance: 4x slower once its only barrier left); here they add
-        # two an iteration (a fused MoE GEMM's token mask converted for the A load every K step)
-        if not dot_operand and not (ab_switch("hoist_in_dot_loops") and any(
-                o.kind == "dot" for o in op.block.ops)):
+        # any op's operand, in a loop whose body has a dot: its iterations meet at barriers already (the dot's
+        # operands, its copy ring), so the conversion's barriers no longer pace the loop as they did streaming ones
+        # (column variance: 4x slower once its only barrier left); here they add two an iteration (a fused MoE
+        # GEMM's token mask converted for the A load every K step). Measured (H100, 2026-12-06, 2 rounds beside
+        # Triton): SmoothQuant 0.972 of the time, fused MoE 0.995, attention backward dQ 0.996; no kernel slower.
+        if not dot_operand and not any(o.kind == "dot" for o in op.block.ops):
             return False
         loop, blk = None, op.block
         while blk is not None and loop is None:
@@ -632,23 +628,20 @@ class _Assigner:
         return _rebuilt(src, ops, layout, out)
 
     def _small_load(self, op) -> bool:
-        """A global load whose layout its users choose (A/B `remat_loads`): not volatile, no TMA, at most one element
-        per thread of the block."""
+        """A global load whose layout its users choose: not volatile, no TMA, at most one element per thread of the
+        block."""
         t = op.result.type
-        return (ab_switch("remat_loads") and id(op) not in self.coalesced and not op.attrs.get("volatile")
+        return (id(op) not in self.coalesced and not op.attrs.get("volatile")
                 and not op.attrs.get("tma") and not op.blocks and bool(t.shape) and t.numel <= 32 * self.nw)
 
     def _crowded(self, op) -> bool:
         """Whether a small load's users' layout (the backward walk's wish) gives a thread too many elements for the
         load to be made in it, and it stays coalesced: more than 4 (a column vector in a wgmma accumulator's layout
         is 16 a thread: attention backward's row statistics, held through the iteration, took 175 -> 217
-        registers). (A/B `remat_wide`, with `remat_loads`) more than 32 for a value used in the iteration that
-        loads it (not `_held_across_iterations`): its registers live only there, and its elements loaded directly
-        (a warp's lanes reading one address get it in one transaction) replace a shared-memory round trip and two
-        barriers (a direct convolution's weight column, 32 a thread, converted at every tap; Triton loads it so)."""
+        registers). Up to 32 for a value used only in the iteration that loads it was tried and lost (the direct
+        NCHW convolution 1.18x; docs/EXPERIMENTS.md, remat_wide)."""
         anc = self.open_layout(op.result, True)
-        limit = 32 if ab_switch("remat_wide") and not self._held_across_iterations(op) else 4
-        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > limit
+        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > 4
 
     def _reaches(self, op, hit, follow) -> bool:
         """Whether a user of op's result, or of the users `follow` admits (transitively), satisfies `hit`."""
@@ -665,16 +658,6 @@ class _Assigner:
                         todo.append(u)
         return False
 
-    def _held_across_iterations(self, op) -> bool:
-        """Whether op's result lives across a loop's iterations: read in a loop op is not in, or carried by a yield
-        (directly or through ops of its block that keep its shape: a value the vector only contributes to, as an
-        accumulator updated by its broadcast, is not it)."""
-        if not _in_loop(op):
-            return self._read_in_a_loop(op)
-        shape = tuple(op.result.type.shape)
-        return self._reaches(op, lambda u: u.kind == "yield", lambda u: u.block is op.block and bool(u.results) and all(
-            tuple(x.type.shape) == shape for x in u.results))
-
     def _read_in_a_loop(self, op) -> bool:
         """Whether op's result is read, directly or through ops outside loops, by an op inside a loop's body (not
         as a loop's initial value: a loop-carried value is made once an iteration wherever it is converted)."""
@@ -685,7 +668,7 @@ class _Assigner:
     def settle_small_loads(self) -> bool:
         """After a first walk and the backward one: the small loads outside every loop, read in a loop's body, that
         will stay coalesced (`_crowded`) are marked so, and True is returned when there are new ones, for the walks
-        to be made again with them coalesced from the start, as without the switch. Left open in the first walk,
+        to be made again with them coalesced from the start. Left open in the first walk,
         such a load's chain took its layouts from its users, so the conversion moved from the users (in the loop)
         to the load (before it): a loop-invariant conversion hoisted, which the code does not do elsewhere either
         (split-KV decode: the query's conversion out of the key loop, 1.18 of the time). A crowded load in a loop,
@@ -723,10 +706,13 @@ class _Assigner:
                     self.set(op, [None])
                 return
             if k == "load" and self._small_load(op):
-                # (A/B `remat_loads`) a load of at most one element a thread: no coalescing to keep, so it takes the
-                # layout its users want (left open in the first walk, the backward walk's wish in the final one)
-                # instead of a conversion through shared memory and a barrier (every iteration, in a loop); its
-                # pointers and mask are address arithmetic, rebuilt in that layout
+                # a load of at most one element a thread: no coalescing to keep, so it takes the layout its users
+                # want (left open in the first walk, the backward walk's wish in the final one) instead of a
+                # conversion through shared memory and a barrier (every iteration, in a loop); its pointers and mask
+                # are address arithmetic, rebuilt in that layout. Measured against the conversion (H100, 2026-12-06,
+                # the 14 corpus kernels whose code it changes among 32, 2 rounds beside Triton): selective scan
+                # 0.879 of the time, attention backward dK/dV 0.930, W4A16 0.932, gated delta rule 0.939, causal
+                # conv1d 0.940, HMM 0.969; none slower by over 1.1% (split-KV decode 0.999 since settle_small_loads)
                 if not final:
                     self._small.append(op)
                     self.set(op, [None])
@@ -1044,7 +1030,7 @@ def assign_layouts(module, options):
     a = _Assigner(module.function, nw)
     a.options = options
     _first_walks(a, module)
-    if a.settle_small_loads():  # (A/B `remat_loads`) small loads that stay coalesced: walked again as such
+    if a.settle_small_loads():  # small loads that stay coalesced: walked again as such
         a.lay, a.desired = {}, {}
         _first_walks(a, module)
     a.lay = {}

@@ -55,6 +55,14 @@ def _fma_dot_loop(loop, options=None) -> bool:
     return any(o.kind == "dot" and not dot_uses_mma(o, options) for o in loop.blocks[0].ops)
 
 
+def _mma_sync_dot(op, options) -> bool:
+    """The dot runs on mma.sync: tensor cores without wgmma (its layout pass gives it an mma v2 accumulator)."""
+    from .assign_layouts import dot_uses_mma
+
+    return (dot_uses_mma(op, options) and len(op.result.type.shape) == 2
+            and (options.debug_no_wgmma or wgmma_applies(op, options, options.num_warps) is None))
+
+
 def _tile_loop(loop) -> bool:
     """The K loop runs inside a loop over tiles that starts at the program's id (a persistent kernel:
     `for tile in range(pid, num_tiles, NUM_SMS)`): each program computes tiles until they run out, and such a grid
@@ -528,7 +536,13 @@ def _pipeline_async(module, loop, options) -> bool:
     # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
     # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
     fma = len(dots) == 1 and _fma_dot_loop(loop, options) and _has_cp_async(options)
-    if not fma and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
+    # (A/B `mma_ring`) a one-dot loop whose dot runs on mma.sync (no wgmma: fp64, tf32, blocks under 64 rows or
+    # of fewer than 4 warps) takes the same ring: its 16-bit operands in swizzled slots read by ldmatrix, wider
+    # ones in padded slots read by shared loads, as the FMA dot's (codegen/dot.py)
+    mma = (not fma and len(dots) == 1 and _has_cp_async(options) and ab_switch("mma_ring")
+           and _mma_sync_dot(dots[0], options))
+    sync = fma or mma  # the one dot reads its operands from the slot itself, synchronously
+    if not sync and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
         return False
     got = _analyze(loop, index_loads=True)
@@ -567,14 +581,14 @@ def _pipeline_async(module, loop, options) -> bool:
             if o in loads:
                 continue  # already in the ring for another dot: that dot reads the same slot
             # a 16-bit tile several dots read (attention backward's K: K^T for the scores, K for dQ) is one slot
-            shared = uses > 1 and eb == 2 and not fma and cast is None and _dots_read_only(v, body)
+            shared = uses > 1 and eb == 2 and not sync and cast is None and _dots_read_only(v, body)
             # a 16-bit tile elementwise math reads too (chunked retention's K, scaled before it updates the state)
             # joins the ring as well; those reads load the slot into registers (smem_load), as Triton's do
-            read_too = uses > 1 and eb == 2 and not fma and cast is None and not shared
+            read_too = uses > 1 and eb == 2 and not sync and cast is None and not shared
             if (getattr(o, "block", None) is body and o.kind == "load" and movable(o) and _zero_other(o)
-                    and (uses == 1 or shared or read_too) and (fma or eb in (1, 2))):
+                    and (uses == 1 or shared or read_too) and (sync or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
-                if fma:  # any element size, either orientation: the FMA dot reads the slot as it landed
+                if sync:  # any element size, either orientation: the dot reads the slot as it landed
                     ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2 and _copyable(o, info)
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
@@ -585,7 +599,7 @@ def _pipeline_async(module, loop, options) -> bool:
                         reads.add(id(o))
                     if cast is not None:
                         recast[id(o)] = cast
-                    if not fma and eb == 1 and j == 1 and _lands_n_major(o, tr, info):
+                    if not sync and eb == 1 and j == 1 and _lands_n_major(o, tr, info):
                         # the dot copies this slot transposed into two stages of scratch each iteration
                         # (codegen/dot.py _transposing_tile): shared memory beside the ring, for the whole loop
                         other_bytes += 2 * nbytes
@@ -596,12 +610,9 @@ def _pipeline_async(module, loop, options) -> bool:
             # from registers: attention's P, which the code generator decides)
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
             fixed_bytes += nbytes if v.id not in inside else 0
-    if not loads or (len(dots) == 1 and len(loads) < 2 and not (ab_switch("half_ring") and not fma)):
-        # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline; (A/B `half_ring`) on
-        # wgmma the served one joins the ring and the other is written to scratch each iteration, as in loops of
-        # several dots (dequantizing GEMMs: W4A16's, AWQ's computed B beside a loaded A)
-        return False
-    if not fma:
+    if not loads or (len(dots) == 1 and len(loads) < 2):
+        return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
+    if not sync:
         # 16-bit 2-d tiles no dot reads (attention's bias) join the ring too, read into registers: no load left
         # waiting in the loop. Measured against loads in place (H100, 2026-12-06, 3 rounds beside Triton): chunked
         # retention 0.766 of the time (1.33 -> 1.02 of Triton's), attention with a bias tile 0.901 (1.11 -> 1.01)
@@ -613,10 +624,13 @@ def _pipeline_async(module, loop, options) -> bool:
                 loads.append(o)
                 reads.add(id(o))
     bases, stage = [], 0
-    for o in loads:
+    # padded slots (slot_row_pad) where the dot reads the slot with plain shared loads: an FMA dot's operands and
+    # an mma.sync dot's of 32 or 64 bits; swizzled ones (ldmatrix, wgmma descriptors) otherwise
+    padded = tuple(fma or (mma and o.result.type.element.bits != 16) for o in loads)
+    for o, pad in zip(loads, padded):
         bases.append(stage)
         eb = o.result.type.element.bits // 8
-        nbytes = fma_slot_bytes(o.result.type.shape, eb) if fma else o.result.type.numel * eb
+        nbytes = fma_slot_bytes(o.result.type.shape, eb) if pad else o.result.type.numel * eb
         stage += -(-nbytes // 1024) * 1024
     budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
@@ -705,7 +719,7 @@ def _pipeline_async(module, loop, options) -> bool:
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "carry_prev": len(dots) == 1,
             "tma": tuple(tma_served(o) for o in loads),
-            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "fma": fma}
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator

@@ -92,7 +92,7 @@ def defer_index(op, num_warps):
     lay = op.attrs["_layouts"][0]
     M, N = op.result.type.shape
     K = op.operands[0].type.shape[-1]
-    # 8-bit and tf32 (A/B `tf32_wgmma`) operands: K-major only, a never from registers
+    # 8-bit and tf32 operands: K-major only, a never from registers
     eight = op.operands[0].type.element.bits in (8, 32)
     for i, v in enumerate(op.operands[:2]):
         owner = v.owner

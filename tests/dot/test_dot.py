@@ -612,15 +612,9 @@ def test_ring_falls_back_to_registers():
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
-    from compiler.options import ab_switch
-
     mod = run_pipeline(K_lower(a, b, 77, 128, 128, 64), Options(num_warps=8, num_stages=3, arch="sm_90a"))
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
-    assert any(op.kind == "load" for op in loop.blocks[0].ops)  # a's unaligned rows stay a load
-    if ab_switch("half_ring"):  # (A/B) b's aligned rows join a ring of their own
-        assert len(loop.attrs["_ring"]["tiles"]) == 1
-    else:
-        assert "_ring" not in loop.attrs
+    assert "_ring" not in loop.attrs and any(op.kind == "load" for op in loop.blocks[0].ops)
     mod = _piped(128, 128, 64, 8, 3, arch="sm_80")
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert "_ring" not in loop.attrs
@@ -804,12 +798,7 @@ def test_desc64_multi_builds_attention_descriptors_once_per_slot(D, nw, monkeypa
     n = wide.count("wgmma.mma_async")
     assert n >= 12 and wide.count("cvt.u64.u32") == 2 and wide.count("add.s64") >= n - 4
     mm = _loop_body(_matmul_ptx("float16", "ieee", "float16", 128, 256, 64, 8, target="sm_90a"))
-    from compiler.options import ab_switch
-
-    if ab_switch("desc_delta"):  # (A/B) the one-dot loop's descriptors built once per slot too
-        assert mm.count("cvt.u64.u32") == 2 and mm.count("wgmma.mma_async") >= 4
-    else:
-        assert mm.count("cvt.u64.u32") == 2 * mm.count("wgmma.mma_async") >= 8
+    assert mm.count("cvt.u64.u32") == 2 * mm.count("wgmma.mma_async") >= 8
 
 
 def test_remat_blocked_keeps_prologue_index_math_out_of_shared_memory(monkeypatch, tmp_path):

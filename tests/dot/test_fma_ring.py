@@ -82,7 +82,7 @@ def test_fma_dot_operands_come_through_a_ring(arch, dtype, a_t):
     mod = _lowered(dtype, a_t, 3, arch)
     loop = next(op for op in mod.function.body.walk() if op.kind == "for")
     ring = loop.attrs.get("_ring")
-    assert ring is not None and ring["fma"]
+    assert ring is not None and ring["padded"] == (True, True)
     body = loop.blocks[0].ops
     assert "load" not in [op.kind for op in body]
     dot = next(op for op in body if op.kind == "dot")

@@ -1,10 +1,10 @@
-"""A/B `tf32_wgmma` (passes/layouts.py tf32_wgmma_applies, codegen/dot.py): a float32 dot of input_precision "tf32"
+"""tf32 dots on wgmma (passes/layouts.py tf32_wgmma_applies, codegen/dot.py): a float32 dot of input_precision "tf32"
 on sm_90a runs on `wgmma.mma_async ... m64nNk8.f32.tf32.tf32`, both operands rounded to tf32 and stored K-major
 into swizzled shared memory (wgmma reads 32-bit operands K-major only: a [K, N] b loaded row-major is stored
-transposed), instead of mma.sync m16n8k8 with operands in registers. Checked on the PTX for sm_90a (assembled by
-ptxas) with the switch on and off, and against float64 on every target with the switch on and off; the dots that keep
-their paths under the switch (input_precision "ieee", "tf32x3", "bf16x3", sm_80, batched dots, tiles too large for
-shared memory, K not a multiple of 8) are checked to keep them."""
+transposed), instead of mma.sync m16n8k8 with operands in registers (sm_80, no wgmma). Checked on the PTX for both
+targets (assembled by ptxas) and against float64 on every target; the dots that keep their mma.sync or FMA paths
+(input_precision "ieee", "tf32x3", "bf16x3", sm_80, batched dots, tiles too large for shared memory, K not a
+multiple of 8) are checked to keep them."""
 import re
 
 import numpy as np
@@ -180,13 +180,11 @@ def _assert_mma_sync(ptx):
     assert "wgmma.mma_async" not in ptx
 
 
-def _switch_ptx(monkeypatch, kernel, launch, case):
-    """The PTX of `kernel` at `case`: mma.sync without the switch (asserted), wgmma's tf32 form with it (returned,
-    its instruction shape and count asserted)."""
+def _switch_ptx(kernel, launch, case):
+    """The PTX of `kernel` at `case`: mma.sync for sm_80 (no wgmma there; asserted), wgmma's tf32 form for sm_90a
+    (returned, its instruction shape and count asserted)."""
     args, scalars, meta, _, _ = launch(case, np.random.default_rng(0))
-    monkeypatch.setenv("TILEFARM_AB", "")
-    _assert_mma_sync(_asm(kernel, args, scalars, meta))
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
+    _assert_mma_sync(_asm(kernel, args, scalars, meta, arch="sm_80"))
     ptx = _asm(kernel, args, scalars, meta)
     BM, BN, BK, _, nw, _ = case
     _assert_wgmma(ptx, _instructions(BM, BN, BK, nw)[0])
@@ -195,15 +193,15 @@ def _switch_ptx(monkeypatch, kernel, launch, case):
 
 
 @pytest.mark.parametrize("case", LOOP_CASES, ids=str)
-def test_loop_ptx(monkeypatch, case):
-    ptx = _switch_ptx(monkeypatch, _mm, _loop_launch, case)
+def test_loop_ptx(case):
+    ptx = _switch_ptx(_mm, _loop_launch, case)
     # rounded to tf32 on the way to shared memory; the loop leaves its wgmma group in flight (two scratch stages)
     assert "cvt.rna.tf32.f32" in ptx and "wgmma.wait_group.sync.aligned 1;" in ptx
 
 
 @pytest.mark.parametrize("case", ONCE_CASES, ids=str)
-def test_once_ptx(monkeypatch, case):
-    _switch_ptx(monkeypatch, _mm_once, _once_launch, case)
+def test_once_ptx(case):
+    _switch_ptx(_mm_once, _once_launch, case)
 
 
 def _nearest_launch(rng, M=200, K=150, D=64):
@@ -214,13 +212,11 @@ def _nearest_launch(rng, M=200, K=150, D=64):
     return [x, c, out], [M, K], dict(D=D, BM=128, BK=64, num_warps=4), ref, out
 
 
-def test_nearest_ptx(monkeypatch):
+def test_nearest_ptx():
     """k-means' kernel: x stored to shared memory once before the loop, 8 wgmma m64n64k8 an iteration a warpgroup
     (M 128 on one warpgroup: two 64-row blocks)."""
     args, scalars, meta, _, _ = _nearest_launch(np.random.default_rng(0))
-    monkeypatch.setenv("TILEFARM_AB", "")
-    _assert_mma_sync(_asm(_nearest, args, scalars, meta))
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
+    _assert_mma_sync(_asm(_nearest, args, scalars, meta, arch="sm_80"))
     ptx = _asm(_nearest, args, scalars, meta)
     _assert_wgmma(ptx, 64)
     assert len(TF32_WGMMA.findall(ptx)) == _instructions(128, 64, 64, 4)[1] == 16
@@ -234,19 +230,15 @@ def _two_dots_launch(rng, L=192, D=64, BM=64, BN=64, nw=4):
     return [q, k, v, out], [L], dict(D=D, BM=BM, BN=BN, num_warps=nw), ref, out
 
 
-def test_two_dots_ptx(monkeypatch):
+def test_two_dots_ptx():
     args, scalars, meta, _, _ = _two_dots_launch(np.random.default_rng(0))
-    monkeypatch.setenv("TILEFARM_AB", "")
-    _assert_mma_sync(_asm(_two_dots, args, scalars, meta))
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
+    _assert_mma_sync(_asm(_two_dots, args, scalars, meta, arch="sm_80"))
     _assert_wgmma(_asm(_two_dots, args, scalars, meta), 64)
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "tf32_wgmma"])
 @pytest.mark.parametrize("case", LOOP_CASES, ids=str)
-def test_loop_results(monkeypatch, target, ab, case):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_loop_results(target, case):
     arrays, scalars, meta, ref, c = _loop_launch(case, np.random.default_rng(1))
     BM, BN, _, K, _, _ = case
     run(target, _mm, (2, 2), arrays, scalars, **meta)
@@ -254,38 +246,31 @@ def test_loop_results(monkeypatch, target, ab, case):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "tf32_wgmma"])
 @pytest.mark.parametrize("case", ONCE_CASES, ids=str)
-def test_once_results(monkeypatch, target, ab, case):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_once_results(target, case):
     arrays, scalars, meta, ref, c = _once_launch(case, np.random.default_rng(2))
     run(target, _mm_once, (2, 2), arrays, scalars, **meta)
     assert_close(c, ref, "float32", **_tol(case[2]))
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "tf32_wgmma"])
-def test_nearest_results(monkeypatch, target, ab):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_nearest_results(target):
     arrays, scalars, meta, ref, out = _nearest_launch(np.random.default_rng(3))
     run(target, _nearest, (2,), arrays, scalars, **meta)
     assert_close(out, ref, "float32", **_tol(2 * 64))
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "tf32_wgmma"])
-def test_two_dots_results(monkeypatch, target, ab):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_two_dots_results(target):
     arrays, scalars, meta, ref, out = _two_dots_launch(np.random.default_rng(4))
     run(target, _two_dots, (3,), arrays, scalars, **meta)
     assert_close(out, ref, "float32", **_tol(192 * 8))  # s holds sums of 64 products, rounded to tf32 again
 
 
-# ---- dots that keep their paths under the switch -----------------------------------------------------------------
+# ---- dots that keep their paths --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("prec", ["tf32x3", "bf16x3", "ieee"])
-def test_other_precisions_keep_their_paths(monkeypatch, prec):
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
+def test_other_precisions_keep_their_paths(prec):
     args, scalars, meta, _, _ = _loop_launch(LOOP_CASES[1], np.random.default_rng(0), prec)
     ptx = _asm(_mm, args, scalars, meta)
     assert "wgmma.mma_async" not in ptx
@@ -296,15 +281,13 @@ def test_other_precisions_keep_their_paths(monkeypatch, prec):
                 else "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") in ptx
 
 
-def test_sm80_keeps_mma_sync(monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
+def test_sm80_keeps_mma_sync():
     args, scalars, meta, _, _ = _loop_launch(LOOP_CASES[1], np.random.default_rng(0))
     _assert_mma_sync(_asm(_mm, args, scalars, meta, arch="sm_80"))
 
 
-def test_large_tiles_keep_mma_sync(monkeypatch):
+def test_large_tiles_keep_mma_sync():
     """128x128 a and 128x256 b tiles of float32 take 192 KiB: more than tf32_wgmma_applies admits."""
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
     args, scalars, meta, _, _ = _once_launch((128, 256, 128, 128, 8, False), np.random.default_rng(0))
     _assert_mma_sync(_asm(_mm_once, args, scalars, meta))
 
@@ -332,11 +315,8 @@ class _Dot:
     (32, 64, 32, "tf32", 4, False),  # M under a warpgroup's 64 rows
     (64, 64, 32, "tf32", 2, False),  # not a whole warpgroup
 ])
-def test_wgmma_applies(monkeypatch, M, N, K, prec, nw, applies):
+def test_wgmma_applies(M, N, K, prec, nw, applies):
     op = _Dot(M, N, K, prec)
     opts = Options(num_warps=nw, arch="sm_90a")
-    monkeypatch.setenv("TILEFARM_AB", "")
-    assert wgmma_applies(op, opts, nw) is None
-    monkeypatch.setenv("TILEFARM_AB", "tf32_wgmma")
     assert (wgmma_applies(op, opts, nw) is not None) == applies
     assert wgmma_applies(op, Options(num_warps=nw, arch="sm_90"), nw) is None

@@ -1,0 +1,131 @@
+"""A/B `mma_ring` (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_operand`): a one-dot K loop whose dot
+runs on mma.sync (fp64; tf32 without wgmma; 16-bit and int8 blocks under 64 rows or of fewer than four warps, and
+every mma dot on sm_80 or plain sm_90) takes a copy ring: cp.async into shared-memory slots, 16-bit operands read by
+ldmatrix from swizzled slots, wider ones by shared loads from padded slots, instead of loads into registers stored to
+shared memory every iteration. Checked against float64 (exact for integers) with the switch on and off on the
+interpreter (the spec: the pass never runs there), ptxas (sm_90: every mma dot is mma.sync) and the GPU; the ring's
+structure on CPU."""
+import math
+
+import numpy as np
+import pytest
+
+import compiler
+from compiler.ir import types as T
+
+from ..ops.test_ops import TARGETS, assert_close, assert_exact, poison, run
+from . import kernels as K
+from compiler import language as tl
+
+ACC = {"float16": tl.float32, "bfloat16": tl.float32, "float32": tl.float32, "float64": tl.float64, "int8": tl.int32}
+OUT = {"float16": "float32", "bfloat16": "float32", "float32": "float32", "float64": "float64", "int8": "int32"}
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 2e-3, "float64": 1e-12}
+
+
+def _operands(dtype, M, N, Kd, a_t, b_t, rng):
+    if dtype == "int8":
+        a, b = rng.integers(-8, 8, (M, Kd), dtype=np.int8), rng.integers(-8, 8, (Kd, N), dtype=np.int8)
+    else:
+        a = rng.uniform(-1, 1, (M, Kd)).astype(T.from_name(dtype).np)
+        b = rng.uniform(-1, 1, (Kd, N)).astype(T.from_name(dtype).np)
+    # A stored K-major (its copies run along M), B stored N-major ([N, K] row-major: its copies run along K)
+    arr_a, (sam, sak) = (np.ascontiguousarray(a.T), (1, M)) if a_t else (a, (Kd, 1))
+    arr_b, (sbk, sbn) = (np.ascontiguousarray(b.T), (1, Kd)) if b_t else (b, (N, 1))
+    return arr_a, arr_b, a, b, (sam, sak, sbk, sbn)
+
+
+# (M, N, K, BM, BN, BK, num_warps): blocks of 16 and 32 rows (no wgmma), two warps, masks on M, N and K tails
+CONFIGS = [(100, 72, 200, 16, 64, 64, 4), (96, 80, 96, 32, 32, 32, 2), (130, 64, 160, 32, 64, 32, 4),
+           (64, 128, 128, 64, 64, 32, 2)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "mma_ring"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "int8"])
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, True)])
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("M,N,Kd,BM,BN,BK,nw", CONFIGS)
+def test_mma_dot_k_loop(monkeypatch, target, ab, dtype, a_t, b_t, stages, M, N, Kd, BM, BN, BK, nw):
+    if target == "interp" and (ab or stages == 2):
+        pytest.skip("the interpreter runs the frontend's IR: no pipeline pass, the switch changes nothing")
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(hash((dtype, a_t, b_t, stages, M, N, Kd, BM)) % 2**32)
+    arr_a, arr_b, a, b, strides = _operands(dtype, M, N, Kd, a_t, b_t, rng)
+    out = OUT[dtype]
+    c = poison((M, N), out)
+    run(target, K.masked_dot_loop_kernel, (compiler.cdiv(M, BM), compiler.cdiv(N, BN)), [arr_a, arr_b, c],
+        [M, N, Kd, *strides, N, 1], BM=BM, BN=BN, BK=BK, ACC=ACC[dtype], PRECISION="tf32", num_warps=nw,
+        num_stages=stages)
+    if target == "ptxas":
+        return
+    if dtype == "int8":
+        assert_exact(c, a.astype(np.int64) @ b.astype(np.int64))
+        return
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tol = TOL[dtype]
+    assert_close(c, ref, out, rtol=tol, atol=tol * math.sqrt(Kd))
+
+
+def _loop(monkeypatch, ab, dtype, arch, BM=32, BN=64, BK=32, nw=4, a_t=False):
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    M, N, Kd = 96, 128, 128
+    arr_a, arr_b, a, b, strides = _operands(dtype, M, N, Kd, a_t, False, np.random.default_rng(0))
+    c = np.zeros((M, N), T.from_name(OUT[dtype]).np)
+    mod = K.masked_dot_loop_kernel.lower(arr_a, arr_b, c, M, N, Kd, *strides, N, 1, BM=BM, BN=BN, BK=BK,
+                                         ACC=ACC[dtype], PRECISION="tf32")
+    mod = run_pipeline(mod, Options(num_warps=nw, num_stages=3, arch=arch))
+    return next(op for op in mod.function.body.walk() if op.kind == "for")
+
+
+@pytest.mark.parametrize("dtype,padded", [("float16", False), ("bfloat16", False), ("float32", True),
+                                          ("float64", True), ("int8", True)])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_ring_replaces_the_register_pipeline(monkeypatch, dtype, padded, arch):
+    """Under the switch both operand loads become ring copies read by the dot from two slot views (16-bit slots
+    swizzled for ldmatrix, wider ones padded); without it the loop keeps its loads (the register pipeline)."""
+    if dtype == "float64" and arch == "sm_80":
+        pytest.skip("fp64 dots run on FMAs before sm_90 (the FMA dot's ring, tests/dot/test_fma_ring.py)")
+    loop = _loop(monkeypatch, "", dtype, arch)
+    assert "_ring" not in loop.attrs and any(op.kind == "load" for op in loop.blocks[0].ops)
+    loop = _loop(monkeypatch, "mma_ring", dtype, arch)
+    ring = loop.attrs.get("_ring")
+    assert ring is not None and ring["padded"] == (padded, padded)
+    body = loop.blocks[0].ops
+    assert "load" not in [op.kind for op in body]
+    dot = next(op for op in body if op.kind == "dot")
+    assert [v.owner.kind for v in dot.operands[:2]] == ["smem_view", "smem_view"]
+
+
+def test_wgmma_loops_keep_their_ring(monkeypatch):
+    """A dot on wgmma (64-row blocks of a warpgroup on sm_90a) is not an mma.sync dot: its ring is the swizzled
+    one either way."""
+    on = _loop(monkeypatch, "mma_ring", "float16", "sm_90a", BM=64)
+    off = _loop(monkeypatch, "", "float16", "sm_90a", BM=64)
+    assert on.attrs["_ring"]["padded"] == off.attrs["_ring"]["padded"] == (False, False)
+    assert on.attrs["_ring"]["stages"] == off.attrs["_ring"]["stages"]
+
+
+def test_ring_ptx(monkeypatch):
+    """The 16-bit ring's PTX for a 32x64x32 loop: cp.async copies, ldmatrix reads, no global load in the loop;
+    ptxas assembles it without spills."""
+    import re
+
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    monkeypatch.setenv("TILEFARM_AB", "mma_ring")
+    M = N = Kd = 256
+    a = np.zeros((M, Kd), np.float16)
+    b = np.zeros((Kd, N), np.float16)
+    c = np.zeros((M, N), np.float32)
+    ck = K.masked_dot_loop_kernel.warmup(a, b, c, M, N, Kd, Kd, 1, N, 1, N, 1, grid=(8, 4), target="sm_90a", BM=32,
+                                         BN=64, BK=32, ACC=tl.float32, PRECISION="tf32", num_warps=4, num_stages=3)
+    ptx = ck.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx and "ldmatrix.sync.aligned.m8n8.x2.trans" in ptx
+    assert not re.search(r"\bld\.global", ptx) and "mma.sync.aligned.m16n8k16" in ptx
+    if find_ptxas() is not None:
+        r = ptx_resources(ptx, "sm_90a")
+        assert r["spill_stores"] == 0
