@@ -294,22 +294,16 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, twelfth session): the A/Bs
-  # `remat_loads` (loads of at most one element a thread in the layout their users want; its refined form leaves
-  # split-KV decode, 1.18 under the first, as the default: kept in the list to confirm), `remat_loads,remat_wide` (up
-  # to 32 elements a thread where used in the iteration that loads them) and `tf32_wgmma` (k-means, mm_tf32) on the 28
-  # corpus kernels whose SASS one of them changes, and `hoist_in_dot_loops` (attention backward dQ, fused MoE,
-  # SmoothQuant, in the list), `half_ring` (W4A16, AWQ, SmoothQuant, mm_even_k). `desc_delta` (warpgroup descriptor distances, 64-bit descriptors in every loop)
-  # changes 54 kernels: its own call, PENDING_PARTS=changed PENDING_AB=desc_delta PENDING_CASES=desc_delta (the list).
-  PENDING_CASES=${PENDING_CASES-decode_split_kv_f16,hmm_forward_f32,selective_scan_f16,attn_bwd_dkdv_d64,attn_bwd_dq_d64,causal_conv1d_silu_f16,mm_w4a16_f16,linear_ce_fused_f32,awq_gemm_int4_f16,hash_embedding_f16,mm_colbias_f16,decode_combine_f16,embedding_f16,mm_fp8_rowcol_scaled_bf16,gated_delta_rule_bf16,act_constexpr_str_f16,conv2d_nchw_direct_f32,conv2d_nhwc_igemm_f16,dwconv3x3_nhwc_f16,fused_moe_gemm_f16,mm_bias_f16,mm_bias_relu_bf16,mm_persistent_scaled_f16,mm_w8a8_f16,segment_mean_f32,smoothquant_dyn_w8a8_f16,kmeans_assign_f32,mm_tf32,mm_even_k_f16}
-  DESC_DELTA_CASES=attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_gqa_d128,attn_kT_d64,attn_masked_d64,attn_softcap_causal_d128,awq_gemm_int4_f16,bmm_broadcast_f16,bmm_f16,conv2d_nhwc_igemm_f16,cross_attn_bshd_d128,fused_moe_gemm_f16,grouped_gemm_ptrs_f16,linear_ce_fused_f32,lora_linear_f16,mm_at_f16,mm_bf16,mm_bias_f16,mm_bias_relu_bf16,mm_block_ptr_f16,mm_blocksparse_csr_f16,mm_bt_f16,mm_colbias_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_fp16_acc,mm_fp8_rowcol_scaled_bf16,mm_gelu_erf_f16,mm_gelu_tanh_f16,mm_int8_i32,mm_leaky_where_f16,mm_mask_mn_f16,mm_mask_mn_f16_128x256x64_w8s3,mm_mask_mn_f16_64x128x32_w4s4,mm_mask_mnk_f16,mm_mask_mnk_f16_128x256x64_w8s3,mm_mask_mnk_f16_64x128x32_w4s4,mm_nobias_f16,mm_odd_f16,mm_persistent_scaled_f16,mm_relu_f16,mm_residual_f16,mm_scale_cast_f16,mm_silu_f16,mm_splitk_f16,mm_tutorial_f16,mm_w4a16_f16,mm_w8a8_f16,moe_grouped_gemm_f16,scores_qkT_f32out,smoothquant_dyn_w8a8_f16,swiglu_dual_dot_f16,varlen_causal_attn_f16
-  [ "$PENDING_CASES" = desc_delta ] && PENDING_CASES=$DESC_DELTA_CASES
-  PENDING_AB=${PENDING_AB-remat_loads;remat_loads,remat_wide;tf32_wgmma;hoist_in_dot_loops;half_ring}
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): the A/Bs
+  # `mma_ring` (one-dot loops on mma.sync take the copy ring) and `minmax_axis` (min / max keep contiguity and
+  # divisibility) on the 8 corpus kernels whose PTX one of them changes (the skinny GEMMs of idioms_skinny.py)
+  PENDING_CASES=${PENDING_CASES-mm_fp64,tiny_bmm16_f16,mm_decode_m16_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,decode_split_kv_f16,mm_small_tile_f64}
+  PENDING_AB=${PENDING_AB-mma_ring;minmax_axis;mma_ring,minmax_axis}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \

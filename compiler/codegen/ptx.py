@@ -84,7 +84,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # loop whose dot runs on mma.sync (fp64; tf32 without wgmma; fp16/bf16/int8 blocks under 64 rows or of fewer than
 # four warps) takes the copy ring the FMA dot takes, instead of the register pipeline (loads into registers, stores
 # to shared memory, two barriers): 16-bit operands in swizzled slots read by ldmatrix, wider ones in padded slots.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring")
+# `minmax_axis` (passes/axisinfo.py `_minmax`; thirteenth session): the axis analysis keeps contiguity and
+# divisibility through min / max (Triton's does): a split-K chunk's end `min(k_start + chunk, K)` stays divisible by
+# 16, so the K mask against it is constant over a 16-byte vector and the loads vectorize (and the copy ring serves
+# them). Without it min / max keep only constancy.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring", "minmax_axis")
 
 
 @functools.lru_cache(maxsize=None)

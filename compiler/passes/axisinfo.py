@@ -184,6 +184,26 @@ def _elementwise_const(op, *infos):
     return AxisInfo((1,) * len(const), (1,) * len(const), const)
 
 
+def _minmax(op, a, b):
+    """(A/B `minmax_axis`) min(a, b) / max(a, b) is, element by element, one of its operands: runs where both are
+    contiguous (their difference constant, so the order never flips inside one) stay contiguous, and the first element
+    of each run is divisible by what divides both sides' elements there (a chunk's end `min(start + chunk, K)` keeps the
+    divisibility its two sides share, so a K mask against it stays constant over a vector). Without the switch: only
+    constancy, as for any elementwise op."""
+    from ..options import ab_switch
+
+    if not ab_switch("minmax_axis"):
+        return _elementwise_const(op, a, b)
+    contig, div = [], []
+    for ca, cb, da, db in zip(a.contiguity, b.contiguity, a.divisibility, b.divisibility):
+        c = gcd(ca, cb)
+        # a run of the result starting inside one of a side's runs: its first element is that run's first plus a
+        # multiple of c
+        div.append(gcd(da if c >= ca else gcd(da, c), db if c >= cb else gcd(db, c)))
+        contig.append(c)
+    return AxisInfo(tuple(contig), tuple(div), tuple(map(gcd, a.constancy, b.constancy)))
+
+
 def _cmp(op, a, b):
     # offs < N, with offs in runs of K consecutive values starting at multiples of K and N a multiple of K, is
     # constant over each run: constancy gcd(contiguity, divisibility of both sides). Only the predicates whose
@@ -270,7 +290,7 @@ _RULES = {
     "const": _const, "arange": _arange,
     "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
     "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
-    "max": _elementwise_const, "min": _elementwise_const, "idiv": _idiv, "irem": _irem,
+    "max": _minmax, "min": _minmax, "idiv": _idiv, "irem": _irem,
     "shr": _elementwise_const, "not": _elementwise_const, "neg": _elementwise_const,
     "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
     "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,
