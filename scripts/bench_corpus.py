@@ -328,8 +328,14 @@ def run_gpu(names, cases, args, device=None):
     rows = []
     sides = list(SIDES) + ab_sides(cases)
     ahead = _Ahead(names, dev.size, getattr(args, "prepare_ahead", 0))
+    budget = getattr(args, "budget_s", 0) or 0
+    t0 = time.time()
     try:
         for i, name in enumerate(names):
+            if budget and time.time() - t0 > budget:  # the rest left out; the table and JSON say which
+                log(f"--budget-s {budget:g} spent after {i} of {len(names)} kernels: not run: {', '.join(names[i:])}")
+                args.not_run = list(names[i:])
+                break
             _run_one(i, name, cases, sides, args, dev, ahead, rows)
     finally:
         ahead.close()
@@ -692,6 +698,8 @@ def markdown(doc) -> str:
                   f"{span} | {rate(r, 'tilefarm')} | "
                   f"{rate(r, 'triton')} |")
     md += ["", "```", table(rows), "```"]
+    if doc.get("not_run"):
+        md += ["", f"Not run (--budget-s spent): {', '.join(doc['not_run'])}"]
     sus = [r for r in rows if r.get("tilefarm", {}).get("sustain") and r.get("triton", {}).get("sustain")]
     if sus:
         md += ["", "Sustained load (each side back to back, no L2 flush; board power and SM clock from nvidia-smi):", "",
@@ -781,6 +789,8 @@ def main(argv=None):
     ap.add_argument("--shard", default="", metavar="K/N",
                     help="only the K-th of N interleaved shares of the selected kernels (by name order): a whole-corpus "
                          "run split over calls that each stay under the device's time limit")
+    ap.add_argument("--budget-s", type=float, default=0.0, metavar="S",
+                    help="start no new kernel after S seconds (GPU runs): what ran is written, the rest listed as not run")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.table:
@@ -826,7 +836,8 @@ def main(argv=None):
         rows = run_gpu(names, cases, args, DryDevice(args) if args.dry_run else None)
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "mode": "interpret" if args.interpret else "dry-run" if args.dry_run else "gpu", "rounds": args.rounds, "rep_ms": args.rep_ms, "settle_ms": args.settle_ms,
-           "env": env_info(), "wall_s": round(time.time() - t0, 1), "rows": rows}
+           "env": env_info(), "wall_s": round(time.time() - t0, 1), "rows": rows,
+           "not_run": getattr(args, "not_run", [])}
     if args.interpret:
         bad = [r["name"] for r in rows
                if not (r["tilefarm"].get("ok") or r.get("xfail")) or not (r["triton"].get("ok") or r["triton"].get("gap"))]

@@ -244,8 +244,9 @@ if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from 
   # CORPUS_AB: A/B variants beside the default (bench_corpus --ab; a third side: use SHARD=1/3 .. 3/3 for 164 cases)
   # PREPARE_AHEAD=N: the next N kernels' float64 references in worker processes (bench_corpus --prepare-ahead; 72% of
   # the 2026-12-06 164-case run's wall time was preparation): untried on the GPU, compare a shard with and without
+  # BUDGET_S=S: start no new kernel after S seconds (the ones left are listed in the JSON's not_run)
   step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-100}" ${CORPUS:+--select "$CORPUS"} \
-    ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} \
+    ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} ${BUDGET_S:+--budget-s "$BUDGET_S"} \
     ${SHARD:+--shard "$SHARD"} ${CORPUS_AB:+--ab "$CORPUS_AB"} --out "$OUT"
   cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
 fi
@@ -294,11 +295,10 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): the A/Bs
-  # `mma_ring` (one-dot loops on mma.sync take the copy ring) and `minmax_axis` (min / max keep contiguity and
-  # divisibility) on the 8 corpus kernels whose PTX one of them changes (the skinny GEMMs of idioms_skinny.py)
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): no A/B
+  # pending; the kernels the session's last decisions (mma_ring, minmax_axis: the code) changed, beside Triton.
   PENDING_CASES=${PENDING_CASES-mm_fp64,tiny_bmm16_f16,mm_decode_m16_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,decode_split_kv_f16,mm_small_tile_f64}
-  PENDING_AB=${PENDING_AB-mma_ring;minmax_axis;mma_ring,minmax_axis}
+  PENDING_AB=${PENDING_AB-}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

@@ -112,8 +112,8 @@ def _e_dot(e, op):
     if isinstance(lay, MmaLayout) and lay.version == 3:
         e.put(op.result, _dot_wgmma(e, op, a, b, c, ll, lay), ll)
     elif isinstance(lay, MmaLayout):
-        # (A/B `mma_ring`) operands in a copy ring's slot: ldmatrix from a swizzled slot (16-bit), shared loads
-        # from a padded one (wider elements)
+        # operands in a copy ring's slot (passes/pipeline.py): ldmatrix from a swizzled slot (16-bit), shared
+        # loads from a padded one (wider elements)
         a, b = (_slot_operand(e, x.st, v) if isinstance(x, SmemOperand) else x
                 for x, v in zip((a, b), op.operands[:2]))
         e.put(op.result, _dot_mma(e, op, a, b, c, ll), ll)

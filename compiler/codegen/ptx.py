@@ -80,15 +80,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # SmoothQuant 0.972) won and are the code. `remat_wide` (the direct NCHW convolution 1.180), `half_ring` (AWQ 3.18x,
 # SmoothQuant wrong; mm_even_k 0.642, W4A16 0.831) and `desc_delta` (0.985 over 54, but int8 1.053, 64x128x32 masked
 # 1.022, mm_even_k 1.020) lost and left (docs/EXPERIMENTS.md).
-# `mma_ring` (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_operand`; thirteenth session): a one-dot
-# loop whose dot runs on mma.sync (fp64; tf32 without wgmma; fp16/bf16/int8 blocks under 64 rows or of fewer than
-# four warps) takes the copy ring the FMA dot takes, instead of the register pipeline (loads into registers, stores
-# to shared memory, two barriers): 16-bit operands in swizzled slots read by ldmatrix, wider ones in padded slots.
-# `minmax_axis` (passes/axisinfo.py `_minmax`; thirteenth session): the axis analysis keeps contiguity and
-# divisibility through min / max (Triton's does): a split-K chunk's end `min(k_start + chunk, K)` stays divisible by
-# 16, so the K mask against it is constant over a 16-byte vector and the loads vectorize (and the copy ring serves
-# them). Without it min / max keep only constancy.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "mma_ring", "minmax_axis")
+# Then `mma_ring` (one-dot loops on mma.sync take the copy ring; the six skinny GEMMs of idioms_skinny.py and the
+# batched 16x16 dots: 0.848, fp16 GELU at 32 rows 0.578, two warps 0.642, decode at 16 rows 0.805; fp64 1.014) and
+# `minmax_axis` (min / max keep contiguity and divisibility: split-K at 32 rows 0.960, 0.855 with mma_ring) won and
+# are the code (benchmarks/2026-12-06g-h100/ab-mma-ring.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)

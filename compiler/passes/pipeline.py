@@ -37,7 +37,6 @@ before the barrier of iteration i (a dot leaves at most one wgmma group in fligh
 from __future__ import annotations
 
 from ..ir import types as T
-from ..options import ab_switch
 from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
@@ -536,11 +535,14 @@ def _pipeline_async(module, loop, options) -> bool:
     # Measured on the H100 against loads kept in place (2026-12-05, mm_fp32_ieee 64x64x32 w4 s3, 3 rounds beside
     # Triton): 0.922 of the time (1.074 -> 0.99 of Triton's), 125 -> 113 registers.
     fma = len(dots) == 1 and _fma_dot_loop(loop, options) and _has_cp_async(options)
-    # (A/B `mma_ring`) a one-dot loop whose dot runs on mma.sync (no wgmma: fp64, tf32, blocks under 64 rows or
-    # of fewer than 4 warps) takes the same ring: its 16-bit operands in swizzled slots read by ldmatrix, wider
-    # ones in padded slots read by shared loads, as the FMA dot's (codegen/dot.py)
-    mma = (not fma and len(dots) == 1 and _has_cp_async(options) and ab_switch("mma_ring")
-           and _mma_sync_dot(dots[0], options))
+    # A one-dot loop whose dot runs on mma.sync (no wgmma: fp64, blocks under 64 rows or of fewer than 4 warps, any
+    # tensor-core dot before sm_90a) takes the same ring: its 16-bit operands in swizzled slots read by ldmatrix,
+    # wider ones in padded slots read by shared loads, as the FMA dot's (codegen/dot.py). Measured against the
+    # register pipeline (H100, 2026-12-06, 3 rounds beside Triton): fp16 32x128x64 w4 with a GELU epilogue 0.578 of
+    # the time (1.70 -> 0.99 of Triton's), 64x64x32 on two warps 0.642 (1.43 -> 0.91), bf16 nn.Linear at 32 rows
+    # 0.769 (1.36 -> 1.04), decode GEMM at 16 rows 0.805 (1.28 -> 1.02), 16x16 batched dots 0.973; fp64 64x64x16
+    # 1.014 (its gap to Triton is elsewhere: docs/EXPERIMENTS.md)
+    mma = not fma and len(dots) == 1 and _has_cp_async(options) and _mma_sync_dot(dots[0], options)
     sync = fma or mma  # the one dot reads its operands from the slot itself, synchronously
     if not sync and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):

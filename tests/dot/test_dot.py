@@ -224,14 +224,17 @@ def test_matmul_loop_keeps_accumulator_in_mma_layout():
     from compiler.passes.layouts import MmaLayout
 
     a = np.zeros((256, 256), np.float16)
-    mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
-                                BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EPILOGUE="none", PRECISION="ieee")
-    mod = run_pipeline(mod, Options(num_warps=4, arch="sm_80"))
-    loop = next(op for op in mod.function.body.ops if op.kind == "for")
-    assert isinstance(loop.attrs["_layouts"][0], MmaLayout)
-    kinds = [(op.kind, str(op.attrs["_layouts"][0])) for op in loop.blocks[0].ops if op.kind == "convert_layout"]
-    # only the two operand conversions (to dot-operand layouts) remain in the loop
-    assert len(kinds) == 2 and all(k[1].startswith("dot_op") for k in kinds), kinds
+    for ring in (True, False):
+        mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
+                                    BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, EPILOGUE="none", PRECISION="ieee")
+        m = run_pipeline(mod, Options(num_warps=4, arch="sm_80", debug_no_async_copy=not ring))
+        loop = next(op for op in m.function.body.ops if op.kind == "for")
+        assert isinstance(loop.attrs["_layouts"][0], MmaLayout)
+        kinds = [(op.kind, str(op.attrs["_layouts"][0])) for op in loop.blocks[0].ops if op.kind == "convert_layout"]
+        if ring:  # the operands come from the copy ring's slots (ldmatrix): nothing converted in the loop
+            assert not kinds and "_ring" in loop.attrs, kinds
+        else:  # the register pipeline: only the two operand conversions (to dot-operand layouts) remain in the loop
+            assert len(kinds) == 2 and all(k[1].startswith("dot_op") for k in kinds), kinds
 
 
 def test_fp32_ieee_dot_uses_fma():
@@ -336,8 +339,9 @@ def _attention_ref(q, k, v):
 
 
 def test_k_loop_loads_are_pipelined():
-    """num_stages >= 2: the K loop carries the next A/B tiles (loaded before this iteration's dot); the
-    interpreter-visible IR is unchanged and num_stages=1 leaves the loop alone."""
+    """num_stages >= 2 on a target without cp.async (sm_75: the register pipeline): the K loop carries the next A/B
+    tiles (loaded before this iteration's dot); the interpreter-visible IR is unchanged and num_stages=1 leaves the
+    loop alone."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
@@ -346,7 +350,7 @@ def test_k_loop_loads_are_pipelined():
         mod = K.matmul_kernel.lower(a, a, a, np.zeros(1, np.float32), 256, 256, 256, 256, 1, 256, 1, 256, 1,
                                     BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, EPILOGUE="none",
                                     PRECISION="ieee")
-        mod = run_pipeline(mod, Options(num_warps=4, num_stages=stages))
+        mod = run_pipeline(mod, Options(num_warps=4, num_stages=stages, arch="sm_75"))
         return next(op for op in mod.function.body.ops if op.kind == "for")
 
     piped, plain = loop_of(3), loop_of(1)
@@ -605,8 +609,8 @@ def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
 
 
 def test_ring_falls_back_to_registers():
-    """Loads that cp.async cannot serve (rows not 16-byte aligned: K = 77 halfs) or a target without wgmma
-    keep the register pipeline."""
+    """Loads that cp.async cannot serve (rows not 16-byte aligned: K = 77 halfs) or a target without cp.async
+    (sm_75) keep the register pipeline; sm_80's mma.sync loop takes the copy ring."""
     a = np.zeros((256, 77), np.float16)
     b = np.zeros((77, 256), np.float16)
     from compiler.options import Options
@@ -615,9 +619,12 @@ def test_ring_falls_back_to_registers():
     mod = run_pipeline(K_lower(a, b, 77, 128, 128, 64), Options(num_warps=8, num_stages=3, arch="sm_90a"))
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert "_ring" not in loop.attrs and any(op.kind == "load" for op in loop.blocks[0].ops)
-    mod = _piped(128, 128, 64, 8, 3, arch="sm_80")
+    mod = _piped(128, 128, 64, 8, 3, arch="sm_75")
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert "_ring" not in loop.attrs
+    mod = _piped(128, 128, 64, 8, 3, arch="sm_80")
+    loop = next(op for op in mod.function.body.ops if op.kind == "for")
+    assert loop.attrs["_ring"]["padded"] == (False, False)
 
 
 @pytest.mark.parametrize("D,BN,nw", [(64, 64, 4), (128, 64, 8), (128, 32, 8)])

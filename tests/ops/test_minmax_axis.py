@@ -1,7 +1,7 @@
-"""A/B `minmax_axis` (passes/axisinfo.py `_minmax`): min / max keep contiguity and divisibility. Checked against a
-brute-force definition of the three facts over every element (for operands built from runs of known facts), on a
-split-K loop whose K mask runs against `min(k_start + chunk, K)` (its loads vectorize only with the facts kept), and
-against float64 on every target with the switch on and off."""
+"""min / max in the axis analysis (passes/axisinfo.py `_minmax`): they keep contiguity and divisibility. Checked
+against a brute-force definition of the three facts over every element (for operands built from runs of known
+facts), on a split-K loop whose K mask runs against `min(k_start + chunk, K)` (its loads vectorize only with the
+facts kept), and against float64 on every target."""
 import itertools
 
 import numpy as np
@@ -50,9 +50,8 @@ CASES = [(c, d, 1) for c in (1, 2, 8, 16) for d in (1, 4, 16, 64)] + [(1, d, k) 
 
 
 @pytest.mark.parametrize("op", ["min", "max"])
-def test_facts_hold_for_every_element(monkeypatch, op):
+def test_facts_hold_for_every_element(op):
     """The facts _minmax gives are true of min / max of arrays with the operands' facts, whatever the values."""
-    monkeypatch.setenv("TILEFARM_AB", "minmax_axis")
     rng = np.random.default_rng(0)
     f = np.minimum if op == "min" else np.maximum
     n = 64
@@ -68,12 +67,9 @@ def test_facts_hold_for_every_element(monkeypatch, op):
                 ((ca, da, ka), (cb, db, kb), got)
 
 
-def test_chunk_end_keeps_its_divisibility(monkeypatch):
-    """min(k_start + chunk, K) with both sides multiples of 64 and 16: divisible by 16 under the switch, 1 without."""
+def test_chunk_end_keeps_its_divisibility():
+    """min(k_start + chunk, K) with both sides multiples of 64 and 16: divisible by 16."""
     a, b = AxisInfo((1,), (64,), (1,)), AxisInfo((1,), (16,), (1,))
-    monkeypatch.setenv("TILEFARM_AB", "")
-    assert axisinfo._minmax(None, a, b).divisibility == (1,)
-    monkeypatch.setenv("TILEFARM_AB", "minmax_axis")
     assert axisinfo._minmax(None, a, b).divisibility == (16,)
     # a contiguous run against a constant: not contiguous, and only what divides every element of the run
     got = axisinfo._minmax(None, AxisInfo((64,), (64,), (1,)), AxisInfo((1,), (64,), (64,)))
@@ -100,29 +96,23 @@ def _splitk(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constex
     tl.atomic_add(C + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def _ptx(monkeypatch, ab):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def _ptx():
     a, b, c = np.zeros((32, 1024), np.float16), np.zeros((1024, 256), np.float16), np.zeros((32, 256), np.float32)
     ck = _splitk.warmup(a, b, c, 32, 256, 1024, grid=(4, 3), target="sm_90a", BM=32, BN=64, BK=64, SPLIT=3,
                         num_warps=4, num_stages=3)
     return ck.asm["ptx"]
 
 
-def test_split_k_loads_vectorize(monkeypatch):
-    """Without the switch the K mask against k_end is constant over one element only: 2-byte loads; with it 16-byte
-    ones."""
-    assert "ld.global.b16" in _ptx(monkeypatch, "")  # a's loads, K its fast dim: one element each
-    on = _ptx(monkeypatch, "minmax_axis")
-    assert "ld.global.v4.b32" in on and "ld.global.b16" not in on
+def test_split_k_loads_vectorize():
+    """The K mask against k_end is constant over 16 bytes: a's loads (K its fast dim) go to the copy ring as 16-byte
+    copies (a mask constant over one element only left them 2-byte loads in registers, and no ring)."""
+    ptx = _ptx()
+    assert "cp.async.cg.shared.global" in ptx and "ld.global.b16" not in ptx
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "minmax_axis", "minmax_axis,mma_ring"])
 @pytest.mark.parametrize("K", [1024, 1000, 200])
-def test_split_k_results(monkeypatch, target, ab, K):
-    if target == "interp" and ab:
-        pytest.skip("the interpreter does not read the axis analysis")
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_split_k_results(target, K):
     rng = np.random.default_rng(K)
     M, N, SPLIT = 24, 200, 3
     a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
