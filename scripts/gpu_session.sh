@@ -295,15 +295,15 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): no A/B
-  # pending; the kernels the session's last decisions (mma_ring, minmax_axis: the code) changed, beside Triton.
-  PENDING_CASES=${PENDING_CASES-mm_fp64,tiny_bmm16_f16,mm_decode_m16_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,decode_split_kv_f16,mm_small_tile_f64}
-  PENDING_AB=${PENDING_AB-}
+  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): the A/B
+  # `reduce_spread` (warps' partials combined spread over the block) on the two corpus kernels whose PTX it changes.
+  PENDING_CASES=${PENDING_CASES-argmin_cols_f32,col_argmax_tuple_reduce_f16}
+  PENDING_AB=${PENDING_AB-reduce_spread}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
-    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py \
+    tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
     tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \

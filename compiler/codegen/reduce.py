@@ -146,6 +146,11 @@ def _e_reduce(e, op):
         for v in sample:
             bases.append(off)
             off += (W * n_out * _bytes(v) + 15) // 16 * 16
+        spread = _spread_pays(e, blk, len(acc), W, n_out)
+        res = []
+        for v in sample if spread else ():  # the spread combine's outputs: n_out slots, one more for idle lanes
+            res.append(off)
+            off += ((n_out + 1) * _bytes(v) + 15) // 16 * 16
         e.smem_begin(off)
         keys = list(acc)
         lin = {}
@@ -159,19 +164,74 @@ def _e_reduce(e, op):
             for k in range(nops):
                 _st_smem(e, slot, bases[k], acc[key][k])
         e.barrier()
-        for key in keys:
-            vals = None
-            for w in range(W):
-                slot = e.b.add(lin[key], e.i32(w * n_out))
-                got = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
-                vals = got if vals is None else combine(vals, got)
-            acc[key] = vals
+        if spread:
+            _spread_warp_partials(e, combine, sample, bases, res, W, n_out, lin, keys, acc)
+        else:
+            for key in keys:
+                vals = None
+                for w in range(W):
+                    slot = e.b.add(lin[key], e.i32(w * n_out))
+                    got = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
+                    vals = got if vals is None else combine(vals, got)
+                acc[key] = vals
     # results
     for k, res in enumerate(op.results):
         if not out_shape:
             e.put(res, [acc[()][k]])
         else:
             e.put(res, [acc[out_ll.reg_coord(r)][k] for r in range(out_ll.num_regs)], out_ll)
+
+
+def _combine_cost(blk) -> int:
+    """Instructions of one combine (the reduce's region, its terminator left out)."""
+    return max(1, sum(1 for o in blk.walk() if o.kind != "yield"))
+
+
+def _spread_pays(e, blk, keys, W, n_out) -> bool:
+    """(A/B `reduce_spread`) The warps' partials are combined spread over the block's threads (each takes
+    W * n_out / threads of them, W lanes a group, log2(W) shuffle levels) rather than by every thread for each of its
+    outputs (keys * (W - 1) combines, most of them the same work as other threads'), where the combines that saves
+    outweigh a second shared-memory round trip and barrier: 64 instructions or more (a column argmax over a
+    (value, index) tuple: 8 outputs a thread, 4 warps, 6 instructions a combine, 24 -> 2 combines)."""
+    if not ab_switch("reduce_spread"):
+        return False
+    threads = 32 * e.nw
+    total = W * n_out
+    if total % W or W > 32:
+        return False
+    reps = -(-total // threads)
+    levels = W.bit_length() - 1
+    saved = keys * (W - 1) - reps * levels
+    return saved * _combine_cost(blk) >= 64
+
+
+def _spread_warp_partials(e, combine, sample, bases, res, W, n_out, lin, keys, acc):
+    """The warps' partials (slot w * n_out + o of each operand's array, written before the caller's barrier)
+    combined by the whole block: element i = w + W * o goes to thread i % threads (W consecutive lanes hold one
+    output's W partials and combine them by butterfly shuffles), the first lane of each group writes the output to a
+    second array, and after a barrier every thread reads its outputs from there."""
+    nops = len(sample)
+    threads = 32 * e.nw
+    total = W * n_out
+    tid = e.b.add(e.b.mul(e.warp, e.i32(32)), e.lane)
+    for rep in range(-(-total // threads)):
+        i = e.b.add(tid, e.i32(rep * threads)) if rep else tid
+        valid = e.b.icmp_unsigned("<", i, e.i32(total))
+        j = e.b.select(valid, i, e.i32(0))  # any slot in range: a whole group is valid or not (W divides both)
+        w = e.b.and_(j, e.i32(W - 1))
+        o = e.b.lshr(j, e.i32(W.bit_length() - 1))
+        slot = e.b.add(e.b.mul(w, e.i32(n_out)), o)
+        vals = [_ld_smem(e, slot, bases[k], sample[k].type) for k in range(nops)]
+        for lvl in range(W.bit_length() - 1):
+            other = [shuffle(e, "bfly", v, 1 << lvl) for v in vals]
+            vals = combine(vals, other)
+        first = e.b.and_(valid, e.b.icmp_unsigned("==", w, e.i32(0)))
+        dst = e.b.select(first, o, e.i32(n_out))
+        for k in range(nops):
+            _st_smem(e, dst, res[k], vals[k])
+    e.barrier()
+    for key in keys:
+        acc[key] = [_ld_smem(e, lin[key], res[k], sample[k].type) for k in range(nops)]
 
 
 def _out_reg(out_ll, key):
