@@ -84,11 +84,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # batched 16x16 dots: 0.848, fp16 GELU at 32 rows 0.578, two warps 0.642, decode at 16 rows 0.805; fp64 1.014) and
 # `minmax_axis` (min / max keep contiguity and divisibility: split-K at 32 rows 0.960, 0.855 with mma_ring) won and
 # are the code (benchmarks/2026-12-06g-h100/ab-mma-ring.md).
-# `reduce_spread` (codegen/reduce.py `_spread_pays`; thirteenth session, CPU only, untimed): a reduction across warps
-# combines the warps' partials spread over the block's threads (W lanes a group, shuffles) and reads its outputs back
-# after a second barrier, instead of every thread combining all W partials of each of its outputs, where that saves
-# 64 instructions or more (the fresh column argmax over a (value, index) tuple: 8 outputs a thread, 4 warps).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_spread")
+# Then `reduce_spread` (a reduction across warps combines the warps' partials spread over the block where that saves
+# 64 instructions or more): the fresh column argmax over a tuple 0.954, argmin over columns 0.981: the code.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)
