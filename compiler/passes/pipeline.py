@@ -62,6 +62,18 @@ def _mma_sync_dot(op, options) -> bool:
             and (options.debug_no_wgmma or wgmma_applies(op, options, options.num_warps) is None))
 
 
+def _mma_fragment_regs(op, options) -> int:
+    """32-bit registers a thread holds an mma.sync dot's operand fragments in (its warp's rows of a and columns of b,
+    the whole K of the slot, read from the ring's slot before the mmas), live beside the accumulator while the dot
+    runs (128x128x64 on 8 warps: 96 a thread)."""
+    from .layouts import mma_warps
+
+    (M, K), N = op.operands[0].type.shape, op.result.type.shape[-1]
+    eb = op.operands[0].type.element.bits // 8
+    wm, wn = mma_warps((M, N), options.num_warps)[-2:]
+    return (M // wm + N // wn) * K * eb // 4 // 32
+
+
 def _tile_loop(loop) -> bool:
     """The K loop runs inside a loop over tiles that starts at the program's id (a persistent kernel:
     `for tile in range(pid, num_tiles, NUM_SMS)`): each program computes tiles until they run out, and such a grid
@@ -674,7 +686,11 @@ def _pipeline_async(module, loop, options) -> bool:
             # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
             # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
             # would fit four by shared memory, whose 64-register cap no wgmma of it fits)
-            more = _tight_gain(body, dots, options, 64, fixed_bytes + fit(False) * stage,
+            # (an mma.sync dot holds its operand fragments too, which wgmma reads from shared memory: at least their
+            # registers and 16 for addresses and masks; 128x128x64 on 8 warps then takes one block, where 64 held
+            # ptxas to 128 registers and it spilled 244 bytes; two warps of 64x64x32 fp16, 48 + 16, keep 8 blocks)
+            slack = max(64, _mma_fragment_regs(dots[0], options) + 16) if mma else 64
+            more = _tight_gain(body, dots, options, slack, fixed_bytes + fit(False) * stage,
                                fixed_bytes + fit(True) * stage)
             if more:
                 tight, occupancy = True, more

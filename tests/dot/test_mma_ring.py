@@ -126,3 +126,23 @@ def test_ring_ptx():
     if find_ptxas() is not None:
         r = ptx_resources(ptx, "sm_90a")
         assert r["spill_stores"] == 0
+
+
+@pytest.mark.parametrize("BM,BN,BK,nw,arch", [(128, 128, 64, 8, "sm_80"), (128, 128, 32, 4, "sm_80"),
+                                              (64, 64, 32, 2, "sm_90a"), (32, 128, 64, 4, "sm_90a")])
+def test_ring_leaves_registers_for_the_fragments(BM, BN, BK, nw, arch):
+    """The tight ring buys a second block only where the accumulator and the operand fragments (read from the slot
+    before the mmas) leave registers for it: no spills (128x128x64 on 8 warps spilled 244 bytes when only the
+    accumulator was counted)."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    if find_ptxas() is None:
+        pytest.skip("ptxas not found")
+    a = np.zeros((256, 256), np.float16)
+    c = np.zeros((256, 256), np.float32)
+    ck = K.masked_dot_loop_kernel.warmup(a, a, c, 256, 256, 256, 256, 1, 256, 1, 256, 1, grid=(2, 2), target=arch,
+                                         BM=BM, BN=BN, BK=BK, ACC=tl.float32, PRECISION="tf32", num_warps=nw,
+                                         num_stages=3)
+    ptx = ck.asm["ptx"]
+    assert "ldmatrix" in ptx and "cp.async" in ptx
+    assert ptx_resources(ptx, arch)["spill_stores"] == 0
