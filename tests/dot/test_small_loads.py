@@ -143,3 +143,47 @@ def test_taps(target):
     y = poison((30, 200), "float32")
     run(target, _taps, (2,), [x, w, y], [5, 200, 30], BLOCK_OC=32, BLOCK_P=128, num_warps=4)
     assert_close(y, ref, "float32")
+
+
+@compiler.jit
+def _scaled_absmax(A, S, OUT, M, K, BM: tl.constexpr, BK: tl.constexpr):
+    # per row: max over k of |a[m, k] * s[k]|; s loaded per K step (a smoothing vector), 8 contiguous floats a thread
+    # in the slice of the tile's layout
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rk = tl.arange(0, BK)
+    best = tl.zeros([BM], dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + k0 + rk[None, :], mask=rm[:, None] < M, other=0.0).to(tl.float32)
+        s = tl.load(S + k0 + rk)
+        best = tl.maximum(best, tl.max(tl.abs(a * s[None, :]), axis=1))
+    tl.store(OUT + rm, best, mask=rm < M)
+
+
+def _absmax_case(rng, M=200, K=256):
+    a = rng.uniform(-1, 1, (M, K)).astype(np.float16)
+    s = rng.uniform(0.5, 2.0, K).astype(np.float32)
+    return a, s, np.abs(a.astype(np.float64) * s.astype(np.float64)[None, :]).max(axis=1)
+
+
+def _absmax_loop_conversions(ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    a, s, _ = _absmax_case(np.random.default_rng(0))
+    mod = _pipeline(_scaled_absmax, [a, s, np.zeros(200, np.float32), 200, 256], dict(BM=128, BK=64), 8)
+    return [o for o in _loop(mod).blocks[0].walk() if o.kind == "convert_layout"]
+
+
+def test_vector_small_load_in_its_users_layout(monkeypatch):
+    """(A/B `remat_vec`) the smoothing vector, 8 elements a thread in its users' layout but two 16-byte loads, used
+    only in its iteration: loaded in that layout, nothing converted in the loop (converted every step without)."""
+    assert _absmax_loop_conversions("", monkeypatch)
+    assert not _absmax_loop_conversions("remat_vec", monkeypatch)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "remat_vec"])
+def test_scaled_absmax(monkeypatch, target, ab):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    a, s, ref = _absmax_case(np.random.default_rng(6))
+    out = poison(200, "float32")
+    run(target, _scaled_absmax, (2,), [a, s, out], [200, 256], BM=128, BK=64, num_warps=8)
+    assert_close(out, ref, "float32")
