@@ -86,12 +86,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # are the code (benchmarks/2026-12-06g-h100/ab-mma-ring.md).
 # Then `reduce_spread` (a reduction across warps combines the warps' partials spread over the block where that saves
 # 64 instructions or more): the fresh column argmax over a tuple 0.954, argmin over columns 0.981: the code.
-# `remat_vec` (passes/assign_layouts.py `_crowded`; thirteenth session, CPU only): a small load in a loop, used only
-# in the iteration that loads it, takes its users' layout even above 4 elements a thread when those load in at most 4
-# vector loads a thread (SmoothQuant's per-K-step smoothing vector: 8 contiguous floats a thread, converted through
-# shared memory every iteration of both loops before, 2 barriers each; Triton loads it in place). The direct NCHW
-# convolution's weight column (32 strided elements a thread, the lost `remat_wide`) stays coalesced.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "remat_vec")
+# `remat_vec` (small loads of at most 4 vector loads a thread in their users' layout): SmoothQuant 1.015, the
+# persistent scaled matmul 0.980: removed (docs/EXPERIMENTS.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
 
 
 @functools.lru_cache(maxsize=None)

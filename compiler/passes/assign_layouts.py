@@ -18,7 +18,6 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
-from ..options import ab_switch
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
                       mma_warps, permute_layout, wgmma_applies)
@@ -640,48 +639,10 @@ class _Assigner:
         load to be made in it, and it stays coalesced: more than 4 (a column vector in a wgmma accumulator's layout
         is 16 a thread: attention backward's row statistics, held through the iteration, took 175 -> 217
         registers). Up to 32 for a value used only in the iteration that loads it was tried and lost (the direct
-        NCHW convolution 1.18x; docs/EXPERIMENTS.md, remat_wide)."""
+        NCHW convolution 1.18x; docs/EXPERIMENTS.md, remat_wide), and so was up to 4 vector loads a thread
+        (SmoothQuant's smoothing vector: 1.015x; docs/EXPERIMENTS.md, remat_vec)."""
         anc = self.open_layout(op.result, True)
-        ll = linear(anc, tuple(op.result.type.shape), self.nw)
-        if ll.num_regs <= 4:
-            return False
-        # (A/B `remat_vec`) more than 4 a thread, but in at most 4 vector loads a thread (a K step's scale vector in
-        # the slice of its tile's layout: 8 contiguous floats a thread, two 16-byte loads) of a value used only in
-        # the iteration that loads it: loaded so, as Triton does, instead of converted every iteration
-        return not (ab_switch("remat_vec") and _in_loop(op) and self._vector_loads(op, ll) <= 4
-                    and not self._held_across_iterations(op))
-
-    def _vector_loads(self, op, ll) -> int:
-        """Load instructions a thread issues for `op` in layout ll: its registers in runs along the dim of the first
-        register basis, as long as the pointer's contiguity, its alignment, the mask's constancy and 16 bytes allow."""
-        shape = tuple(op.result.type.shape)
-        vec, d = 1, None
-        if ll.reg:
-            dims = [i for i, x in enumerate(ll.reg[0]) if x]
-            if len(dims) == 1 and ll.reg[0][dims[0]] == 1:
-                d = dims[0]
-        if d is not None:
-            unit = lambda n: tuple(n if i == d else 0 for i in range(len(shape)))  # noqa: E731
-            run = 1
-            while (run.bit_length() - 1) < len(ll.reg) and ll.reg[run.bit_length() - 1] == unit(run):
-                run *= 2
-            eb = _ebytes(op.result.type.element)
-            p = self.ai.get(op.operands[0].id) or axisinfo.AxisInfo.unknown(shape)
-            vec = min(run, p.contiguity[d], max(1, p.divisibility[d] // eb), max(1, 16 // eb))
-            if op.attrs.get("has_mask"):
-                m = self.ai.get(op.operands[1].id) or axisinfo.AxisInfo.unknown(shape)
-                vec = min(vec, m.constancy[d])
-        return ll.num_regs // max(1, vec)
-
-    def _held_across_iterations(self, op) -> bool:
-        """Whether op's result lives across a loop's iterations: read in a loop op is not in, or carried by a yield
-        (directly or through ops of its block that keep its shape: a value the vector only contributes to, as an
-        accumulator updated by its broadcast, is not it)."""
-        if not _in_loop(op):
-            return self._read_in_a_loop(op)
-        shape = tuple(op.result.type.shape)
-        return self._reaches(op, lambda u: u.kind == "yield", lambda u: u.block is op.block and bool(u.results) and all(
-            tuple(x.type.shape) == shape for x in u.results))
+        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > 4
 
     def _reaches(self, op, hit, follow) -> bool:
         """Whether a user of op's result, or of the users `follow` admits (transitively), satisfies `hit`."""

@@ -165,24 +165,8 @@ def _absmax_case(rng, M=200, K=256):
     return a, s, np.abs(a.astype(np.float64) * s.astype(np.float64)[None, :]).max(axis=1)
 
 
-def _absmax_loop_conversions(ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
-    a, s, _ = _absmax_case(np.random.default_rng(0))
-    mod = _pipeline(_scaled_absmax, [a, s, np.zeros(200, np.float32), 200, 256], dict(BM=128, BK=64), 8)
-    return [o for o in _loop(mod).blocks[0].walk() if o.kind == "convert_layout"]
-
-
-def test_vector_small_load_in_its_users_layout(monkeypatch):
-    """(A/B `remat_vec`) the smoothing vector, 8 elements a thread in its users' layout but two 16-byte loads, used
-    only in its iteration: loaded in that layout, nothing converted in the loop (converted every step without)."""
-    assert _absmax_loop_conversions("", monkeypatch)
-    assert not _absmax_loop_conversions("remat_vec", monkeypatch)
-
-
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "remat_vec"])
-def test_scaled_absmax(monkeypatch, target, ab):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_scaled_absmax(target):
     a, s, ref = _absmax_case(np.random.default_rng(6))
     out = poison(200, "float32")
     run(target, _scaled_absmax, (2,), [a, s, out], [200, 256], BM=128, BK=64, num_warps=8)
