@@ -88,7 +88,10 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 64 instructions or more): the fresh column argmax over a tuple 0.954, argmin over columns 0.981: the code.
 # `remat_vec` (small loads of at most 4 vector loads a thread in their users' layout): SmoothQuant 1.015, the
 # persistent scaled matmul 0.980: removed (docs/EXPERIMENTS.md).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix")
+# `ring_sync_shallow` (passes/pipeline.py `_pipeline_async`; thirteenth session, CPU only, untimed): an mma.sync dot's
+# copy ring keeps num_stages - 1 slots (Triton's buffer count for those dots; its shared memory matches on the
+# skinny GEMMs: 16-row decode 80 -> 60 KiB, 2 -> 3 blocks an SM; GELU at 32 rows the same; split-K 36 -> 24 KiB).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow")
 
 
 @functools.lru_cache(maxsize=None)

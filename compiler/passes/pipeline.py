@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Op, Value
+from ..options import ab_switch
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
@@ -661,6 +662,10 @@ def _pipeline_async(module, loop, options) -> bool:
     # (BH32 L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays
     # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
     stages = loop_stages(loop, options)
+    if mma and ab_switch("ring_sync_shallow"):
+        # (A/B) an mma.sync dot's ring one slot shallower, as Triton's mma.sync pipeline keeps num_stages - 1 buffers
+        # (a 16-row decode GEMM at num_stages 4: 80 KiB and 2 blocks an SM here, 60 KiB and 3 there)
+        stages = max(2, stages - 1)
 
     def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
         least = 2 if tight else 3

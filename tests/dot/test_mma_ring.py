@@ -146,3 +146,37 @@ def test_ring_leaves_registers_for_the_fragments(BM, BN, BK, nw, arch):
     ptx = ck.asm["ptx"]
     assert "ldmatrix" in ptx and "cp.async" in ptx
     assert ptx_resources(ptx, arch)["spill_stores"] == 0
+
+
+def test_shallow_ring_switch(monkeypatch):
+    """(A/B `ring_sync_shallow`) an mma.sync dot's tight ring keeps num_stages - 1 slots (num_stages without it); a
+    wgmma loop's ring is unchanged."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    def slots(ab, BM):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        a = np.zeros((96, 128), np.float16)
+        b = np.zeros((128, 128), np.float16)
+        c = np.zeros((96, 128), np.float32)
+        mod = K.masked_dot_loop_kernel.lower(a, b, c, 96, 128, 128, 128, 1, 128, 1, 128, 1, BM=BM, BN=64, BK=32,
+                                             ACC=tl.float32, PRECISION="tf32")
+        mod = run_pipeline(mod, Options(num_warps=4, num_stages=4, arch="sm_90a"))
+        return next(op for op in mod.function.body.walk() if op.kind == "for").attrs["_ring"]["stages"]
+    assert slots("", 32) == 4 and slots("ring_sync_shallow", 32) == 3
+    assert slots("", 64) == slots("ring_sync_shallow", 64)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_shallow_ring_results(monkeypatch, target, stages):
+    monkeypatch.setenv("TILEFARM_AB", "ring_sync_shallow")
+    rng = np.random.default_rng(stages)
+    M, N, Kd = 100, 72, 200
+    arr_a, arr_b, a, b, strides = _operands("float16", M, N, Kd, False, False, rng)
+    c = poison((M, N), "float32")
+    run(target, K.masked_dot_loop_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 64)), [arr_a, arr_b, c],
+        [M, N, Kd, *strides, N, 1], BM=32, BN=64, BK=32, ACC=tl.float32, PRECISION="tf32", num_warps=4,
+        num_stages=stages)
+    if target != "ptxas":
+        assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float32", rtol=2e-3, atol=2e-3 * math.sqrt(Kd))
