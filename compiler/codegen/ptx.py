@@ -91,7 +91,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `ring_sync_shallow` (passes/pipeline.py `_pipeline_async`; thirteenth session, CPU only, untimed): an mma.sync dot's
 # copy ring keeps num_stages - 1 slots (Triton's buffer count for those dots; its shared memory matches on the
 # skinny GEMMs: 16-row decode 80 -> 60 KiB, 2 -> 3 blocks an SM; GELU at 32 rows the same; split-K 36 -> 24 KiB).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow")
+# `ring_narrow` (passes/pipeline.py `_copyable`; thirteenth session, CPU only, untimed): the padded ring slots of FMA
+# dots and of mma.sync dots' 32/64-bit operands take 8- and 4-byte cp.async copies where rows are not 16-byte aligned
+# (the fp64 32x32x16 GEMM of K = 1000: 4 barriers a K step, the register pipeline, 1.50 of Triton's time; Triton
+# copies its 8-byte elements asynchronously).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow")
 
 
 @functools.lru_cache(maxsize=None)

@@ -180,3 +180,42 @@ def test_shallow_ring_results(monkeypatch, target, stages):
         num_stages=stages)
     if target != "ptxas":
         assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float32", rtol=2e-3, atol=2e-3 * math.sqrt(Kd))
+
+
+@pytest.mark.parametrize("dtype,Kd,prec", [("float64", 1000, "tf32"), ("float32", 1002, "ieee"),
+                                           ("float32", 1002, "tf32")])
+def test_narrow_copies_switch(monkeypatch, dtype, Kd, prec):
+    """(A/B `ring_narrow`) rows aligned to 8 or 4 bytes only (K = 1000 doubles, 1002 floats): the padded ring takes
+    them with 8- or 4-byte copies under the switch; without it the loop keeps the register pipeline."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    def ring(ab):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        a = np.zeros((64, Kd), T.from_name(dtype).np)
+        b = np.zeros((Kd, 64), T.from_name(dtype).np)
+        c = np.zeros((64, 64), T.from_name(dtype).np)
+        mod = K.masked_dot_loop_kernel.lower(a, b, c, 64, 64, Kd, Kd, 1, 64, 1, 64, 1, BM=32, BN=32, BK=16,
+                                             ACC=ACC[dtype], PRECISION=prec)
+        mod = run_pipeline(mod, Options(num_warps=2, num_stages=3, arch="sm_80" if prec == "tf32" else "sm_90a"))
+        return "_ring" in next(op for op in mod.function.body.walk() if op.kind == "for").attrs
+    assert not ring("") and ring("ring_narrow")
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
+@pytest.mark.parametrize("ab", ["", "ring_narrow"])
+@pytest.mark.parametrize("dtype,Kd,prec", [("float64", 1000, "tf32"), ("float32", 1002, "ieee"),
+                                           ("float32", 998, "tf32")])
+def test_narrow_copies_results(monkeypatch, target, ab, dtype, Kd, prec):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(Kd)
+    M, N = 70, 40
+    a = rng.uniform(-1, 1, (M, Kd)).astype(T.from_name(dtype).np)
+    b = rng.uniform(-1, 1, (Kd, N)).astype(T.from_name(dtype).np)
+    c = poison((M, N), dtype)
+    run(target, K.masked_dot_loop_kernel, (compiler.cdiv(M, 32), compiler.cdiv(N, 32)), [a, b, c],
+        [M, N, Kd, Kd, 1, N, 1, N, 1], BM=32, BN=32, BK=16, ACC=ACC[dtype], PRECISION=prec, num_warps=2,
+        num_stages=3)
+    if target != "ptxas":
+        tol = 1e-12 if dtype == "float64" else (1e-5 if prec == "ieee" else 2e-3)
+        assert_close(c, a.astype(np.float64) @ b.astype(np.float64), dtype, rtol=tol, atol=tol * math.sqrt(Kd))
