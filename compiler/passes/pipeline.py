@@ -36,6 +36,7 @@ before the barrier of iteration i (a dot leaves at most one wgmma group in fligh
 """
 from __future__ import annotations
 
+from ..ir import optable
 from ..ir import types as T
 from ..ir.core import Op, Value
 from ..options import ab_switch
@@ -43,7 +44,11 @@ from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
 
-_NOT_MOVABLE = EFFECTS | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
+# Ops that read memory stay where they are (a load: only an index load moves, `_index_load`): a ring slot's
+# smem_load moved to the body's front by the register pipeline of a ring loop's leftover small loads would read the
+# slot before the async_wait that says its copies landed (a half-served ring's A tile read that way gave wrong
+# results: docs/EXPERIMENTS.md, half_ring).
+_NOT_MOVABLE = EFFECTS | optable.kinds("reads_memory") | frozenset(("load", "dot", "reduce", "scan", "convert_layout"))
 
 
 def _fma_dot_loop(loop, options=None) -> bool:

@@ -173,3 +173,50 @@ def test_scaled_in_branch(target, flag):
         vv = (vc.astype(np.float32) * kc.astype(np.float32)).astype(np.float16) if flag else vc
         ref += s @ vv.astype(np.float64)
     assert_close(out, ref, "float32", rtol=2e-2, atol=2e-2)
+
+
+@compiler.jit
+def _mm_tile_plus_scaled(A, B, T, S, C, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # acc += a @ b + t * s per K step: a 16-bit tile no dot reads (t, [BM, BN]) joins the ring and is read into
+    # registers; a small per-step vector (s, [BN] fp32) is left to the register pipeline of the ring loop
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(B + (k + rk)[:, None] * BN + rn[None, :])
+        t = tl.load(T + (k // BK) * BM * BN + rm[:, None] * BN + rn[None, :])
+        s = tl.load(S + (k // BK) * BN + rn)
+        acc += tl.dot(a, b) + t.to(tl.float32) * s[None, :]
+    tl.store(C + rm[:, None] * BN + rn[None, :], acc)
+
+
+def _tile_plus_scaled_args(rng, K=256, BM=64, BN=64, BK=32):
+    a = rng.uniform(-1, 1, (BM, K)).astype(np.float16)
+    b = rng.uniform(-1, 1, (K, BN)).astype(np.float16)
+    t = rng.uniform(-1, 1, (K // BK, BM, BN)).astype(np.float16)
+    s = rng.uniform(-1, 1, (K // BK, BN)).astype(np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64) + (t.astype(np.float64) * s[:, None, :]).sum(axis=0)
+    return a, b, t, s, ref
+
+
+def test_slot_reads_stay_after_the_wait():
+    """A ring loop whose leftover small load goes through the register pipeline: the smem_load of the tile no dot
+    reads stays after the iteration's async_wait (the register pipeline once moved it, an op without effects, to the
+    body's front: a read of the slot before its copies landed)."""
+    a, b, t, s, _ = _tile_plus_scaled_args(np.random.default_rng(0))
+    mod = _pipeline(_mm_tile_plus_scaled, [a, b, t, s, np.zeros((64, 64), np.float32), 256],
+                    dict(BM=64, BN=64, BK=32), 4)
+    body = [o.kind for o in _loop(mod).blocks[0].ops]
+    assert "async_wait" in body and "smem_load" in body
+    assert body.index("smem_load") > body.index("async_wait")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tile_plus_scaled(target):
+    a, b, t, s, ref = _tile_plus_scaled_args(np.random.default_rng(1))
+    c = poison((64, 64), "float32")
+    run(target, _mm_tile_plus_scaled, (1,), [a, b, t, s, c], [256], BM=64, BN=64, BK=32, num_warps=4,
+        num_stages=3)
+    assert_close(c, ref, "float32", rtol=2e-3, atol=2e-3 * 16)
