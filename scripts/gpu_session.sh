@@ -296,10 +296,11 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
   # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): the A/Bs
-  # `ring_sync_shallow` (an mma.sync dot's copy ring one slot shallower; 7 corpus kernels change) and `ring_narrow`
-  # (8- and 4-byte copies into padded slots; the fp64 32x32x16 GEMM changes) on the 8 kernels they change.
-  PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64}
-  PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;ring_sync_shallow,ring_narrow}
+  # `ring_sync_shallow` (an mma.sync dot's copy ring one slot shallower; 7 corpus kernels change), `ring_narrow`
+  # (8- and 4-byte copies into padded slots; the fp64 32x32x16 GEMM changes) and `half_ring` revived (a one-dot
+  # wgmma loop rings the operand it can serve, the other's loads prefetched in registers; 4 kernels change).
+  PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16}
+  PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

@@ -95,7 +95,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # dots and of mma.sync dots' 32/64-bit operands take 8- and 4-byte cp.async copies where rows are not 16-byte aligned
 # (the fp64 32x32x16 GEMM of K = 1000: 4 barriers a K step, the register pipeline, 1.50 of Triton's time; Triton
 # copies its 8-byte elements asynchronously).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow")
+# `half_ring` (passes/pipeline.py; revived in the thirteenth session, CPU only, untimed in this form): a one-dot wgmma
+# loop with one operand cp.async cannot serve rings the other (the unserved one written to scratch each iteration);
+# its first form (twelfth session) measured mm_even_k 0.642, W4A16 0.831, but AWQ 3.18x (its unserved operand's loads
+# lost their register prefetch: now kept, within the register budget) and SmoothQuant wrong (a slot read moved before
+# the async_wait: fixed for every ring loop, b1ed618). To be timed again on the 4 kernels it changes.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring")
 
 
 @functools.lru_cache(maxsize=None)

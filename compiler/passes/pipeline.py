@@ -150,7 +150,11 @@ def pipeline_loads(module, options):
             # load an iteration ahead through registers: dK/dV 0.945 of the time (H100, 2026-12-06). Tiles of 16
             # registers a thread that way (attention's bias, before it joined the ring) took 1.59x, spilling.
             dce(module, options)
-            _pipeline(op, threads, extra_regs=8)
+            # (A/B `half_ring`) a one-dot loop whose other operand the ring does not serve (computed from loads: a
+            # dequantizing GEMM's B) keeps those loads an iteration ahead like the register pipeline does, within
+            # its register budget: left in place, AWQ's 65 scalar weight loads a step took 3.18x the time
+            half = len(op.attrs["_ring"]["tiles"]) == 1 and ndots == 1 and not op.attrs["_ring"]["padded"][0]
+            _pipeline(op, threads, extra_regs=None if half else 8)
             continue
         # an FMA dot's loop keeps its loads where they are: the register prefetch cost mm_fp32_ieee 161 -> 125
         # registers and 1/0.955 of its time (H100, 2026-12-05)
@@ -639,8 +643,11 @@ def _pipeline_async(module, loop, options) -> bool:
             # from registers: attention's P, which the code generator decides)
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
             fixed_bytes += nbytes if v.id not in inside else 0
-    if not loads or (len(dots) == 1 and len(loads) < 2):
-        return False  # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline
+    if not loads or (len(dots) == 1 and len(loads) < 2 and not (ab_switch("half_ring") and not sync)):
+        # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline; (A/B `half_ring`) on
+        # wgmma the served one joins the ring and the other is written to scratch each iteration, as in loops of
+        # several dots (dequantizing GEMMs: W4A16's, AWQ's computed B beside a loaded A)
+        return False
     if not sync:
         # 16-bit 2-d tiles no dot reads (attention's bias) join the ring too, read into registers: no load left
         # waiting in the loop. Measured against loads in place (H100, 2026-12-06, 3 rounds beside Triton): chunked
