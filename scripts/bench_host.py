@@ -474,8 +474,13 @@ def corpus_main(args) -> None:
 
     for pkg in ("compiler", "farm", "workloads"):
         compileall.compile_dir(os.path.join(ROOT, pkg), quiet=1)
-    files = BC.case_files(args.corpus or None)
+    # names or globs, space- or comma-separated
+    want = [x for a in (args.corpus or []) for x in a.split(",") if x] or None
+    files = BC.case_files(want)
     names = sorted(files)
+    if not names:
+        sys.exit(f"bench_host: no corpus kernel matches --corpus {' '.join(args.corpus)} (names or globs; "
+                 f"python scripts/bench_corpus.py --list lists them)")
     # a kernel to compile first in the warm processes when the selection has only one: any other corpus kernel
     everything = BC.case_files(None) if len(names) < 2 else files
     spare = [n for n in sorted(everything) if n not in files][:1] or names
