@@ -153,8 +153,7 @@ def pipeline_loads(module, options):
             # (A/B `half_ring`) a one-dot loop whose other operand the ring does not serve (computed from loads: a
             # dequantizing GEMM's B) keeps those loads an iteration ahead like the register pipeline does, within
             # its register budget: left in place, AWQ's 65 scalar weight loads a step took 3.18x the time
-            half = len(op.attrs["_ring"]["tiles"]) == 1 and ndots == 1 and not op.attrs["_ring"]["padded"][0]
-            _pipeline(op, threads, extra_regs=None if half else 8)
+            _pipeline(op, threads, extra_regs=None if op.attrs["_ring"]["half"] else 8)
             continue
         # an FMA dot's loop keeps its loads where they are: the register prefetch cost mm_fp32_ieee 161 -> 125
         # registers and 1/0.955 of its time (H100, 2026-12-05)
@@ -643,7 +642,8 @@ def _pipeline_async(module, loop, options) -> bool:
             # from registers: attention's P, which the code generator decides)
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
             fixed_bytes += nbytes if v.id not in inside else 0
-    if not loads or (len(dots) == 1 and len(loads) < 2 and not (ab_switch("half_ring") and not sync)):
+    half = len(dots) == 1 and len(loads) < 2  # a one-dot loop with one operand served (before the tiles below)
+    if not loads or (half and not (ab_switch("half_ring") and not sync)):
         # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline; (A/B `half_ring`) on
         # wgmma the served one joins the ring and the other is written to scratch each iteration, as in loops of
         # several dots (dequantizing GEMMs: W4A16's, AWQ's computed B beside a loaded A)
@@ -763,7 +763,7 @@ def _pipeline_async(module, loop, options) -> bool:
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "carry_prev": len(dots) == 1,
             "tma": tuple(tma_served(o) for o in loads),
-            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded}
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded, "half": half}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
