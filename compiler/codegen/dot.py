@@ -1208,8 +1208,7 @@ def _tile_of(ring, j, inner):
     elements of an fp8 dot's TMA operands)."""
     shape = tuple(ring.spec["tiles"][j])
     eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
-    padded = ring.spec.get("padded") or (False,) * len(ring.spec["tiles"])
-    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if padded[j] else 0
+    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec["padded"][j] else 0
     st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
     return st
