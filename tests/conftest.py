@@ -6,6 +6,9 @@ import pytest
 
 os.environ.setdefault("TILEFARM_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "tilefarm-test-cache"))
 os.environ.setdefault("TILEFARM_VERIFY_IR", "1")
+# The suite's cache outlives the run (later runs of the same tree reuse it); every tree's entries are new keys, so
+# bound it below the default, for machines whose /tmp is small.
+os.environ.setdefault("TILEFARM_CACHE_MAX_SIZE", "2G")
 
 
 def pytest_configure(config):

@@ -11,6 +11,15 @@ manifest written last) and renames the directory into place. A rename is atomic,
 no entry or a complete one; when two writers race on one key the first rename wins and the second writer
 discards its copy (same key = same content) -- both succeed. ``get`` verifies sizes and hashes and treats a
 corrupt or partial entry as a miss; the next ``put`` replaces it.
+
+Size: the directory is bounded (``TILEFARM_CACHE_MAX_SIZE``, default 4 GiB; "0" = unbounded). Every entry of an
+older compiler is dead weight once the sources change (they are in the key), so without a bound a cache shared by
+many trees only grows. A disk hit refreshes the entry's manifest mtime (at most once a minute), so the mtime is
+its last use; ``trim`` removes the least recently used entries until the total is under 3/4 of the bound. A
+process trims after writing 1/16 of the bound, and on its first write when no process has trimmed for an hour
+(a stamp file), so many short processes keep it bounded too. One process trims at a time (a lock file; the
+others skip). A reader racing an eviction sees a complete entry or a miss, never a part: entries are renamed
+away before they are removed.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -27,16 +37,64 @@ import warnings
 from collections import OrderedDict
 from typing import Any, Iterable, Mapping
 
-__all__ = ["KernelCache", "UnsafeCacheDir", "cache_key", "canonical_json", "default_cache_dir", "private_dir",
-           "check_private_file"]
+__all__ = ["KernelCache", "TrimReport", "UnsafeCacheDir", "cache_key", "canonical_json", "default_cache_dir",
+           "default_max_bytes", "parse_size", "private_dir", "check_private_file"]
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
+DEFAULT_MAX_BYTES = 4 << 30
+TRIM_STAMP = ".trimmed"
+TRIM_LOCK = ".trim.lock"
+TRIM_INTERVAL_S = 3600.0
+TOUCH_INTERVAL_S = 60.0
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+               "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40,
+               "TIB": 1 << 40}
 
 
 def default_cache_dir() -> str:
     """$TILEFARM_CACHE_DIR, else ~/.cache/tilefarm."""
     return os.environ.get("TILEFARM_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "tilefarm")
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as "4G", "500MiB", "1.5 GB", "123456" (binary units: K = 1024). Raises ValueError
+    naming the text otherwise."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = m.group(2).upper() if m else None
+    if m is None or unit not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {text!r} (a number of bytes, or one with K, M, G or T, such as 4G or 500M)")
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def default_max_bytes() -> int | None:
+    """The disk cache's bound from $TILEFARM_CACHE_MAX_SIZE (None = unbounded: "0", "none", "unlimited"), else
+    4 GiB. A value that is not a size is an error naming the variable."""
+    text = os.environ.get("TILEFARM_CACHE_MAX_SIZE", "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    if text.lower() in ("none", "unlimited", "off"):
+        return None
+    try:
+        n = parse_size(text)
+    except ValueError as e:
+        raise ValueError(f"TILEFARM_CACHE_MAX_SIZE: {e}") from None
+    return n or None
+
+
+@dataclasses.dataclass
+class TrimReport:
+    """What ``KernelCache.trim`` found and did: entries and bytes before, those it removed, and whether it ran
+    (False when another process held the trim lock)."""
+    ran: bool
+    entries: int = 0
+    bytes: int = 0
+    removed_entries: int = 0
+    removed_bytes: int = 0
+
+    @property
+    def kept_bytes(self) -> int:
+        return self.bytes - self.removed_bytes
 
 
 class UnsafeCacheDir(OSError):
@@ -122,9 +180,21 @@ class KernelCache:
     Text artifacts come back as str, binary ones as bytes. Keys come from ``cache_key(description)``.
     """
 
-    def __init__(self, dir: str | None = None, memory_entries: int = 1024, fsync: bool = False):
+    def __init__(self, dir: str | None = None, memory_entries: int = 1024, fsync: bool = False,
+                 max_bytes: int | None | str = "env"):
         self.dir = os.path.abspath(dir or default_cache_dir())
         self.fsync = fsync
+        # The disk bound (None = unbounded); "env" reads TILEFARM_CACHE_MAX_SIZE (default 4 GiB).
+        if max_bytes == "env":
+            try:
+                max_bytes = default_max_bytes()
+            except ValueError as e:  # a typo must not cost the cache, nor pass unseen
+                warnings.warn(f"{e}; using the default bound, {DEFAULT_MAX_BYTES >> 30} GiB", RuntimeWarning,
+                              stacklevel=2)
+                max_bytes = DEFAULT_MAX_BYTES
+        self.max_bytes = max_bytes
+        self._written = 0  # bytes this instance wrote since it last trimmed (or decided not to)
+        self._stamp_checked = False
         self._mem: OrderedDict[str, dict] = OrderedDict()
         self._mem_max = memory_entries
         self._lock = threading.Lock()
@@ -161,6 +231,7 @@ class KernelCache:
             hit = self._read_disk(key)
             if hit is None:
                 return None
+            self._touch(key)
             self._remember(key, hit)
         if names is None:
             return dict(hit)
@@ -191,6 +262,17 @@ class KernelCache:
             return out
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
             return None  # missing, partial, corrupt, or written by an incompatible version: a miss
+
+    def _touch(self, key: str) -> None:
+        """Mark ``key``'s entry as just used (its manifest's mtime; the directory's mtime stays its creation time),
+        at most once a TOUCH_INTERVAL_S: what ``trim`` orders by."""
+        path = os.path.join(self.path_of(key), MANIFEST)
+        try:
+            now = time.time()
+            if now - os.stat(path).st_mtime > TOUCH_INTERVAL_S:
+                os.utime(path, (now, now))
+        except OSError:
+            pass  # a read-only cache, or the entry was just evicted: recency is a hint
 
     def _remember(self, key: str, artifacts: dict) -> None:
         with self._lock:
@@ -244,7 +326,28 @@ class KernelCache:
             if os.path.exists(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
         self._remember(key, {n: (raw.decode() if text else raw) for n, (_, raw, text) in files.items()})
+        self._after_write(sum(len(raw) for _, raw, _ in files.values()))
         return final
+
+    def _after_write(self, nbytes: int) -> None:
+        """Trim when this instance has written 1/16 of the bound since its last trim, or on its first write when
+        the stamp says no process has trimmed for TRIM_INTERVAL_S."""
+        if self.max_bytes is None:
+            return
+        self._written += nbytes
+        due = self._written * 16 >= self.max_bytes
+        if not due and not self._stamp_checked:
+            self._stamp_checked = True
+            try:
+                due = time.time() - os.stat(os.path.join(self.dir, TRIM_STAMP)).st_mtime > TRIM_INTERVAL_S
+            except OSError:
+                due = True  # never trimmed
+        if due:
+            self._written = 0
+            try:
+                self.trim()
+            except OSError:
+                pass  # a full or read-only disk: the write itself succeeded, the next one tries again
 
     def _write(self, path: str, raw: bytes) -> None:
         with open(path, "wb") as f:
@@ -291,6 +394,74 @@ class KernelCache:
         except OSError:
             return
         shutil.rmtree(trash, ignore_errors=True)
+
+    def entries(self) -> list[tuple[float, int, str]]:
+        """[(last use, bytes, key)] of every complete entry on disk (last use = the manifest's mtime)."""
+        out = []
+        try:
+            subs = os.scandir(self.dir)
+        except OSError:
+            return out
+        with subs:
+            for sub in subs:
+                if len(sub.name) != 2 or not sub.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    names = os.listdir(sub.path)
+                except OSError:
+                    continue
+                for name in names:
+                    if not _is_key(name):
+                        continue
+                    path = os.path.join(sub.path, name)
+                    try:
+                        used = os.stat(os.path.join(path, MANIFEST)).st_mtime
+                        size = 0
+                        with os.scandir(path) as files:
+                            for f in files:
+                                size += f.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue  # incomplete (no manifest yet) or removed meanwhile
+                    out.append((used, size, name))
+        return out
+
+    def trim(self, max_bytes: int | None = None, low_water: float = 0.75) -> TrimReport:
+        """Remove the least recently used entries until the cache holds at most ``low_water`` of ``max_bytes``
+        (default: this cache's bound), when it holds more than ``max_bytes``; also crashed writers' leftovers.
+        ``max_bytes=0`` empties the cache. One process at a time: returns ``TrimReport(ran=False)`` when another
+        holds the lock."""
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        lock_path = os.path.join(self.dir, TRIM_LOCK)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # pragma: no cover - not POSIX: no cross-process lock, trims may overlap (safe)
+                pass
+            except OSError:
+                return TrimReport(ran=False)
+            self.prune_temp()
+            found = self.entries()
+            report = TrimReport(ran=True, entries=len(found), bytes=sum(size for _, size, _ in found))
+            if limit is not None and report.bytes > limit:
+                target = int(limit * low_water)
+                held = report.bytes
+                for _, size, key in sorted(found):
+                    if held <= target:
+                        break
+                    self.remove(key)
+                    held -= size
+                    report.removed_entries += 1
+                    report.removed_bytes += size
+            stamp = os.path.join(self.dir, TRIM_STAMP)
+            with open(stamp, "a"):
+                pass
+            os.utime(stamp, None)
+            return report
+        finally:
+            os.close(fd)  # releases the lock
 
     def prune_temp(self, max_age_s: float = 3600) -> int:
         """Remove temp/trash directories older than ``max_age_s`` left by crashed writers; returns the count."""

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from farm.cli import cluster, compile as compile_cmd, dashboard, gate, repro, report, run, runs, store, tune, workloads
+from farm.cli import cache, cluster, compile as compile_cmd, dashboard, gate, repro, report, run, runs, store, tune, workloads
 
 from farm.cli.common import EXIT_CODES_HELP
 
@@ -53,6 +53,7 @@ app.command("gate")(gate.gate)
 app.command("dashboard")(dashboard.dashboard)
 app.command("repro")(repro.repro)
 app.add_typer(store.app)
+app.add_typer(cache.app)
 
 if __name__ == "__main__":
     app()

@@ -123,3 +123,25 @@ def test_cluster_command(ray_session):
     r = invoke("cluster")
     assert r.exit_code == 0, r.output
     assert "CPUs" in r.output and "no GPU" in r.output
+
+
+def test_cache_info_trim_clear(tmp_path):
+    from compiler.runtime.cache import KernelCache, cache_key
+    d = tmp_path / "cache"
+    c = KernelCache(str(d), max_bytes=None)
+    for i in range(6):
+        c.put(cache_key(i), {"ptx": ".entry k {}\n" * (200 + i), "cubin": bytes(4000 + i)})
+    total = sum(s for _, s, _ in c.entries())
+    r = invoke("cache", "info", "--dir", d, "--format", "json")
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    assert info["entries"] == 6 and info["bytes"] == total and info["dir"] == str(d)
+    r = invoke("cache", "trim", "--dir", d, "--max-size", total // 2, "--format", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["removed_entries"] == 4 and out["kept_bytes"] <= total // 2 * 3 // 4 + 1
+    r = invoke("cache", "trim", "--dir", d, "--max-size", "half")
+    assert r.exit_code == 2 and "--max-size" in r.output and "not a size" in r.output
+    r = invoke("cache", "clear", "--dir", d)
+    assert r.exit_code == 0 and "removed 2 of 2 kernel(s)" in r.output
+    assert KernelCache(str(d)).entries() == []

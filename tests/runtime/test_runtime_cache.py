@@ -193,7 +193,8 @@ def test_concurrent_writers_and_readers(tmp_path):
     c = KernelCache(str(tmp_path))
     for i in range(n_keys):
         assert c.get(cache_key(f"key-{i}")) == artifacts(i)
-    leftovers = [n for d in os.listdir(tmp_path) for n in os.listdir(tmp_path / d) if n.startswith(".")]
+    leftovers = [n for d in os.listdir(tmp_path) if (tmp_path / d).is_dir() for n in os.listdir(tmp_path / d)
+                 if n.startswith(".")]
     assert leftovers == []
 
 
@@ -247,3 +248,141 @@ def test_compile_cache_follows_the_cache_folder_set_in_the_process(tmp_path, mon
         assert any((tmp_path / d).rglob(MANIFEST)) or any((tmp_path / d).iterdir())
     monkeypatch.setenv("TILEFARM_CACHE", "0")
     assert C._disk_cache() is None
+
+
+# --- the size bound ----------------------------------------------------------------------------------------
+
+def _sizes(c: KernelCache) -> int:
+    return sum(size for _, size, _ in c.entries())
+
+
+def _age(c: KernelCache, key: str, seconds_ago: float) -> None:
+    t = time.time() - seconds_ago
+    os.utime(os.path.join(c.path_of(key), MANIFEST), (t, t))
+
+
+@pytest.mark.parametrize("text,n", [("123", 123), ("4G", 4 << 30), ("500M", 500 << 20), ("1.5 GiB", 3 << 29),
+                                    ("64kb", 64 << 10), ("0", 0)])
+def test_parse_size(text, n):
+    from compiler.runtime.cache import parse_size
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "4X", "G", "-1", "1e9"])
+def test_parse_size_rejects(text):
+    from compiler.runtime.cache import parse_size
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size(text)
+
+
+def test_bound_from_env(monkeypatch, tmp_path):
+    from compiler.runtime.cache import DEFAULT_MAX_BYTES
+    monkeypatch.delenv("TILEFARM_CACHE_MAX_SIZE", raising=False)
+    assert KernelCache(str(tmp_path)).max_bytes == DEFAULT_MAX_BYTES
+    monkeypatch.setenv("TILEFARM_CACHE_MAX_SIZE", "256M")
+    assert KernelCache(str(tmp_path)).max_bytes == 256 << 20
+    for off in ("0", "none", "unlimited"):
+        monkeypatch.setenv("TILEFARM_CACHE_MAX_SIZE", off)
+        assert KernelCache(str(tmp_path)).max_bytes is None
+    monkeypatch.setenv("TILEFARM_CACHE_MAX_SIZE", "lots")
+    with pytest.warns(RuntimeWarning, match="TILEFARM_CACHE_MAX_SIZE.*'lots'"):
+        assert KernelCache(str(tmp_path)).max_bytes == DEFAULT_MAX_BYTES
+
+
+def test_trim_removes_least_recently_used(tmp_path):
+    c = KernelCache(str(tmp_path), max_bytes=None)
+    keys = [cache_key(f"k{i}") for i in range(8)]
+    for i, k in enumerate(keys):
+        c.put(k, artifacts(i))
+        _age(c, k, 1000 - 100 * i)  # k0 the oldest use, k7 the newest
+    total = _sizes(c)
+    one = total // 8
+    # k1 is read (from disk, a fresh instance): its use becomes the newest, so it outlives k2..k5.
+    assert KernelCache(str(tmp_path), max_bytes=None).get(keys[1]) == artifacts(1)
+    rep = KernelCache(str(tmp_path), max_bytes=None).trim(max_bytes=5 * one)
+    assert rep.ran and rep.entries == 8 and rep.bytes == total
+    # 3/4 of five entries' bytes: 3 stay (k1, k6, k7), the 5 least recently used go, oldest first.
+    left = {k for _, _, k in c.entries()}
+    assert left == {keys[1], keys[6], keys[7]}
+    assert rep.removed_entries == 5 and rep.kept_bytes == _sizes(c)
+    fresh = KernelCache(str(tmp_path), max_bytes=None)
+    assert fresh.get(keys[0]) is None and fresh.get(keys[7]) == artifacts(7)
+
+
+def test_trim_under_the_bound_removes_nothing(tmp_path):
+    c = KernelCache(str(tmp_path), max_bytes=None)
+    for i in range(3):
+        c.put(cache_key(i), artifacts(i))
+    rep = c.trim(max_bytes=10 * _sizes(c))
+    assert rep.ran and rep.removed_entries == 0 and rep.entries == 3
+
+
+def test_trim_to_zero_empties(tmp_path):
+    c = KernelCache(str(tmp_path), max_bytes=None)
+    for i in range(3):
+        c.put(cache_key(i), artifacts(i))
+    assert c.trim(max_bytes=0).removed_entries == 3
+    assert c.entries() == [] and KernelCache(str(tmp_path)).get(cache_key(0)) is None
+
+
+def test_writes_keep_the_cache_bounded(tmp_path):
+    probe = KernelCache(str(tmp_path / "probe"), max_bytes=None)
+    probe.put(cache_key("probe"), artifacts())
+    bound = 40 * _sizes(probe)  # forty entries' bytes
+    c = KernelCache(str(tmp_path / "c"), max_bytes=bound)
+    for i in range(200):
+        c.put(cache_key(i), artifacts(i))
+        # A trim runs once 1/16 of the bound was written since the last: never more than that over it.
+        assert _sizes(c) <= bound * 17 // 16
+    assert 0 < len(c.entries()) < 60
+    assert c.get(cache_key(199)) == artifacts(199)  # the newest entries stay
+
+
+def test_first_write_trims_a_cache_left_over_its_bound(tmp_path):
+    """Many short processes (each writing little) still keep the cache bounded: a process's first write trims
+    when no process has for an hour (the stamp)."""
+    from compiler.runtime.cache import TRIM_STAMP
+    big = KernelCache(str(tmp_path), max_bytes=None)
+    for i in range(20):
+        big.put(cache_key(i), artifacts(i))
+    total = _sizes(big)
+    assert not os.path.exists(tmp_path / TRIM_STAMP)  # unbounded: no trim ran
+    small = KernelCache(str(tmp_path), max_bytes=total // 2)
+    small.put(cache_key("new"), artifacts(99))
+    assert _sizes(small) <= total // 2 * 3 // 4 + total // 20
+    assert os.path.exists(tmp_path / TRIM_STAMP)
+    # A stamp under an hour old: the next process's first (small) write does not scan again; over an hour: it does.
+    stamp = tmp_path / TRIM_STAMP
+    os.utime(stamp, (time.time() - 600, time.time() - 600))
+    before = os.stat(stamp).st_mtime
+    KernelCache(str(tmp_path), max_bytes=total).put(cache_key("newer"), artifacts(98))
+    assert os.stat(stamp).st_mtime == before
+    os.utime(stamp, (time.time() - 7200, time.time() - 7200))
+    KernelCache(str(tmp_path), max_bytes=total).put(cache_key("newest"), artifacts(97))
+    assert time.time() - os.stat(stamp).st_mtime < 60
+
+
+def test_trim_skips_while_another_process_trims(tmp_path):
+    import fcntl
+
+    from compiler.runtime.cache import TRIM_LOCK
+    c = KernelCache(str(tmp_path), max_bytes=None)
+    c.put(cache_key(0), artifacts())
+    with open(tmp_path / TRIM_LOCK, "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        assert c.trim(max_bytes=0).ran is False
+    assert len(c.entries()) == 1
+    assert c.trim(max_bytes=0).ran is True and c.entries() == []
+
+
+def test_a_read_refreshes_the_use_but_not_the_creation_time(tmp_path):
+    """The manifest's mtime is the last use (trim's order); the entry folder's mtime stays its creation, which
+    the farm reads to tell a cold compile from a cached one."""
+    c = KernelCache(str(tmp_path), max_bytes=None)
+    k = cache_key("x")
+    c.put(k, artifacts())
+    _age(c, k, 3600)
+    created = os.stat(c.path_of(k)).st_mtime
+    assert KernelCache(str(tmp_path)).get(k) == artifacts()
+    assert time.time() - os.stat(os.path.join(c.path_of(k), MANIFEST)).st_mtime < 60
+    assert os.stat(c.path_of(k)).st_mtime == created
