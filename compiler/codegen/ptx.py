@@ -100,7 +100,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # its first form (twelfth session) measured mm_even_k 0.642, W4A16 0.831, but AWQ 3.18x (its unserved operand's loads
 # lost their register prefetch: now kept, within the register budget) and SmoothQuant wrong (a slot read moved before
 # the async_wait: fixed for every ring loop, b1ed618). To be timed again on the 4 kernels it changes.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring")
+# `cvt_sat` (codegen/llvm.py `_cvt_rzi`; fourteenth session, CPU only, untimed): float -> int casts as one `cvt.rzi`
+# (PTX clamps float-to-integer conversions itself) and a NaN select, instead of LLVM's expansion of
+# llvm.fpto[su]i.sat (two min/max or compare-selects and the select, in 16-bit registers for 8/16-bit results).
+# SmoothQuant's quantizing loop (32 casts to int8 a thread an iteration): 600 SASS instructions against Triton's 382.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat")
 
 
 @functools.lru_cache(maxsize=None)

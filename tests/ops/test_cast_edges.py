@@ -1,0 +1,97 @@
+"""Float -> int casts at the edges: the contract (docs/CONTRACTS.md) is truncation toward zero, saturation to the
+destination's range (infinities too) and NaN -> 0, for every float source and integer destination, in the
+interpreter and on the GPU; with the A/B switch `cvt_sat` (one `cvt.rzi`, codegen/llvm.py `_cvt_rzi`) as without."""
+import math
+
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from . import kernels as K
+from .test_ops import TARGETS, assert_exact, npdt, poison, run
+
+SRCS = ["float16", "bfloat16", "float32", "float64"]
+DSTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+N = 300
+BLOCK = 128
+
+EDGES = [math.nan, math.inf, -math.inf, 0.0, -0.0, 0.5, -0.5, 0.99, -0.99, 1.5, -1.5, 126.9, 127.0, 127.5, 128.0,
+         -128.0, -128.9, -129.0, 254.9, 255.0, 255.5, 256.0, 32767.0, 32767.5, 32768.0, -32768.0, -32769.0,
+         65535.0, 65536.0, 2.0 ** 31 - 1, 2.0 ** 31, -2.0 ** 31, -2.0 ** 31 - 1, 2.0 ** 32 - 1, 2.0 ** 32,
+         2.0 ** 63, -2.0 ** 63, 2.0 ** 64, -2.0 ** 64, 1e30, -1e30, -1e-30, 1e-30]
+
+
+def _inputs(src):
+    rng = np.random.default_rng(17)
+    d = npdt(src)
+    with np.errstate(over="ignore"):  # edges past float16's range become infinities: still edges
+        edges = np.array(EDGES, dtype=np.float64).astype(d)
+        wide = (rng.standard_normal(N - len(EDGES)) * 10.0 ** rng.integers(0, 12, N - len(EDGES))).astype(d)
+    return np.concatenate([edges, wide])
+
+
+def _reference(x, dst):
+    info = np.iinfo(npdt(dst))
+    out = []
+    for v in x.astype(np.float64):
+        if math.isnan(v):
+            out.append(0)
+        elif math.isinf(v):
+            out.append(info.max if v > 0 else info.min)
+        else:
+            out.append(min(max(math.trunc(v), info.min), info.max))
+    return np.array(out, dtype=object).astype(npdt(dst))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "cvt_sat"])
+@pytest.mark.parametrize("src", SRCS)
+@pytest.mark.parametrize("dst", DSTS)
+def test_float_to_int_saturates(target, ab, src, dst, monkeypatch):
+    if target == "interp" and ab:
+        pytest.skip("the switch is a code-generation choice; the interpreter has one semantics")
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x = _inputs(src)
+    y = poison(N, dst)
+    run(target, K.cast_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N], BITCAST=False, BLOCK=BLOCK)
+    assert_exact(y, _reference(x, dst))
+
+
+def test_cvt_sat_is_one_conversion_a_cast(monkeypatch):
+    """With the switch a cast is one cvt.rzi and a NaN select, with no clamp of the float first (PTX clamps
+    float-to-integer conversions to the destination range itself); without it LLVM's expansion clamps."""
+    x = _inputs("float32")
+    y = poison(N, "int8")
+    monkeypatch.setenv("TILEFARM_AB", "cvt_sat")
+    ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
+    assert "cvt.rzi.s8.f32" in ptx and "setp.nan.f32" in ptx
+    assert "max.f32" not in ptx and "min.f32" not in ptx
+    monkeypatch.setenv("TILEFARM_AB", "")
+    ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
+    assert "cvt.rzi.s16.f32" in ptx and "max.f32" in ptx
+
+
+@compiler.jit
+def bare_cvt_kernel(X, Y, N, ASM: tl.constexpr, CONS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    x = tl.load(X + offs, mask=m)
+    y = tl.inline_asm_elementwise(ASM, CONS, [x], dtype=Y.dtype.element_ty, is_pure=True, pack=1)
+    tl.store(Y + offs, y, mask=m)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
+@pytest.mark.parametrize("cvt,dst", [("s8", "int32"), ("u8", "uint32"), ("s16", "int32"), ("u16", "uint32"),
+                                     ("s32", "int32"), ("u32", "uint32"), ("s64", "int64"), ("u64", "uint64")])
+def test_bare_cvt_rzi_clamps_and_maps_nan_to_zero(target, cvt, dst):
+    """The hardware fact `cvt_sat`'s NaN select guards against: a bare `cvt.rzi` clamps to its width (PTX says
+    so) and -- measured here -- maps NaN to 0; 8/16-bit results sign- or zero-extended in the 32-bit register."""
+    x = _inputs("float32")
+    y = poison(N, dst)
+    wide = dst.endswith("64")
+    run(target, bare_cvt_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N],
+        ASM=f"cvt.rzi.{cvt}.f32 $0, $1;", CONS=("=l,f" if wide else "=r,f"), BLOCK=BLOCK)
+    ref = _reference(x, ("int" if cvt[0] == "s" else "uint") + cvt[1:])
+    assert_exact(y, ref.astype(npdt(dst)))
