@@ -300,9 +300,10 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # (8- and 4-byte copies into padded slots; the fp64 32x32x16 GEMM changes) and `half_ring` revived (a one-dot
   # wgmma loop rings the operand it can serve, the other's loads prefetched in registers; 4 kernels change).
   # Fourteenth session: `cvt_sat` (float -> int casts as one cvt.rzi; 6 kernels change) alone and with half_ring
-  # (SmoothQuant's quantizing loop: 600 SASS instructions, 420 with both, Triton's 382).
+  # (SmoothQuant's quantizing loop: 600 SASS instructions, 420 with both, Triton's 382); `dmma_k16` (fp64 dots on
+  # sm_90's m16n8k16, Triton's instruction: the two fp64 GEMMs change).
   PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16,bilinear_resize_f16,hog_cells_u8_f32,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8}
-  PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring;cvt_sat;cvt_sat,half_ring}
+  PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring;cvt_sat;cvt_sat,half_ring;dmma_k16}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials

@@ -104,7 +104,11 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (PTX clamps float-to-integer conversions itself) and a NaN select, instead of LLVM's expansion of
 # llvm.fpto[su]i.sat (two min/max or compare-selects and the select, in 16-bit registers for 8/16-bit results).
 # SmoothQuant's quantizing loop (32 casts to int8 a thread an iteration): 600 SASS instructions against Triton's 382.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat")
+# `dmma_k16` (codegen/dot.py `_dot_mma`; fourteenth session, CPU only, untimed): fp64 dots on sm_90 take
+# mma.sync m16n8k16 (Triton 3.6's instruction) where K allows, two m16n8k8 steps' fragments side by side: mm_fp64's
+# loop 16 DMMA.16x8x8 -> 8 DMMA.16x8x16 (137 -> 127 SASS instructions; Triton's 129), but 128 -> 168 registers.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
+                     "dmma_k16")
 
 
 @functools.lru_cache(maxsize=None)
