@@ -673,20 +673,37 @@ def sum(input, axis=None, keep_dims=False, dtype=None):
     return _sem().reduce_simple(input, axis, "add", _unwrap(keep_dims), dtype)
 
 
+def _minmax_input(input, with_indices):
+    """What Triton's max/min reduce: bfloat16 as float32 always; without indices, floats under 32 bits as float32
+    and integers under 32 bits (bool too) as int32 -- so `tl.max(x) - tl.min(x)` of int16 or uint8 values does
+    not wrap, and the result's dtype is Triton's."""
+    x = _sem().to_tensor(input)
+    d = x.dtype
+    if d.is_ptr():
+        return x
+    if d.is_bf16() or (not with_indices and d.bits < 32):
+        return _sem().cast(x, _T.float32 if d.is_floating() else _T.int32)
+    return x
+
+
 @builtin
 def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    """Maximum along `axis`; with return_indices also the index of the first maximum."""
+    """Maximum along `axis`; with return_indices also the index of the first maximum. Types under 32 bits widen
+    as Triton's do (_minmax_input)."""
     if _unwrap(return_indices):
-        return _sem().arg_reduce(input, axis, "gt", _unwrap(keep_dims), _unwrap(return_indices_tie_break_left))
-    return _sem().reduce_simple(input, axis, "max", _unwrap(keep_dims))
+        return _sem().arg_reduce(_minmax_input(input, True), axis, "gt", _unwrap(keep_dims),
+                                 _unwrap(return_indices_tie_break_left))
+    return _sem().reduce_simple(_minmax_input(input, False), axis, "max", _unwrap(keep_dims))
 
 
 @builtin
 def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    """Minimum along `axis`; with return_indices also the index of the first minimum."""
+    """Minimum along `axis`; with return_indices also the index of the first minimum. Types under 32 bits widen
+    as Triton's do (_minmax_input)."""
     if _unwrap(return_indices):
-        return _sem().arg_reduce(input, axis, "lt", _unwrap(keep_dims), _unwrap(return_indices_tie_break_left))
-    return _sem().reduce_simple(input, axis, "min", _unwrap(keep_dims))
+        return _sem().arg_reduce(_minmax_input(input, True), axis, "lt", _unwrap(keep_dims),
+                                 _unwrap(return_indices_tie_break_left))
+    return _sem().reduce_simple(_minmax_input(input, False), axis, "min", _unwrap(keep_dims))
 
 
 @builtin
