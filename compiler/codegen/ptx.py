@@ -107,8 +107,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `dmma_k16` (codegen/dot.py `_dot_mma`; fourteenth session, CPU only, untimed): fp64 dots on sm_90 take
 # mma.sync m16n8k16 (Triton 3.6's instruction) where K allows, two m16n8k8 steps' fragments side by side: mm_fp64's
 # loop 16 DMMA.16x8x8 -> 8 DMMA.16x8x16 (137 -> 127 SASS instructions; Triton's 129), but 128 -> 168 registers.
+# `convert_cse` (passes/canonicalize.py `share_after_layouts`; fourteenth session, CPU only, untimed): identical pure
+# ops in identical layouts computed once after layout assignment (the layout pass converts a value once per user):
+# top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4 (56 -> 40 registers), the
+# persistent descriptor matmul 228 -> 174 registers, retention, fused MoE, attention backward dQ fewer shared accesses.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
-                     "dmma_k16")
+                     "dmma_k16", "convert_cse")
 
 
 @functools.lru_cache(maxsize=None)

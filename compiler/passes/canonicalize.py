@@ -65,6 +65,44 @@ def _cse(block: Block, table: dict, mapping: dict) -> None:
                 table[key] = op.results[0]
 
 
+def _layout_key(attrs: dict):
+    """The private attributes (layouts first) as a hashable key: two ops share only where these agree too."""
+    return tuple((k, repr(attrs[k])) for k in sorted(attrs) if k.startswith("_") and k != "_dead")
+
+
+def _share_laid_out(block: Block, table: dict, mapping: dict) -> None:
+    """_cse after layout assignment: pure ops with the same operands, attributes and layouts (a value converted
+    to one layout for each of two users, or recomputed twice in one layout) computed once; scoped like _cse (an
+    op in an enclosing block serves the blocks inside it, siblings do not share)."""
+    table = dict(table)
+    for op in block.ops:
+        if any(o.id in mapping for o in op.operands):
+            op.operands = [mapping.get(o.id, o) for o in op.operands]
+        for b in op.blocks:
+            _share_laid_out(b, table, mapping)
+        if (op.kind in PURE or op.kind == "convert_layout") and not op.blocks and len(op.results) == 1 \
+                and op.results[0].type.shape:
+            key = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), _layout_key(op.attrs),
+                   op.results[0].type)
+            prev = table.get(key)
+            if prev is not None:
+                mapping[op.results[0].id] = prev
+            else:
+                table[key] = op.results[0]
+
+
+def share_after_layouts(module: Module, options=None) -> Module:
+    """(A/B `convert_cse`) _share_laid_out over the kernel body; the DCE after layouts drops what it left unused."""
+    from ..options import ab_switch
+
+    if ab_switch("convert_cse"):
+        mapping: dict = {}
+        _share_laid_out(module.function.body, {}, mapping)
+        if mapping:
+            _replace_uses(module.function.body, mapping)
+    return module
+
+
 def _uses(block: Block, counts: dict) -> None:
     for op in block.ops:
         for o in op.operands:
