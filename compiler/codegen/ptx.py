@@ -111,8 +111,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # ops in identical layouts computed once after layout assignment (the layout pass converts a value once per user):
 # top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4 (56 -> 40 registers), the
 # persistent descriptor matmul 228 -> 174 registers, retention, fused MoE, attention backward dQ fewer shared accesses.
+# `carry_body_layout` (passes/assign_layouts.py `_back`, "for"; fourteenth session, CPU only, untimed): a loop-carried
+# value keeps the blocked layout its body computes it in over what users after the loop want (bucketize's int32
+# bounds stored as int64: 8 -> 1 barriers, 56 -> 40 registers; RMSNorm backward's dW partials); with
+# `gather_group_layout` (`_group_runs`) a gather takes its group's anchored layout even where the others' masks
+# vary per element (bucketize over N = 2^24 + 5: 10 -> 1 barriers, 72 -> 48 registers).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
-                     "dmma_k16", "convert_cse")
+                     "dmma_k16", "convert_cse", "carry_body_layout", "gather_group_layout")
 
 
 @functools.lru_cache(maxsize=None)

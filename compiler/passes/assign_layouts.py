@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..ir import optable
 from ..ir.core import Op
+from ..options import ab_switch
 from ..ir import types as T
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
@@ -247,6 +248,7 @@ class _Assigner:
                 parent[ra] = rb
 
         mem = []  # (op, value id of its data, order, run, full)
+        own = {}  # id(op) -> its pointer's own run (the anchor's elements a thread, whatever the mask)
 
         def walk(block):
             for op in block.ops:
@@ -276,6 +278,7 @@ class _Assigner:
                     to_smem = k == "load" and self._to_smem(op)
                     if not to_smem:
                         order, run = self._own_run(op.operands[0])
+                        own[id(op)] = run  # the elements a thread its anchor gives it, masks aside
                         eb = _ebytes(op.operands[0].type.element.element_ty)
                         mi = (1 if k == "load" else 2) if op.attrs.get("has_mask") else None
                         if mi is not None and mi < len(op.operands):  # a mask that varies within the run splits it
@@ -287,26 +290,33 @@ class _Assigner:
                     walk(b)
 
         walk(body)
+        gather_layout = ab_switch("gather_group_layout")
         best = {}
+        laid = {}  # group -> the most elements a thread any of its accesses' anchors gives (masks aside)
         store_dims = {}  # group -> the contiguous dims of its stores
         for op, data, order, run, _ in mem:
             key = (find(data), order)
             best[key] = max(best.get(key, 1), run)
+            laid[key] = max(laid.get(key, 1), own[id(op)])
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
         out, cross = {}, {}
         for op, data, order, run, full in mem:
             g = best[(find(data), order)]
+            # (A/B `gather_group_layout`) a gather takes the layout its group's accesses have, not only their
+            # vector runs: values loaded under a mask that varies per element (n not a multiple of the run) are
+            # laid out as many a thread as their pointers allow, and a gather meeting them needs no conversion
+            gg = max(g, laid[(find(data), order)]) if gather_layout else g
             # (not loads that skip the L1, .cg / .cs / .cv or volatile: the two halves of each 32-byte sector
             # would come from the L2 by separate accesses)
             l1 = op.attrs.get("cache", "") in ("", ".ca") and not op.attrs.get("volatile")
             if op.kind == "load" and full and l1 and g > run and g % run == 0:
                 out[id(op)] = g
-            elif (op.kind == "load" and run == 1 and g > 1
+            elif (op.kind == "load" and run == 1 and gg > 1
                   and all(self._contiguity(op.operands[0], d) == 1 for d in order)):
                 # A gather (no contiguous dim: indices, a per-channel broadcast) is scalar loads in any layout; it
                 # takes its group's run, and its values meet the others' unconverted
-                out[id(op)] = g
+                out[id(op)] = gg
             elif (op.kind == "load" and run == 1 and g > 1 and l1
                   and self._contiguity(op.operands[0], order[0]) >= g):
                 # Scalar loads along a contiguous dim (rows unaligned: a shifted window such as a convolution's
@@ -978,7 +988,10 @@ class _Assigner:
                 # per-block row sums added up): one conversion after the loop for its later users instead of one
                 # each iteration.
                 yl = self.lay.get(y.operands[j].id)
-                if isinstance(yl, (MmaLayout, SliceLayout)):
+                # (A/B `carry_body_layout`) any layout the body computes the carried value in: a blocked one too
+                # (int32 search bounds stored as int64 after the loop: converted once there, not every iteration)
+                if isinstance(yl, (MmaLayout, SliceLayout)) or (
+                        isinstance(yl, BlockedLayout) and ab_switch("carry_body_layout")):
                     self.desired[body.args[j + 1].id] = yl  # over what the loop's later users wanted
                     self._push(body.args[j + 1], yl)
                 self._push(body.args[j + 1], self._cur(r))

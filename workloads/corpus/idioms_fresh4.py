@@ -730,6 +730,14 @@ CASES = [
          idiom="torch.bucketize(right=True) as a vectorized binary search: int32 lo / hi per lane, a runtime "
                "`for _ in range(n_steps)`, the boundaries gathered at the midpoints under `active & mask`, a constexpr "
                "`if RIGHT:` choosing <= or <, updates by tl.where with ~go_right, int64 result"),
+    Case("bucketize_left_odd_n_i64", bucketize_kernel, bucket_inputs,
+         lambda p: {"out": ((p["N"],), "int64")}, bucket_ref, bucket_launch,
+         gpu={"N": (1 << 24) + 5, "n_bounds": 777, "right": False}, ci={"N": 701, "n_bounds": 29, "right": False},
+         meta={"RIGHT": False, "BLOCK": 1024, "num_warps": 4}, ci_meta={"RIGHT": False, "BLOCK": 128, "num_warps": 2},
+         flops=lambda p: 4.0 * p["N"] * np.log2(p["n_bounds"] + 1), bytes=lambda p: 12.0 * p["N"],
+         idiom="torch.bucketize(right=False) over a length that is no multiple of 16: the same binary search, its "
+               "mask `offs < N` varying per element (no 16-byte runs), the gathered boundaries meeting x's "
+               "4-a-thread tile, int64 result"),
     Case("stochastic_round_randint_bf16", stochastic_round_bf16_kernel, sround_inputs,
          lambda p: {"y": ((p["N"],), "bfloat16")}, sround_ref, sround_launch,
          gpu={"N": 1 << 26, "seed": 20240917}, ci={"N": 3000, "seed": 20240917},
