@@ -18,7 +18,6 @@ from ..passes.pipeline import SMEM_MAX, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
-from ..options import ab_switch
 from . import common as C
 from . import tma as _tma
 from .common import Tile, emits, error, shuffle
@@ -96,13 +95,9 @@ def _mma(e, ic, rc, awords, bwords, cregs):
         return out
     t = {"f32": C.F32, "f64": C.F64}.get(rc, C.I32)
     k = {"f32": "f", "f64": "d"}.get(rc, "r")
-    if ic == "f64" and len(awords) == 8:  # m16n8k16: two k8 steps' fragments, the first's then the second's
-        shape = "m16n8k16"
-    na, nb = len(awords), len(bwords)
-    regs = lambda i, n: ",".join(f"${j}" for j in range(i, i + n))  # noqa: E731
-    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{{regs(4, na)}}}, {{{regs(4 + na, nb)}}}, "
-            f"{{{regs(4 + na + nb, 4)}}};")
-    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * (na + nb) + ["0", "1", "2", "3"])
+    text = (f"mma.sync.aligned.{shape}.row.col.{types} {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
+            "{$10,$11,$12,$13};")
+    cons = ",".join([f"={k}"] * 4 + ["d" if rc == "f64" else "r"] * 6 + ["0", "1", "2", "3"])
     r = _asm(e, text, cons, ir.LiteralStructType([t] * 4), awords + bwords + list(cregs))
     return [e.b.extract_value(r, i) for i in range(4)]
 
@@ -164,22 +159,16 @@ def _dot_mma(e, op, a, b, c, ll):
 
     if ic == "tf32" and prec in BF16_SPLIT_PRODUCTS:
         return _dot_mma_bf16_split(e, op, a, b, c, ll, prec)
-    # (A/B `dmma_k16`) fp64 on sm_90: m16n8k16 where K allows, whose fragments are two m16n8k8 steps' side by side
-    # (A: (row, k) = (g + 8 (i & 1), t + 4 (i >> 1)) for i < 8; B: k = t + 4 j for j < 4): half the instructions
-    k16 = ic == "f64" and ab_switch("dmma_k16")
     for r0 in range(0, ll.num_regs, 4):
         anchor = ll.reg_coord(r0)
         bat = anchor[0] if rank == 3 else 0
         m0, n0 = anchor[-2], anchor[-1]
         acc = regs[r0:r0 + 4]
-        k0 = 0
-        while k0 < K:
-            steps = 2 if k16 and k0 + 2 * ksz <= K else 1
+        for k0 in range(0, K, ksz):
             aw = [word(a, ai, _at(rank, m0 + 8 * (j & 1), k0 + 4 * kw * (j >> 1), bat),
-                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4 * steps)]
+                       [_at(rank, 0, i) for i in range(kw)]) for j in range(4)]
             bw = [word(b, bi, _at(rank, k0 + 4 * kw * j, n0, bat), [_at(rank, i, 0) for i in range(kw)])
-                  for j in range(2 * steps)]
-            k0 += steps * ksz
+                  for j in range(2)]
             if ic == "tf32" and prec == "tf32x3":
                 asp = [split(w) for w in aw]
                 bsp = [split(w) for w in bw]

@@ -104,9 +104,6 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (PTX clamps float-to-integer conversions itself) and a NaN select, instead of LLVM's expansion of
 # llvm.fpto[su]i.sat (two min/max or compare-selects and the select, in 16-bit registers for 8/16-bit results).
 # SmoothQuant's quantizing loop (32 casts to int8 a thread an iteration): 600 SASS instructions against Triton's 382.
-# `dmma_k16` (codegen/dot.py `_dot_mma`; fourteenth session, CPU only, untimed): fp64 dots on sm_90 take
-# mma.sync m16n8k16 (Triton 3.6's instruction) where K allows, two m16n8k8 steps' fragments side by side: mm_fp64's
-# loop 16 DMMA.16x8x8 -> 8 DMMA.16x8x16 (137 -> 127 SASS instructions; Triton's 129), but 128 -> 168 registers.
 # `convert_cse` (passes/canonicalize.py `share_after_layouts`; fourteenth session, CPU only, untimed): identical pure
 # ops in identical layouts computed once after layout assignment (the layout pass converts a value once per user):
 # top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4 (56 -> 40 registers), the
@@ -117,7 +114,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `gather_group_layout` (`_group_runs`) a gather takes its group's anchored layout even where the others' masks
 # vary per element (bucketize over N = 2^24 + 5: 10 -> 1 barriers, 72 -> 48 registers).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
-                     "dmma_k16", "convert_cse", "carry_body_layout", "gather_group_layout")
+                     "convert_cse", "carry_body_layout", "gather_group_layout")
 
 
 @functools.lru_cache(maxsize=None)

@@ -1039,32 +1039,11 @@ def test_f64_dot_on_tensor_cores_ptx():
         assert ptx_resources(ptx, "sm_90a")["spill_stores"] == 0
 
 
-def test_f64_dot_k16_ptx(monkeypatch):
-    """(A/B `dmma_k16`) sm_90's m16n8k16 takes two k8 steps at once: half the instructions, none of k8 left where
-    BK is a multiple of 16 (BK = 8 keeps k8)."""
-    monkeypatch.setenv("TILEFARM_AB", "dmma_k16")
-    ptx = _f64_ptx("sm_90a")
-    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64") > 0 and "m16n8k8" not in ptx
-    assert ptx.count("m16n8k16") * 2 == _f64_ptx_default_k8_count()
-
-
-def _f64_ptx_default_k8_count():
-    import os
-    saved = os.environ.pop("TILEFARM_AB", None)
-    try:
-        return _f64_ptx("sm_90a").count("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64")
-    finally:
-        if saved is not None:
-            os.environ["TILEFARM_AB"] = saved
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,Kd,BM,BN,BK,nw,stages", [(96, 80, 96, 32, 32, 16, 4, 2), (100, 72, 77, 64, 64, 16, 4, 3),
                                                        (256, 128, 512, 64, 64, 32, 4, 3), (128, 128, 64, 128, 64, 16, 8, 1)])
 @pytest.mark.parametrize("a_t", [False, True])
-@pytest.mark.parametrize("ab", ["", "dmma_k16"])
-def test_f64_dot_on_tensor_cores_gpu(M, N, Kd, BM, BN, BK, nw, stages, a_t, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_f64_dot_on_tensor_cores_gpu(M, N, Kd, BM, BN, BK, nw, stages, a_t):
     rng = np.random.default_rng(M * 31 + Kd + a_t)
     a, b = rng.uniform(-1, 1, (M, Kd)), rng.uniform(-1, 1, (Kd, N))
     arr, (sam, sak) = (np.ascontiguousarray(a.T), (1, M)) if a_t else (a, (Kd, 1))
