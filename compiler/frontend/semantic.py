@@ -284,19 +284,28 @@ def is_number(v) -> bool:
 # promotion
 # ----------------------------------------------------------------------------------------------------
 def promote_dtypes(a, b, div_or_mod=False):
-    """The computation dtype of a binary op on element types a and b."""
+    """The computation dtype of a binary op on element types a and b, by Triton's rules (computation_type_impl):
+    float64, then float32, win; float16 next (over bfloat16, fp8 and integers), bfloat16 only beside bfloat16
+    (float32 beside anything else but float16); `/` and `%` on float16 or bfloat16 compute in float32 (PTX has no
+    16-bit division); two fp8 types meet in float16."""
     if a.is_ptr() or b.is_ptr():
         raise SemanticError("pointer operands here")
+    if a.is_floating() or b.is_floating():
+        if a.is_fp64() or b.is_fp64():
+            return T.float64
+        if a.is_fp32() or b.is_fp32():
+            return T.float32
+        if a.is_fp16() or b.is_fp16():
+            return T.float32 if div_or_mod else T.float16
+        if a.is_bf16() and b.is_bf16():
+            return T.float32 if div_or_mod else T.bfloat16
+        if a.is_bf16() or b.is_bf16():
+            return T.float32
+        if a.is_fp8() and b.is_fp8():
+            return a if a == b else T.float16
+        return a if a.is_floating() else b  # an fp8 type with an integer: computed in it (float32 inside)
     if a == b:
         return a
-    if a.is_floating() or b.is_floating():
-        if a.is_floating() and b.is_floating():
-            if a.is_fp64() or b.is_fp64():
-                return T.float64
-            if a.is_fp32() or b.is_fp32():
-                return T.float32
-            return T.float32  # fp16 with bf16
-        return a if a.is_floating() else b
     # both ints (int1 counts as the narrowest)
     if a.is_bool():
         return b
@@ -470,16 +479,20 @@ def truediv(a, b, ieee=False):
     _same_signedness(a, b, "/")
 
     def dt(x, y):
-        d = promote_dtypes(x, y)
+        d = promote_dtypes(x, y, div_or_mod=True)
         return d if d.is_floating() else T.float32
 
     return _binop("fdiv", a, b, dt, **({"ieee": True} if ieee else {}))
 
 
+def _div_or_mod_dtype(x, y):
+    return promote_dtypes(x, y, div_or_mod=True)
+
+
 def floordiv(a, b):
     _no_ptr(a, b, "//")
     _same_signedness(a, b, "//")
-    a2, b2 = binary_operands(a, b)
+    a2, b2 = binary_operands(a, b, _div_or_mod_dtype)
     if a2.dtype.is_fp8():
         return cast(floordiv(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     if a2.dtype.is_floating():
@@ -491,7 +504,7 @@ def floordiv(a, b):
 def mod(a, b):
     _no_ptr(a, b, "%")
     _same_signedness(a, b, "%")
-    a2, b2 = binary_operands(a, b)
+    a2, b2 = binary_operands(a, b, _div_or_mod_dtype)
     if a2.dtype.is_fp8():
         return cast(mod(_fp8_compute(a2), _fp8_compute(b2)), a2.dtype)
     kind = "frem" if a2.dtype.is_floating() else "irem"
