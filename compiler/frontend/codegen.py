@@ -366,6 +366,9 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _assign(self, target, value, as_constexpr=False):
         if isinstance(target, ast.Name):
+            if isinstance(value, lang.assigned_number) and not as_constexpr:
+                self.scope[target.id] = value
+                return
             if isinstance(value, constexpr):
                 value = value.value
             if not as_constexpr and isinstance(value, (bool, int, float)):
@@ -498,7 +501,7 @@ class CodeGenerator(ast.NodeVisitor):
         before = dict(self.scope)
         carried = self._carried(node.body)
         types = [before[n].type if isinstance(before[n], tensor)
-                 else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
+                 else TensorType(sem.scalar_dtype_of_python(before[n])) for n in carried]
         live_t = None
         for attempt in builtins.range(6):
             parent = b.block
@@ -873,7 +876,7 @@ class CodeGenerator(ast.NodeVisitor):
             if isinstance(v, tensor):
                 init_types.append(v.type)
             else:
-                init_types.append(TensorType(sem.scalar_dtype_of_python(_unwrap(v))))
+                init_types.append(TensorType(sem.scalar_dtype_of_python(v)))
         for attempt in builtins.range(3):
             parent = b.block
             inits = [self._coerce(before[n], t, n) for n, t in zip(carried, init_types)]
@@ -929,7 +932,7 @@ class CodeGenerator(ast.NodeVisitor):
         carried = self._carried(node.body)
         before = dict(self.scope)
         init_types = [before[n].type if isinstance(before[n], tensor)
-                      else TensorType(sem.scalar_dtype_of_python(_unwrap(before[n]))) for n in carried]
+                      else TensorType(sem.scalar_dtype_of_python(before[n])) for n in carried]
         for attempt in builtins.range(3):
             parent = b.block
             inits = [self._coerce(before[n], t, n) for n, t in zip(carried, init_types)]
@@ -1004,9 +1007,9 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(obj, constexpr) and not isinstance(obj, lang.assigned_number) and node.attr in ("type",
                                                                                                      "value"):
             return getattr(obj, node.attr)  # a constexpr's own: constexpr_type(v), and v (as in Triton)
-        obj = _unwrap(obj)
+        raw, obj = obj, _unwrap(obj)
         if isinstance(obj, (bool, int, float)) and not hasattr(obj, node.attr) and hasattr(tensor, node.attr):
-            obj = sem.to_tensor(obj)  # `acc = 0; acc.to(tl.int64)`: a number is a scalar tensor here
+            obj = sem.to_tensor(raw)  # `acc = 0; acc.to(tl.int64)`: a number is a scalar tensor here
         try:
             v = getattr(obj, node.attr)
         except AttributeError:
@@ -1124,19 +1127,30 @@ class CodeGenerator(ast.NodeVisitor):
         """Unwrap two operands; an assigned number beside a tensor becomes a scalar tensor (Triton's promotion
         then treats it as a tensor, not as a Python scalar)."""
         na, nb = isinstance(a, lang.assigned_number), isinstance(b, lang.assigned_number)
+        ra, rb = a, b
         a, b = _unwrap(a), _unwrap(b)
         if na and isinstance(b, tensor):
-            a = sem.to_tensor(a)
+            a = sem.to_tensor(ra)  # of its scalar type (an assigned number arithmetic gave one keeps it)
         if nb and isinstance(a, tensor):
-            b = sem.to_tensor(b)
+            b = sem.to_tensor(rb)
         return a, b
 
     def _binop(self, op, a, b):
+        na, nb = isinstance(a, lang.assigned_number), isinstance(b, lang.assigned_number)
+        ta = sem.scalar_dtype_of_python(a) if na else None
+        tb = sem.scalar_dtype_of_python(b) if nb else None
         a, b = self._materialize(a, b)
         name, py = self._BINOPS.get(type(op), (None, None))
         if py is None:
             raise SemanticError(f"operator {type(op).__name__} is not supported")
         if not isinstance(a, tensor) and not isinstance(b, tensor):
+            if (na or nb) and name is not None and sem.is_number(a) and sem.is_number(b):
+                # an assigned number is a scalar tensor in Triton: the operation has its type's semantics (int32
+                # // truncates, uint32 * wraps), folded here, the result still usable as a compile-time value
+                got = sem.fold_numbers(name, a, ta, b, tb)
+                if got is None:
+                    return getattr(sem, name)(sem.to_tensor(a, ta), sem.to_tensor(b, tb))
+                return lang.assigned_number(got[0], got[1])
             return py(a, b)
         if name is None:
             raise SemanticError("** is not supported on tensors; use tl.exp2/tl.log2 or multiply")
@@ -1146,7 +1160,14 @@ class CodeGenerator(ast.NodeVisitor):
         return self._binop(node.op, self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node):
-        v = _unwrap(self.visit(node.operand))
+        raw = self.visit(node.operand)
+        if isinstance(raw, lang.assigned_number) and isinstance(node.op, (ast.USub, ast.Invert)) \
+                and sem.is_number(raw.value) and not isinstance(raw.value, bool):
+            got = sem.fold_unary("neg" if isinstance(node.op, ast.USub) else "invert", raw.value,
+                                 sem.scalar_dtype_of_python(raw))
+            if got is not None:
+                return lang.assigned_number(got[0], got[1])
+        v = _unwrap(raw)
         if isinstance(node.op, ast.Not) and isinstance(v, (tuple, list)):
             # Triton cannot evaluate `not` of a tuple while compiling either: refused at the `not`, a language
             # construct's error (no builtin's complaint as the cause)

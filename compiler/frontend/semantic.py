@@ -231,6 +231,9 @@ def scalar_dtype_of_python(v):
     """The type a Python number takes as a tensor, as in Triton: an int is int32 if it fits, else uint32, else
     int64, else uint64 (else an error); a float is float32 when its magnitude is 0, inf, NaN or a normal float32,
     else float64 (1e-300, 1e300)."""
+    d = getattr(v, "scalar_dtype", None)  # an assigned number that arithmetic gave a type (fold_numbers)
+    if d is not None:
+        return d
     v = _unwrap(v)  # a number assigned in the kernel (`add = 10.0`) counts as its value
     if isinstance(v, bool):
         return T.int1
@@ -268,10 +271,10 @@ def const(value, dtype, shape=()) -> tensor:
 
 
 def to_tensor(v, dtype=None) -> tensor:
-    v = _unwrap(v)
+    natural = None if isinstance(_unwrap(v), tensor) else scalar_dtype_of_python(v)  # refuses integers no 64-bit
+    v = _unwrap(v)                                                                  # type holds, whatever `dtype` is
     if isinstance(v, tensor):
         return v
-    natural = scalar_dtype_of_python(v)  # refuses integers no 64-bit type holds, whatever `dtype` is
     return const(v, natural if dtype is None else dtype)
 
 
@@ -341,6 +344,105 @@ def weak_dtype(tensor_dtype, py):
     if isinstance(py, float):
         return tensor_dtype if tensor_dtype.is_floating() else scalar_dtype_of_python(py)
     raise SemanticError(f"cannot combine {type(py).__name__} with a tensor")
+
+
+def _wrap_int(v: int, d):
+    """v in integer type d: two's complement wrap (bool: 0 or 1)."""
+    if d.is_bool():
+        return v & 1
+    v &= (1 << d.bits) - 1
+    if d.is_int_signed() and v >= 1 << (d.bits - 1):
+        v -= 1 << d.bits
+    return v
+
+
+def fold_numbers(kind, a, ta, b, tb):
+    """(value, dtype) of `a <kind> b` where a and b are compile-time numbers and ta / tb the scalar tensor types of
+    those assigned in the kernel (None for a literal, which is weakly typed beside the other): what Triton computes
+    at run time on its scalar tensors -- integer results wrap in their type, // and % truncate toward zero (C),
+    float32 arithmetic rounds to float32, `/` on integers divides in float32. None where the result is not
+    defined here (a zero divisor, a shift by the width or more): the caller emits the operation instead.
+    `kind` is a semantic function's name (add, sub, mul, truediv, floordiv, mod, and_, or_, xor_, shl, shr)."""
+    import math
+
+    import numpy as np
+
+    if ta is None:
+        ta = weak_dtype(tb, a)
+    if tb is None:
+        tb = weak_dtype(ta, b)
+    div = kind in ("truediv", "floordiv", "mod")
+    if kind in ("and_", "or_", "xor_", "shl", "shr") and (ta.is_floating() or tb.is_floating()):
+        return None  # the operator's own error, from the emitted operation
+    if div and {ta.kind, tb.kind} == {"int", "uint"}:
+        return None  # Triton refuses mixed signedness here: the emitted operation says so
+    d = promote_dtypes(ta, tb, div_or_mod=div)
+    if kind == "truediv" and not d.is_floating():
+        d = T.float32
+    if d.is_floating():
+        if kind in ("and_", "or_", "xor_", "shl", "shr") or d.bits < 32:
+            return None
+        ft = np.float32 if d.is_fp32() else np.float64
+        x, y = ft(float(a)), ft(float(b))
+        with np.errstate(all="ignore"):
+            if kind == "add":
+                r = x + y
+            elif kind == "sub":
+                r = x - y
+            elif kind == "mul":
+                r = x * y
+            elif kind == "truediv":
+                r = x / y
+            elif kind == "mod":
+                r = np.fmod(x, y)  # frem: the sign of the dividend
+            elif kind == "floordiv":
+                r = np.floor(x / y)
+            else:
+                return None
+        return float(r), d
+    x, y = _wrap_int(int(a), d), _wrap_int(int(b), d)
+    bits = 1 if d.is_bool() else d.bits
+    if kind == "add":
+        r = x + y
+    elif kind == "sub":
+        r = x - y
+    elif kind == "mul":
+        r = x * y
+    elif kind in ("floordiv", "mod"):
+        if y == 0:
+            return None
+        q = abs(x) // abs(y)
+        q = -q if (x < 0) != (y < 0) else q
+        r = q if kind == "floordiv" else x - y * q
+    elif kind == "and_":
+        r = x & y
+    elif kind == "or_":
+        r = x | y
+    elif kind == "xor_":
+        r = x ^ y
+    elif kind in ("shl", "shr"):
+        if not 0 <= y < bits:
+            return None
+        r = x << y if kind == "shl" else x >> y  # >> of a Python int: arithmetic for signed, logical for unsigned
+    else:
+        return None
+    r = _wrap_int(r, d)
+    return (bool(r) if d.is_bool() else r), d
+
+
+def fold_unary(kind, a, ta):
+    """(value, dtype) of -a or ~a for an assigned number `a` of scalar type ta (wrapping as Triton's tensor
+    arithmetic does), or None."""
+    import numpy as np
+
+    if ta.is_floating():
+        if kind != "neg" or ta.bits < 32:
+            return None
+        return float(-(np.float32(float(a)) if ta.is_fp32() else float(a))), ta
+    x = _wrap_int(int(a), ta)
+    r = -x if kind == "neg" else ~x
+    r = _wrap_int(r, ta)
+    return (bool(r) if ta.is_bool() else r), ta
 
 
 def _int_range(d):

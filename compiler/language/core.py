@@ -79,6 +79,12 @@ class assigned_number(constexpr):
     a tensor method is called on it (`acc.to(tl.int64)`); where a compile-time constant is needed it is still
     the number (a superset of Triton, which asks for `x: tl.constexpr = ...` there)."""
 
+    def __init__(self, value=None, scalar_dtype=None):
+        super().__init__(value)
+        # the scalar tensor's type it stands for (None: by the number's range, as Triton's to_tensor picks); set
+        # by arithmetic on assigned numbers, which folds with that type's semantics (semantic.fold_numbers)
+        self.scalar_dtype = scalar_dtype
+
     def __repr__(self):
         return repr(self.value)
 
