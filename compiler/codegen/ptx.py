@@ -113,8 +113,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # bounds stored as int64: 8 -> 1 barriers, 56 -> 40 registers; RMSNorm backward's dW partials); with
 # `gather_group_layout` (`_group_runs`) a gather takes its group's anchored layout even where the others' masks
 # vary per element (bucketize over N = 2^24 + 5: 10 -> 1 barriers, 72 -> 48 registers).
+# `reshape_split` (passes/assign_layouts.py `_reshaped_trailing`; fourteenth session, CPU only, untimed): reshapes
+# of trailing dims as merges and splits of the blocked layout across registers, lanes and warps (the older rule only
+# split within a thread's registers), so they stay in registers: the 4-bit group quantizer 10 -> 0 barriers, 149 ->
+# 40 registers, 16 KiB -> 0 of shared memory (Triton: 48 registers, 2 KiB); flip + sort + gather 59 -> 9 barriers.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
-                     "convert_cse", "carry_body_layout", "gather_group_layout")
+                     "convert_cse", "carry_body_layout", "gather_group_layout", "reshape_split")
 
 
 @functools.lru_cache(maxsize=None)

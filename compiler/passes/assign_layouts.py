@@ -88,6 +88,82 @@ def _reshaped(lay, s, r):
     return None
 
 
+def _split_last(lay, n, f):
+    """(A/B `reshape_split`) The blocked layout of [.., n] -> [.., n/f, f] holding every element in the thread
+    that held it, where the last dim's registers, lanes and warps tile it exactly: the new inner dim takes the index's
+    low bits (registers first, then lanes, then warps), the outer one the rest. None where that is no blocked layout
+    (the inner dim would take some of the registers and some lanes, or lanes and warps around the outer's)."""
+    k = lay.rank - 1
+    sp, tp, wp = lay.spt[k], lay.tpw[k], lay.wpc[k]
+    if lay.order[0] != k or sp * tp * wp != n or n % f:
+        return None
+    i_s = min(sp, f)
+    i_t = min(tp, f // i_s)
+    i_w = min(wp, f // (i_s * i_t))
+    if i_s * i_t * i_w != f or sp % i_s or tp % i_t or wp % i_w:
+        return None
+    if (i_t > 1 and i_s != sp) or (i_w > 1 and i_t != tp):
+        return None
+    return BlockedLayout(lay.spt[:k] + (sp // i_s, i_s), lay.tpw[:k] + (tp // i_t, i_t),
+                         lay.wpc[:k] + (wp // i_w, i_w), (k + 1,) + tuple(lay.order))
+
+
+def _merge_last2(lay, s):
+    """(A/B `reshape_split`) The blocked layout of [.., m, f] -> [.., m*f] holding every element in place: the
+    last dim tiled exactly by its registers, lanes and warps, each of the second-to-last's levels above the last's
+    (its registers only where the last has no lanes or warps, its lanes only where the last has no warps), and the
+    last dim first in the order with the second-to-last next. None otherwise."""
+    k = lay.rank - 1
+    s1, t1, w1 = lay.spt[k - 1], lay.tpw[k - 1], lay.wpc[k - 1]
+    s2, t2, w2 = lay.spt[k], lay.tpw[k], lay.wpc[k]
+    if lay.order[0] != k or lay.order[1] != k - 1 or s2 * t2 * w2 != s[k] or s1 * t1 * w1 != s[k - 1]:
+        return None
+    if (s1 > 1 and (t2 > 1 or w2 > 1)) or (t1 > 1 and w2 > 1):
+        return None
+    return BlockedLayout(lay.spt[:k - 1] + (s1 * s2,), lay.tpw[:k - 1] + (t1 * t2,), lay.wpc[:k - 1] + (w1 * w2,),
+                         tuple(o for o in lay.order if o != k))
+
+
+def _reshaped_trailing(lay, s, r):
+    """(A/B `reshape_split`) A reshape that changes only trailing dims, as merges down to one trailing dim and
+    then splits of it (each free, _merge_last2 / _split_last), or None."""
+    if not isinstance(lay, BlockedLayout):
+        return None
+    p = 0
+    while p < min(len(s), len(r)) and s[p] == r[p]:
+        p += 1
+    if p == 0 or p == len(s) and p == len(r):
+        return None
+    cur, shape = lay, list(s)
+    while len(shape) > p + 1:  # merge s's trailing dims into one
+        cur = _merge_last2(cur, shape)
+        if cur is None:
+            return None
+        shape = shape[:-2] + [shape[-2] * shape[-1]]
+    if shape[-1] != _prod(r[p:]):
+        return None
+    rest = list(r[p:])
+    while len(rest) > 1:  # split off r's trailing dims, innermost first, then order them as r has them
+        f = _prod(rest[1:])
+        nxt = _split_last(cur, shape[-1], f)
+        if nxt is None:
+            return None
+        cur, shape = nxt, shape[:-1] + [shape[-1] // f, f]
+        # the split leaves [.., rest[0], prod(rest[1:])]: split the trailing product further
+        inner = rest[1:]
+        rest = inner
+        if len(inner) > 1:
+            continue
+    return cur if tuple(shape) == tuple(r) else None
+
+
+def _prod(xs):
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
 def _rebuilt(src, operands, layout, out):
     """A copy of the one-result op `src` on `operands`, in `layout` (appended to out): its result."""
     attrs = {k: a for k, a in src.attrs.items() if k != "_layouts"}
@@ -927,7 +1003,10 @@ class _Assigner:
                         self.want(op, 0, self.default(op.operands[0]), final)
                         self.set(op, [SliceLayout(ax, self.lay[op.operands[0].id])])
                     return
-        self.set(op, [_reshaped(self.L(op.operands[0]), tuple(s), tuple(r)) or self.open_layout(op.result, final)])
+        got = _reshaped(self.L(op.operands[0]), tuple(s), tuple(r))
+        if got is None and ab_switch("reshape_split"):
+            got = _reshaped_trailing(self.L(op.operands[0]), tuple(s), tuple(r))
+        self.set(op, [got or self.open_layout(op.result, final)])
         if final and self.L(op.operands[0]) is None:
             self.want(op, 0, self.default(op.operands[0]), final)
 
