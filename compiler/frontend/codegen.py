@@ -22,7 +22,68 @@ from ..ir.ops import Builder
 from ..ir.types import TensorType
 from ..language import core as lang
 from ..language.core import constexpr, tensor, _unwrap
-from ..language.aggregate import BoundJitMethod, is_composite as _composite
+from ..language.aggregate import BoundJitMethod, is_composite as _is_composite
+
+
+def _runtime_leaves(v) -> list:
+    """The runtime parts of a tuple (or namedtuple) a runtime if or loop carries: its tensors and numbers, its
+    block pointers', descriptors' and aggregates' parts, its nested tuples' parts; other elements (constexprs,
+    dtypes, None, strings) are its structure."""
+    out = []
+    for e in v:
+        if isinstance(e, tensor) or (sem.is_number(e) and not isinstance(e, constexpr)) or \
+                isinstance(e, lang.assigned_number):
+            out.append(e)
+        elif _is_composite(e):
+            out.extend(e.parts())
+        elif isinstance(e, tuple):
+            out.extend(_runtime_leaves(e))
+    return out
+
+
+def _carried_tuple(v) -> bool:
+    return isinstance(v, tuple) and bool(_runtime_leaves(v))
+
+
+def _composite(v) -> bool:
+    """A value a runtime if or loop carries part by part: a block pointer, a tensor descriptor, an aggregate, or a
+    tuple holding runtime values (`st = (lo, hi)` reassigned in a loop)."""
+    return _is_composite(v) or _carried_tuple(v)
+
+
+def _parts(v) -> list:
+    return list(v.parts()) if _is_composite(v) else _runtime_leaves(v)
+
+
+def _with_parts(v, parts):
+    it = iter(parts)
+
+    def rebuild(x):
+        if isinstance(x, tensor) or (sem.is_number(x) and not isinstance(x, constexpr)) or \
+                isinstance(x, lang.assigned_number):
+            return next(it)
+        if _is_composite(x):
+            return x.with_parts([next(it) for _ in builtins.range(len(x.parts()))])
+        if isinstance(x, tuple):
+            vals = [rebuild(e) for e in x]
+            return type(x)(*vals) if hasattr(x, "_fields") else tuple(vals)
+        return x
+    return rebuild(v)
+
+
+def _same_structure(a, b) -> bool:
+    """Whether b has a's structure: the same composite kinds, tuple lengths and compile-time elements (runtime
+    parts may differ in value and, for tuples, in type: the loop or if settles those as it does for names)."""
+    if _is_composite(a):
+        return a.same_structure(b)
+    if isinstance(a, tuple):
+        return isinstance(b, tuple) and len(a) == len(b) and type(a) is type(b) and \
+            all(_same_structure(x, y) for x, y in zip(a, b))
+    runtime = lambda x: isinstance(x, (tensor, lang.assigned_number)) or (  # noqa: E731
+        sem.is_number(x) and not isinstance(x, constexpr))
+    if runtime(a) or runtime(b):
+        return runtime(a) and runtime(b)
+    return type(a) is type(b) and (a is b or a == b)
 from . import context, semantic as sem
 from .context import SemanticError
 
@@ -608,16 +669,16 @@ class CodeGenerator(ast.NodeVisitor):
             tv, ev = then_scope.get(n, before.get(n)), else_scope.get(n, before.get(n))
             if tv is ev or not (_composite(tv) or _composite(ev)):
                 continue
-            if not (_composite(tv) and tv.same_structure(ev)):
+            if not (_composite(tv) and _same_structure(tv, ev)):
                 raise SemanticError(f"'{n}' gets different kinds of value in the two branches of a runtime if "
                                     f"({tv!r} and {ev!r}): a block pointer, descriptor or aggregate must keep "
                                     "its structure (element type, block shape, constexpr fields)")
             composites[n] = tv
             for sc, v in ((then_scope, tv), (else_scope, ev)):
-                for i, part in enumerate(v.parts()):
+                for i, part in enumerate(_parts(v)):
                     sc[f"{n}#{i}"] = part
-            if _composite(before.get(n)) and before[n].same_structure(tv):
-                for i, part in enumerate(before[n].parts()):
+            if _composite(before.get(n)) and _same_structure(before[n], tv):
+                for i, part in enumerate(_parts(before[n])):
                     before[f"{n}#{i}"] = part
         names, same = [], {}
         for n in list(then_scope) + list(else_scope):
@@ -670,8 +731,8 @@ class CodeGenerator(ast.NodeVisitor):
         for n, r in zip(names, op.results):
             self.scope[n] = tensor(r, r.type)
         for n, proto in composites.items():
-            parts = [self.scope.pop(f"{n}#{i}", then_scope[f"{n}#{i}"]) for i in builtins.range(len(proto.parts()))]
-            self.scope[n] = proto.with_parts(parts)
+            parts = [self.scope.pop(f"{n}#{i}", then_scope[f"{n}#{i}"]) for i in builtins.range(len(_parts(proto)))]
+            self.scope[n] = _with_parts(proto, parts)
         for k in [k for k in self.scope if "#" in k and k.split("#")[0] in composites]:
             del self.scope[k]
 
@@ -840,7 +901,7 @@ class CodeGenerator(ast.NodeVisitor):
             elif _composite(v):
                 # a block pointer or tensor descriptor is carried as its scalar parts, named "n#i" (not valid
                 # Python names)
-                for i, part in enumerate(v.parts()):
+                for i, part in enumerate(_parts(v)):
                     self.scope[f"{n}#{i}"] = part
                     out.append(f"{n}#{i}")
         return out
@@ -850,20 +911,23 @@ class CodeGenerator(ast.NodeVisitor):
         results)."""
         for n in {c.split("#")[0] for c in carried if "#" in c}:
             old = self.scope[n]
-            self.scope[n] = old.with_parts([self.scope[f"{n}#{i}"] for i in builtins.range(len(old.parts()))])
+            self.scope[n] = _with_parts(old, [self.scope[f"{n}#{i}"] for i in builtins.range(len(_parts(old)))])
 
     def _composite_out(self, carried, before):
         """Export the parts of carried block pointers and descriptors after the loop body (their structure must not
         change)."""
         for n in {c.split("#")[0] for c in carried if "#" in c}:
             v = self.scope[n]
-            if not before[n].same_structure(v):
+            if not _same_structure(before[n], v):
                 if isinstance(before[n], lang.block_ptr):
                     raise SemanticError(f"loop-carried block pointer '{n}' must keep its element type and block "
                                         "shape in the loop (use tl.advance)")
+                if isinstance(before[n], tuple):
+                    raise SemanticError(f"loop-carried tuple '{n}' must keep its length and its compile-time "
+                                        f"elements in the loop ({before[n]!r} became {v!r})")
                 raise SemanticError(f"loop-carried tensor descriptor '{n}' must keep its element type, block "
                                     "shape and padding in the loop")
-            for i, part in enumerate(v.parts()):
+            for i, part in enumerate(_parts(v)):
                 self.scope[f"{n}#{i}"] = part
 
     def _runtime_loop(self, node, ivname, lb, ub, step, iv_dtype, iv_map=None, attrs=None):
