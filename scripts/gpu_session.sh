@@ -306,10 +306,11 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # `carry_body_layout,gather_group_layout` (loop-carried values keep their body's layout, gathers their group's:
   # bucketize 8 -> 1 barriers, over an odd N 10 -> 1; RMSNorm backward's dW); `reshape_split` (trailing-dim
   # reshapes split and merged across lanes and warps in registers: the q4 quantizer 10 -> 0 barriers, 149 -> 40
-  # registers; flip + sort + gather 59 -> 9 barriers).
+  # registers; flip + sort + gather 59 -> 9 barriers); `linear_reshape` (an MMA accumulator reshaped in place:
+  # the descriptor matmul's subtiled epilogue 14 -> 8 barriers, 228 -> 143 registers).
   if [ "${PENDING_GROUP:-a}" = b ]; then
     PENDING_CASES=${PENDING_CASES-smoothquant_dyn_w8a8_f16,bilinear_resize_f16,hog_cells_u8_f32,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,attn_bwd_dq_d64,bucketize_binary_search_i64,bucketize_left_odd_n_i64,rmsnorm_bwd_dw_f16,fused_moe_gemm_f16,mm_desc_persistent_leaky_bf16,retention_chunked_d64,top_p_renorm_bf16,topk_sort_gather_f32,vflip_sort_gather_topk_f32}
-    PENDING_AB=${PENDING_AB-cvt_sat;cvt_sat,half_ring;convert_cse;carry_body_layout,gather_group_layout;reshape_split}
+    PENDING_AB=${PENDING_AB-cvt_sat;cvt_sat,half_ring;convert_cse;carry_body_layout,gather_group_layout;reshape_split;linear_reshape}
   fi
   PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16}
   PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring}
@@ -318,7 +319,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
-    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \

@@ -282,6 +282,13 @@ def ldmatrix_applies(dst_lay, elem_bits) -> bool:
             and dst_lay.parent.version == 2 and elem_bits == 16)
 
 
+def swizzle_inner_ok(ll) -> bool:
+    """The source of a conversion to an mma.sync operand runs along one of the two matrix dims (a SwizzledTile's
+    rows and columns), not along a batch dim (a permuted batched accumulator's registers can): else the generic
+    conversion."""
+    return len(ll.shape) < 3 or _inner_dim(ll) != 0
+
+
 def _inner_dim(ll):
     """The dim along which the source's first register bits run (its contiguous dim), else the last."""
     if ll.reg:

@@ -896,7 +896,8 @@ def _e_convert(e, op):
     if op.result.id in e.env:
         return  # converted together with the previous conversion (_fma_operands)
     lay = op.attrs["_layouts"][0]
-    if dot.ldmatrix_applies(lay, op.result.type.element.bits) and not _same_threads(x.ll, ll):
+    if dot.ldmatrix_applies(lay, op.result.type.element.bits) and not _same_threads(x.ll, ll) \
+            and dot.swizzle_inner_ok(x.ll):
         e.env[op.result.id] = dot.to_dot_operand(e, x, ll, lay)
         return
     other = _fma_operands(e, op, x, ll)

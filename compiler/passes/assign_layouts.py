@@ -20,8 +20,8 @@ from ..ir.core import Op
 from ..options import ab_switch
 from ..ir import types as T
 from . import axisinfo
-from .layouts import (BlockedLayout, DotOperandLayout, MmaLayout, SliceLayout, default_blocked, fill_blocked, linear,
-                      mma_warps, permute_layout, wgmma_applies)
+from .layouts import (BlockedLayout, DotOperandLayout, LinearEncoding, MmaLayout, SliceLayout, default_blocked,
+                      fill_blocked, linear, mma_warps, permute_layout, reshaped_encoding, wgmma_applies)
 
 # The op table's layout rules (compiler/ir/optable.py): a layout passes through ELEMENTWISE ops unchanged; SOURCES
 # materialize in the layout their users want; ANCHORS (memory accesses) pick one from the pointer's axis info.
@@ -229,10 +229,35 @@ def _wide_store(vl, anc, op) -> bool:
     attention epilogues store 16 bytes a thread already. Measured (H100, 2026-12-05, 3 rounds beside Triton): the
     old store, 8 bytes a thread from the fragments, took 1.18x this one's time on scores_qkT_f32out (1.21 of
     Triton's against 1.03). Triton's test_dot / test_scaled_dot assert the v4."""
-    if not isinstance(vl, MmaLayout) or not isinstance(anc, BlockedLayout):
+    if not isinstance(anc, BlockedLayout):
         return False
     bits = op.operands[1].type.element.bits
-    return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
+    if isinstance(vl, MmaLayout):
+        return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
+    if _encoded(vl) and ab_switch("linear_reshape"):
+        # (A/B `linear_reshape`) a value in a layout given by its bases (a reshaped or permuted accumulator): the
+        # same rule on its run along the pointer's contiguous dim, read off its register bases
+        d = anc.order[0]
+        ll = linear(vl, tuple(op.operands[1].type.shape), _num_warps(anc))
+        run = 1
+        while tuple(run if i == d else 0 for i in range(len(ll.shape))) in ll.reg:
+            run *= 2
+        return anc.spt[d] * bits >= 128 and run * bits < 128
+    return False
+
+
+def _encoded(layout) -> bool:
+    """A LinearEncoding or a slice (of a slice...) of one."""
+    while isinstance(layout, SliceLayout):
+        layout = layout.parent
+    return isinstance(layout, LinearEncoding)
+
+
+def _num_warps(blocked) -> int:
+    n = 1
+    for w in blocked.wpc:
+        n *= w
+    return n
 
 
 def _mma_family(layout) -> bool:
@@ -259,6 +284,7 @@ class _Assigner:
     def __init__(self, fn, num_warps):
         self.fn = fn
         self.nw = num_warps
+        self.linear_reshape = ab_switch("linear_reshape")  # (A/B) reshaped accumulators keep their layout
         self.ai = axisinfo.analyze(fn)
         self.users: dict = {}
         self._note_users(fn.body)
@@ -500,7 +526,8 @@ class _Assigner:
         # straight from wgmma accumulators make it serialize the wgmma pipeline), and outside loops too when the
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
-        depth = 8 if _blocked_family(layout) else 4 if _in_loop(op) else 0
+        depth = 8 if _blocked_family(layout) or (self.linear_reshape and _encoded(layout)) else \
+            4 if _in_loop(op) else 0
         got, new_ops = self._materialize(v, layout, op, depth)
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
@@ -838,7 +865,7 @@ class _Assigner:
             # only its final value is converted, once, where it must be (constants, scalar splats and aranges
             # cost nothing to materialize in any layout, and other operands are converted before a broadcast).
             mma = [l for i in blockops if not _free_source(op.operands[i])
-                   for l in [self.L(op.operands[i])] if _mma_family(l)]
+                   for l in [self.L(op.operands[i])] if _mma_family(l) or (_encoded(l) and self.linear_reshape)]
             if mma:
                 known = mma
             if not known:
@@ -1006,6 +1033,14 @@ class _Assigner:
         got = _reshaped(self.L(op.operands[0]), tuple(s), tuple(r))
         if got is None and ab_switch("reshape_split"):
             got = _reshaped_trailing(self.L(op.operands[0]), tuple(s), tuple(r))
+        src = self.L(op.operands[0])
+        if got is None and ab_switch("linear_reshape") and (_mma_family(src) or _encoded(src)):
+            # (A/B `linear_reshape`) a reshape of an MMA-layout value (or of one already reshaped so) keeps its
+            # elements where they are, in a layout given by its bases (an accumulator split for a subtiled
+            # epilogue: no trip of the whole accumulator through shared memory; a later user that needs another
+            # layout converts the smaller pieces). Not for blocked values: where no blocked layout holds the
+            # reshape, later users' conversions multiplied (the bitonic top-k, 11 -> 43 barriers)
+            got = reshaped_encoding(linear(src, tuple(s), self.nw), tuple(r))
         self.set(op, [got or self.open_layout(op.result, final)])
         if final and self.L(op.operands[0]) is None:
             self.want(op, 0, self.default(op.operands[0]), final)

@@ -106,6 +106,48 @@ class DotOperandLayout:
 
 
 @dataclass(frozen=True)
+class LinearEncoding:
+    """A layout given by its linear form (register, lane and warp bases over `shape`): what a reshape or permute of
+    another layout is where no blocked layout keeps every element in the thread and register that held it (an MMA
+    accumulator split into halves for a subtiled epilogue). Applied to a shape smaller along a dim (a slice's
+    parent), bases past it replicate (lanes, warps) or drop (registers); to a larger one, the missing high bits
+    repeat in registers."""
+
+    shape: tuple
+    reg: tuple
+    lane: tuple
+    warp: tuple
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        return f"linear<{list(self.shape)}, reg={list(self.reg)}, lane={list(self.lane)}, warp={list(self.warp)}>"
+
+
+def linear_encoding(ll) -> "LinearEncoding":
+    """The layout object of a LinearLayout."""
+    return LinearEncoding(tuple(ll.shape), tuple(ll.reg), tuple(ll.lane), tuple(ll.warp))
+
+
+def reshaped_encoding(ll, shape: tuple):
+    """LinearEncoding of reshape(x) (row-major, power-of-two dims) that keeps every element where x's LinearLayout
+    `ll` holds it: each basis's flat offset taken to the new shape's coordinates."""
+    def recoord(b):
+        f = 0
+        for c, n in zip(b, ll.shape):
+            f = f * n + c
+        out = []
+        for n in reversed(shape):
+            out.append(f % n)
+            f //= n
+        return tuple(reversed(out))
+    return LinearEncoding(tuple(shape), tuple(map(recoord, ll.reg)), tuple(map(recoord, ll.lane)),
+                          tuple(map(recoord, ll.warp)))
+
+
+@dataclass(frozen=True)
 class LinearLayout:
     """Bases of a (layout, shape): element coordinate = XOR of the bases of the set bits of (reg, lane, warp).
 
@@ -198,6 +240,8 @@ def linear(layout, shape: tuple, num_warps: int) -> LinearLayout:
         return _mma_linear(layout, shape, num_warps)
     if isinstance(layout, DotOperandLayout):
         return _dot_operand_linear(layout, shape, num_warps)
+    if isinstance(layout, LinearEncoding):
+        return _encoding_linear(layout, shape)
     if not isinstance(layout, BlockedLayout):
         raise TypeError(f"no linear form for layout {layout}")
     rank = len(shape)
@@ -260,6 +304,21 @@ def fill_blocked(shape: tuple, spt, num_warps: int, order):
     return BlockedLayout(tuple(spt), tuple(tpw), tuple(wpc), tuple(order))
 
 
+def _encoding_linear(enc, shape):
+    rank = len(shape)
+    fits = lambda b: all(c < n for c, n in zip(b, shape))  # noqa: E731
+    zero = (0,) * rank
+    reg = [b for b in enc.reg if fits(b)]
+    lane = tuple(b if fits(b) else zero for b in enc.lane)
+    warp = tuple(b if fits(b) else zero for b in enc.warp)
+    for d in range(rank):  # high bits of a dim larger than the encoding's: repeated in registers
+        have = {b[d] for b in tuple(reg) + lane + warp if b[d]}
+        for i in range(log2(shape[d])):
+            if (1 << i) not in have:
+                reg.append(_unit(rank, d, 1 << i))
+    return LinearLayout(tuple(shape), tuple(reg), lane, warp)
+
+
 def permute_layout(layout, order: tuple):
     """Layout of permute(x, order) that keeps every element in the thread/register that held it (free)."""
     if isinstance(layout, BlockedLayout):
@@ -268,6 +327,10 @@ def permute_layout(layout, order: tuple):
             inv[o] = i
         return BlockedLayout(tuple(layout.spt[o] for o in order), tuple(layout.tpw[o] for o in order),
                              tuple(layout.wpc[o] for o in order), tuple(inv[o] for o in layout.order))
+    if isinstance(layout, LinearEncoding):
+        pick = lambda bs: tuple(tuple(b[o] for o in order) for b in bs)  # noqa: E731
+        return LinearEncoding(tuple(layout.shape[o] for o in order), pick(layout.reg), pick(layout.lane),
+                              pick(layout.warp))
     return None
 
 
