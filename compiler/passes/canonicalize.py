@@ -238,7 +238,10 @@ def _invariant_carries(block: Block, mapping: dict) -> None:
         y = body.terminator
         for j, init in enumerate(op.operands[3:]):
             arg = body.args[j + 1]
-            if y is not None and y.operands[j] is arg:
+            # what the body yields, seen through inner loops that carry it unchanged (mapped above): a block
+            # pointer advanced only in an inner loop keeps its base, shape and strides in the outer one too
+            yv = mapping.get(y.operands[j].id, y.operands[j]) if y is not None else None
+            if y is not None and (yv is arg or yv is mapping.get(init.id, init)):
                 mapping[arg.id] = mapping.get(init.id, init)
                 mapping[op.results[j].id] = mapping.get(init.id, init)
 
@@ -249,6 +252,11 @@ def canonicalize(module: Module, options=None) -> Module:
     _fold_splat_const(body)
     mapping: dict = {}
     _invariant_carries(body, mapping)
+    for k in list(mapping):  # an inner loop's argument maps to the outer loop's argument, which maps to its init
+        v = mapping[k]
+        while v.id in mapping and mapping[v.id] is not v:
+            v = mapping[v.id]
+        mapping[k] = v
     if mapping:
         _replace_uses(body, mapping)
         mapping = {}
