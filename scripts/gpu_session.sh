@@ -302,15 +302,23 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # PENDING_GROUP=b (fourteenth session, each switch on the kernels whose PTX it changes): `cvt_sat` (float -> int
   # casts as one cvt.rzi; 6 kernels) alone and with half_ring (SmoothQuant's quantizing loop: 600 SASS instructions,
   # 420 with both, Triton's 382); `convert_cse` (one conversion of a value per layout, not per user: top-p
-  # 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4, the descriptor matmul 228 -> 174 registers; 8 kernels with fewer shared accesses);
-  # `carry_body_layout,gather_group_layout` (loop-carried values keep their body's layout, gathers their group's:
-  # bucketize 8 -> 1 barriers, over an odd N 10 -> 1; RMSNorm backward's dW); `reshape_split` (trailing-dim
-  # reshapes split and merged across lanes and warps in registers: the q4 quantizer 10 -> 0 barriers, 149 -> 40
+  # 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4, the descriptor matmul 228 -> 174 registers; 8
+  # kernels with fewer shared accesses). PENDING_GROUP=c: `carry_body_layout,gather_group_layout` (loop-carried values keep their body's layout, gathers their group's:
+  # bucketize 8 -> 1 barriers, over an odd N 10 -> 1; RMSNorm backward's dW; the ragged fp32 "ieee" descriptor
+  # matmul's 5292 bytes of spills gone); `reshape_split` (trailing-dim reshapes split and merged across lanes and
+  # warps in registers: the q4 quantizer 10 -> 0 barriers, 149 -> 40
   # registers; flip + sort + gather 59 -> 9 barriers); `linear_reshape` (an MMA accumulator reshaped in place:
   # the descriptor matmul's subtiled epilogue 14 -> 8 barriers, 228 -> 143 registers).
   if [ "${PENDING_GROUP:-a}" = b ]; then
-    PENDING_CASES=${PENDING_CASES-smoothquant_dyn_w8a8_f16,bilinear_resize_f16,hog_cells_u8_f32,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,attn_bwd_dq_d64,bucketize_binary_search_i64,bucketize_left_odd_n_i64,rmsnorm_bwd_dw_f16,fused_moe_gemm_f16,mm_desc_persistent_leaky_bf16,retention_chunked_d64,top_p_renorm_bf16,topk_sort_gather_f32,vflip_sort_gather_topk_f32}
-    PENDING_AB=${PENDING_AB-cvt_sat;cvt_sat,half_ring;convert_cse;carry_body_layout,gather_group_layout;reshape_split;linear_reshape}
+    PENDING_CASES=${PENDING_CASES-smoothquant_dyn_w8a8_f16,bilinear_resize_f16,hog_cells_u8_f32,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,voxelize_floor_trunc_f32,attn_bwd_dq_d64,bucketize_binary_search_i64,fused_moe_gemm_f16,mm_desc_persistent_leaky_bf16,retention_chunked_d64,top_p_renorm_bf16,topk_sort_gather_f32,vflip_sort_gather_topk_f32,ppo_clip_ratio_f16,gather_w8a8_u8_optptr_swizzle,complex_split_join_cat_f32}
+    PENDING_AB=${PENDING_AB-cvt_sat;cvt_sat,half_ring;convert_cse}
+  fi
+  # PENDING_GROUP=c (fourteenth session): the layout switches, each on the kernels whose PTX it changes (and the
+  # nested block-pointer matmul, whose invariant strides are now seen through its inner loop: 255 -> 128 registers,
+  # no spills, the copy ring; the code, first timing).
+  if [ "${PENDING_GROUP:-a}" = c ]; then
+    PENDING_CASES=${PENDING_CASES-bucketize_binary_search_i64,bucketize_left_odd_n_i64,desc_mm_ieee_ragged_f32,rmsnorm_bwd_dw_f16,q4_group_quant_pack_u8,vflip_sort_gather_topk_f32,mm_desc_persistent_leaky_bf16,mm_blockptr_nested_colmajor_bf16}
+    PENDING_AB=${PENDING_AB-carry_body_layout,gather_group_layout;reshape_split;linear_reshape;reshape_split,linear_reshape,convert_cse}
   fi
   PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16}
   PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring}
