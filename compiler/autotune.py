@@ -466,6 +466,11 @@ class Heuristics(KernelInterface):
         kw = dict(kwargs)
         for name, heur in self.values.items():
             kw[name] = heur({**dict(zip(self.arg_names, args)), **kw})
+        if callable(grid):
+            # evaluated below, with the kernel's bound arguments (the values computed here among them); the launch
+            # options a config gave (num_warps, num_stages) stay visible to it too
+            outer, extra = grid, {k: v for k, v in kw.items() if k not in self.arg_names}
+            grid = lambda meta: outer({**extra, **meta})  # noqa: E731
         return self.fn.run(*args, grid=grid, **kw)
 
     def warmup(self, *args, **kwargs):
@@ -699,9 +704,16 @@ class Autotuner(KernelInterface):
         full = {**named, **cfgkw}
         if cfg.pre_hook is not None:
             cfg.pre_hook(full)
-        if callable(grid):
+        if callable(grid) and not self._grid_below:
             grid = grid(full)
         return self.fn.run(*args, grid=grid, **kwargs, **cfgkw)
+
+    @property
+    def _grid_below(self) -> bool:
+        """Whether a callable grid goes down to the wrapped function unevaluated: an @heuristics below this
+        autotuner adds values a grid reads (META["BLOCK"] computed by a heuristic), as Triton's JITFunction.run
+        evaluates the grid after every wrapper has added its own."""
+        return isinstance(self.fn, Heuristics)
 
     def warmup(self, *args, **kwargs):
         """Compile every config for these arguments (no launch); returns the list of compiled kernels."""
@@ -775,7 +787,7 @@ class Autotuner(KernelInterface):
                 continue
             cfgkw = cfg.all_kwargs()
             full = {**named, **cfgkw}
-            g = grid(full) if callable(grid) else grid
+            g = grid(full) if callable(grid) and not self._grid_below else grid
 
             def trial(cfg=cfg, cfgkw=cfgkw, full=full, g=g):
                 self.bench_calls += 1
@@ -925,9 +937,12 @@ def _make_fast_launch(at: Autotuner):
         "    if _kw is None:",
         "        _kw = _kwargs[_c] = _c.all_kwargs()",
         "    _at.best_config = _c",
-        "    if type(grid) is not tuple:",
-        f"        grid = grid({{**dict(zip(_names, {allargs})), **_kw}}) if callable(grid) else grid",
     ]
+    if direct:  # below an @heuristics the grid is evaluated by the JITFunction, after the heuristics (_grid_below)
+        lines += [
+            "    if type(grid) is not tuple:",
+            f"        grid = grid({{**dict(zip(_names, {allargs})), **_kw}}) if callable(grid) else grid",
+        ]
     if direct:
         lines += [
             "    _f = _jf._fast",

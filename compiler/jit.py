@@ -547,8 +547,11 @@ class JITFunction:
                 kinds.append("constexpr")
                 continue
             k, lv, kind = h(v)
-            if kind == "const" and k[0] == "c1" and dns and self.arg_names[i] in dns:
-                k, kind = ("i32", False), "int"  # not specialized on: 1 is passed like any other int
+            if kind == "const" and k[0] == "c1" and (self.arg_names[i] in dns or
+                                                     self.arg_names[i] in self.annotated_dtypes):
+                # not specialized on (do_not_specialize), or typed by its annotation (`n: tl.int64`, as Triton's
+                # binder keeps the annotated type): 1 is passed like any other int
+                k, kind = ("i32", False), "int"
             keys.append(k)
             kinds.append(kind)
             if kind == "tuple":

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import compiler
+import compiler.language as tl
 from compiler import Config
 
 from .kernels import add_kernel, atomic_sum_kernel, inc_kernel
@@ -233,3 +234,24 @@ def test_user_constexpr_after_a_tuned_one():
     z[:] = 0
     at[grid_for(300)](x, z, N=300, SCALE=5)
     assert np.allclose(z, 5 * x) and at.tune_count == 1
+
+
+# --- an autotuner over heuristics: the grid reads a heuristic's value ------------------------------------------------
+
+@compiler.autotune(configs=[compiler.Config({"SCALE": 1.0}), compiler.Config({"SCALE": 2.0})], key=["N"],
+                   do_bench=lambda fn, quantiles=None: (fn(), 1.0)[1])
+@compiler.heuristics({"BLOCK": lambda args: compiler.next_power_of_2(args["N"]) // 2})
+@compiler.jit
+def _heuristic_block_kernel(X, N, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(X + offs, offs.to(tl.float32) * SCALE, mask=offs < N)
+
+
+def test_grid_reads_a_value_heuristics_add():
+    """As in Triton, a grid lambda sees the values an @heuristics below the autotuner computes (the grid is
+    evaluated by the JIT function, after every wrapper added its own): META["BLOCK"] was a KeyError."""
+    for n in (10, 100):
+        x = np.full(n, -1.0, np.float32)
+        _heuristic_block_kernel[lambda META: (compiler.cdiv(n, META["BLOCK"]),)](x, n)
+        scale = _heuristic_block_kernel.best_config.kwargs["SCALE"]
+        np.testing.assert_array_equal(x, np.arange(n, dtype=np.float32) * scale)

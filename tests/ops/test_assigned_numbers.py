@@ -50,3 +50,19 @@ def test_folding_keeps_division_semantics_and_compile_time_use():
     out = np.zeros(1, np.int32)
     zero_divisor_kernel[(1,)](out)
     assert out[0] == 5 + 1
+
+
+@compiler.jit
+def annotated_kernel(OUT, n: tl.int64, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT + offs, n * 2 ** 31 + offs)  # int64 arithmetic for every n
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("n", [3, 1])
+def test_annotated_int64_argument_equal_to_one(target, n):
+    """An argument annotated with a dtype keeps it when it equals 1 (Triton's binder keeps the annotated type;
+    specializing it as the constant 1 made `n * 2**31` an int32 overflow error)."""
+    out = poison(4, "int64")
+    run(target, annotated_kernel, (1,), [out], [n], BLOCK=4)
+    assert_exact(out, n * 2 ** 31 + np.arange(4, dtype=np.int64))
