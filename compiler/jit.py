@@ -1291,7 +1291,9 @@ def _make_fast_launch(jf: JITFunction):
             f"        _v{i} = {a}._ptr; _k{i} = {a}.dtype; _a{i} = not _v{i} & 15",
             "    elif _t is int:",
             f"        _v{i} = {a}; _a{i} = not {a} & 15",
-            f"        _k{i} = 1 if {a} == 1 else (2 if -2147483648 <= {a} <= 2147483647 else 3)",
+            # 2: int32, 3: int64, 6: past int64 (uint64): three builds (_int_handler), so three keys
+            f"        _k{i} = 1 if {a} == 1 else (2 if -2147483648 <= {a} <= 2147483647 else "
+            f"(3 if -9223372036854775808 <= {a} <= 9223372036854775807 else 6))",
             "    elif _t is float:",
             f"        _v{i} = {a}; _k{i} = 4; _a{i} = False",
             f"    elif {a} is None:",  # specialized on (not a parameter of the kernel: arg_select drops it)

@@ -401,7 +401,8 @@ static int classify(Dispatcher *d, PyObject *a, PyObject **v, PyObject **k, PyOb
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(a, &overflow);
         if (x == -1 && PyErr_Occurred()) return 0;
-        long kind = overflow ? 3 : (x == 1 ? 1 : (x >= INT32_MIN && x <= INT32_MAX ? 2 : 3));
+        /* 2: int32, 3: int64, 6: past int64 (a uint64 build; jit.py's _int_handler makes three kinds) */
+        long kind = overflow ? 6 : (x == 1 ? 1 : (x >= INT32_MIN && x <= INT32_MAX ? 2 : 3));
         *k = PyLong_FromLong(kind);
         if (!*k) return 0;
         Py_INCREF(a);

@@ -28,3 +28,10 @@ def with_bias(X, Bias, Y, N, BLOCK: tl.constexpr = 128):
     if Bias is not None:
         x += tl.load(Bias + offs, mask=m)
     tl.store(Y + offs, x, mask=m)
+
+
+@compiler.jit
+def big_int_kernel(OUT, big, BLOCK: tl.constexpr):
+    # an int argument of any range: int32, int64 and uint64 builds (tests/runtime/test_fastlaunch.py)
+    offs = tl.arange(0, BLOCK)
+    tl.store(OUT + offs, (big // 3 + offs).to(tl.int64))

@@ -31,3 +31,20 @@ def test_fastlaunch_can_be_turned_off(run_fake):
         print("fn", fastlaunch.get())
     """, env={"TILEFARM_FASTLAUNCH": "0"})
     assert "fn None" in out, out
+
+
+def test_int64_and_uint64_arguments_take_their_own_builds(run_fake):
+    """The launch paths' cache keys (the generated launcher's and the C dispatcher's) tell int64 values from those
+    past int64 (uint64 builds): after a uint64 launch, an int64 value got the uint64 build again."""
+    out = run_fake("""
+        import numpy as np
+        from compiler.runtime import DeviceArray
+        from runtime_jit_kernels import big_int_kernel as k
+
+        out = DeviceArray.empty((4,), np.int64)
+        for v in (2 ** 63 + 5, -(2 ** 40) - 1, 2 ** 64 - 1, 2 ** 41 + 1, -7):
+            k[(1,)](out, v, BLOCK=4)
+        kinds = sorted({kern.metadata["params"][1]["type"] for kern in k._kernels.values()})
+        print("builds", kinds)
+    """)
+    assert "builds ['int32', 'int64', 'uint64']" in out, out
