@@ -189,13 +189,26 @@ class StageArtifacts(dict):
         return dict.get(self, key)
 
 
+class KernelMetadata(dict):
+    """A compiled kernel's metadata: a dict, also read by attribute as Triton's is (`kernel.metadata.shared`,
+    `.num_warps`); `shared` is the dynamic shared memory in bytes."""
+
+    def __getattr__(self, name):
+        if name == "shared":
+            return self.get("shared_bytes", 0)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"kernel metadata has no {name!r} (it has {', '.join(sorted(self))})") from None
+
+
 class CompiledKernel:
     """One compiled specialization: stage artifacts, metadata, and (on first launch) a loaded GPU function."""
 
     def __init__(self, name, asm: dict, metadata: dict, key: str):
         self.name = name
         self.asm = asm
-        self.metadata = metadata
+        self.metadata = KernelMetadata(metadata)
         self.key = key
         self._launcher = None
         self.arg_select = None  # set by the jit: indices of the launch values this kernel takes
@@ -204,6 +217,38 @@ class CompiledKernel:
 
     def __repr__(self):
         return f"CompiledKernel({self.name}, warps={self.num_warps}, shared={self.shared})"
+
+    # Triton's CompiledKernel surface that host code reads (the fused-softmax tutorial sizes its persistent grid
+    # from these): registers, spills and the largest block the registers allow, from ptxas's report of the
+    # machine code that launches; _init_handles loads the module where a GPU is present.
+    def _resources(self) -> dict:
+        got = self.__dict__.get("_res")
+        if got is None:
+            from .codegen.ptx import ptx_resources
+
+            got = self.__dict__["_res"] = ptx_resources(self.asm["ptx"], self.metadata.get("arch") or "sm_90") or {}
+        return got
+
+    @property
+    def n_regs(self) -> int:
+        return int(self._resources().get("registers", 0))
+
+    @property
+    def n_spills(self) -> int:
+        return int(self._resources().get("spill_stores", 0))
+
+    @property
+    def n_max_threads(self) -> int:
+        """Threads per block the registers allow: 64K registers an SM, allocated 256 a warp at a time."""
+        regs = max(1, self.n_regs)
+        per_warp = -(-regs * 32 // 256) * 256
+        return int(min(1024, (65536 // per_warp) * 32))
+
+    def _init_handles(self):
+        from .runtime import gpu_available
+
+        if gpu_available()[0]:
+            self.launcher  # noqa: B018 (loads the module and function)
 
     @property
     def launcher(self):

@@ -582,8 +582,11 @@ class JITFunction:
         return params
 
     # --- launching --------------------------------------------------------------------------------
-    def run(self, *args, grid, **kwargs):
-        """Launch on `grid` (the general path; `kernel[grid](...)` takes a generated fast path first)."""
+    def run(self, *args, grid, warmup=False, **kwargs):
+        """Launch on `grid` (the general path; `kernel[grid](...)` takes a generated fast path first); with
+        warmup=True compile only and return the kernel, as Triton's run does for wrappers that call it so."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
         if self._used_globals:
             self._globals_changed()
         vals, opts = self._bind(args, kwargs)
@@ -1212,9 +1215,9 @@ def cdiv(x: int, y: int) -> int:
 
 
 def next_power_of_2(n: int) -> int:
-    """The smallest power of two >= n (1 for n <= 1)."""
+    """The smallest power of two >= n; 0 for 0, as Triton's."""
     n = int(n)
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+    return 0 if n == 0 else 1 if n < 1 else 1 << (n - 1).bit_length()
 
 
 _FAST = object()  # first element of keys made by the generated launcher's inline type checks
