@@ -234,6 +234,12 @@ def _desc_handler(a):
 _HANDLERS: dict = {int: _int_handler, float: _float_handler, bool: _bool_handler, type(None): _none_handler}
 
 
+def _is_constexpr_object(v) -> bool:
+    from .language.values import constexpr
+
+    return isinstance(v, constexpr)
+
+
 def _handler_for(a):
     t = type(a)
     h = _HANDLERS.get(t)
@@ -539,6 +545,10 @@ class JITFunction:
         for i, (v, is_c) in enumerate(zip(vals, self.constexpr_mask)):
             if is_c:
                 keys.append(v if _hashable(v) else ("unhashable", repr(v)))
+                kinds.append("constexpr")
+                continue
+            if _is_constexpr_object(v):  # `kernel[grid](x, tl.constexpr(3))`: a compile-time value, as in Triton
+                keys.append(("k", v.value if _hashable(v.value) else repr(v.value)))
                 kinds.append("constexpr")
                 continue
             h = _HANDLERS.get(type(v)) or _handler_for(v)

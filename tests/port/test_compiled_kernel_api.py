@@ -48,3 +48,17 @@ def test_run_with_warmup_compiles_only():
 
 def test_next_power_of_2():
     assert [compiler.next_power_of_2(n) for n in (0, 1, 2, 3, 17)] == [0, 1, 2, 4, 32]
+
+
+@compiler.jit
+def add_half_kernel(X, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, tl.load(X + offs) + (-n // 2))
+
+
+def test_constexpr_object_as_an_argument():
+    """`kernel[grid](x, tl.constexpr(3))` passes a compile-time value to a plain parameter, as in Triton (it was an
+    unsupported argument type): -3 // 2 is -2 with Python's rules on the constant."""
+    x = np.zeros(4, np.float32)
+    add_half_kernel[(1,)](x, tl.constexpr(3), BLOCK=4)
+    np.testing.assert_array_equal(x, [-2.0] * 4)
