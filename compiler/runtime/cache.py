@@ -16,7 +16,7 @@ Size: the directory is bounded (``TILEFARM_CACHE_MAX_SIZE``, default 4 GiB; "0" 
 older compiler is dead weight once the sources change (they are in the key), so without a bound a cache shared by
 many trees only grows. A disk hit refreshes the entry's manifest mtime (at most once a minute), so the mtime is
 its last use; ``trim`` removes the least recently used entries until the total is under 3/4 of the bound. A
-process trims after writing 1/16 of the bound, and on its first write when no process has trimmed for an hour
+process trims after writing 1/16 of the bound, and on its first write when no process has trimmed for ten minutes
 (a stamp file), so many short processes keep it bounded too. One process trims at a time (a lock file; the
 others skip). A reader racing an eviction sees a complete entry or a miss, never a part: entries are renamed
 away before they are removed.
@@ -45,7 +45,7 @@ FORMAT_VERSION = 1
 DEFAULT_MAX_BYTES = 4 << 30
 TRIM_STAMP = ".trimmed"
 TRIM_LOCK = ".trim.lock"
-TRIM_INTERVAL_S = 3600.0
+TRIM_INTERVAL_S = 600.0
 TOUCH_INTERVAL_S = 60.0
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
                "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30, "T": 1 << 40, "TB": 1 << 40,

@@ -340,7 +340,7 @@ def test_writes_keep_the_cache_bounded(tmp_path):
 
 def test_first_write_trims_a_cache_left_over_its_bound(tmp_path):
     """Many short processes (each writing little) still keep the cache bounded: a process's first write trims
-    when no process has for an hour (the stamp)."""
+    when no process has for TRIM_INTERVAL_S (the stamp)."""
     from compiler.runtime.cache import TRIM_STAMP
     big = KernelCache(str(tmp_path), max_bytes=None)
     for i in range(20):
@@ -351,13 +351,16 @@ def test_first_write_trims_a_cache_left_over_its_bound(tmp_path):
     small.put(cache_key("new"), artifacts(99))
     assert _sizes(small) <= total // 2 * 3 // 4 + total // 20
     assert os.path.exists(tmp_path / TRIM_STAMP)
-    # A stamp under an hour old: the next process's first (small) write does not scan again; over an hour: it does.
+    # A recent stamp: the next process's first (small) write does not scan again; an old one: it does.
+    from compiler.runtime.cache import TRIM_INTERVAL_S
     stamp = tmp_path / TRIM_STAMP
-    os.utime(stamp, (time.time() - 600, time.time() - 600))
+    recent = time.time() - TRIM_INTERVAL_S / 2
+    os.utime(stamp, (recent, recent))
     before = os.stat(stamp).st_mtime
     KernelCache(str(tmp_path), max_bytes=total).put(cache_key("newer"), artifacts(98))
     assert os.stat(stamp).st_mtime == before
-    os.utime(stamp, (time.time() - 7200, time.time() - 7200))
+    old = time.time() - 2 * TRIM_INTERVAL_S
+    os.utime(stamp, (old, old))
     KernelCache(str(tmp_path), max_bytes=total).put(cache_key("newest"), artifacts(97))
     assert time.time() - os.stat(stamp).st_mtime < 60
 
