@@ -262,11 +262,7 @@ def const(value, dtype, shape=()) -> tensor:
     elif dtype.is_bool():
         value = bool(value)
     else:
-        value = int(value)
-        bits = dtype.bits
-        value &= (1 << bits) - 1
-        if dtype.is_int_signed() and value >= 1 << (bits - 1):
-            value -= 1 << bits
+        value = _wrap_int(int(value), dtype)
     return tensor(_b().const(value, TensorType(dtype, tuple(shape))), TensorType(dtype, tuple(shape)))
 
 
@@ -356,16 +352,21 @@ def _wrap_int(v: int, d):
     return v
 
 
+_FOLDED_OPS = {"add": "add", "sub": "sub", "mul": "mul", "and_": "and", "or_": "or", "xor_": "xor", "shl": "shl",
+               "shr": "shr"}
+
+
 def fold_numbers(kind, a, ta, b, tb):
     """(value, dtype) of `a <kind> b` where a and b are compile-time numbers and ta / tb the scalar tensor types of
     those assigned in the kernel (None for a literal, which is weakly typed beside the other): what Triton computes
-    at run time on its scalar tensors -- integer results wrap in their type, // and % truncate toward zero (C),
-    float32 arithmetic rounds to float32, `/` on integers divides in float32. None where the result is not
-    defined here (a zero divisor, a shift by the width or more): the caller emits the operation instead.
-    `kind` is a semantic function's name (add, sub, mul, truediv, floordiv, mod, and_, or_, xor_, shl, shr)."""
-    import math
-
+    at run time on its scalar tensors, by the interpreter's element arithmetic (compiler/interpreter/numerics.py:
+    integer results wrap in their type, // and % truncate toward zero, a zero divisor gives what the GPU gives,
+    float32 rounds to float32, `/` on integers divides in float32). None where the emitted operation must report
+    an error (bitwise operators on floats, // or % of mixed signedness). `kind` is a semantic function's name
+    (add, sub, mul, truediv, floordiv, mod, and_, or_, xor_, shl, shr)."""
     import numpy as np
+
+    from ..interpreter import numerics as N
 
     if ta is None:
         ta = weak_dtype(tb, a)
@@ -373,60 +374,22 @@ def fold_numbers(kind, a, ta, b, tb):
         tb = weak_dtype(ta, b)
     div = kind in ("truediv", "floordiv", "mod")
     if kind in ("and_", "or_", "xor_", "shl", "shr") and (ta.is_floating() or tb.is_floating()):
-        return None  # the operator's own error, from the emitted operation
+        return None
     if div and {ta.kind, tb.kind} == {"int", "uint"}:
-        return None  # Triton refuses mixed signedness here: the emitted operation says so
+        return None
     d = promote_dtypes(ta, tb, div_or_mod=div)
     if kind == "truediv" and not d.is_floating():
         d = T.float32
-    if d.is_floating():
-        if kind in ("and_", "or_", "xor_", "shl", "shr") or d.bits < 32:
-            return None
-        ft = np.float32 if d.is_fp32() else np.float64
-        x, y = ft(float(a)), ft(float(b))
-        with np.errstate(all="ignore"):
-            if kind == "add":
-                r = x + y
-            elif kind == "sub":
-                r = x - y
-            elif kind == "mul":
-                r = x * y
-            elif kind == "truediv":
-                r = x / y
-            elif kind == "mod":
-                r = np.fmod(x, y)  # frem: the sign of the dividend
-            elif kind == "floordiv":
-                r = np.floor(x / y)
-            else:
-                return None
-        return float(r), d
-    x, y = _wrap_int(int(a), d), _wrap_int(int(b), d)
-    bits = 1 if d.is_bool() else d.bits
-    if kind == "add":
-        r = x + y
-    elif kind == "sub":
-        r = x - y
-    elif kind == "mul":
-        r = x * y
-    elif kind in ("floordiv", "mod"):
-        if y == 0:
-            return None
-        q = abs(x) // abs(y)
-        q = -q if (x < 0) != (y < 0) else q
-        r = q if kind == "floordiv" else x - y * q
-    elif kind == "and_":
-        r = x & y
-    elif kind == "or_":
-        r = x | y
-    elif kind == "xor_":
-        r = x ^ y
-    elif kind in ("shl", "shr"):
-        if not 0 <= y < bits:
-            return None
-        r = x << y if kind == "shl" else x >> y  # >> of a Python int: arithmetic for signed, logical for unsigned
-    else:
-        return None
-    r = _wrap_int(r, d)
+    fl = d.is_floating()
+    op = {"truediv": "fdiv", "floordiv": "fdiv" if fl else "idiv", "mod": "frem" if fl else "irem"}.get(kind) or \
+        _FOLDED_OPS[kind]
+    nd = N.np_dtype(d)
+    x, y = (np.array(float(v) if fl else _wrap_int(int(v), d), dtype=nd) for v in (a, b))
+    with np.errstate(all="ignore"):
+        r = N.binary_fn(op, d)(x, y)
+        if kind == "floordiv" and fl:
+            r = np.floor(r)
+    r = np.asarray(r).item()
     return (bool(r) if d.is_bool() else r), d
 
 
