@@ -105,10 +105,9 @@ def cdiv(a: int, b: int) -> int:
     return (a + b - 1) // b
 
 
-def philox_uniform(seed: int, offsets: np.ndarray) -> np.ndarray:
-    """tl.rand(seed, offsets) on the host, for references: ten Philox-4x32 rounds of (offset, 0, 0, 0) under the
-    seed's two 32-bit halves, the first word as a signed int folded to non-negative and scaled by 2^-31 in float32
-    (the same bits as the kernels' numbers)."""
+def philox_word0(seed: int, offsets: np.ndarray) -> np.ndarray:
+    """tl.randint(seed, offsets) on the host: the first word of ten Philox-4x32 rounds of (offset, 0, 0, 0) under
+    the seed's two 32-bit halves, as uint32."""
     c0 = offsets.astype(np.uint64)
     c1 = np.zeros_like(c0)
     c2 = np.zeros_like(c0)
@@ -121,7 +120,14 @@ def philox_uniform(seed: int, offsets: np.ndarray) -> np.ndarray:
         c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & m32, pb & m32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & m32, \
             pa & m32
         k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
-    s = c0.astype(np.uint32).view(np.int32).astype(np.int64)
+    return c0.astype(np.uint32)
+
+
+def philox_uniform(seed: int, offsets: np.ndarray) -> np.ndarray:
+    """tl.rand(seed, offsets) on the host, for references: ten Philox-4x32 rounds of (offset, 0, 0, 0) under the
+    seed's two 32-bit halves, the first word as a signed int folded to non-negative and scaled by 2^-31 in float32
+    (the same bits as the kernels' numbers)."""
+    s = philox_word0(seed, offsets).view(np.int32).astype(np.int64)
     s = np.where(s < 0, -s - 1, s)
     return s.astype(np.float32) * np.float32(4.6566127342e-10)
 

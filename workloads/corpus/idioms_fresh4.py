@@ -22,7 +22,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from workloads.corpus._case import Case, cdiv, randn, uniform
+from workloads.corpus._case import Case, cdiv, philox_word0, randn, uniform
 
 
 # --- 1. phase correlation: normalized cross-power spectrum of interleaved complex64 -----------------------------------
@@ -567,23 +567,7 @@ def bucket_launch(p, a, m):
     return (cdiv(p["N"], m["BLOCK"]),), [a["x"], a["bounds"], a["out"], p["N"], nb, int(np.ceil(np.log2(nb + 1)))]
 
 
-# 10. stochastic rounding: tl.randint(seed, offset) is the first Philox-4x32-10 word of (offset, 0, 0, 0)
-def philox_word0(seed: int, offsets: np.ndarray) -> np.ndarray:
-    c0 = offsets.astype(np.uint64)
-    c1 = np.zeros_like(c0)
-    c2 = np.zeros_like(c0)
-    c3 = np.zeros_like(c0)
-    k0, k1 = np.uint64(seed & 0xFFFFFFFF), np.uint64((seed >> 32) & 0xFFFFFFFF)
-    m32 = np.uint64(0xFFFFFFFF)
-    A, B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
-    for _ in range(10):
-        pa, pb = A * c0, B * c2
-        c0, c1, c2, c3 = ((pb >> np.uint64(32)) ^ c1 ^ k0) & m32, pb & m32, ((pa >> np.uint64(32)) ^ c3 ^ k1) & m32, \
-            pa & m32
-        k0, k1 = (k0 + np.uint64(0x9E3779B9)) & m32, (k1 + np.uint64(0xBB67AE85)) & m32
-    return c0.astype(np.uint32)
-
-
+# 10. stochastic rounding: tl.randint(seed, offset) is the first Philox-4x32-10 word of (offset, 0, 0, 0) (_case)
 def sround_inputs(p, rng):
     return {"x": randn(rng, (p["N"],), "float32", 3.0)}
 
