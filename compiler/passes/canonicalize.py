@@ -48,56 +48,51 @@ def _fold_splat_const(block: Block) -> None:
             op.operands = []
 
 
-def _cse(block: Block, table: dict, mapping: dict) -> None:
+def _pure_key(op):
+    """The key under which _cse shares op (None: not shared): kind, operands, attributes, result type."""
+    if op.kind in PURE and not op.blocks and len(op.results) == 1:
+        return (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), op.results[0].type)
+    return None
+
+
+def _cse(block: Block, table: dict, mapping: dict, key=_pure_key) -> None:
+    """Share ops whose `key` agrees: later ones read the first one's result (marked _dead for the DCE)."""
     table = dict(table)  # values defined in enclosing blocks stay visible; siblings do not leak out
     for op in block.ops:
         if any(o.id in mapping for o in op.operands):
             op.operands = [mapping.get(o.id, o) for o in op.operands]
         for b in op.blocks:
-            _cse(b, table, mapping)
-        if op.kind in PURE and not op.blocks and len(op.results) == 1:
-            key = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), op.results[0].type)
-            prev = table.get(key)
+            _cse(b, table, mapping, key)
+        k = key(op)
+        if k is not None:
+            prev = table.get(k)
             if prev is not None:
                 mapping[op.results[0].id] = prev
                 op.attrs["_dead"] = True
             else:
-                table[key] = op.results[0]
+                table[k] = op.results[0]
 
 
-def _layout_key(attrs: dict):
-    """The private attributes (layouts first) as a hashable key: two ops share only where these agree too."""
-    return tuple((k, repr(attrs[k])) for k in sorted(attrs) if k.startswith("_") and k != "_dead")
-
-
-def _share_laid_out(block: Block, table: dict, mapping: dict) -> None:
-    """_cse after layout assignment: pure ops with the same operands, attributes and layouts (a value converted
-    to one layout for each of two users, or recomputed twice in one layout) computed once; scoped like _cse (an
-    op in an enclosing block serves the blocks inside it, siblings do not share)."""
-    table = dict(table)
-    for op in block.ops:
-        if any(o.id in mapping for o in op.operands):
-            op.operands = [mapping.get(o.id, o) for o in op.operands]
-        for b in op.blocks:
-            _share_laid_out(b, table, mapping)
-        if (op.kind in PURE or op.kind == "convert_layout") and not op.blocks and len(op.results) == 1 \
-                and op.results[0].type.shape:
-            key = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), _layout_key(op.attrs),
-                   op.results[0].type)
-            prev = table.get(key)
-            if prev is not None:
-                mapping[op.results[0].id] = prev
-            else:
-                table[key] = op.results[0]
+def _laid_out_key(op):
+    """After layout assignment: block-valued pure ops and conversions share only where their private attributes
+    (layouts first) agree too (a value converted to one layout for each of two users, or recomputed twice in one
+    layout)."""
+    if op.kind == "convert_layout" and len(op.results) == 1 and not op.blocks:
+        base = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), op.results[0].type)
+    else:
+        base = _pure_key(op)
+    if base is None or not op.results[0].type.shape:
+        return None
+    return base + (tuple((k, repr(op.attrs[k])) for k in sorted(op.attrs) if k.startswith("_") and k != "_dead"),)
 
 
 def share_after_layouts(module: Module, options=None) -> Module:
-    """(A/B `convert_cse`) _share_laid_out over the kernel body; the DCE after layouts drops what it left unused."""
+    """(A/B `convert_cse`) _cse after layout assignment (_laid_out_key); the DCE after layouts drops the copies."""
     from ..options import ab_switch
 
     if ab_switch("convert_cse"):
         mapping: dict = {}
-        _share_laid_out(module.function.body, {}, mapping)
+        _cse(module.function.body, {}, mapping, _laid_out_key)
         if mapping:
             _replace_uses(module.function.body, mapping)
     return module
