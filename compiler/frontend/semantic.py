@@ -394,17 +394,18 @@ def fold_numbers(kind, a, ta, b, tb):
 
 
 def fold_unary(kind, a, ta):
-    """(value, dtype) of -a or ~a for an assigned number `a` of scalar type ta (wrapping as Triton's tensor
-    arithmetic does), or None."""
+    """(value, dtype) of -a or ~a (kind "neg" or "invert") for an assigned number `a` of scalar type ta, by the
+    interpreter's element arithmetic as fold_numbers does (integers wrap in their type), or None (16-bit floats
+    and ~ of a float stay emitted operations)."""
     import numpy as np
 
-    if ta.is_floating():
-        if kind != "neg" or ta.bits < 32:
-            return None
-        return float(-(np.float32(float(a)) if ta.is_fp32() else float(a))), ta
-    x = _wrap_int(int(a), ta)
-    r = -x if kind == "neg" else ~x
-    r = _wrap_int(r, ta)
+    from ..interpreter import numerics as N
+
+    if ta.is_floating() and (kind != "neg" or ta.bits < 32):
+        return None
+    x = np.array(float(a) if ta.is_floating() else _wrap_int(int(a), ta), dtype=N.np_dtype(ta))
+    with np.errstate(all="ignore"):
+        r = np.asarray(N.unary_fn("neg" if kind == "neg" else "not", ta)(x)).item()
     return (bool(r) if ta.is_bool() else r), ta
 
 
