@@ -213,11 +213,11 @@ def _in_loop(op) -> bool:
     return False
 
 
-def _blocked_family(layout) -> bool:
-    """A BlockedLayout or a slice (of a slice...) of one."""
+def _of_family(layout, cls) -> bool:
+    """layout is a `cls` or a slice (of a slice...) of one."""
     while isinstance(layout, SliceLayout):
         layout = layout.parent
-    return isinstance(layout, BlockedLayout)
+    return isinstance(layout, cls)
 
 
 def _wide_store(vl, anc, op) -> bool:
@@ -234,7 +234,7 @@ def _wide_store(vl, anc, op) -> bool:
     bits = op.operands[1].type.element.bits
     if isinstance(vl, MmaLayout):
         return anc.spt[anc.order[0]] * bits >= 128 and 2 * bits < 128  # MMA fragments: 2 in a row a thread
-    if _encoded(vl) and ab_switch("linear_reshape"):
+    if _of_family(vl, LinearEncoding) and ab_switch("linear_reshape"):
         # (A/B `linear_reshape`) a value in a layout given by its bases (a reshaped or permuted accumulator): the
         # same rule on its run along the pointer's contiguous dim, read off its register bases
         d = anc.order[0]
@@ -246,25 +246,11 @@ def _wide_store(vl, anc, op) -> bool:
     return False
 
 
-def _encoded(layout) -> bool:
-    """A LinearEncoding or a slice (of a slice...) of one."""
-    while isinstance(layout, SliceLayout):
-        layout = layout.parent
-    return isinstance(layout, LinearEncoding)
-
-
 def _num_warps(blocked) -> int:
     n = 1
     for w in blocked.wpc:
         n *= w
     return n
-
-
-def _mma_family(layout) -> bool:
-    """An MmaLayout or a slice (of a slice...) of one."""
-    while isinstance(layout, SliceLayout):
-        layout = layout.parent
-    return isinstance(layout, MmaLayout)
 
 
 def _free_source(v) -> bool:
@@ -526,8 +512,8 @@ class _Assigner:
         # straight from wgmma accumulators make it serialize the wgmma pipeline), and outside loops too when the
         # wanted layout is a blocked one (address arithmetic for loads: the prologue's aranges otherwise went through
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
-        depth = 8 if _blocked_family(layout) or (self.linear_reshape and _encoded(layout)) else \
-            4 if _in_loop(op) else 0
+        wide = (BlockedLayout, LinearEncoding) if self.linear_reshape else BlockedLayout
+        depth = 8 if _of_family(layout, wide) else 4 if _in_loop(op) else 0
         got, new_ops = self._materialize(v, layout, op, depth)
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
@@ -865,7 +851,8 @@ class _Assigner:
             # only its final value is converted, once, where it must be (constants, scalar splats and aranges
             # cost nothing to materialize in any layout, and other operands are converted before a broadcast).
             mma = [l for i in blockops if not _free_source(op.operands[i])
-                   for l in [self.L(op.operands[i])] if _mma_family(l) or (_encoded(l) and self.linear_reshape)]
+                   for l in [self.L(op.operands[i])]
+                   if _of_family(l, (MmaLayout, LinearEncoding) if self.linear_reshape else MmaLayout)]
             if mma:
                 known = mma
             if not known:
@@ -924,7 +911,7 @@ class _Assigner:
                 l = self.L(v)
                 carried = self.desired.get(body.args[j + 1].id)
                 if final and v.type.shape and l is not None and carried is not None and l != carried and (
-                        _mma_family(carried) or _free_source(v)):
+                        _of_family(carried, MmaLayout) or _free_source(v)):
                     # The body produces this value in an MMA layout (a dot accumulator, its row statistics):
                     # carry it there and convert the initial value once, before the loop, rather than the
                     # carried value twice per iteration (an init shared with other users, such as a zero
@@ -1034,7 +1021,7 @@ class _Assigner:
         if got is None and ab_switch("reshape_split"):
             got = _reshaped_trailing(self.L(op.operands[0]), tuple(s), tuple(r))
         src = self.L(op.operands[0])
-        if got is None and ab_switch("linear_reshape") and (_mma_family(src) or _encoded(src)):
+        if got is None and ab_switch("linear_reshape") and _of_family(src, (MmaLayout, LinearEncoding)):
             # (A/B `linear_reshape`) a reshape of an MMA-layout value (or of one already reshaped so) keeps its
             # elements where they are, in a layout given by its bases (an accumulator split for a subtiled
             # epilogue: no trip of the whole accumulator through shared memory; a later user that needs another
