@@ -320,12 +320,18 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
     PENDING_CASES=${PENDING_CASES-bucketize_binary_search_i64,bucketize_left_odd_n_i64,desc_mm_ieee_ragged_f32,rmsnorm_bwd_dw_f16,q4_group_quant_pack_u8,vflip_sort_gather_topk_f32,mm_desc_persistent_leaky_bf16,mm_blockptr_nested_colmajor_bf16}
     PENDING_AB=${PENDING_AB-carry_body_layout,gather_group_layout;reshape_split;linear_reshape;reshape_split,linear_reshape,convert_cse}
   fi
+  # PENDING_GROUP=d (fifteenth session): the winners of b and c together (and half_ring of a), on every corpus kernel
+  # whose PTX they change, before they become the code; PENDING_TESTS_AB runs the gpu tests under the same switches
+  if [ "${PENDING_GROUP:-a}" = d ]; then
+    PENDING_CASES=${PENDING_CASES-awq_gemm_int4_f16,bilinear_resize_f16,bucketize_binary_search_i64,bucketize_left_odd_n_i64,desc_mm_ieee_ragged_f32,flce_bwd_chunk_inplace_dot_f16,hog_cells_u8_f32,mm_desc_persistent_leaky_bf16,mm_even_k_f16,mm_w4a16_f16,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,rmsnorm_bwd_dw_f16,rmsnorm_bwd_gemma_offset_inplace_bf16,smoothquant_dyn_w8a8_f16,var_mean_welford_reduce_tuple_f16,vflip_sort_gather_topk_f32,voxelize_floor_trunc_f32}
+    PENDING_AB=${PENDING_AB-cvt_sat,carry_body_layout,gather_group_layout,reshape_split,linear_reshape,half_ring}
+  fi
   PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16}
   PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
-  [[ $pp == *,tests,* ]] && step pending-tests timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
+  [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
     tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants

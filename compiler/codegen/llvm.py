@@ -248,18 +248,20 @@ def _fp_to_int(signed):
 def _cvt_rzi(e, x, t, signed):
     """(A/B `cvt_sat`) A float -> int cast as one `cvt.rzi`: PTX clamps float-to-integer conversions to the
     destination's range by itself, so the clamp LLVM's expansion of llvm.fpto[su]i.sat adds (two min/max or two
-    compare-selects) is not needed. NaN is kept -> 0 by a select until the hardware's answer for every width is
-    measured (32-bit: 0, libdevice's float2int tests). 8- and 16-bit results come sign/zero-extended in a 32-bit
-    register (F2I.S8 and the like), then truncated. float16/bfloat16 sources widen to float32 first (exact)."""
+    compare-selects) is not needed. NaN: a bare `cvt.rzi` to 8, 16 or 32 bits gives 0, as the contract wants; to 64
+    bits it gives 0x8000000000000000 (signed and unsigned alike; measured on an H100, 2026-12-06,
+    tests/ops/test_cast_edges.py), so 64-bit results alone take a select. 8- and 16-bit results come sign/zero-
+    extended in a 32-bit register (F2I.S8 and the like), then truncated. float16/bfloat16 sources widen to float32
+    first (exact)."""
     if x.type in (C.F16, C.BF16):
         x, src = e.b.fpext(x, C.F32), "f32"
     else:
         src = "f64" if x.type == C.F64 else "f32"
     w = t.width
     rt = C.I64 if w == 64 else C.I32
+    cvt = f"cvt.rzi.{'s' if signed else 'u'}{w}.{src} $0, $1;"
     # The select in the asm: LLVM would narrow one of its own to the 8/16-bit type (16-bit registers, PRMTs).
-    text = (f"{{ .reg .pred p; setp.nan.{src} p, $1, $1; cvt.rzi.{'s' if signed else 'u'}{w}.{src} $0, $1; "
-            f"@p mov.b{64 if w == 64 else 32} $0, 0; }}")
+    text = f"{{ .reg .pred p; setp.nan.{src} p, $1, $1; {cvt} @p mov.b64 $0, 0; }}" if w == 64 else cvt
     fty = ir.FunctionType(rt, [x.type])
     r = e.b.call(ir.InlineAsm(fty, text, f"={'l' if w == 64 else 'r'},{'d' if src == 'f64' else 'f'}"), [x])
     return r if w >= 32 else e.b.trunc(r, t)

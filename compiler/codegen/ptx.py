@@ -88,13 +88,9 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 64 instructions or more): the fresh column argmax over a tuple 0.954, argmin over columns 0.981: the code.
 # `remat_vec` (small loads of at most 4 vector loads a thread in their users' layout): SmoothQuant 1.015, the
 # persistent scaled matmul 0.980: removed (docs/EXPERIMENTS.md).
-# `ring_sync_shallow` (passes/pipeline.py `_pipeline_async`; thirteenth session, CPU only, untimed): an mma.sync dot's
-# copy ring keeps num_stages - 1 slots (Triton's buffer count for those dots; its shared memory matches on the
-# skinny GEMMs: 16-row decode 80 -> 60 KiB, 2 -> 3 blocks an SM; GELU at 32 rows the same; split-K 36 -> 24 KiB).
-# `ring_narrow` (passes/pipeline.py `_copyable`; thirteenth session, CPU only, untimed): the padded ring slots of FMA
-# dots and of mma.sync dots' 32/64-bit operands take 8- and 4-byte cp.async copies where rows are not 16-byte aligned
-# (the fp64 32x32x16 GEMM of K = 1000: 4 barriers a K step, the register pipeline, 1.50 of Triton's time; Triton
-# copies its 8-byte elements asynchronously).
+# 2026-12-06, fifteenth session, H100 (benchmarks/2026-12-06i-h100): `ring_sync_shallow` (an mma.sync ring of
+# num_stages - 1 slots: 1.057 over the 12 skinny GEMMs, split-K at 32 rows 1.254) and `ring_narrow` (8- and 4-byte
+# copies into padded ring slots: the fp64 32x32x16 GEMM 1.115) lost and left (docs/EXPERIMENTS.md).
 # `half_ring` (passes/pipeline.py; revived in the thirteenth session, CPU only, untimed in this form): a one-dot wgmma
 # loop with one operand cp.async cannot serve rings the other (the unserved one written to scratch each iteration);
 # its first form (twelfth session) measured mm_even_k 0.642, W4A16 0.831, but AWQ 3.18x (its unserved operand's loads
@@ -122,7 +118,7 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # the epilogue ops after it stay there (as on MMA layouts): the persistent descriptor matmul's subtiled epilogue
 # (reshape + permute + split) no longer sends the float32 accumulator through shared memory: 14 -> 8 barriers,
 # 228 -> 143 registers, 81 -> 32 shared stores.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "ring_sync_shallow", "ring_narrow", "half_ring", "cvt_sat",
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "half_ring", "cvt_sat",
                      "convert_cse", "carry_body_layout", "gather_group_layout", "reshape_split", "linear_reshape")
 
 

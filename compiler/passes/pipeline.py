@@ -519,17 +519,17 @@ def _swaps_matrix_dims(o) -> bool:
     return r >= 2 and order == tuple(range(r - 2)) + (r - 1, r - 2)
 
 
-def _copy_dims(o, info, nbytes=16) -> list:
-    """The dims along which the load splits into chunks of `nbytes` (16; 8 or 4 for the narrow copies): contiguity
-    and alignment of that many bytes, a mask constant over them."""
+def _copy_dims(o, info) -> list:
+    """The dims along which the load splits into 16-byte chunks: contiguity and alignment of 16 bytes, a mask
+    constant over them."""
     p = info.get(o.operands[0].id)
     if p is None:
         return []
     eb = o.result.type.element.bits // 8
-    chunk = max(1, nbytes // eb)
+    chunk = 16 // eb
     dims = []
     for d in range(len(o.result.type.shape)):
-        if p.contiguity[d] >= chunk and p.divisibility[d] >= nbytes and o.result.type.shape[d] >= chunk:
+        if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and o.result.type.shape[d] >= chunk:
             if o.attrs.get("has_mask"):
                 m = info.get(o.operands[1].id)
                 if m is None or m.constancy[d] < chunk:
@@ -538,14 +538,9 @@ def _copy_dims(o, info, nbytes=16) -> list:
     return dims
 
 
-def _copyable(o, info, narrow=False) -> bool:
-    """cp.async can serve the load: 16-byte chunks along some dim (_copy_dims); `narrow`: or 8- or 4-byte ones (at
-    least one element), for slots read by plain shared loads (padded: an FMA dot's, an mma.sync dot's 32- and 64-bit
-    operands), which take any chunk where it lands."""
-    if _copy_dims(o, info):
-        return True
-    eb = o.result.type.element.bits // 8
-    return narrow and any(_copy_dims(o, info, n) for n in (8, 4) if n >= eb)
+def _copyable(o, info) -> bool:
+    """cp.async can serve the load: 16-byte chunks along some dim (_copy_dims)."""
+    return bool(_copy_dims(o, info))
 
 
 def _pipeline_async(module, loop, options) -> bool:
@@ -617,11 +612,7 @@ def _pipeline_async(module, loop, options) -> bool:
                     and (uses == 1 or shared or read_too) and (sync or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
                 if sync:  # any element size, either orientation: the dot reads the slot as it landed
-                    # (A/B `ring_narrow`) padded slots take 8- and 4-byte copies too: rows only 8-byte aligned (an
-                    # fp64 matrix of 1000 columns) still ride the ring
-                    narrow = ab_switch("ring_narrow") and (fma or eb != 2)
-                    ok = (not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
-                          and _copyable(o, info, narrow))
+                    ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2 and _copyable(o, info)
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
@@ -683,10 +674,6 @@ def _pipeline_async(module, loop, options) -> bool:
     # (BH32 L4096): D=128 64x64 w4 s3 (144 -> 112 KiB) 1.31x, 128x64 w4 s3 1.20x; where the block count stays
     # (D=64 128x64 w4 s3, two blocks either way, register-bound) the second barrier cost 4%, hence the condition.
     stages = loop_stages(loop, options)
-    if mma and ab_switch("ring_sync_shallow"):
-        # (A/B) an mma.sync dot's ring one slot shallower, as Triton's mma.sync pipeline keeps num_stages - 1 buffers
-        # (a 16-row decode GEMM at num_stages 4: 80 KiB and 2 blocks an SM here, 60 KiB and 3 there)
-        stages = max(2, stages - 1)
 
     def fit(tight):  # the ring's slots: num_stages (+ 1 when loose), fewer where shared memory runs out
         least = 2 if tight else 3

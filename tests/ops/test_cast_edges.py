@@ -60,14 +60,18 @@ def test_float_to_int_saturates(target, ab, src, dst, monkeypatch):
 
 
 def test_cvt_sat_is_one_conversion_a_cast(monkeypatch):
-    """With the switch a cast is one cvt.rzi and a NaN select, with no clamp of the float first (PTX clamps
-    float-to-integer conversions to the destination range itself); without it LLVM's expansion clamps."""
+    """With the switch a cast is one cvt.rzi, with no clamp of the float first (PTX clamps float-to-integer
+    conversions to the destination range itself) and a NaN select for 64-bit results alone (a bare cvt.rzi maps NaN
+    to 0 up to 32 bits; test_bare_cvt_rzi_nan below); without it LLVM's expansion clamps."""
     x = _inputs("float32")
     y = poison(N, "int8")
     monkeypatch.setenv("TILEFARM_AB", "cvt_sat")
     ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
-    assert "cvt.rzi.s8.f32" in ptx and "setp.nan.f32" in ptx
+    assert "cvt.rzi.s8.f32" in ptx and "setp.nan" not in ptx
     assert "max.f32" not in ptx and "min.f32" not in ptx
+    y64 = poison(N, "int64")
+    ptx = K.cast_kernel.warmup(x, y64, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
+    assert "cvt.rzi.s64.f32" in ptx and "setp.nan.f32" in ptx
     monkeypatch.setenv("TILEFARM_AB", "")
     ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
     assert "cvt.rzi.s16.f32" in ptx and "max.f32" in ptx
@@ -83,15 +87,20 @@ def bare_cvt_kernel(X, Y, N, ASM: tl.constexpr, CONS: tl.constexpr, BLOCK: tl.co
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
+@pytest.mark.parametrize("src", ["float32", "float64"])
 @pytest.mark.parametrize("cvt,dst", [("s8", "int32"), ("u8", "uint32"), ("s16", "int32"), ("u16", "uint32"),
                                      ("s32", "int32"), ("u32", "uint32"), ("s64", "int64"), ("u64", "uint64")])
-def test_bare_cvt_rzi_clamps_and_maps_nan_to_zero(target, cvt, dst):
-    """The hardware fact `cvt_sat`'s NaN select guards against: a bare `cvt.rzi` clamps to its width (PTX says
-    so) and -- measured here -- maps NaN to 0; 8/16-bit results sign- or zero-extended in the 32-bit register."""
-    x = _inputs("float32")
+def test_bare_cvt_rzi_nan(target, src, cvt, dst):
+    """The hardware facts `cvt_sat` rests on: a bare `cvt.rzi` clamps to its width (PTX says so); NaN gives 0 up to
+    32 bits and 0x8000000000000000 at 64 (signed and unsigned; measured on an H100, 2026-12-06), hence the select
+    for 64-bit results alone; 8/16-bit results sign- or zero-extended in the 32-bit register."""
+    x = _inputs(src)
     y = poison(N, dst)
     wide = dst.endswith("64")
+    cons = ("=l," if wide else "=r,") + ("d" if src == "float64" else "f")
     run(target, bare_cvt_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N],
-        ASM=f"cvt.rzi.{cvt}.f32 $0, $1;", CONS=("=l,f" if wide else "=r,f"), BLOCK=BLOCK)
-    ref = _reference(x, ("int" if cvt[0] == "s" else "uint") + cvt[1:])
-    assert_exact(y, ref.astype(npdt(dst)))
+        ASM=f"cvt.rzi.{cvt}.{'f64' if src == 'float64' else 'f32'} $0, $1;", CONS=cons, BLOCK=BLOCK)
+    ref = _reference(x, ("int" if cvt[0] == "s" else "uint") + cvt[1:]).astype(npdt(dst))
+    if wide:
+        ref[np.isnan(x)] = np.array(1 << 63, dtype=np.uint64).view(npdt(dst))
+    assert_exact(y, ref)

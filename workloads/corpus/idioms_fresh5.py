@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from workloads.corpus._case import Case, cdiv, randn, uniform
+from workloads.corpus._case import Case, cdiv, erf, randn, uniform
 
 
 # --- 1. PPO clipped surrogate on float16 probabilities ---------------------------------------------------------------
@@ -574,8 +574,6 @@ def focal_inputs(p, rng):
 
 
 def focal_ref(p, x):
-    from math import erf
-
     v, t, var = x["x"], x["t"], x["var"]
     a = np.float64(np.float32(p["alpha"]))
     g = np.float64(np.float32(p["gamma"]))
@@ -583,7 +581,7 @@ def focal_ref(p, x):
     qr = 1.0 / (1.0 + np.exp(v))
     ce = np.maximum(v, 0) - v * t + np.log1p(np.exp(-np.abs(v)))
     loss = (a * t + (1 - a) * (1 - t)) * ce * (qr * t + pr * (1 - t)) ** g
-    probit = 0.5 * (1 + np.vectorize(erf)(v / np.sqrt(2 * (1 + var))))
+    probit = 0.5 * (1 + erf(v / np.sqrt(2 * (1 + var))))
     B = p["BLOCK"]
     nb = cdiv(len(v), B)
     psum = np.array([loss[i * B:(i + 1) * B].sum() for i in range(nb)])

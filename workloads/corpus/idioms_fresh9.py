@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from workloads.corpus._case import Case, cdiv, randn, uniform
+from workloads.corpus._case import Case, cdiv, erf, randn, uniform
 
 
 # --- 1. fused linear + cross-entropy backward chunk ---------------------------------------------------------------
@@ -479,13 +479,11 @@ def gg_inputs(p, rng):
 
 
 def gg_ref(p, x):
-    from math import erf, sqrt
-
     a, b = x["a"], x["b"]
     if p["approx"]:
         g = 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))
     else:
-        g = 0.5 * a * (1 + np.vectorize(erf)(a / sqrt(2.0)))
+        g = 0.5 * a * (1 + erf(a / np.sqrt(2.0)))
     return {"c": g * b}
 
 
@@ -537,7 +535,7 @@ CASES = [
     Case("ce_softcap_fwd_bwd_unsloth_bf16", ce_softcap_fwd_bwd_kernel, cs_inputs,
          lambda p: {"loss": ((p["R"],), "float32"), "lse": ((p["R"],), "float32"),
                     "dlogits": ((p["R"], p["V"]), "bfloat16")}, cs_ref, cs_launch,
-         gpu={"R": 8192, "V": 256000, "softcap": 30.0, "scale": 0.5},
+         gpu={"R": 512, "V": 256000, "softcap": 30.0, "scale": 0.5},
          ci={"R": 11, "V": 700, "softcap": 30.0, "scale": 0.5},
          meta={"DO_SOFTCAPPING": True, "DO_LOGIT_SCALING": True, "BLOCK_V": 4096, "num_warps": 8},
          ci_meta={"DO_SOFTCAPPING": True, "DO_LOGIT_SCALING": True, "BLOCK_V": 256, "num_warps": 4},

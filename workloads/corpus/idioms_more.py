@@ -11,7 +11,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from workloads.corpus._case import Case, cdiv, randn, uniform
+from workloads.corpus._case import Case, cdiv, erf, randn, uniform
 
 
 # --- 1. fused AdamW step -------------------------------------------------------------------------------------------
@@ -300,17 +300,9 @@ def log_softmax_bwd_ref(p, x):
     return {"dx": x["dy"] - np.exp(x["y"]) * x["dy"].sum(axis=1, keepdims=True)}
 
 
-def erf64(x):
-    """erf in float64, vectorized, to about 1.5e-7 (a rational approximation in t = 1 / (1 + 0.3275911 |x|))."""
-    ax = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * ax)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return np.sign(x) * (1.0 - poly * np.exp(-ax * ax))
-
-
 def dgelu_ref(p, x):
     z = x["x"] + x["bias"][None, :]
-    cdf = 0.5 * (1.0 + erf64(z / math.sqrt(2.0)))
+    cdf = 0.5 * (1.0 + erf(z / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     return {"dx": x["dy"] * (cdf + z * pdf)}
 
