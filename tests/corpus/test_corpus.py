@@ -140,3 +140,16 @@ def test_check_in_chunks_finds_errors_anywhere():
     off = good.copy()
     off[n - 3] = np.nextafter(off[n - 3], np.float32(np.inf))
     assert not exact.check({}, {"y": off}, {"y": r32})["y"][0]
+
+
+def test_gpu_sizes_fit_a_float64_reference():
+    """Every case's GPU size leaves room for its float64 reference on the GPU node's host (the benchmark computes
+    it beside both compilers' runs): no output over 2^28 elements (2 GiB as float64). A case once had 2.1e9
+    (cross-entropy over R=8192 x V=256000) and the benchmark process was killed on it."""
+    big = {}
+    for name, c in CASES.items():
+        for out, (shape, _dt) in c.outputs(c.params("gpu")).items():
+            n = int(np.prod(shape))
+            if n > 1 << 28:
+                big[f"{name}.{out}"] = n
+    assert not big, big
