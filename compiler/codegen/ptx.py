@@ -91,35 +91,21 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 2026-12-06, fifteenth session, H100 (benchmarks/2026-12-06i-h100): `ring_sync_shallow` (an mma.sync ring of
 # num_stages - 1 slots: 1.057 over the 12 skinny GEMMs, split-K at 32 rows 1.254) and `ring_narrow` (8- and 4-byte
 # copies into padded ring slots: the fp64 32x32x16 GEMM 1.115) lost and left (docs/EXPERIMENTS.md).
-# `half_ring` (passes/pipeline.py; revived in the thirteenth session, CPU only, untimed in this form): a one-dot wgmma
-# loop with one operand cp.async cannot serve rings the other (the unserved one written to scratch each iteration);
-# its first form (twelfth session) measured mm_even_k 0.642, W4A16 0.831, but AWQ 3.18x (its unserved operand's loads
-# lost their register prefetch: now kept, within the register budget) and SmoothQuant wrong (a slot read moved before
-# the async_wait: fixed for every ring loop, b1ed618). To be timed again on the 4 kernels it changes.
-# `cvt_sat` (codegen/llvm.py `_cvt_rzi`; fourteenth session, CPU only, untimed): float -> int casts as one `cvt.rzi`
-# (PTX clamps float-to-integer conversions itself) and a NaN select, instead of LLVM's expansion of
-# llvm.fpto[su]i.sat (two min/max or compare-selects and the select, in 16-bit registers for 8/16-bit results).
-# SmoothQuant's quantizing loop (32 casts to int8 a thread an iteration): 600 SASS instructions against Triton's 382.
-# `convert_cse` (passes/canonicalize.py `share_after_layouts`; fourteenth session, CPU only, untimed): identical pure
+# Then (the same run) `half_ring` (a one-dot wgmma loop with one operand cp.async cannot serve rings the other:
+# mm_even_k 0.588, W4A16 0.903, AWQ 0.919, SmoothQuant 0.976), `cvt_sat` (float -> int casts as one cvt.rzi: SmoothQuant
+# 0.929, the 4-bit group quantizer 0.916), `carry_body_layout` + `gather_group_layout` (loop-carried values keep their
+# body's blocked layout, gathers their group's: bucketize 0.471 and 0.389, the ragged fp32 "ieee" descriptor matmul
+# 0.019, its spills gone), `reshape_split` (trailing-dim reshapes across registers, lanes and warps: the 4-bit group
+# quantizer 0.471, flip + sort + gather 0.769) and `linear_reshape` (MMA accumulators reshaped in place, LinearEncoding:
+# the persistent descriptor matmul's subtiled epilogue 0.901) won, none slower by over 2% on the kernels each changes,
+# and are the code; together on the 19 corpus kernels whose PTX they change: benchmarks/2026-12-06i-h100.
+# `convert_cse` (passes/canonicalize.py `share_after_layouts`; fourteenth session; an A/B in progress): identical pure
 # ops in identical layouts computed once after layout assignment (the layout pass converts a value once per user):
-# top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4 (56 -> 40 registers), the
-# persistent descriptor matmul 228 -> 174 registers, retention, fused MoE, attention backward dQ fewer shared accesses.
-# `carry_body_layout` (passes/assign_layouts.py `_back`, "for"; fourteenth session, CPU only, untimed): a loop-carried
-# value keeps the blocked layout its body computes it in over what users after the loop want (bucketize's int32
-# bounds stored as int64: 8 -> 1 barriers, 56 -> 40 registers; RMSNorm backward's dW partials); with
-# `gather_group_layout` (`_group_runs`) a gather takes its group's anchored layout even where the others' masks
-# vary per element (bucketize over N = 2^24 + 5: 10 -> 1 barriers, 72 -> 48 registers).
-# `reshape_split` (passes/assign_layouts.py `_reshaped_trailing`; fourteenth session, CPU only, untimed): reshapes
-# of trailing dims as merges and splits of the blocked layout across registers, lanes and warps (the older rule only
-# split within a thread's registers), so they stay in registers: the 4-bit group quantizer 10 -> 0 barriers, 149 ->
-# 40 registers, 16 KiB -> 0 of shared memory (Triton: 48 registers, 2 KiB); flip + sort + gather 59 -> 9 barriers.
-# `linear_reshape` (passes/layouts.py `LinearEncoding`, assign_layouts.py `_reshape`; fourteenth session, CPU only,
-# untimed): a reshape of an MMA-layout value keeps its elements in place in a layout given by its linear bases, and
-# the epilogue ops after it stay there (as on MMA layouts): the persistent descriptor matmul's subtiled epilogue
-# (reshape + permute + split) no longer sends the float32 accumulator through shared memory: 14 -> 8 barriers,
-# 228 -> 143 registers, 81 -> 32 shared stores.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "half_ring", "cvt_sat",
-                     "convert_cse", "carry_body_layout", "gather_group_layout", "reshape_split", "linear_reshape")
+# top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4. Timed (H100, 2026-12-06): 0.963
+# over 18 kernels (bucketize 0.636, sort + gather 0.959), but the complex split/join/cat tiles 1.049: one shared
+# conversion fewer (2 barriers) and 164 -> 186 registers, 3 -> 2 blocks an SM (a shared value held across all its
+# users where each user had converted from the live source). Not the code until that trade is decided by analysis.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse")
 
 
 @functools.lru_cache(maxsize=None)

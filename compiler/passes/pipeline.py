@@ -39,7 +39,6 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..options import ab_switch
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
@@ -150,9 +149,9 @@ def pipeline_loads(module, options):
             # load an iteration ahead through registers: dK/dV 0.945 of the time (H100, 2026-12-06). Tiles of 16
             # registers a thread that way (attention's bias, before it joined the ring) took 1.59x, spilling.
             dce(module, options)
-            # (A/B `half_ring`) a one-dot loop whose other operand the ring does not serve (computed from loads: a
-            # dequantizing GEMM's B) keeps those loads an iteration ahead like the register pipeline does, within
-            # its register budget: left in place, AWQ's 65 scalar weight loads a step took 3.18x the time
+            # a one-dot loop whose other operand the ring does not serve (computed from loads: a dequantizing
+            # GEMM's B) keeps those loads an iteration ahead like the register pipeline does, within its register
+            # budget: left in place, AWQ's 65 scalar weight loads a step took 3.18x the time
             _pipeline(op, threads, extra_regs=None if op.attrs["_ring"]["half"] else 8)
             continue
         # an FMA dot's loop keeps its loads where they are: the register prefetch cost mm_fp32_ieee 161 -> 125
@@ -634,10 +633,12 @@ def _pipeline_async(module, loop, options) -> bool:
             other_bytes += nbytes if v.id not in inside else 2 * nbytes
             fixed_bytes += nbytes if v.id not in inside else 0
     half = len(dots) == 1 and len(loads) < 2  # a one-dot loop with one operand served (before the tiles below)
-    if not loads or (half and not (ab_switch("half_ring") and not sync)):
-        # a one-dot loop with an operand cp.async cannot serve keeps the register pipeline; (A/B `half_ring`) on
-        # wgmma the served one joins the ring and the other is written to scratch each iteration, as in loops of
-        # several dots (dequantizing GEMMs: W4A16's, AWQ's computed B beside a loaded A)
+    if not loads or (half and sync):
+        # a one-dot loop with an operand cp.async cannot serve: on wgmma the served one joins the ring and the other
+        # is written to scratch each iteration, as in loops of several dots (dequantizing GEMMs: W4A16's, AWQ's
+        # computed B beside a loaded A). Measured against the register pipeline (H100, 2026-12-06, 3 rounds beside
+        # Triton): mm_even_k 0.588 of the time, W4A16 0.903, AWQ 0.919, SmoothQuant 0.976. On mma.sync such a loop
+        # keeps the register pipeline
         return False
     if not sync:
         # 16-bit 2-d tiles no dot reads (attention's bias) join the ring too, read into registers: no load left

@@ -609,23 +609,19 @@ def test_tight_ring_ptx_has_a_barrier_between_the_wgmma_wait_and_the_copies():
 
 
 def test_ring_falls_back_to_registers():
-    """Loads that cp.async cannot serve (rows not 16-byte aligned: K = 77 halfs) or a target without cp.async
-    (sm_75) keep the register pipeline; sm_80's mma.sync loop takes the copy ring."""
+    """Loads that cp.async cannot serve (rows not 16-byte aligned: K = 77 halfs) stay loads: on wgmma the aligned
+    operand joins a ring of its own and the unaligned one loads an iteration ahead in registers; a target without
+    cp.async (sm_75) keeps the register pipeline; sm_80's mma.sync loop takes the copy ring."""
     a = np.zeros((256, 77), np.float16)
     b = np.zeros((77, 256), np.float16)
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
-    from compiler.options import ab_switch
-
     mod = run_pipeline(K_lower(a, b, 77, 128, 128, 64), Options(num_warps=8, num_stages=3, arch="sm_90a"))
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert any(op.kind == "load" for op in loop.blocks[0].ops)  # a's unaligned rows stay a load
-    if ab_switch("half_ring"):  # (A/B) b's aligned rows join a ring of their own; a loads an iteration ahead
-        assert len(loop.attrs["_ring"]["tiles"]) == 1
-        assert any(tuple(x.type.shape) == (128, 64) for x in loop.blocks[0].args[1:])
-    else:
-        assert "_ring" not in loop.attrs
+    assert len(loop.attrs["_ring"]["tiles"]) == 1  # b's aligned rows
+    assert any(tuple(x.type.shape) == (128, 64) for x in loop.blocks[0].args[1:])  # a, an iteration ahead
     mod = _piped(128, 128, 64, 8, 3, arch="sm_75")
     loop = next(op for op in mod.function.body.ops if op.kind == "for")
     assert "_ring" not in loop.attrs

@@ -1,9 +1,9 @@
-"""(A/B `carry_body_layout`) A loop-carried value is carried in the layout its loop body computes it in, blocked ones
-too, not in the layout a user after the loop wants: a binary search's int32 bounds stored as int64 after the loop
-(int64 stores take 2 elements a thread, the float32 loads the search compares with 4) are converted once after the
-loop instead of twice every step. (A/B `gather_group_layout`) The boundaries gathered at the midpoints take the
-layout of the values they are compared with even where those values' mask varies per element (n no multiple of
-16: no vector runs), so the loop converts nothing."""
+"""A loop-carried value is carried in the layout its loop body computes it in, blocked ones too, not in the layout a
+user after the loop wants: a binary search's int32 bounds stored as int64 after the loop (int64 stores take 2
+elements a thread, the float32 loads the search compares with 4) are converted once after the loop instead of twice
+every step. The boundaries gathered at the midpoints take the layout of the values they are compared with even where
+those values' mask varies per element (n no multiple of 16: no vector runs), so the loop converts nothing (it had 4
+barriers a step before both rules)."""
 import re
 
 import numpy as np
@@ -53,25 +53,15 @@ def _inputs():
     return x, bounds
 
 
-@pytest.mark.parametrize("ab,barriers", [("", None), ("carry_body_layout", 2),
-                                         ("carry_body_layout,gather_group_layout", 0)])
-def test_loop_barriers(ab, barriers, monkeypatch):
+def test_loop_barriers():
     x, bounds = _inputs()
     out = np.zeros(3000, np.int64)
-    monkeypatch.setenv("TILEFARM_AB", ab)
     ptx = search_kernel.warmup(x, bounds, out, 3000, 60, 6, grid=(3,), target="sm_90a", BLOCK=1024).asm["ptx"]
-    if barriers is None:  # the default converts the carried bounds and the compared values every step
-        assert _loop_barriers(ptx) >= 4
-    else:
-        assert _loop_barriers(ptx) == barriers
+    assert _loop_barriers(ptx) == 0
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "carry_body_layout", "carry_body_layout,gather_group_layout"])
-def test_search_results(target, ab, monkeypatch):
-    if target == "interp" and ab:
-        pytest.skip("the interpreter runs the IR before layouts: the switch does not reach it")
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_search_results(target):
     x, bounds = _inputs()
     out = poison(3000, "int64")
     run(target, search_kernel, (3,), [x, bounds, out], [3000, 60, 6], BLOCK=1024)

@@ -1,6 +1,6 @@
 """Float -> int casts at the edges: the contract (docs/CONTRACTS.md) is truncation toward zero, saturation to the
 destination's range (infinities too) and NaN -> 0, for every float source and integer destination, in the
-interpreter and on the GPU; with the A/B switch `cvt_sat` (one `cvt.rzi`, codegen/llvm.py `_cvt_rzi`) as without."""
+interpreter and on the GPU (the code generator: one `cvt.rzi`, codegen/llvm.py `_fp_to_int`)."""
 import math
 
 import numpy as np
@@ -46,35 +46,32 @@ def _reference(x, dst):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "cvt_sat"])
 @pytest.mark.parametrize("src", SRCS)
 @pytest.mark.parametrize("dst", DSTS)
-def test_float_to_int_saturates(target, ab, src, dst, monkeypatch):
-    if target == "interp" and ab:
-        pytest.skip("the switch is a code-generation choice; the interpreter has one semantics")
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_float_to_int_saturates(target, src, dst):
     x = _inputs(src)
     y = poison(N, dst)
     run(target, K.cast_kernel, (compiler.cdiv(N, BLOCK),), [x, y], [N], BITCAST=False, BLOCK=BLOCK)
     assert_exact(y, _reference(x, dst))
 
 
-def test_cvt_sat_is_one_conversion_a_cast(monkeypatch):
-    """With the switch a cast is one cvt.rzi, with no clamp of the float first (PTX clamps float-to-integer
-    conversions to the destination range itself) and a NaN select for 64-bit results alone (a bare cvt.rzi maps NaN
-    to 0 up to 32 bits; test_bare_cvt_rzi_nan below); without it LLVM's expansion clamps."""
+def test_cast_is_one_conversion():
+    """A cast is one cvt.rzi, with no clamp of the float first (PTX clamps float-to-integer conversions to the
+    destination range itself) and a NaN select only where a bare cvt.rzi does not give 0 (64-bit results, and any
+    from float64: test_bare_cvt_rzi_nan below)."""
     x = _inputs("float32")
     y = poison(N, "int8")
-    monkeypatch.setenv("TILEFARM_AB", "cvt_sat")
     ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
     assert "cvt.rzi.s8.f32" in ptx and "setp.nan" not in ptx
     assert "max.f32" not in ptx and "min.f32" not in ptx
     y64 = poison(N, "int64")
     ptx = K.cast_kernel.warmup(x, y64, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
     assert "cvt.rzi.s64.f32" in ptx and "setp.nan.f32" in ptx
-    monkeypatch.setenv("TILEFARM_AB", "")
-    ptx = K.cast_kernel.warmup(x, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
-    assert "cvt.rzi.s16.f32" in ptx and "max.f32" in ptx
+    xd, y32 = _inputs("float64"), poison(N, "int32")
+    ptx = K.cast_kernel.warmup(xd, y32, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
+    assert "cvt.rzi.s32.f64" in ptx and "setp.nan.f64" in ptx
+    ptx = K.cast_kernel.warmup(xd, y, N, grid=(3,), target="sm_90a", BITCAST=False, BLOCK=BLOCK).asm["ptx"]
+    assert "cvt.rzi.s8.f64" in ptx and "setp.nan.f64" in ptx
 
 
 @compiler.jit
@@ -91,9 +88,10 @@ def bare_cvt_kernel(X, Y, N, ASM: tl.constexpr, CONS: tl.constexpr, BLOCK: tl.co
 @pytest.mark.parametrize("cvt,dst", [("s8", "int32"), ("u8", "uint32"), ("s16", "int32"), ("u16", "uint32"),
                                      ("s32", "int32"), ("u32", "uint32"), ("s64", "int64"), ("u64", "uint64")])
 def test_bare_cvt_rzi_nan(target, src, cvt, dst):
-    """The hardware facts `cvt_sat` rests on: a bare `cvt.rzi` clamps to its width (PTX says so); NaN gives 0 up to
-    32 bits and 0x8000000000000000 at 64 (signed and unsigned; measured on an H100, 2026-12-06), hence the select
-    for 64-bit results alone; 8/16-bit results sign- or zero-extended in the 32-bit register."""
+    """The hardware facts the casts rest on (measured on an H100, 2026-12-06): a bare `cvt.rzi` clamps to its width
+    (PTX says so); NaN gives 0 from float32 up to 32 bits, and the bit pattern 100...0 of the width from float64 at
+    every width (-128 for s8, 128 for u8, 2^31 for u32) and at 64 bits from either: hence the select for 64-bit
+    results and every result from float64; 8/16-bit results sign- or zero-extended in the 32-bit register."""
     x = _inputs(src)
     y = poison(N, dst)
     wide = dst.endswith("64")
@@ -103,4 +101,7 @@ def test_bare_cvt_rzi_nan(target, src, cvt, dst):
     ref = _reference(x, ("int" if cvt[0] == "s" else "uint") + cvt[1:]).astype(npdt(dst))
     if wide:
         ref[np.isnan(x)] = np.array(1 << 63, dtype=np.uint64).view(npdt(dst))
+    elif src == "float64":
+        bits = int(cvt[1:])
+        ref[np.isnan(x)] = -(1 << (bits - 1)) if cvt[0] == "s" else 1 << (bits - 1)
     assert_exact(y, ref)

@@ -1,7 +1,8 @@
-"""(A/B `linear_reshape`) A reshape of an MMA-layout value keeps its elements in place, in a layout given by its
+"""A reshape of an MMA-layout value keeps its elements in place, in a layout given by its
 linear bases: a matmul's subtiled epilogue (acc.reshape(BM, 2, BN // 2).permute(0, 2, 1).split(), Triton's
 persistent-matmul tutorial) no longer sends the whole float32 accumulator through shared memory; each half is
-converted (bf16) for its 16-byte stores. Results checked in the interpreter, through ptxas and on the GPU."""
+converted (bf16) for its 16-byte stores (64 shared stores; 161 when the reshape left the MMA layout).
+Results checked in the interpreter, through ptxas and on the GPU."""
 import re
 
 import numpy as np
@@ -38,24 +39,16 @@ def _args():
     return a, b
 
 
-def test_split_epilogue_without_the_accumulator_in_shared_memory(monkeypatch):
+def test_split_epilogue_without_the_accumulator_in_shared_memory():
     a, b = _args()
     c = np.zeros((128, 128), tl.bfloat16.np)
-    builds = {}
-    for ab in ("", "linear_reshape"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx = subtiled_kernel.warmup(a, b, c, 64, grid=(1,), target="sm_90a", BM=128, BN=128, BK=32,
-                                     num_warps=4).asm["ptx"]
-        builds[ab] = len(re.findall(r"\bst\.shared", ptx))
-    assert builds["linear_reshape"] < builds[""] // 2, builds
+    ptx = subtiled_kernel.warmup(a, b, c, 64, grid=(1,), target="sm_90a", BM=128, BN=128, BK=32,
+                                 num_warps=4).asm["ptx"]
+    assert len(re.findall(r"\bst\.shared", ptx)) <= 64
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "linear_reshape"])
-def test_split_epilogue_results(target, ab, monkeypatch):
-    if target == "interp" and ab:
-        pytest.skip("the interpreter runs the IR before layouts: the switch does not reach it")
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_split_epilogue_results(target):
     a, b = _args()
     c = poison((128, 128), "bfloat16")
     run(target, subtiled_kernel, (1,), [a, b, c], [64], BM=128, BN=128, BK=32, num_warps=4)

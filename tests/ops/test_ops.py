@@ -4,6 +4,8 @@ The same test body runs on both targets; `run` moves arrays to the device and ba
 Integers are compared exactly (with the GPU's wrap-around and C division semantics); floats with a relative
 tolerance per dtype against a float64 reference; NaN never passes; outputs are poisoned before each run.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -83,6 +85,12 @@ def run(target, kernel, grid, arrays, scalars=(), **meta):
         raise CompiledOnly()  # a pass: nothing runs without a GPU (see conftest.py)
     from compiler.runtime import DeviceArray, synchronize
 
+    # a test that sets TILEFARM_AB gets code built under it: the launch path's compiled kernels are not keyed by the
+    # switches (only the disk cache is), so a kernel launched under other switches is dropped first
+    ab = os.environ.get("TILEFARM_AB", "")
+    if getattr(kernel, "_test_ab", "") != ab and hasattr(kernel, "_drop_compiled"):
+        kernel._drop_compiled()
+    kernel._test_ab = ab
     dev = [DeviceArray.from_numpy(a) for a in arrays]
     kernel[grid](*dev, *scalars, **meta)
     synchronize()

@@ -1,6 +1,7 @@
-"""(A/B `convert_cse`) After layout assignment, one conversion of a value per layout, not one per user: a per-group
-absmax used by a compare and a division, both wanting the store's layout, is converted once (the q4 quantizer's
-idiom); the copies' users read the shared result and the DCE after layouts drops them."""
+"""(A/B `convert_cse`) After layout assignment, one conversion of a value per layout, not one per user: a transposed
+tile read by two elementwise ops, both in the layout of the tile they meet, is converted once; the copies' users read
+the shared result and the DCE after layouts drops them. (The switch's first test kernel, the q4 quantizer's per-group
+absmax, has no conversion left since reshapes of trailing dims stay in registers.)"""
 import numpy as np
 import pytest
 
@@ -11,23 +12,19 @@ from .test_ops import TARGETS, poison, run
 
 
 @compiler.jit
-def group_scale_kernel(X, S, Y, BLOCK_M: tl.constexpr, NG: tl.constexpr, G: tl.constexpr):
-    rm = tl.arange(0, BLOCK_M)
-    rk = tl.arange(0, NG * G)
-    x = tl.load(X + rm[:, None] * (NG * G) + rk[None, :])
-    xg = tl.reshape(x, [BLOCK_M, NG, G])
-    amax = tl.max(tl.abs(xg), axis=2)
-    scale = tl.where(amax > 0, amax / 7.0, 1.0)
-    rg = tl.arange(0, NG)
-    tl.store(S + rm[:, None] * NG + rg[None, :], scale)
-    y = xg / scale[:, :, None]
-    tl.store(Y + rm[:, None] * (NG * G) + rk[None, :], tl.reshape(y, [BLOCK_M, NG * G]))
+def trans_two_users_kernel(X, B, S, P, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    t = tl.trans(tl.load(X + rows[:, None] * BN + cols[None, :]))
+    b = tl.load(B + cols[:, None] * BM + rows[None, :])
+    tl.store(S + cols[:, None] * BM + rows[None, :], t + b)
+    tl.store(P + cols[:, None] * BM + rows[None, :], t * b)
 
 
 def _compile(monkeypatch, ab):
     monkeypatch.setenv("TILEFARM_AB", ab)
-    x, s = np.zeros(16 * 256, np.float32), np.zeros(16 * 8, np.float32)
-    return group_scale_kernel.warmup(x, s, x, grid=(1,), target="sm_90a", BLOCK_M=16, NG=8, G=32, num_warps=4)
+    x = np.zeros(64 * 64, np.float32)
+    return trans_two_users_kernel.warmup(x, x, x, x, grid=(1,), target="sm_90a", BM=64, BN=64, num_warps=4)
 
 
 def test_one_conversion_per_value_and_layout(monkeypatch):
@@ -43,12 +40,11 @@ def test_shared_conversions_compute_the_same(target, ab, monkeypatch):
         pytest.skip("the interpreter runs the IR before layouts: the switch does not reach it")
     monkeypatch.setenv("TILEFARM_AB", ab)
     rng = np.random.default_rng(8)
-    x = rng.standard_normal(16 * 256).astype(np.float32)
-    x[:32] = 0.0  # a group of zeros: scale 1.0 through the where
-    s, y = poison(16 * 8, "float32"), poison(16 * 256, "float32")
-    run(target, group_scale_kernel, (1,), [x, s, y], [], BLOCK_M=16, NG=8, G=32, num_warps=4)
-    xg = x.astype(np.float64).reshape(16, 8, 32)
-    amax = np.abs(xg).max(axis=2)
-    scale = np.where(amax > 0, amax / 7.0, 1.0)
-    np.testing.assert_allclose(s, scale.reshape(-1), rtol=1e-6, atol=0)
-    np.testing.assert_allclose(y, (xg / scale[:, :, None]).reshape(-1), rtol=1e-6, atol=0)
+    x = rng.standard_normal(64 * 64).astype(np.float32)
+    b = rng.standard_normal(64 * 64).astype(np.float32)
+    s, p = poison(64 * 64, "float32"), poison(64 * 64, "float32")
+    run(target, trans_two_users_kernel, (1,), [x, b, s, p], [], BM=64, BN=64, num_warps=4)
+    t = x.astype(np.float64).reshape(64, 64).T
+    b2 = b.astype(np.float64).reshape(64, 64)
+    np.testing.assert_allclose(s.reshape(64, 64), t + b2, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(p.reshape(64, 64), t * b2, rtol=1e-6, atol=1e-6)
