@@ -242,11 +242,12 @@ if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from 
   # SHARD=1/2 (then 2/2 in the next call): half the corpus a call, interleaved by name (143 cases at 2 rounds take
   # about 580 s, the limit of one call)
   # CORPUS_AB: A/B variants beside the default (bench_corpus --ab; a third side: use SHARD=1/3 .. 3/3 for 164 cases)
-  # PREPARE_AHEAD=N: the next N kernels' float64 references in worker processes (bench_corpus --prepare-ahead; 72% of
-  # the 2026-12-06 164-case run's wall time was preparation): untried on the GPU, compare a shard with and without
+  # PREPARE_AHEAD=N (default 3): the next N kernels' float64 references in worker processes (bench_corpus
+  # --prepare-ahead). H100, 2026-12-06: 33 kernels of shard 2/2 in 117 s with 3, against 24 of shard 1/2 in 350 s
+  # without (72% of an earlier 164-case run's wall time was preparation); PREPARE_AHEAD=0 turns it off
   # BUDGET_S=S: start no new kernel after S seconds (the ones left are listed in the JSON's not_run)
   step bench-corpus python3 scripts/bench_corpus.py --rounds "${ROUNDS:-5}" --settle-ms "${SETTLE_MS:-100}" ${CORPUS:+--select "$CORPUS"} \
-    ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} ${BUDGET_S:+--budget-s "$BUDGET_S"} \
+    --prepare-ahead "${PREPARE_AHEAD:-3}" ${BUDGET_S:+--budget-s "$BUDGET_S"} \
     ${SHARD:+--shard "$SHARD"} ${CORPUS_AB:+--ab "$CORPUS_AB"} --out "$OUT"
   cp "$(ls -t "$OUT"/corpus-2*.json | head -1)" "$KEEP/bench-corpus.json" 2>/dev/null && compare_corpus
 fi
@@ -294,40 +295,12 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
     --rounds "${ROUNDS:-3}" --out "$OUT/swap"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
-  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed; together over 600 s with the defaults
-  # below: call PENDING_PARTS=tests, then PENDING_PARTS=changed). Defaults (2026-12-06, thirteenth session): the A/Bs
-  # `ring_sync_shallow` (an mma.sync dot's copy ring one slot shallower; 7 corpus kernels change), `ring_narrow`
-  # (8- and 4-byte copies into padded slots; the fp64 32x32x16 GEMM changes) and `half_ring` revived (a one-dot
-  # wgmma loop rings the operand it can serve, the other's loads prefetched in registers; 4 kernels change).
-  # PENDING_GROUP=b (fourteenth session, each switch on the kernels whose PTX it changes): `cvt_sat` (float -> int
-  # casts as one cvt.rzi; 6 kernels) alone and with half_ring (SmoothQuant's quantizing loop: 600 SASS instructions,
-  # 420 with both, Triton's 382); `convert_cse` (one conversion of a value per layout, not per user: top-p
-  # 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4, the descriptor matmul 228 -> 174 registers; 8
-  # kernels with fewer shared accesses). PENDING_GROUP=c: `carry_body_layout,gather_group_layout` (loop-carried values keep their body's layout, gathers their group's:
-  # bucketize 8 -> 1 barriers, over an odd N 10 -> 1; RMSNorm backward's dW; the ragged fp32 "ieee" descriptor
-  # matmul's 5292 bytes of spills gone); `reshape_split` (trailing-dim reshapes split and merged across lanes and
-  # warps in registers: the q4 quantizer 10 -> 0 barriers, 149 -> 40
-  # registers; flip + sort + gather 59 -> 9 barriers); `linear_reshape` (an MMA accumulator reshaped in place:
-  # the descriptor matmul's subtiled epilogue 14 -> 8 barriers, 228 -> 143 registers).
-  if [ "${PENDING_GROUP:-a}" = b ]; then
-    PENDING_CASES=${PENDING_CASES-smoothquant_dyn_w8a8_f16,bilinear_resize_f16,hog_cells_u8_f32,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,voxelize_floor_trunc_f32,attn_bwd_dq_d64,bucketize_binary_search_i64,fused_moe_gemm_f16,mm_desc_persistent_leaky_bf16,retention_chunked_d64,top_p_renorm_bf16,topk_sort_gather_f32,vflip_sort_gather_topk_f32,ppo_clip_ratio_f16,gather_w8a8_u8_optptr_swizzle,complex_split_join_cat_f32}
-    PENDING_AB=${PENDING_AB-cvt_sat;cvt_sat,half_ring;convert_cse}
-  fi
-  # PENDING_GROUP=c (fourteenth session): the layout switches, each on the kernels whose PTX it changes (and the
-  # nested block-pointer matmul, whose invariant strides are now seen through its inner loop: 255 -> 128 registers,
-  # no spills, the copy ring; the code, first timing).
-  if [ "${PENDING_GROUP:-a}" = c ]; then
-    PENDING_CASES=${PENDING_CASES-bucketize_binary_search_i64,bucketize_left_odd_n_i64,desc_mm_ieee_ragged_f32,rmsnorm_bwd_dw_f16,q4_group_quant_pack_u8,vflip_sort_gather_topk_f32,mm_desc_persistent_leaky_bf16,mm_blockptr_nested_colmajor_bf16}
-    PENDING_AB=${PENDING_AB-carry_body_layout,gather_group_layout;reshape_split;linear_reshape;reshape_split,linear_reshape,convert_cse}
-  fi
-  # PENDING_GROUP=d (fifteenth session): the winners of b and c together (and half_ring of a), on every corpus kernel
-  # whose PTX they change, before they become the code; PENDING_TESTS_AB runs the gpu tests under the same switches
-  if [ "${PENDING_GROUP:-a}" = d ]; then
-    PENDING_CASES=${PENDING_CASES-awq_gemm_int4_f16,bilinear_resize_f16,bucketize_binary_search_i64,bucketize_left_odd_n_i64,desc_mm_ieee_ragged_f32,flce_bwd_chunk_inplace_dot_f16,hog_cells_u8_f32,mm_desc_persistent_leaky_bf16,mm_even_k_f16,mm_w4a16_f16,q4_group_quant_pack_u8,quant_per_token_looped_i8,quant_rowwise_i8,rmsnorm_bwd_dw_f16,rmsnorm_bwd_gemma_offset_inplace_bf16,smoothquant_dyn_w8a8_f16,var_mean_welford_reduce_tuple_f16,vflip_sort_gather_topk_f32,voxelize_floor_trunc_f32}
-    PENDING_AB=${PENDING_AB-cvt_sat,carry_body_layout,gather_group_layout,reshape_split,linear_reshape,half_ring}
-  fi
-  PENDING_CASES=${PENDING_CASES-mm_decode_m16_f16,mm_gelu_m32_f16,mm_splitk_m32_f16,linear_decode_bias_m32_bf16,mm_two_warps_64x64_f16,tiny_bmm16_f16,mm_fp64,mm_small_tile_f64,awq_gemm_int4_f16,mm_even_k_f16,mm_w4a16_f16,smoothquant_dyn_w8a8_f16}
-  PENDING_AB=${PENDING_AB-ring_sync_shallow;ring_narrow;half_ring}
+  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). Defaults (2026-12-06, fifteenth session):
+  # the A/B `convert_cse` (one conversion of a value per layout, not per user; 0.963 over 18 kernels on the H100 but
+  # the complex split/join/cat tiles 1.049 from 164 -> 186 registers) on the corpus kernels whose PTX it changes
+  # under the fifteenth session's code. PENDING_TESTS_AB: the gpu tests under those switches.
+  PENDING_CASES=${PENDING_CASES-attn_bias_d64,attn_bwd_dq_d64,awq_gemm_int4_f16,blocksparse_attn_f16,class_stats_hist_atomics_bf16,complex_split_join_cat_f32,conv2d_nhwc_igemm_f16,flce_bwd_chunk_inplace_dot_f16,fused_moe_gemm_f16,gather_w8a8_u8_optptr_swizzle,gram_dot_if_trans_k16_f16,grouped_gemm_ptrs_f16,hash_embedding_f16,mm_decode_m16_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_odd_f16,mm_splitk_m32_f16,mm_w4a16_f16,mm_w8a8_f16,ppo_clip_ratio_f16,retention_chunked_d64,rope_bwd_rotate_half_inplace_f16,swiglu_dual_dot_f16,top_p_renorm_bf16,topk_sort_gather_f32,transpose32_f32,transpose64_f32,transpose_addr_f16,union_find_roots_while_i32,var_mean_welford_reduce_tuple_f16,voxelize_floor_trunc_f32}
+  PENDING_AB=${PENDING_AB-convert_cse}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
