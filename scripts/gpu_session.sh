@@ -298,15 +298,17 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). Defaults (2026-12-06, fifteenth session):
   # the A/B `convert_cse` (one conversion of a value per layout, not per user; 0.963 over 18 kernels on the H100 but
   # the complex split/join/cat tiles 1.049 from 164 -> 186 registers) on the corpus kernels whose PTX it changes
-  # under the fifteenth session's code. PENDING_TESTS_AB: the gpu tests under those switches.
-  PENDING_CASES=${PENDING_CASES-attn_bias_d64,attn_bwd_dq_d64,awq_gemm_int4_f16,blocksparse_attn_f16,class_stats_hist_atomics_bf16,complex_split_join_cat_f32,conv2d_nhwc_igemm_f16,flce_bwd_chunk_inplace_dot_f16,fused_moe_gemm_f16,gather_w8a8_u8_optptr_swizzle,gram_dot_if_trans_k16_f16,grouped_gemm_ptrs_f16,hash_embedding_f16,mm_decode_m16_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_odd_f16,mm_splitk_m32_f16,mm_w4a16_f16,mm_w8a8_f16,ppo_clip_ratio_f16,retention_chunked_d64,rope_bwd_rotate_half_inplace_f16,swiglu_dual_dot_f16,top_p_renorm_bf16,topk_sort_gather_f32,transpose32_f32,transpose64_f32,transpose_addr_f16,union_find_roots_while_i32,var_mean_welford_reduce_tuple_f16,voxelize_floor_trunc_f32}
-  PENDING_AB=${PENDING_AB-convert_cse}
+  # under the fifteenth session's code; `reduce_axes` (axis=None reductions one axis at a time, not through a
+  # flattening reshape in shared memory: PPO's loss 8 KiB -> 32 B of shared memory, 8 -> 10 blocks an SM) on the 2 it
+  # changes. PENDING_TESTS_AB: the gpu tests under those switches.
+  PENDING_CASES=${PENDING_CASES-attn_bias_d64,attn_bwd_dq_d64,awq_gemm_int4_f16,blocksparse_attn_f16,class_stats_hist_atomics_bf16,complex_split_join_cat_f32,conv2d_nhwc_igemm_f16,flce_bwd_chunk_inplace_dot_f16,fused_moe_gemm_f16,gather_w8a8_u8_optptr_swizzle,gram_dot_if_trans_k16_f16,grouped_gemm_ptrs_f16,hash_embedding_f16,mm_decode_m16_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_odd_f16,mm_splitk_m32_f16,mm_w4a16_f16,mm_w8a8_f16,ppo_clip_ratio_f16,retention_chunked_d64,rope_bwd_rotate_half_inplace_f16,swiglu_dual_dot_f16,top_p_renorm_bf16,topk_sort_gather_f32,transpose32_f32,transpose64_f32,transpose_addr_f16,union_find_roots_while_i32,var_mean_welford_reduce_tuple_f16,voxelize_floor_trunc_f32,lse_argmax_reduce3_f16}
+  PENDING_AB=${PENDING_AB-convert_cse;reduce_axes}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
-    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \

@@ -105,7 +105,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # over 18 kernels (bucketize 0.636, sort + gather 0.959), but the complex split/join/cat tiles 1.049: one shared
 # conversion fewer (2 barriers) and 164 -> 186 registers, 3 -> 2 blocks an SM (a shared value held across all its
 # users where each user had converted from the live source). Not the code until that trade is decided by analysis.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse")
+# `reduce_axes` (frontend/semantic.py `reduce`; fifteenth session, CPU only, untimed): a reduction over every element
+# (axis=None) of a tile of rank 2 or more as one reduction per axis, the last first, instead of over the tile flattened
+# by an order-keeping reshape that went through shared memory: PPO's clipped loss 61 -> 48 registers, 8192 -> 32
+# bytes of shared memory, 8 -> 10 blocks an SM (Triton: 64, 4096, 8); the LSE + argmax of three reductions 13 -> 9
+# barriers in its loop (Triton 12). Found by reading both compilers' SASS for the kernels above 1.10 of Triton's.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes")
 
 
 @functools.lru_cache(maxsize=None)

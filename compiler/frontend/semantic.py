@@ -1518,6 +1518,22 @@ def reduce(inputs, axis, combine, keep_dims=False):
     if not shape:
         return inputs[0] if single else tuple(inputs)
     axis = _unwrap(axis)
+    if axis is None and len(shape) > 1:
+        from ..options import ab_switch
+
+        if ab_switch("reduce_axes"):
+            # (A/B `reduce_axes`) every element as one reduction per axis, the last first: each element is combined
+            # in the thread that holds it and no layout has to hold the flattened tile (whose order-keeping reshape
+            # took it through shared memory: PPO's clipped loss, an axis=None tl.sum of a [4, 512] tile, 8 KiB of
+            # shared stores and a barrier). The combine sees the elements in the same row-major order, grouped by
+            # rows: the same result for an associative combine (Triton flattens with can_reorder=True).
+            outs = list(inputs)
+            while len(outs[0].type.shape) > 0:
+                r = reduce(outs if not single else outs[0], len(outs[0].type.shape) - 1, combine)
+                outs = [r] if single else list(r)
+            if keep_dims:
+                outs = [reshape_scalar_keepdims(o, len(shape)) for o in outs]
+            return outs[0] if single else tuple(outs)
     if axis is None:
         n = inputs[0].type.numel
         inputs = [reshape(t, (n,)) if len(shape) > 1 else t for t in inputs]

@@ -1,0 +1,58 @@
+"""(A/B `reduce_axes`) A reduction over every element (axis=None) of a tile of rank 2 or more as one reduction per
+axis, the last first, instead of one over the tile flattened by an order-keeping reshape (which no layout of the
+tile holds in place: shared stores and a barrier for a [4, 512] tile loaded as float16, 8 elements a thread). The same results, with and
+without the switch, in the interpreter, through ptxas and on the GPU: sums, maxima with keep_dims, and a combine that
+is associative but not commutative (the first nonzero element in row-major order), which the row-major grouping
+keeps."""
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from .test_ops import TARGETS, assert_exact, poison, run
+
+
+@compiler.jit
+def all_kernel(X, S, M, F, R: tl.constexpr, C: tl.constexpr):
+    rr = tl.arange(0, R)
+    rc = tl.arange(0, C)
+    x = tl.load(X + rr[:, None] * C + rc[None, :]).to(tl.float32)  # float16: 8 elements in a row a thread
+    tl.store(S, tl.sum(x))
+    m = tl.max(x, axis=None, keep_dims=True)
+    tl.store(M + rr[:, None] * 0 + rc[None, :] * 0, m)
+    xi = (x > 1.5).to(tl.int32) * (rr[:, None] * C + rc[None, :] + 1)
+    tl.store(F, tl.reduce(xi, None, _first_nonzero))
+
+
+@compiler.jit
+def _first_nonzero(a, b):
+    return tl.where(a != 0, a, b)
+
+
+def _inputs():
+    rng = np.random.default_rng(21)
+    return rng.standard_normal(4 * 512).astype(np.float16)
+
+
+def test_no_flattening_through_shared_memory(monkeypatch):
+    x = _inputs()
+    s, m, f = np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.int32)
+    counts = {}
+    for ab in ("", "reduce_axes"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx = all_kernel.warmup(x, s, m, f, grid=(1,), target="sm_90a", R=4, C=512, num_warps=4).asm["ptx"]
+        counts[ab] = ptx.count("st.shared")
+    assert counts["reduce_axes"] < counts[""], counts
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "reduce_axes"])
+def test_reduce_every_element(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x = _inputs()
+    s, m, f = poison(1, "float32"), poison(1, "float32"), poison(1, "int32")
+    run(target, all_kernel, (1,), [x, s, m, f], [], R=4, C=512, num_warps=4)
+    np.testing.assert_allclose(s[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
+    assert m[0] == x.astype(np.float32).max()
+    assert_exact(f, np.array([np.flatnonzero(x > 1.5)[0] + 1], np.int32))
