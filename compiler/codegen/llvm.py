@@ -1027,6 +1027,62 @@ def _unflat(e, values, flat):
             i += 1
 
 
+def _pack_plan(e, vals):
+    """(A/B `pack_carried`) For loop-carried values: [(start, count, k)] runs of the flat register list whose 8-bit
+    integer registers travel k = 4 to a 32-bit word through the loop's phis. A tile prefetched by the register
+    pipeline (an int8 GEMM's operands) otherwise crosses the back edge as one i8 phi per element: its loaded words
+    are split into bytes before the loop's end and every byte is copied there, and elementwise math on them (an
+    xor a byte) stays byte by byte instead of 32-bit operations on the words."""
+    from ..options import ab_switch
+
+    if not ab_switch("pack_carried"):
+        return []
+    plan, i = [], 0
+    for v in vals:
+        regs = v.regs if isinstance(v, Tile) else [v]
+        if (isinstance(v, Tile) and len(regs) % 4 == 0 and regs
+                and all(isinstance(r.type, ir.IntType) and r.type.width == 8 for r in regs)):
+            plan.append((i, len(regs), 4))
+        i += len(regs)
+    return plan
+
+
+def _pack(e, flat, plan):
+    if not plan:
+        return flat
+    out, i = [], 0
+    vt = ir.VectorType(ir.IntType(8), 4)
+    for start, count, k in plan:
+        out.extend(flat[i:start])
+        for j in range(start, start + count, k):
+            vec = ir.Constant(vt, ir.Undefined)
+            for t in range(k):
+                vec = e.b.insert_element(vec, flat[j + t], ir.Constant(C.I32, t))
+            out.append(e.b.bitcast(vec, C.I32))
+        i = start + count
+    out.extend(flat[i:])
+    return out
+
+
+def _unpack(e, words, plan):
+    if not plan:
+        return words
+    out, w = [], 0
+    vt = ir.VectorType(ir.IntType(8), 4)
+    pos = 0  # position in the unpacked list
+    for start, count, k in plan:
+        n = start - pos
+        out.extend(words[w:w + n])
+        w += n
+        for _ in range(count // k):
+            vec = e.b.bitcast(words[w], vt)
+            out.extend(e.b.extract_element(vec, ir.Constant(C.I32, t)) for t in range(k))
+            w += 1
+        pos = start + count
+    out.extend(words[w:])
+    return out
+
+
 @emits("for")
 def _e_for(e, op):
     body = op.blocks[0]
@@ -1047,6 +1103,8 @@ def _e_for(e, op):
         for j, lanes in partial.items():
             vals[j] = partial_init(e, vals[j], lanes)
         init = _flat(e, vals)
+    plan = _pack_plan(e, [e.get(v) for v in op.operands[3:]])
+    init = _pack(e, init, plan)
     pre = e.b.block
     e.b.branch(header)
     e.b.position_at_end(header)
@@ -1060,11 +1118,11 @@ def _e_for(e, op):
     e.b.cbranch(cond, loop, exit_)
     e.b.position_at_end(loop)
     e.env[body.args[0].id] = iv
-    _unflat(e, body.args[1:], phis)
+    _unflat(e, body.args[1:], _unpack(e, phis, plan))
     e.cf_depth += 1
     e.block_ops(body)
     e.cf_depth -= 1
-    ys = _flat(e, [e.get(v) for v in body.terminator.operands])
+    ys = _pack(e, _flat(e, [e.get(v) for v in body.terminator.operands]), plan)
     nxt = e.b.add(iv, step)
     slot_next = ring_slot_end(e, ring) if ring is not None else None
     end = e.b.block
@@ -1075,7 +1133,7 @@ def _e_for(e, op):
         p.add_incoming(v, end)
     e.b.branch(header)
     e.b.position_at_end(exit_)
-    _unflat(e, op.results, phis)
+    _unflat(e, op.results, _unpack(e, phis, plan))
     for j, lanes in partial.items():
         res = op.results[j]
         e.env[res.id] = partial_total(e, e.env[res.id], lanes)

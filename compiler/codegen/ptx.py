@@ -110,7 +110,12 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # by an order-keeping reshape that went through shared memory: PPO's clipped loss 61 -> 48 registers, 8192 -> 32
 # bytes of shared memory, 8 -> 10 blocks an SM (Triton: 64, 4096, 8); the LSE + argmax of three reductions 13 -> 9
 # barriers in its loop (Triton 12). Found by reading both compilers' SASS for the kernels above 1.10 of Triton's.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes")
+# `pack_carried` (codegen/llvm.py `_pack_plan`; fifteenth session, CPU only, untimed): 8-bit integer registers of a
+# loop-carried tile cross the back edge four to a 32-bit word: the gathered-row W8A8 GEMM (1.34 of Triton's time)
+# carried its prefetched uint8 tiles as one i8 phi a byte, split from the loaded words and shifted to int8 a byte at a
+# time: its loop 349 -> 248 SASS instructions (Triton 230), 220 -> 187 registers; delta decoding 37 -> 30 registers,
+# 12 -> 16 blocks an SM, its loop 180 -> 189 instructions.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried")
 
 
 @functools.lru_cache(maxsize=None)
