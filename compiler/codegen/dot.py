@@ -800,12 +800,25 @@ _WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "floa
 def hoist_operands(e, loop):
     """Before a loop: write the loop-invariant operands of its wgmma dots (e.g. attention's q) to shared memory
     once, for the whole loop (e.hoisted), instead of once per iteration."""
+    from ..options import ab_switch
+
+    in_ifs = ab_switch("hoist_in_ifs")
+
+    def dots(block):
+        # (A/B `hoist_in_ifs`) the dots under an `if` of the loop body too (not a nested loop's): block-sparse
+        # attention's q was written to shared memory again on every block its layout table enables, its 16 registers
+        # held across the loop (132 registers, 3 blocks an SM; 128 and 4 hoisted, as Triton's)
+        for o in block.ops:
+            if o.kind == "dot":
+                yield o
+            elif o.kind == "if" and in_ifs:
+                for blk in o.blocks:
+                    yield from dots(blk)
+
     tiles = []
     base = e.smem_base
     off = 0
-    for op in loop.blocks[0].ops:
-        if op.kind != "dot":
-            continue
+    for op in dots(loop.blocks[0]):
         lay = op.attrs["_layouts"][0]
         if not (isinstance(lay, MmaLayout) and lay.version == 3):
             continue

@@ -115,7 +115,17 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # carried its prefetched uint8 tiles as one i8 phi a byte, split from the loaded words and shifted to int8 a byte at a
 # time: its loop 349 -> 248 SASS instructions (Triton 230), 220 -> 187 registers; delta decoding 37 -> 30 registers,
 # 12 -> 16 blocks an SM, its loop 180 -> 189 instructions.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried")
+# Four more from the same reading (fifteenth session, CPU only, untimed; `scripts/gpu_session.sh abin` times them):
+# `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word: the batched fp16 GEMM
+# with a broadcast weight, 1.13 of Triton's, its loop 301 -> 217 SASS instructions, 134 -> 123 registers, 3 -> 4 blocks
+# an SM; grouped GEMM through pointers 473 -> 412, mm_odd 452 -> 389 and 246 -> 213 registers; W4A16 156 -> 166
+# registers); `slice_ldmatrix` (codegen/reduce.py `_as_matrix_operand`: that GEMM's broadcast weight read by ldmatrix,
+# 64 16-bit shared loads an iteration gone: loop 197, 135 with pack_carried16, Triton's 150); `hoist_in_ifs`
+# (codegen/dot.py `hoist_operands`: block-sparse attention, 1.15, 132 -> 128 registers, 3 -> 4 blocks an SM as
+# Triton's); `sort_flip` (frontend/semantic.py `_bitonic_merge`: the network's compare-and-swap without selecting lo
+# and hi: flip + sort + gather, 1.18, 2184 -> 1928 SASS instructions against Triton's 1776; 4 sort kernels change).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried", "pack_carried16",
+                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip")
 
 
 @functools.lru_cache(maxsize=None)

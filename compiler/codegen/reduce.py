@@ -884,6 +884,26 @@ def _run_length(ll, dim, cap):
     return n
 
 
+def _as_matrix_operand(lay, ll, nw):
+    """(A/B `slice_ldmatrix`) A slice along the batch dim of a rank-3 mma.sync operand layout (a matrix broadcast over
+    the batch: w[None] before tl.broadcast_to) as the rank-2 operand layout of the same linear form, if one is: the
+    conversion then reads the matrix with ldmatrix. A batched fp16 GEMM with a broadcast weight read it with 64 16-bit
+    shared loads and packing an iteration (8 ldmatrix in Triton's): loop 301 -> 197 SASS instructions, 74 -> 26
+    shared accesses (135 with pack_carried16)."""
+    from ..passes.layouts import DotOperandLayout, MmaLayout, SliceLayout, linear
+
+    if not (isinstance(lay, SliceLayout) and lay.dim == 0 and isinstance(lay.parent, DotOperandLayout)
+            and isinstance(lay.parent.parent, MmaLayout) and lay.parent.parent.version == 2
+            and lay.parent.rank == 3):
+        return lay
+    d, m = lay.parent, lay.parent.parent
+    for wpc in ((m.wpc[0] * m.wpc[1], m.wpc[2]), (m.wpc[1], m.wpc[0] * m.wpc[2])):
+        cand = DotOperandLayout(d.op_idx, MmaLayout(2, wpc, m.instr_n), d.kwidth)
+        if linear(cand, tuple(ll.shape), nw) == ll:
+            return cand
+    return lay
+
+
 @emits("convert_layout")
 def _e_convert(e, op):
     x = e.get(op.operands[0])
@@ -896,6 +916,8 @@ def _e_convert(e, op):
     if op.result.id in e.env:
         return  # converted together with the previous conversion (_fma_operands)
     lay = op.attrs["_layouts"][0]
+    if ab_switch("slice_ldmatrix"):
+        lay = _as_matrix_operand(lay, ll, e.nw)
     if dot.ldmatrix_applies(lay, op.result.type.element.bits) and not _same_threads(x.ll, ll) \
             and dot.swizzle_inner_ok(x.ll):
         e.env[op.result.id] = dot.to_dot_operand(e, x, ll, lay)

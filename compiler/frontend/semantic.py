@@ -1160,12 +1160,21 @@ def _axis_bit(rank, ax):
 def _bitonic_merge(y, stage, down):
     """The compare-and-swap steps merging bitonic blocks of 2**stage elements along y's bit axes (_bit_axes):
     descending where the bool block `down` holds."""
+    from ..options import ab_switch
+
+    flip_form = ab_switch("sort_flip")
     rank = len(y.type.shape)
     for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
         partner = _partner(y, rank - 1 - b)
         upper = _axis_bit(rank, rank - 1 - b)  # this element is the pair's upper one
-        lo, hi = where(upper, partner, y), where(upper, y, partner)
-        swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
+        if flip_form:
+            # (A/B `sort_flip`) down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
+            # (down != upper) ? y < partner : y > partner, exactly (NaN compares false in both): no select of lo and
+            # hi per element. The flip + sort + gather kernel 2184 -> 1928 SASS instructions (Triton's 1776)
+            swap = where(xor_(down, upper), compare("lt", y, partner), compare("gt", y, partner))
+        else:
+            lo, hi = where(upper, partner, y), where(upper, y, partner)
+            swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
         y = where(swap, partner, y)
     return y
 

@@ -1,0 +1,154 @@
+"""The A/B switches found by reading both compilers' SASS for corpus kernels above 1.10 of Triton's time
+(fifteenth session, untimed): each gives the same results with and without it in the interpreter, through ptxas and
+on the GPU, and changes the code the way it says.
+- `sort_flip`: the bitonic network's compare-and-swap as (down != upper) ? y < partner : y > partner.
+- `pack_carried16`: 16-bit loop-carried registers two to a 32-bit word through the loop's phis.
+- `slice_ldmatrix`: a batch-dim slice of a rank-3 mma.sync operand layout converted by ldmatrix as the rank-2 one.
+- `hoist_in_ifs`: loop-invariant wgmma operands of dots under an `if` in a loop written to shared memory once."""
+import re
+
+import numpy as np
+import pytest
+
+import compiler
+import compiler.language as tl
+
+from . import shape_ops_kernels as SK
+from .test_ops import TARGETS, assert_exact, poison, run
+
+GPU_OR_PTXAS = [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "sort_flip"])
+@pytest.mark.parametrize("desc", [False, True])
+def test_sort_flip_results(target, ab, desc, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(30)
+    a = rng.standard_normal((4, 64)).astype(np.float32)
+    a[1, :5] = [-0.0, 0.0, -0.0, 2.0, 2.0]
+    a[3, :] = a[3, 0]
+    y = poison(a.size, "float32")
+    run(target, SK.sort_kernel, (1,), [a, y], [], WHAT="sort", DESC=desc, M=4, N=64, K=64)
+    ref = np.sort(a, axis=1)
+    np.testing.assert_array_equal(y.reshape(4, 64), ref[:, ::-1] if desc else ref)
+
+
+def test_sort_flip_drops_the_selects(monkeypatch):
+    a = np.zeros((4, 64), np.float32)
+    counts = {}
+    for ab in ("", "sort_flip"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx = SK.sort_kernel.warmup(a, a, grid=(1,), target="sm_90a", WHAT="sort", DESC=False, M=4, N=64,
+                                    K=64).asm["ptx"]
+        counts[ab] = len(re.findall(r"\bselp\.", ptx))
+    assert counts["sort_flip"] < counts[""], counts
+
+
+@compiler.jit
+def half_carry_kernel(X, Y, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float16)
+    for i in range(n):
+        acc = tl.maximum(acc, tl.load(X + i * BLOCK + offs))
+    tl.store(Y + offs, acc)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "pack_carried16"])
+def test_pack_carried16_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x = np.random.default_rng(31).standard_normal(7 * 256).astype(np.float16)
+    y = poison(256, "float16")
+    run(target, half_carry_kernel, (1,), [x, y], [7], BLOCK=256, num_warps=4)
+    np.testing.assert_array_equal(y, np.maximum(x.reshape(7, 256).max(axis=0), np.float16(0)))
+
+
+def test_pack_carried16_phis_are_words(monkeypatch):
+    x, y = np.zeros(7 * 256, np.float16), np.zeros(256, np.float16)
+    monkeypatch.setenv("TILEFARM_AB", "pack_carried16")
+    ll = half_carry_kernel.warmup(x, y, 7, grid=(1,), target="sm_90a", BLOCK=256, num_warps=4).asm["llir"]
+    assert not re.findall(r"= phi\s+half\b", ll) and re.findall(r"= phi\s+i32\b", ll)
+
+
+@compiler.jit
+def bmm_shared_w_kernel(X, W, Y, B: tl.constexpr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rb = tl.arange(0, B)
+    rm = tl.arange(0, M)
+    rk = tl.arange(0, K)
+    rn = tl.arange(0, N)
+    x = tl.load(X + rb[:, None, None] * (M * K) + rm[None, :, None] * K + rk[None, None, :])
+    w = tl.load(W + rk[:, None] * N + rn[None, :])
+    acc = tl.dot(x, tl.broadcast_to(w[None, :, :], (B, K, N)))
+    tl.store(Y + rb[:, None, None] * (M * N) + rm[None, :, None] * N + rn[None, None, :], acc)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "slice_ldmatrix"])
+def test_slice_ldmatrix_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((4, 16, 32)).astype(np.float16)
+    w = rng.standard_normal((32, 32)).astype(np.float16)
+    y = poison(4 * 16 * 32, "float32")
+    run(target, bmm_shared_w_kernel, (1,), [x, w, y], [], B=4, M=16, K=32, N=32, num_warps=4)
+    ref = x.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(y.reshape(4, 16, 32), ref, rtol=2e-3, atol=2e-3)
+
+
+def test_slice_ldmatrix_reads_the_weight_by_ldmatrix(monkeypatch):
+    x, w, y = np.zeros((4, 16, 32), np.float16), np.zeros((32, 32), np.float16), np.zeros(4 * 16 * 32, np.float32)
+    loads = {}
+    for ab in ("", "slice_ldmatrix"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx = bmm_shared_w_kernel.warmup(x, w, y, grid=(1,), target="sm_90a", B=4, M=16, K=32, N=32,
+                                         num_warps=4).asm["ptx"]
+        loads[ab] = (len(re.findall(r"ld\.shared\.(?:u16|b16)", ptx)), ptx.count("ldmatrix"))
+    assert loads[""][0] > 0 and loads["slice_ldmatrix"][0] == 0, loads
+    assert loads["slice_ldmatrix"][1] > loads[""][1], loads
+
+
+@compiler.jit
+def gated_attn_kernel(Q, Kt, FLAGS, O, n, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for j in range(n):
+        if tl.load(FLAGS + j) != 0:
+            k = tl.load(Kt + j * D * BN + rd[:, None] * BN + rn[None, :])
+            acc += tl.dot(q, k)
+    tl.store(O + rm[:, None] * BN + rn[None, :], acc)
+
+
+def _gated_inputs():
+    rng = np.random.default_rng(33)
+    q = (rng.standard_normal((64, 64)) / 4).astype(np.float16)
+    kt = (rng.standard_normal((5, 64, 64)) / 4).astype(np.float16)
+    flags = np.array([1, 0, 1, 1, 0], np.int32)
+    return q, kt, flags
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "hoist_in_ifs"])
+def test_hoist_in_ifs_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    q, kt, flags = _gated_inputs()
+    o = poison(64 * 64, "float32")
+    run(target, gated_attn_kernel, (1,), [q, kt, flags, o], [5], D=64, BM=64, BN=64, num_warps=4)
+    ref = sum(q.astype(np.float64) @ kt[j].astype(np.float64) for j in range(5) if flags[j])
+    np.testing.assert_allclose(o.reshape(64, 64), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_hoist_in_ifs_writes_q_once(monkeypatch):
+    q, kt, flags = _gated_inputs()
+    o = np.zeros(64 * 64, np.float32)
+    stores = {}
+    for ab in ("", "hoist_in_ifs"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx = gated_attn_kernel.warmup(q, kt, flags, o, 5, grid=(1,), target="sm_90a", D=64, BM=64, BN=64,
+                                       num_warps=4).asm["ptx"]
+        body = ptx[ptx.index("$L__BB0_"):]  # from the first label on: the loop and after
+        stores[ab] = len(re.findall(r"\bst\.shared", body))
+    assert stores["hoist_in_ifs"] < stores[""], stores
