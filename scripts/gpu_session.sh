@@ -339,7 +339,7 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
   # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default (fifteenth session): the untimed
   # switches found by reading both compilers' SASS for kernels above 1.10 of Triton's, each on the kernels whose PTX
   # it changes (ptx.py says what each does and its static figures); about 5 minutes
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16;slice_ldmatrix;slice_ldmatrix,pack_carried16@blocksparse_attn_f16|hoist_in_ifs@top_p_renorm_bf16,topk_experts_f32,topk_sort_gather_f32,vflip_sort_gather_topk_f32|sort_flip}"
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16;slice_ldmatrix;slice_ldmatrix,pack_carried16@blocksparse_attn_f16|hoist_in_ifs@top_p_renorm_bf16,topk_experts_f32,topk_sort_gather_f32,vflip_sort_gather_topk_f32|sort_flip@mm_small_tile_f64,mm_fp64,desc_mm_ieee_ragged_f32|ring_narrow,slot128;mma_swizzle64;ring_narrow,slot128,mma_swizzle64}"
   for i in "${!abruns[@]}"; do
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.pipeline import SMEM_MAX, slot_row_pad
+from ..passes.pipeline import SMEM_MAX, mma_slot_row_pad, mma_slot_swizzle, mma_slot_swizzled, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
@@ -127,7 +127,7 @@ def _e_dot(e, op):
 def _slot_operand(e, st, v):
     """An mma.sync operand read from a ring slot into its dot-operand layout."""
     ll, etype = e.layout_of(v), C.lty(v.type.element)
-    if st.pad:
+    if st.pad or st.plain:
         return Tile(ll, load_swizzled(e, st, ll, etype))
     return Tile(ll, load_operand(e, st, ll, v.owner.attrs["_layouts"][v.index], etype))
 
@@ -327,6 +327,8 @@ class SwizzledTile:
             self.per_phase = self.max_phase = 1
             self.row_bytes += pad
             self.block_bytes = self.rows * self.row_bytes
+        self.shift = 0  # (A/B `mma_swizzle64`) the phase XORs chunks << shift (mma_slot_swizzle)
+        self.plain = False  # (A/B `mma_swizzle64`) read by plain shared loads though unpadded (an 8-byte mma.sync slot)
         self.base = base
         self.dyn = None  # runtime byte offset (ring-buffer stage), an i32 value or None
         self.absolute = False  # offsets count from the start of shared memory (a copy ring's slots)
@@ -340,6 +342,8 @@ class SwizzledTile:
         shape[inner], shape[self.inner] = self.cols, self.rows
         t = SwizzledTile(tuple(shape), inner, self.eb, base=self.base, pad=self.pad)
         t.dyn, t.absolute = self.dyn, self.absolute
+        if self.plain:
+            t.plain, t.per_phase, t.max_phase, t.shift = True, self.per_phase, self.max_phase, self.shift
         return t
 
     @property
@@ -349,7 +353,8 @@ class SwizzledTile:
 
     def phase(self, e, row):
         p = e.b.lshr(row, e.i32(self.per_phase.bit_length() - 1)) if self.per_phase > 1 else row
-        return e.b.and_(p, e.i32(self.max_phase - 1))
+        p = e.b.and_(p, e.i32(self.max_phase - 1))
+        return e.b.shl(p, e.i32(self.shift)) if self.shift else p
 
     def offset(self, e, bat, row, col, phase=None):
         """Byte offset of element (bat, row, col) (the XOR touches chunk bits only)."""
@@ -377,7 +382,7 @@ class SwizzledTile:
         epc = 16 // self.eb
         blk, incol = divmod(col, self.block_cols)
         chunk, within = divmod(incol, epc)
-        phase = (row // self.per_phase) & (self.max_phase - 1)
+        phase = ((row // self.per_phase) & (self.max_phase - 1)) << self.shift
         off = row * self.row_bytes + ((chunk ^ phase) << 4) + within * self.eb + blk * self.block_bytes
         return off + bat * self.rows * self.cols * self.eb
 
@@ -434,7 +439,7 @@ def load_swizzled(e, st, ll, etype):
     of registers along the tile's inner dim (up to 16 bytes). From a padded tile (an FMA dot's ring slot) the run's
     registers may be any register bits (_inner_run_bits), and every run sits at a constant distance from the first
     in every thread (_constant_deltas): one address per thread, then immediates."""
-    if st.pad and st.rank == 2:
+    if (st.pad or st.plain) and st.rank == 2:
         bits = _inner_run_bits(st, ll)
         if bits:
             return _load_padded(e, st, ll, etype, bits)
@@ -1228,9 +1233,14 @@ def _tile_of(ring, j, inner):
     elements of an fp8 dot's TMA operands)."""
     shape = tuple(ring.spec["tiles"][j])
     eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
-    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec["padded"][j] else 0
+    rb = min(shape[inner], 128 // eb) * eb
+    pad = ((mma_slot_row_pad(rb, eb) if ring.spec.get("mma_pad") else slot_row_pad(rb))
+           if ring.spec["padded"][j] else 0)
     st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
+    if ring.spec["padded"][j] and ring.spec.get("mma_pad") and mma_slot_swizzled(eb):
+        st.plain = True
+        st.per_phase, st.max_phase, st.shift = mma_slot_swizzle(st.row_bytes)
     return st
 
 
@@ -1348,13 +1358,14 @@ def _constant_deltas(st, ll, inner, starts, num_warps):
         return chunk, within * eb + blk * bb
 
     ref = ll.reg_coord(starts[0])
-    ref_phase = {r: ((r + ref[outer]) // pp) & pmask for r in rows}
+    sh = st.shift
+    ref_phase = {r: (((r + ref[outer]) // pp) & pmask) << sh for r in rows}
     ref_col = {c: col_key(c + ref[inner]) for c in cols}
     out = {}
     for r0 in starts:
         rc = ll.reg_coord(r0)
         drow = (rc[outer] - ref[outer]) * rb
-        pk = {r: (((r + rc[outer]) // pp) & pmask, ref_phase[r]) for r in rows}
+        pk = {r: ((((r + rc[outer]) // pp) & pmask) << sh, ref_phase[r]) for r in rows}
         ck = {c: (col_key(c + rc[inner]), ref_col[c]) for c in cols}
         ds = set()
         for (p1, p0), ((c1, l1), (c0, l0)) in {(pk[r], ck[c]) for r, c in pairs}:

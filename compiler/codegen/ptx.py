@@ -124,8 +124,14 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (codegen/dot.py `hoist_operands`: block-sparse attention, 1.15, 132 -> 128 registers, 3 -> 4 blocks an SM as
 # Triton's); `sort_flip` (frontend/semantic.py `_bitonic_merge`: the network's compare-and-swap without selecting lo
 # and hi: flip + sort + gather, 1.18, 2184 -> 1928 SASS instructions against Triton's 1776; 4 sort kernels change).
+# And for the fp64 GEMMs on mma.sync (same session, CPU only, untimed): `ring_narrow` revived (8- and 4-byte copies
+# into padded slots, mma.sync dots only) with `slot128` (all-padded rings' slots rounded to 128 bytes, not 1024; its
+# first form's loss was that rounding: 7 blocks an SM, two waves) and `mma_swizzle64` (pipeline.py
+# `mma_slot_swizzled`, dot.py `SwizzledTile.shift`: 8-byte mma.sync slots XOR-swizzled instead of padded, the
+# fragment reads conflict-free): the 32x32x16 fp64 GEMM (1.50 of Triton's) 168 -> 95 registers, 6 -> 9 blocks an SM
+# (Triton 8), loop barriers 4 -> 2; mm_fp64 (1.27) 55296 -> 49152 bytes of shared memory, its spills gone.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried", "pack_carried16",
-                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip")
+                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip", "ring_narrow", "slot128", "mma_swizzle64")
 
 
 @functools.lru_cache(maxsize=None)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir import types as T
 from ..ir.core import Op, Value
+from ..options import ab_switch
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
@@ -109,14 +110,45 @@ def slot_row_pad(rows_bytes: int) -> int:
     return 16 if (rows_bytes // 16) % 2 == 0 else 0
 
 
-def fma_slot_bytes(shape, eb) -> int:
+def mma_slot_row_pad(rows_bytes: int, eb: int) -> int:
+    """Bytes of padding after each row of an mma.sync dot's padded ring slot of `eb`-byte elements: the FMA dot's
+    (slot_row_pad), or none for an 8-byte slot under `mma_swizzle64` (mma_slot_swizzled)."""
+    if mma_slot_swizzled(eb):
+        return 0  # the chunk XOR (mma_slot_swizzle) spreads the rows instead
+    return slot_row_pad(rows_bytes)
+
+
+def mma_slot_swizzled(eb: int) -> bool:
+    """(A/B `mma_swizzle64`) An mma.sync dot's 8-byte operand slot takes no padding: its 16-byte chunks are XORed by
+    the row instead (mma_slot_swizzle), as Triton's swizzled shared layouts do. The fragment reads are one 8-byte
+    shared load a register, served a half-warp at a time: lanes 0-15 read 4 rows x 32 bytes, which must fall in 4
+    distinct 32-byte groups of banks; the FMA dot's 16-byte row padding (pitch 144 for 128-byte rows) leaves every
+    such read 2-way conflicted (the fp64 GEMM, 1.27 of Triton's time: 256 wavefronts an operand a warp an
+    iteration for 128; 55296 -> 49152 bytes of shared memory, no spills)."""
+    from ..options import ab_switch
+
+    return eb == 8 and ab_switch("mma_swizzle64")
+
+
+def mma_slot_swizzle(row_bytes: int) -> tuple:
+    """(per_phase, max_phase, shift) of an 8-byte mma.sync slot: chunk ^= ((row // per_phase) % max_phase) << shift.
+    A half-warp reads 4 consecutive rows (or k rows) x 32 bytes (2 chunks); the XOR puts them in 4 distinct
+    32-byte groups of the 128 bytes of banks: 128-byte rows (r & 3) << 1, 64-byte rows ((r >> 1) & 1) << 1,
+    32-byte rows need none."""
+    chunks = max(1, row_bytes // 16)
+    pp = max(1, 128 // row_bytes)
+    mp = max(1, min(4, chunks // 2))
+    return pp, mp, 1
+
+
+def fma_slot_bytes(shape, eb, row_pad=None) -> int:
     """Shared memory of an FMA dot's ring operand of this 2-d shape, padded (slot_row_pad) whichever dim its copies
     run along (the code generator picks it from the pointers' layout): the larger of the two."""
     most = 0
     for inner in (0, 1):
         cols, rows = shape[inner], shape[1 - inner]
         bc = min(cols, 128 // eb)
-        most = max(most, -(-cols // bc) * rows * (bc * eb + slot_row_pad(bc * eb)))
+        most = max(most, -(-cols // bc) * rows * (bc * eb + (row_pad or slot_row_pad)(bc * eb)))
     return most
 
 
@@ -518,17 +550,17 @@ def _swaps_matrix_dims(o) -> bool:
     return r >= 2 and order == tuple(range(r - 2)) + (r - 1, r - 2)
 
 
-def _copy_dims(o, info) -> list:
-    """The dims along which the load splits into 16-byte chunks: contiguity and alignment of 16 bytes, a mask
-    constant over them."""
+def _copy_dims(o, info, nbytes=16) -> list:
+    """The dims along which the load splits into chunks of `nbytes` (16; 8 or 4 for narrow copies): contiguity
+    and alignment of that many bytes, a mask constant over them."""
     p = info.get(o.operands[0].id)
     if p is None:
         return []
     eb = o.result.type.element.bits // 8
-    chunk = 16 // eb
+    chunk = max(1, nbytes // eb)
     dims = []
     for d in range(len(o.result.type.shape)):
-        if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and o.result.type.shape[d] >= chunk:
+        if p.contiguity[d] >= chunk and p.divisibility[d] >= nbytes and o.result.type.shape[d] >= chunk:
             if o.attrs.get("has_mask"):
                 m = info.get(o.operands[1].id)
                 if m is None or m.constancy[d] < chunk:
@@ -537,9 +569,13 @@ def _copy_dims(o, info) -> list:
     return dims
 
 
-def _copyable(o, info) -> bool:
-    """cp.async can serve the load: 16-byte chunks along some dim (_copy_dims)."""
-    return bool(_copy_dims(o, info))
+def _copyable(o, info, narrow=False) -> bool:
+    """cp.async can serve the load: 16-byte chunks along some dim (_copy_dims); `narrow`: or 8- or 4-byte ones
+    (at least one element), for padded slots read by plain shared loads."""
+    if _copy_dims(o, info):
+        return True
+    eb = o.result.type.element.bits // 8
+    return narrow and any(_copy_dims(o, info, n) for n in (8, 4) if n >= eb)
 
 
 def _pipeline_async(module, loop, options) -> bool:
@@ -611,7 +647,15 @@ def _pipeline_async(module, loop, options) -> bool:
                     and (uses == 1 or shared or read_too) and (sync or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
                 if sync:  # any element size, either orientation: the dot reads the slot as it landed
-                    ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2 and _copyable(o, info)
+                    # (A/B `ring_narrow`, revived) padded slots take 8- and 4-byte copies too: rows only 8-byte
+                    # aligned (an fp64 matrix of 1000 columns) still ride the ring. Its first form lost (the fp64
+                    # 32x32x16 GEMM 1.115) to the 1024-byte rounding of its padded slots (7 blocks an SM, two
+                    # waves of its 1024 blocks): with `slot128` Triton's copy mix and 8 blocks an SM. mma.sync
+                    # dots only: an FMA dot's ring of narrow copies (the ragged fp32 "ieee" descriptor matmul) took
+                    # 168 -> 187 registers, 3 -> 2 blocks an SM
+                    narrow = ab_switch("ring_narrow") and mma and eb != 2
+                    ok = (not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
+                          and _copyable(o, info, narrow))
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
@@ -655,11 +699,17 @@ def _pipeline_async(module, loop, options) -> bool:
     # padded slots (slot_row_pad) where the dot reads the slot with plain shared loads: an FMA dot's operands and
     # an mma.sync dot's of 32 or 64 bits; swizzled ones (ldmatrix, wgmma descriptors) otherwise
     padded = tuple(fma or (mma and o.result.type.element.bits != 16) for o in loads)
+    # (A/B `slot128`) a ring whose slots are all padded (read by plain shared loads, written by cp.async: no swizzle
+    # pattern nor descriptor that needs 1024-byte alignment) rounds each operand's slot to 128 bytes (a whole
+    # row of the 32 banks: the padding's bank pattern is kept) instead of 1024: the fp64 32x32x16 GEMM's stage
+    # 10240 -> 9216 bytes, its three slots 30720 -> 27648, 7 -> 8 blocks an SM.
+    align = 128 if (ab_switch("slot128") and all(padded)) else 1024
     for o, pad in zip(loads, padded):
         bases.append(stage)
         eb = o.result.type.element.bits // 8
-        nbytes = fma_slot_bytes(o.result.type.shape, eb) if pad else o.result.type.numel * eb
-        stage += -(-nbytes // 1024) * 1024
+        rp = (lambda rb, eb=eb: mma_slot_row_pad(rb, eb)) if (pad and mma) else None
+        nbytes = fma_slot_bytes(o.result.type.shape, eb, rp) if pad else o.result.type.numel * eb
+        stage += -(-nbytes // align) * align
     budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
     # num_stages - 1 iterations ahead; its copies follow the dot's wgmma wait and a barrier (every warp then
@@ -751,7 +801,8 @@ def _pipeline_async(module, loop, options) -> bool:
     ring = {"id": rid, "stages": slots, "tiles": tuple(tuple(o.result.type.shape) for o in loads),
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "carry_prev": len(dots) == 1,
             "tma": tuple(tma_served(o) for o in loads),
-            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded, "half": half}
+            "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded, "half": half,
+            "mma_pad": bool(mma)}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator

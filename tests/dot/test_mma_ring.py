@@ -198,9 +198,14 @@ def test_unaligned_rows_keep_register_pipeline(dtype, Kd, prec):
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
+@pytest.mark.parametrize("ab", ["", "ring_narrow,slot128", "ring_narrow,slot128,mma_swizzle64"])
 @pytest.mark.parametrize("dtype,Kd,prec", [("float64", 1000, "tf32"), ("float32", 1002, "ieee"),
-                                           ("float32", 998, "tf32")])
-def test_unaligned_rows_results(target, dtype, Kd, prec):
+                                           ("float32", 998, "tf32"), ("float64", 1024, "tf32")])
+def test_unaligned_rows_results(target, ab, dtype, Kd, prec, monkeypatch):
+    """(A/Bs `ring_narrow` revived, `slot128`, `mma_swizzle64`) rows 8- or 4-byte aligned ride the ring by narrow
+    copies into slots rounded to 128 bytes, fp64 slots swizzled instead of padded; aligned fp64 rows (K = 1024) take
+    the swizzled slots alone. The same results with and without."""
+    monkeypatch.setenv("TILEFARM_AB", ab)
     rng = np.random.default_rng(Kd)
     M, N = 70, 40
     a = rng.uniform(-1, 1, (M, Kd)).astype(T.from_name(dtype).np)
@@ -212,3 +217,39 @@ def test_unaligned_rows_results(target, dtype, Kd, prec):
     if target != "ptxas":
         tol = 1e-12 if dtype == "float64" else (1e-5 if prec == "ieee" else 2e-3)
         assert_close(c, a.astype(np.float64) @ b.astype(np.float64), dtype, rtol=tol, atol=tol * math.sqrt(Kd))
+
+
+@pytest.mark.parametrize("ab,ring", [("", False), ("ring_narrow", True), ("ring_narrow,slot128", True)])
+def test_narrow_copies_switch(monkeypatch, ab, ring):
+    """(A/B `ring_narrow`, revived with `slot128`) the fp64 rows of K = 1000 join the ring under the switch; with
+    slot128 the ring's padded slots are rounded to 128 bytes, not 1024 (the first form's loss: 7 blocks an SM)."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    a = np.zeros((64, 1000), np.float64)
+    b = np.zeros((1000, 64), np.float64)
+    c = np.zeros((64, 64), np.float64)
+    mod = K.masked_dot_loop_kernel.lower(a, b, c, 64, 64, 1000, 1000, 1, 64, 1, 64, 1, BM=32, BN=32, BK=16,
+                                         ACC=tl.float64, PRECISION="tf32")
+    mod = run_pipeline(mod, Options(num_warps=2, num_stages=3, arch="sm_90a"))
+    attrs = next(op for op in mod.function.body.walk() if op.kind == "for").attrs
+    assert ("_ring" in attrs) == ring
+    if ring:
+        second = attrs["_ring"]["bases"][1]  # where the second operand's slot starts in a stage
+        assert (second % 1024 != 0) if "slot128" in ab else (second % 1024 == 0)
+
+
+def test_mma_swizzle64_drops_the_padding(monkeypatch):
+    """(A/B `mma_swizzle64`) an fp64 mma.sync ring slot: XOR-swizzled 16-byte chunks instead of 16 bytes of padding
+    a row (less shared memory, the fragment reads conflict-free)."""
+    a = np.zeros((128, 1024), np.float64)
+    c = np.zeros((128, 128), np.float64)
+    smem = {}
+    for ab in ("", "mma_swizzle64"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ck = K.masked_dot_loop_kernel.warmup(a, a.T.copy(), c, 128, 128, 1024, 1024, 1, 128, 1, 128, 1, grid=(2, 2),
+                                             target="sm_90a", BM=64, BN=64, BK=16, ACC=tl.float64,
+                                             PRECISION="tf32", num_warps=4, num_stages=3)
+        smem[ab] = ck.metadata["shared_bytes"]
+    assert smem["mma_swizzle64"] < smem[""], smem
