@@ -130,8 +130,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `mma_slot_swizzled`, dot.py `SwizzledTile.shift`: 8-byte mma.sync slots XOR-swizzled instead of padded, the
 # fragment reads conflict-free): the 32x32x16 fp64 GEMM (1.50 of Triton's) 168 -> 95 registers, 6 -> 9 blocks an SM
 # (Triton 8), loop barriers 4 -> 2; mm_fp64 (1.27) 55296 -> 49152 bytes of shared memory, its spills gone.
+# `gather_cast_first` (frontend/semantic.py `gather`, same session, untimed): tl.gather's source reinterpreted as bits
+# before its broadcast over the index dim, so the layout pass converts the source tile rather than the broadcast
+# bits: flip + sort + gather 16896 -> 4224 bytes of shared memory (Triton 4096), 2184 -> 2136 SASS instructions,
+# 1904 with sort_flip.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried", "pack_carried16",
-                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip", "ring_narrow", "slot128", "mma_swizzle64")
+                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip", "ring_narrow", "slot128", "mma_swizzle64",
+                     "gather_cast_first")
 
 
 @functools.lru_cache(maxsize=None)

@@ -1076,7 +1076,8 @@ def _select_or(x, pick, axis):
         bits = cast(tensor(_b().ptr_to_int(x.handle), x.type.with_element(T.int64)), T.uint64, bitcast=True)
     else:
         bits = cast(x, _bits_dtype(elem), bitcast=True) if elem != _bits_dtype(elem) else x
-    pick = broadcast_to(pick, bits.type.shape)
+    shape = broadcast_shapes(bits.type.shape, pick.type.shape)
+    bits, pick = broadcast_to(bits, shape), broadcast_to(pick, shape)
     r = reduce_simple(where(pick, bits, const(0, bits.dtype)), axis, "or")
     if elem.is_bool():
         return cast(r, T.int1)
@@ -1254,6 +1255,13 @@ def gather(src, index, axis):
         pos = expand_dims(pos, len(pos.type.shape))
     full = broadcast_shapes(s.type.shape, i.type.shape)
     pick = compare("eq", cast(broadcast_to(i, full), T.int32), broadcast_to(pos, full))
+    from ..options import ab_switch
+
+    if ab_switch("gather_cast_first"):
+        # (A/B `gather_cast_first`) the source reinterpreted as bits before it is broadcast over the index dim, so
+        # the layout pass sees a broadcast of the source tile itself and converts that (the smaller tile) where
+        # a conversion is needed: flip + sort + gather's runtime-index gather converted the broadcast bits
+        return _select_or(s, pick, axis + 1)
     return _select_or(broadcast_to(s, full), pick, axis + 1)
 
 

@@ -152,3 +152,42 @@ def test_hoist_in_ifs_writes_q_once(monkeypatch):
         body = ptx[ptx.index("$L__BB0_"):]  # from the first label on: the loop and after
         stores[ab] = len(re.findall(r"\bst\.shared", body))
     assert stores["hoist_in_ifs"] < stores[""], stores
+
+
+@compiler.jit
+def row_gather_kernel(X, IDX, Y, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    x = tl.sort(tl.load(X + rm[:, None] * N + tl.arange(0, N)[None, :]), dim=1)
+    i = tl.load(IDX + rm[:, None] * K + tl.arange(0, K)[None, :])
+    tl.store(Y + rm[:, None] * K + tl.arange(0, K)[None, :], tl.gather(x, i, 1))
+
+
+def _gather_inputs():
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal((8, 128)).astype(np.float32)
+    x[2, 5] = -0.0
+    idx = rng.integers(0, 128, (8, 4)).astype(np.int32)
+    return x, idx
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "gather_cast_first"])
+def test_gather_cast_first_results(target, ab, monkeypatch):
+    """(A/B `gather_cast_first`) tl.gather's source reinterpreted as bits before its broadcast over the index dim."""
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x, idx = _gather_inputs()
+    y = poison(8 * 4, "float32")
+    run(target, row_gather_kernel, (1,), [x, idx, y], [], M=8, N=128, K=4, num_warps=4)
+    ref = np.take_along_axis(np.sort(x, axis=1), idx, axis=1)
+    np.testing.assert_array_equal(y.reshape(8, 4).view(np.uint32), ref.view(np.uint32))
+
+
+def test_gather_cast_first_converts_the_smaller_tile(monkeypatch):
+    x, idx = _gather_inputs()
+    y = np.zeros(8 * 4, np.float32)
+    smem = {}
+    for ab in ("", "gather_cast_first"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ck = row_gather_kernel.warmup(x, idx, y, grid=(1,), target="sm_90a", M=8, N=128, K=4, num_warps=4)
+        smem[ab] = ck.metadata["shared_bytes"]
+    assert smem["gather_cast_first"] < smem[""], smem
