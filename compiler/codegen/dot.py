@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..passes.pipeline import SMEM_MAX, mma_slot_row_pad, mma_slot_swizzle, mma_slot_swizzled, slot_row_pad
+from ..passes.pipeline import SMEM_MAX, mma_slot_swizzle, slot_row_pad
 from ..passes.layouts import (BlockedLayout, DotOperandLayout, LinearLayout, MmaLayout, default_blocked, fill_blocked,
                               linear)
 from ..passes.wgmma_loops import partial_accumulation, register_a_applies
@@ -1233,12 +1233,11 @@ def _tile_of(ring, j, inner):
     elements of an fp8 dot's TMA operands)."""
     shape = tuple(ring.spec["tiles"][j])
     eb = ring.spec.get("ebytes", (2,) * len(ring.spec["tiles"]))[j]
-    rb = min(shape[inner], 128 // eb) * eb
-    pad = ((mma_slot_row_pad(rb, eb) if ring.spec.get("mma_pad") else slot_row_pad(rb))
-           if ring.spec["padded"][j] else 0)
+    swizzled = ring.spec.get("swizzled", (False,) * len(ring.spec["tiles"]))[j]
+    pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec["padded"][j] and not swizzled else 0
     st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
-    if ring.spec["padded"][j] and ring.spec.get("mma_pad") and mma_slot_swizzled(eb):
+    if swizzled:  # an 8-byte mma.sync slot (A/B `mma_swizzle64`): read by plain shared loads, chunks XORed by row
         st.plain = True
         st.per_phase, st.max_phase, st.shift = mma_slot_swizzle(st.row_bytes)
     return st

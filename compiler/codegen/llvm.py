@@ -1027,9 +1027,9 @@ def _unflat(e, values, flat):
             i += 1
 
 
-def _pack_plan(e, vals):
-    """(A/B `pack_carried`) For loop-carried values: [(start, count, k)] runs of the flat register list whose 8-bit
-    integer registers travel k = 4 to a 32-bit word through the loop's phis. A tile prefetched by the register
+def _pack_plan(vals):
+    """(A/B `pack_carried`) For loop-carried values: [(start, count, k, element type)] runs of the flat register list
+    whose 8-bit integer registers travel k = 4 to a 32-bit word through the loop's phis. A tile prefetched by the register
     pipeline (an int8 GEMM's operands) otherwise crosses the back edge as one i8 phi per element: its loaded words
     are split into bytes before the loop's end and every byte is copied there, and elementwise math on them (an
     xor a byte) stays byte by byte instead of 32-bit operations on the words."""
@@ -1065,8 +1065,8 @@ def _pack(e, flat, plan):
         out.extend(flat[i:start])
         for j in range(start, start + count, k):
             vec = ir.Constant(vt, ir.Undefined)
-            for t in range(k):
-                vec = e.b.insert_element(vec, flat[j + t], ir.Constant(C.I32, t))
+            for lane in range(k):
+                vec = e.b.insert_element(vec, flat[j + lane], ir.Constant(C.I32, lane))
             out.append(e.b.bitcast(vec, C.I32))
         i = start + count
     out.extend(flat[i:])
@@ -1085,7 +1085,7 @@ def _unpack(e, words, plan):
         w += n
         for _ in range(count // k):
             vec = e.b.bitcast(words[w], vt)
-            out.extend(e.b.extract_element(vec, ir.Constant(C.I32, t)) for t in range(k))
+            out.extend(e.b.extract_element(vec, ir.Constant(C.I32, lane)) for lane in range(k))
             w += 1
         pos = start + count
     out.extend(words[w:])
@@ -1112,7 +1112,7 @@ def _e_for(e, op):
         for j, lanes in partial.items():
             vals[j] = partial_init(e, vals[j], lanes)
         init = _flat(e, vals)
-    plan = _pack_plan(e, [e.get(v) for v in op.operands[3:]])
+    plan = _pack_plan([e.get(v) for v in op.operands[3:]])
     init = _pack(e, init, plan)
     pre = e.b.block
     e.b.branch(header)

@@ -110,14 +110,6 @@ def slot_row_pad(rows_bytes: int) -> int:
     return 16 if (rows_bytes // 16) % 2 == 0 else 0
 
 
-def mma_slot_row_pad(rows_bytes: int, eb: int) -> int:
-    """Bytes of padding after each row of an mma.sync dot's padded ring slot of `eb`-byte elements: the FMA dot's
-    (slot_row_pad), or none for an 8-byte slot under `mma_swizzle64` (mma_slot_swizzled)."""
-    if mma_slot_swizzled(eb):
-        return 0  # the chunk XOR (mma_slot_swizzle) spreads the rows instead
-    return slot_row_pad(rows_bytes)
-
-
 def mma_slot_swizzled(eb: int) -> bool:
     """(A/B `mma_swizzle64`) An mma.sync dot's 8-byte operand slot takes no padding: its 16-byte chunks are XORed by
     the row instead (mma_slot_swizzle), as Triton's swizzled shared layouts do. The fragment reads are one 8-byte
@@ -141,14 +133,15 @@ def mma_slot_swizzle(row_bytes: int) -> tuple:
     return pp, mp, 1
 
 
-def fma_slot_bytes(shape, eb, row_pad=None) -> int:
-    """Shared memory of an FMA dot's ring operand of this 2-d shape, padded (slot_row_pad) whichever dim its copies
-    run along (the code generator picks it from the pointers' layout): the larger of the two."""
+def fma_slot_bytes(shape, eb, pad_rows=True) -> int:
+    """Shared memory of an FMA dot's ring operand of this 2-d shape, padded (slot_row_pad; not where `pad_rows` is
+    false: a swizzled 8-byte mma.sync slot) whichever dim its copies run along (the code generator picks it from the
+    pointers' layout): the larger of the two."""
     most = 0
     for inner in (0, 1):
         cols, rows = shape[inner], shape[1 - inner]
         bc = min(cols, 128 // eb)
-        most = max(most, -(-cols // bc) * rows * (bc * eb + (row_pad or slot_row_pad)(bc * eb)))
+        most = max(most, -(-cols // bc) * rows * (bc * eb + (slot_row_pad(bc * eb) if pad_rows else 0)))
     return most
 
 
@@ -699,16 +692,18 @@ def _pipeline_async(module, loop, options) -> bool:
     # padded slots (slot_row_pad) where the dot reads the slot with plain shared loads: an FMA dot's operands and
     # an mma.sync dot's of 32 or 64 bits; swizzled ones (ldmatrix, wgmma descriptors) otherwise
     padded = tuple(fma or (mma and o.result.type.element.bits != 16) for o in loads)
+    # of those, an mma.sync dot's 8-byte slots XOR-swizzled instead of padded (A/B `mma_swizzle64`)
+    swizzled = tuple(pad and mma and mma_slot_swizzled(o.result.type.element.bits // 8)
+                     for o, pad in zip(loads, padded))
     # (A/B `slot128`) a ring whose slots are all padded (read by plain shared loads, written by cp.async: no swizzle
     # pattern nor descriptor that needs 1024-byte alignment) rounds each operand's slot to 128 bytes (a whole
     # row of the 32 banks: the padding's bank pattern is kept) instead of 1024: the fp64 32x32x16 GEMM's stage
     # 10240 -> 9216 bytes, its three slots 30720 -> 27648, 7 -> 8 blocks an SM.
     align = 128 if (ab_switch("slot128") and all(padded)) else 1024
-    for o, pad in zip(loads, padded):
+    for o, pad, swz in zip(loads, padded, swizzled):
         bases.append(stage)
         eb = o.result.type.element.bits // 8
-        rp = (lambda rb, eb=eb: mma_slot_row_pad(rb, eb)) if (pad and mma) else None
-        nbytes = fma_slot_bytes(o.result.type.shape, eb, rp) if pad else o.result.type.numel * eb
+        nbytes = fma_slot_bytes(o.result.type.shape, eb, not swz) if pad else o.result.type.numel * eb
         stage += -(-nbytes // align) * align
     budget = SMEM_MAX - other_bytes - (1024 if any(tma_served(o) for o in loads) else 0)  # TMA: slot mbarriers
     # The tight ring: a one-dot loop of one warpgroup keeps num_stages slots (not num_stages + 1) and loads
@@ -802,7 +797,7 @@ def _pipeline_async(module, loop, options) -> bool:
             "stage_bytes": stage, "bases": tuple(bases), "ahead": ahead, "carry_prev": len(dots) == 1,
             "tma": tuple(tma_served(o) for o in loads),
             "ebytes": tuple(o.result.type.element.bits // 8 for o in loads), "padded": padded, "half": half,
-            "mma_pad": bool(mma)}
+            "swizzled": swizzled}
 
     iv, carried = body.args[0], body.args[1:]
     y = body.terminator
