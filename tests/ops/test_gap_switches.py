@@ -66,9 +66,13 @@ def test_pack_carried16_results(target, ab, monkeypatch):
 
 def test_pack_carried16_phis_are_words(monkeypatch):
     x, y = np.zeros(7 * 256, np.float16), np.zeros(256, np.float16)
-    monkeypatch.setenv("TILEFARM_AB", "pack_carried16")
-    ll = half_carry_kernel.warmup(x, y, 7, grid=(1,), target="sm_90a", BLOCK=256, num_warps=4).asm["llir"]
-    assert not re.findall(r"= phi\s+half\b", ll) and re.findall(r"= phi\s+i32\b", ll)
+    phis = {}
+    for ab in ("", "pack_carried16"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ll = half_carry_kernel.warmup(x, y, 7, grid=(1,), target="sm_90a", BLOCK=256, num_warps=4).asm["llir"]
+        phis[ab] = (len(re.findall(r"= phi\s+half\b", ll)), len(re.findall(r"= phi\s+i32\b", ll)))
+    assert phis[""][0] > 0 and phis["pack_carried16"][0] == 0, phis
+    assert phis["pack_carried16"][1] - phis[""][1] == phis[""][0] // 2, phis  # two halves a word
 
 
 @compiler.jit
