@@ -295,19 +295,17 @@ if [[ ",$what," == *",swap,"* ]]; then  # named only: SWAP (corpus names) with e
     --rounds "${ROUNDS:-3}" --out "$OUT/swap"
 fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
-  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). Defaults (2026-12-06, fifteenth session):
-  # the A/B `convert_cse` (one conversion of a value per layout, not per user; 0.963 over 18 kernels on the H100 but
-  # the complex split/join/cat tiles 1.049 from 164 -> 186 registers) on the corpus kernels whose PTX it changes
-  # under the fifteenth session's code. The other untimed switches: the `abin` part's default. PENDING_TESTS_AB: the
-  # gpu tests under given switches.
-  PENDING_CASES=${PENDING_CASES-attn_bias_d64,attn_bwd_dq_d64,awq_gemm_int4_f16,blocksparse_attn_f16,class_stats_hist_atomics_bf16,complex_split_join_cat_f32,conv2d_nhwc_igemm_f16,flce_bwd_chunk_inplace_dot_f16,fused_moe_gemm_f16,gather_w8a8_u8_optptr_swizzle,gram_dot_if_trans_k16_f16,grouped_gemm_ptrs_f16,hash_embedding_f16,mm_decode_m16_f16,mm_even_k_f16,mm_f32out_f16_64x64,mm_odd_f16,mm_splitk_m32_f16,mm_w4a16_f16,mm_w8a8_f16,ppo_clip_ratio_f16,retention_chunked_d64,rope_bwd_rotate_half_inplace_f16,swiglu_dual_dot_f16,top_p_renorm_bf16,topk_sort_gather_f32,transpose32_f32,transpose64_f32,transpose_addr_f16,union_find_roots_while_i32,var_mean_welford_reduce_tuple_f16,voxelize_floor_trunc_f32}
-  PENDING_AB=${PENDING_AB-convert_cse}
+  # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). PENDING_CASES: corpus kernels whose code
+  # changed since their last timing (default: none left after the sixteenth session's H200 run); PENDING_AB: TILEFARM_AB
+  # variants to time on them; PENDING_TESTS_AB: the gpu tests under given switches.
+  PENDING_CASES=${PENDING_CASES-}
+  PENDING_AB=${PENDING_AB-}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
-    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_share_conversions.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
@@ -336,10 +334,9 @@ if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels b
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
-  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default (fifteenth session): the untimed
-  # switches found by reading both compilers' SASS for kernels above 1.10 of Triton's, each on the kernels whose PTX
-  # it changes (ptx.py says what each does and its static figures); about 5 minutes
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16;slice_ldmatrix;slice_ldmatrix,pack_carried16@blocksparse_attn_f16|hoist_in_ifs@top_p_renorm_bf16,topk_experts_f32,topk_sort_gather_f32,vflip_sort_gather_topk_f32|sort_flip;gather_cast_first;sort_flip,gather_cast_first@mm_small_tile_f64,mm_fp64|ring_narrow,slot128;mma_swizzle64;ring_narrow,slot128,mma_swizzle64}"
+  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the three A/Bs still in progress
+  # after the sixteenth session (each faster on one kernel, slower on another there), on the kernels each changes
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16}"
   for i in "${!abruns[@]}"; do
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \

@@ -327,8 +327,8 @@ class SwizzledTile:
             self.per_phase = self.max_phase = 1
             self.row_bytes += pad
             self.block_bytes = self.rows * self.row_bytes
-        self.shift = 0  # (A/B `mma_swizzle64`) the phase XORs chunks << shift (mma_slot_swizzle)
-        self.plain = False  # (A/B `mma_swizzle64`) read by plain shared loads though unpadded (an 8-byte mma.sync slot)
+        self.shift = 0  # an 8-byte mma.sync slot (mma_slot_swizzled): the phase XORs chunks << shift (mma_slot_swizzle)
+        self.plain = False  # read by plain shared loads though unpadded (an 8-byte mma.sync slot)
         self.base = base
         self.dyn = None  # runtime byte offset (ring-buffer stage), an i32 value or None
         self.absolute = False  # offsets count from the start of shared memory (a copy ring's slots)
@@ -805,18 +805,14 @@ _WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8e4nv": "e4m3", "floa
 def hoist_operands(e, loop):
     """Before a loop: write the loop-invariant operands of its wgmma dots (e.g. attention's q) to shared memory
     once, for the whole loop (e.hoisted), instead of once per iteration."""
-    from ..options import ab_switch
-
-    in_ifs = ab_switch("hoist_in_ifs")
-
     def dots(block):
-        # (A/B `hoist_in_ifs`) the dots under an `if` of the loop body too (not a nested loop's): block-sparse
-        # attention's q was written to shared memory again on every block its layout table enables, its 16 registers
-        # held across the loop (132 registers, 3 blocks an SM; 128 and 4 hoisted, as Triton's)
+        # the dots under an `if` of the loop body too (not a nested loop's): block-sparse attention's q was written
+        # to shared memory again on every block its layout table enables, its 16 registers held across the loop
+        # (132 registers, 3 blocks an SM; 128 and 4 hoisted, as Triton's: 0.876 of the time on the H200)
         for o in block.ops:
             if o.kind == "dot":
                 yield o
-            elif o.kind == "if" and in_ifs:
+            elif o.kind == "if":
                 for blk in o.blocks:
                     yield from dots(blk)
 
@@ -1237,7 +1233,7 @@ def _tile_of(ring, j, inner):
     pad = slot_row_pad(min(shape[inner], 128 // eb) * eb) if ring.spec["padded"][j] and not swizzled else 0
     st = SwizzledTile(shape, inner, eb, base=ring.start + ring.spec["bases"][j], pad=pad)
     st.absolute = True
-    if swizzled:  # an 8-byte mma.sync slot (A/B `mma_swizzle64`): read by plain shared loads, chunks XORed by row
+    if swizzled:  # an 8-byte mma.sync slot (mma_slot_swizzled): read by plain shared loads, chunks XORed by row
         st.plain = True
         st.per_phase, st.max_phase, st.shift = mma_slot_swizzle(st.row_bytes)
     return st

@@ -99,44 +99,28 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # quantizer 0.471, flip + sort + gather 0.769) and `linear_reshape` (MMA accumulators reshaped in place, LinearEncoding:
 # the persistent descriptor matmul's subtiled epilogue 0.901) won, none slower by over 2% on the kernels each changes,
 # and are the code; together on the 19 corpus kernels whose PTX they change: benchmarks/2026-12-06i-h100.
-# `convert_cse` (passes/canonicalize.py `share_after_layouts`; fourteenth session; an A/B in progress): identical pure
-# ops in identical layouts computed once after layout assignment (the layout pass converts a value once per user):
-# top-p renormalization 174 -> 64 barriers, sort + gather 115 -> 43, bucketize 8 -> 4. Timed (H100, 2026-12-06): 0.963
-# over 18 kernels (bucketize 0.636, sort + gather 0.959), but the complex split/join/cat tiles 1.049: one shared
-# conversion fewer (2 barriers) and 164 -> 186 registers, 3 -> 2 blocks an SM (a shared value held across all its
-# users where each user had converted from the live source). Not the code until that trade is decided by analysis.
-# `reduce_axes` (frontend/semantic.py `reduce`; fifteenth session, CPU only, untimed): a reduction over every element
-# (axis=None) of a tile of rank 2 or more as one reduction per axis, the last first, instead of over the tile flattened
-# by an order-keeping reshape that went through shared memory: PPO's clipped loss 61 -> 48 registers, 8192 -> 32
-# bytes of shared memory, 8 -> 10 blocks an SM (Triton: 64, 4096, 8); the LSE + argmax of three reductions 13 -> 9
-# barriers in its loop (Triton 12). Found by reading both compilers' SASS for the kernels above 1.10 of Triton's.
-# `pack_carried` (codegen/llvm.py `_pack_plan`; fifteenth session, CPU only, untimed): 8-bit integer registers of a
-# loop-carried tile cross the back edge four to a 32-bit word: the gathered-row W8A8 GEMM (1.34 of Triton's time)
-# carried its prefetched uint8 tiles as one i8 phi a byte, split from the loaded words and shifted to int8 a byte at a
-# time: its loop 349 -> 248 SASS instructions (Triton 230), 220 -> 187 registers; delta decoding 37 -> 30 registers,
-# 12 -> 16 blocks an SM, its loop 180 -> 189 instructions.
-# Four more from the same reading (fifteenth session, CPU only, untimed; `scripts/gpu_session.sh abin` times them):
-# `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word: the batched fp16 GEMM
-# with a broadcast weight, 1.13 of Triton's, its loop 301 -> 217 SASS instructions, 134 -> 123 registers, 3 -> 4 blocks
-# an SM; grouped GEMM through pointers 473 -> 412, mm_odd 452 -> 389 and 246 -> 213 registers; W4A16 156 -> 166
-# registers); `slice_ldmatrix` (codegen/reduce.py `_as_matrix_operand`: that GEMM's broadcast weight read by ldmatrix,
-# 64 16-bit shared loads an iteration gone: loop 197, 135 with pack_carried16, Triton's 150); `hoist_in_ifs`
-# (codegen/dot.py `hoist_operands`: block-sparse attention, 1.15, 132 -> 128 registers, 3 -> 4 blocks an SM as
-# Triton's); `sort_flip` (frontend/semantic.py `_bitonic_merge`: the network's compare-and-swap without selecting lo
-# and hi: flip + sort + gather, 1.18, 2184 -> 1928 SASS instructions against Triton's 1776; 4 sort kernels change).
-# And for the fp64 GEMMs on mma.sync (same session, CPU only, untimed): `ring_narrow` revived (8- and 4-byte copies
-# into padded slots, mma.sync dots only) with `slot128` (all-padded rings' slots rounded to 128 bytes, not 1024; its
-# first form's loss was that rounding: 7 blocks an SM, two waves) and `mma_swizzle64` (pipeline.py
-# `mma_slot_swizzled`, dot.py `SwizzledTile.shift`: 8-byte mma.sync slots XOR-swizzled instead of padded, the
-# fragment reads conflict-free): the 32x32x16 fp64 GEMM (1.50 of Triton's) 168 -> 95 registers, 6 -> 9 blocks an SM
-# (Triton 8), loop barriers 4 -> 2; mm_fp64 (1.27) 55296 -> 49152 bytes of shared memory, its spills gone.
-# `gather_cast_first` (frontend/semantic.py `gather`, same session, untimed): tl.gather's source reinterpreted as bits
-# before its broadcast over the index dim, so the layout pass converts the source tile rather than the broadcast
-# bits: flip + sort + gather 16896 -> 4224 bytes of shared memory (Triton 4096), 2184 -> 2136 SASS instructions,
-# 1904 with sort_flip.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried", "pack_carried16",
-                     "slice_ldmatrix", "hoist_in_ifs", "sort_flip", "ring_narrow", "slot128", "mma_swizzle64",
-                     "gather_cast_first")
+# 2026-12-06, sixteenth session, H200 (benchmarks/2026-12-06k-h200, 3 rounds beside Triton, each switch on the corpus
+# kernels whose PTX it changes): `sort_flip` (bitonic compare-and-swap without selecting lo and hi) 0.834 over the four
+# sorting kernels, `gather_cast_first` (tl.gather's source bitcast before its broadcast: flip + sort + gather's shared
+# memory 16896 -> 4224 bytes) 0.998, `hoist_in_ifs` (wgmma operands of dots under an `if` hoisted) block-sparse
+# attention 0.876, `ring_narrow` + `slot128` + `mma_swizzle64` (the fp64 GEMMs' mma.sync ring: narrow copies, 128-byte
+# slots, XOR-swizzled 8-byte slots) 0.748 (mm_fp64 0.786, the 32x32x16 GEMM 0.711), `slice_ldmatrix` (a broadcast
+# weight's batch slice read by ldmatrix) 0.985 (the batched GEMM with a broadcast weight 0.908): none slower by over
+# 2%; the code. `convert_cse` (identical conversions computed once after layout assignment) 0.995 over 32 kernels but
+# the complex split/join/cat tiles 1.148 (1.049 on the H100: a value held across all its users, 164 -> 186
+# registers): removed (docs/EXPERIMENTS.md).
+# Still A/Bs in progress, each faster on one kernel and slower on another (same run):
+# `reduce_axes` (frontend/semantic.py `reduce`: a reduction over every element of a tile of rank >= 2 one axis at a
+# time, the last first, instead of over the tile flattened through shared memory): LSE + argmax 0.818, PPO's clipped
+# loss 1.036 (61 -> 48 registers, 8192 -> 32 bytes of shared memory, 8 -> 10 blocks an SM, yet slower).
+# `pack_carried` (codegen/llvm.py `_pack_plan`: 8-bit loop-carried registers four to a 32-bit word): the gathered-row
+# W8A8 GEMM 0.794 (its loop 349 -> 248 SASS instructions), delta decoding 1.029 (37 -> 30 registers, 12 -> 16 blocks an
+# SM, its loop 180 -> 189 instructions).
+# `pack_carried16` (the same for 16-bit registers, two to a word): the batched GEMM with a broadcast weight 0.819,
+# grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981; the fp16-accumulator matmul 1.044 (1.02-1.21 over
+# rounds), W4A16 1.009 (156 -> 166 registers).
+# `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16")
 
 
 @functools.lru_cache(maxsize=None)

@@ -1161,21 +1161,15 @@ def _axis_bit(rank, ax):
 def _bitonic_merge(y, stage, down):
     """The compare-and-swap steps merging bitonic blocks of 2**stage elements along y's bit axes (_bit_axes):
     descending where the bool block `down` holds."""
-    from ..options import ab_switch
-
-    flip_form = ab_switch("sort_flip")
     rank = len(y.type.shape)
     for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
         partner = _partner(y, rank - 1 - b)
         upper = _axis_bit(rank, rank - 1 - b)  # this element is the pair's upper one
-        if flip_form:
-            # (A/B `sort_flip`) down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
-            # (down != upper) ? y < partner : y > partner, exactly (NaN compares false in both): no select of lo and
-            # hi per element. The flip + sort + gather kernel 2184 -> 1928 SASS instructions (Triton's 1776)
-            swap = where(xor_(down, upper), compare("lt", y, partner), compare("gt", y, partner))
-        else:
-            lo, hi = where(upper, partner, y), where(upper, y, partner)
-            swap = where(down, compare("lt", lo, hi), compare("gt", lo, hi))
+        # down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
+        # (down != upper) ? y < partner : y > partner, exactly (NaN compares false in both): no select of lo and hi
+        # per element (the flip + sort + gather kernel 2184 -> 1928 SASS instructions; 0.83 of the time over the
+        # four sorting kernels on the H200, 2026-12-06)
+        swap = where(xor_(down, upper), compare("lt", y, partner), compare("gt", y, partner))
         y = where(swap, partner, y)
     return y
 
@@ -1255,14 +1249,10 @@ def gather(src, index, axis):
         pos = expand_dims(pos, len(pos.type.shape))
     full = broadcast_shapes(s.type.shape, i.type.shape)
     pick = compare("eq", cast(broadcast_to(i, full), T.int32), broadcast_to(pos, full))
-    from ..options import ab_switch
-
-    if ab_switch("gather_cast_first"):
-        # (A/B `gather_cast_first`) the source reinterpreted as bits before it is broadcast over the index dim, so
-        # the layout pass sees a broadcast of the source tile itself and converts that (the smaller tile) where
-        # a conversion is needed: flip + sort + gather's runtime-index gather converted the broadcast bits
-        return _select_or(s, pick, axis + 1)
-    return _select_or(broadcast_to(s, full), pick, axis + 1)
+    # the source reinterpreted as bits before it is broadcast over the index dim (in _select_or), so the layout
+    # pass sees a broadcast of the source tile itself and converts that, the smaller tile, where a conversion is
+    # needed: flip + sort + gather's shared memory 16896 -> 4224 bytes
+    return _select_or(s, pick, axis + 1)
 
 
 def swizzle2d(i, j, size_i, size_j, size_g):

@@ -55,15 +55,15 @@ def _pure_key(op):
     return None
 
 
-def _cse(block: Block, table: dict, mapping: dict, key=_pure_key) -> None:
-    """Share ops whose `key` agrees: later ones read the first one's result (marked _dead for the DCE)."""
+def _cse(block: Block, table: dict, mapping: dict) -> None:
+    """Share ops whose keys (_pure_key) agree: later ones read the first one's result (marked _dead for the DCE)."""
     table = dict(table)  # values defined in enclosing blocks stay visible; siblings do not leak out
     for op in block.ops:
         if any(o.id in mapping for o in op.operands):
             op.operands = [mapping.get(o.id, o) for o in op.operands]
         for b in op.blocks:
-            _cse(b, table, mapping, key)
-        k = key(op)
+            _cse(b, table, mapping)
+        k = _pure_key(op)
         if k is not None:
             prev = table.get(k)
             if prev is not None:
@@ -71,31 +71,6 @@ def _cse(block: Block, table: dict, mapping: dict, key=_pure_key) -> None:
                 op.attrs["_dead"] = True
             else:
                 table[k] = op.results[0]
-
-
-def _laid_out_key(op):
-    """After layout assignment: block-valued pure ops and conversions share only where their private attributes
-    (layouts first) agree too (a value converted to one layout for each of two users, or recomputed twice in one
-    layout)."""
-    if op.kind == "convert_layout" and len(op.results) == 1 and not op.blocks:
-        base = (op.kind, tuple(o.id for o in op.operands), _attr_key(op.attrs), op.results[0].type)
-    else:
-        base = _pure_key(op)
-    if base is None or not op.results[0].type.shape:
-        return None
-    return base + (tuple((k, repr(op.attrs[k])) for k in sorted(op.attrs) if k.startswith("_") and k != "_dead"),)
-
-
-def share_after_layouts(module: Module, options=None) -> Module:
-    """(A/B `convert_cse`) _cse after layout assignment (_laid_out_key); the DCE after layouts drops the copies."""
-    from ..options import ab_switch
-
-    if ab_switch("convert_cse"):
-        mapping: dict = {}
-        _cse(module.function.body, {}, mapping, _laid_out_key)
-        if mapping:
-            _replace_uses(module.function.body, mapping)
-    return module
 
 
 def _uses(block: Block, counts: dict) -> None:

@@ -39,7 +39,6 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..options import ab_switch
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
@@ -111,15 +110,13 @@ def slot_row_pad(rows_bytes: int) -> int:
 
 
 def mma_slot_swizzled(eb: int) -> bool:
-    """(A/B `mma_swizzle64`) An mma.sync dot's 8-byte operand slot takes no padding: its 16-byte chunks are XORed by
-    the row instead (mma_slot_swizzle), as Triton's swizzled shared layouts do. The fragment reads are one 8-byte
-    shared load a register, served a half-warp at a time: lanes 0-15 read 4 rows x 32 bytes, which must fall in 4
-    distinct 32-byte groups of banks; the FMA dot's 16-byte row padding (pitch 144 for 128-byte rows) leaves every
-    such read 2-way conflicted (the fp64 GEMM, 1.27 of Triton's time: 256 wavefronts an operand a warp an
-    iteration for 128; 55296 -> 49152 bytes of shared memory, no spills)."""
-    from ..options import ab_switch
-
-    return eb == 8 and ab_switch("mma_swizzle64")
+    """An mma.sync dot's 8-byte operand slot takes no padding: its 16-byte chunks are XORed by the row instead
+    (mma_slot_swizzle), as Triton's swizzled shared layouts do. The fragment reads are one 8-byte shared load a
+    register, served a half-warp at a time: lanes 0-15 read 4 rows x 32 bytes, which must fall in 4 distinct
+    32-byte groups of banks; the FMA dot's 16-byte row padding (pitch 144 for 128-byte rows) left every such read
+    2-way conflicted (the fp64 GEMM, 1.27 of Triton's time: 256 wavefronts an operand a warp an iteration for 128;
+    55296 -> 49152 bytes of shared memory, no spills; 0.79 of the time on the H200)."""
+    return eb == 8
 
 
 def mma_slot_swizzle(row_bytes: int) -> tuple:
@@ -640,13 +637,14 @@ def _pipeline_async(module, loop, options) -> bool:
                     and (uses == 1 or shared or read_too) and (sync or eb in (1, 2))):
                 info = info or axisinfo.analyze(module.function)
                 if sync:  # any element size, either orientation: the dot reads the slot as it landed
-                    # (A/B `ring_narrow`, revived) padded slots take 8- and 4-byte copies too: rows only 8-byte
-                    # aligned (an fp64 matrix of 1000 columns) still ride the ring. Its first form lost (the fp64
-                    # 32x32x16 GEMM 1.115) to the 1024-byte rounding of its padded slots (7 blocks an SM, two
-                    # waves of its 1024 blocks): with `slot128` Triton's copy mix and 8 blocks an SM. mma.sync
-                    # dots only: an FMA dot's ring of narrow copies (the ragged fp32 "ieee" descriptor matmul) took
-                    # 168 -> 187 registers, 3 -> 2 blocks an SM
-                    narrow = ab_switch("ring_narrow") and mma and eb != 2
+                    # padded slots take 8- and 4-byte copies too: rows only 8-byte aligned (an fp64 matrix of 1000
+                    # columns) still ride the ring. Its first form lost (the fp64 32x32x16 GEMM 1.115) to the
+                    # 1024-byte rounding of its padded slots (7 blocks an SM, two waves of its 1024 blocks); with
+                    # 128-byte slot alignment (below) Triton's copy mix and 8 blocks an SM. mma.sync dots only: an
+                    # FMA dot's ring of narrow copies (the ragged fp32 "ieee" descriptor matmul) took 168 -> 187
+                    # registers, 3 -> 2 blocks an SM. With the swizzled 8-byte slots, the fp64 GEMMs 0.71-0.79 of
+                    # the time on the H200 (2026-12-06)
+                    narrow = mma and eb != 2
                     ok = (not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
                           and _copyable(o, info, narrow))
                 else:
@@ -692,14 +690,14 @@ def _pipeline_async(module, loop, options) -> bool:
     # padded slots (slot_row_pad) where the dot reads the slot with plain shared loads: an FMA dot's operands and
     # an mma.sync dot's of 32 or 64 bits; swizzled ones (ldmatrix, wgmma descriptors) otherwise
     padded = tuple(fma or (mma and o.result.type.element.bits != 16) for o in loads)
-    # of those, an mma.sync dot's 8-byte slots XOR-swizzled instead of padded (A/B `mma_swizzle64`)
+    # of those, an mma.sync dot's 8-byte slots XOR-swizzled instead of padded (mma_slot_swizzled)
     swizzled = tuple(pad and mma and mma_slot_swizzled(o.result.type.element.bits // 8)
                      for o, pad in zip(loads, padded))
-    # (A/B `slot128`) a ring whose slots are all padded (read by plain shared loads, written by cp.async: no swizzle
-    # pattern nor descriptor that needs 1024-byte alignment) rounds each operand's slot to 128 bytes (a whole
-    # row of the 32 banks: the padding's bank pattern is kept) instead of 1024: the fp64 32x32x16 GEMM's stage
-    # 10240 -> 9216 bytes, its three slots 30720 -> 27648, 7 -> 8 blocks an SM.
-    align = 128 if (ab_switch("slot128") and all(padded)) else 1024
+    # a ring whose slots are all padded (read by plain shared loads, written by cp.async: no swizzle pattern nor
+    # descriptor that needs 1024-byte alignment) rounds each operand's slot to 128 bytes (a whole row of the 32
+    # banks: the padding's bank pattern is kept) instead of 1024: the fp64 32x32x16 GEMM's stage 10240 -> 9216
+    # bytes, its three slots 30720 -> 27648, 7 -> 8 blocks an SM.
+    align = 128 if all(padded) else 1024
     for o, pad, swz in zip(loads, padded, swizzled):
         bases.append(stage)
         eb = o.result.type.element.bits // 8

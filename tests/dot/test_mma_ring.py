@@ -179,12 +179,15 @@ def test_mma_sync_ring_results(target, stages):
         assert_close(c, a.astype(np.float64) @ b.astype(np.float64), "float32", rtol=2e-3, atol=2e-3 * math.sqrt(Kd))
 
 
-@pytest.mark.parametrize("dtype,Kd,prec", [("float64", 1000, "tf32"), ("float32", 1002, "ieee"),
-                                           ("float32", 1002, "tf32")])
-def test_unaligned_rows_keep_register_pipeline(dtype, Kd, prec):
-    """Rows aligned to 8 or 4 bytes only (K = 1000 doubles, 1002 floats): no 16-byte copies, so the loop keeps the
-    register pipeline. (8- and 4-byte copies into the padded ring, the retired A/B `ring_narrow`, measured 1.115 on
-    the fp64 32x32x16 GEMM: docs/EXPERIMENTS.md.)"""
+@pytest.mark.parametrize("dtype,Kd,prec,arch,second", [
+    ("float64", 1000, "tf32", "sm_90a", 32 * 16 * 8), ("float32", 1002, "tf32", "sm_80", 32 * (16 * 4 + 16)),
+    ("float32", 1002, "ieee", "sm_90a", None), ("float64", 1000, "tf32", "sm_80", None)])
+def test_unaligned_rows_ring(dtype, Kd, prec, arch, second):
+    """Rows aligned to 8 or 4 bytes only (K = 1000 doubles, 1002 floats): an mma.sync dot's ring takes them by
+    8- and 4-byte copies into its padded slots, rounded to 128 bytes, not 1024 (the first form of the narrow copies
+    lost to that rounding: the fp64 32x32x16 GEMM 1.115, 7 blocks an SM; with 128-byte slots and fp64 slots
+    swizzled 0.71 of the time on the H200); an FMA dot (fp32 "ieee") keeps the register pipeline (its ring of narrow
+    copies took 168 -> 187 registers on the ragged descriptor matmul; fp64 dots run on FMAs before sm_90)."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
@@ -193,19 +196,20 @@ def test_unaligned_rows_keep_register_pipeline(dtype, Kd, prec):
     c = np.zeros((64, 64), T.from_name(dtype).np)
     mod = K.masked_dot_loop_kernel.lower(a, b, c, 64, 64, Kd, Kd, 1, 64, 1, 64, 1, BM=32, BN=32, BK=16,
                                          ACC=ACC[dtype], PRECISION=prec)
-    mod = run_pipeline(mod, Options(num_warps=2, num_stages=3, arch="sm_80" if prec == "tf32" else "sm_90a"))
-    assert "_ring" not in next(op for op in mod.function.body.walk() if op.kind == "for").attrs
+    mod = run_pipeline(mod, Options(num_warps=2, num_stages=3, arch=arch))
+    attrs = next(op for op in mod.function.body.walk() if op.kind == "for").attrs
+    assert ("_ring" in attrs) == (second is not None)
+    if second is not None:  # where the second operand's slot starts in a stage: the first's bytes (swizzled fp64
+        # rows unpadded, fp32 rows padded by 16 bytes) rounded to 128
+        assert attrs["_ring"]["bases"][1] == second
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"])
-@pytest.mark.parametrize("ab", ["", "ring_narrow,slot128", "ring_narrow,slot128,mma_swizzle64"])
 @pytest.mark.parametrize("dtype,Kd,prec", [("float64", 1000, "tf32"), ("float32", 1002, "ieee"),
                                            ("float32", 998, "tf32"), ("float64", 1024, "tf32")])
-def test_unaligned_rows_results(target, ab, dtype, Kd, prec, monkeypatch):
-    """(A/Bs `ring_narrow` revived, `slot128`, `mma_swizzle64`) rows 8- or 4-byte aligned ride the ring by narrow
-    copies into slots rounded to 128 bytes, fp64 slots swizzled instead of padded; aligned fp64 rows (K = 1024) take
-    the swizzled slots alone. The same results with and without."""
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_unaligned_rows_results(target, dtype, Kd, prec):
+    """Rows 8- or 4-byte aligned ride the ring by narrow copies into 128-byte slots, fp64 slots swizzled instead
+    of padded; aligned fp64 rows (K = 1024) take the swizzled slots alone."""
     rng = np.random.default_rng(Kd)
     M, N = 70, 40
     a = rng.uniform(-1, 1, (M, Kd)).astype(T.from_name(dtype).np)
@@ -219,37 +223,12 @@ def test_unaligned_rows_results(target, ab, dtype, Kd, prec, monkeypatch):
         assert_close(c, a.astype(np.float64) @ b.astype(np.float64), dtype, rtol=tol, atol=tol * math.sqrt(Kd))
 
 
-@pytest.mark.parametrize("ab,ring", [("", False), ("ring_narrow", True), ("ring_narrow,slot128", True)])
-def test_narrow_copies_switch(monkeypatch, ab, ring):
-    """(A/B `ring_narrow`, revived with `slot128`) the fp64 rows of K = 1000 join the ring under the switch; with
-    slot128 the ring's padded slots are rounded to 128 bytes, not 1024 (the first form's loss: 7 blocks an SM)."""
-    from compiler.options import Options
-    from compiler.passes import run_pipeline
-
-    monkeypatch.setenv("TILEFARM_AB", ab)
-    a = np.zeros((64, 1000), np.float64)
-    b = np.zeros((1000, 64), np.float64)
-    c = np.zeros((64, 64), np.float64)
-    mod = K.masked_dot_loop_kernel.lower(a, b, c, 64, 64, 1000, 1000, 1, 64, 1, 64, 1, BM=32, BN=32, BK=16,
-                                         ACC=tl.float64, PRECISION="tf32")
-    mod = run_pipeline(mod, Options(num_warps=2, num_stages=3, arch="sm_90a"))
-    attrs = next(op for op in mod.function.body.walk() if op.kind == "for").attrs
-    assert ("_ring" in attrs) == ring
-    if ring:
-        second = attrs["_ring"]["bases"][1]  # where the second operand's slot starts in a stage
-        assert (second % 1024 != 0) if "slot128" in ab else (second % 1024 == 0)
-
-
-def test_mma_swizzle64_drops_the_padding(monkeypatch):
-    """(A/B `mma_swizzle64`) an fp64 mma.sync ring slot: XOR-swizzled 16-byte chunks instead of 16 bytes of padding
-    a row (less shared memory, the fragment reads conflict-free)."""
+def test_fp64_slots_swizzled_not_padded():
+    """An fp64 mma.sync ring slot: XOR-swizzled 16-byte chunks instead of 16 bytes of padding a row (the fragment
+    reads conflict-free): a 64x64x16 tile pair, 3 stages, 49152 bytes (55296 padded)."""
     a = np.zeros((128, 1024), np.float64)
     c = np.zeros((128, 128), np.float64)
-    smem = {}
-    for ab in ("", "mma_swizzle64"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ck = K.masked_dot_loop_kernel.warmup(a, a.T.copy(), c, 128, 128, 1024, 1024, 1, 128, 1, 128, 1, grid=(2, 2),
-                                             target="sm_90a", BM=64, BN=64, BK=16, ACC=tl.float64,
-                                             PRECISION="tf32", num_warps=4, num_stages=3)
-        smem[ab] = ck.metadata["shared_bytes"]
-    assert smem["mma_swizzle64"] < smem[""], smem
+    ck = K.masked_dot_loop_kernel.warmup(a, a.T.copy(), c, 128, 128, 1024, 1024, 1, 128, 1, 128, 1, grid=(2, 2),
+                                         target="sm_90a", BM=64, BN=64, BK=16, ACC=tl.float64, PRECISION="tf32",
+                                         num_warps=4, num_stages=3)
+    assert ck.metadata["shared_bytes"] == 49152, ck.metadata["shared_bytes"]
