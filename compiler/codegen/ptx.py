@@ -134,9 +134,16 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # before its broadcast over the index dim, so the layout pass converts the source tile rather than the broadcast
 # bits: flip + sort + gather 16896 -> 4224 bytes of shared memory (Triton 4096), 2184 -> 2136 SASS instructions,
 # 1904 with sort_flip.
+# `nested_mma_carry` (passes/assign_layouts.py `_back`, the "for" rule; sixteenth session, from the resource audit,
+# scripts/resource_audit.py, docs/RESOURCES.md): an outer loop that carries a dot accumulator through an inner K loop
+# takes the inner loop's MMA layout for it (Triton's form), where it carried a blocked one converted to and from the
+# MMA layout through shared memory every outer iteration, above the live copy ring: the nested block-pointer matmul
+# (2.11 of Triton's time) 167936 -> 98304 bytes of shared memory, 1 -> 2 blocks an SM (Triton: 98304, 2), 128
+# registers either way; its SASS loop 475 -> 363 instructions (Triton 377), shared accesses in it 111 -> 15 (18),
+# barriers 14 -> 10 (10). 1 corpus kernel changes; untimed (`scripts/gpu_session.sh abin` queues it).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "convert_cse", "reduce_axes", "pack_carried", "pack_carried16",
                      "slice_ldmatrix", "hoist_in_ifs", "sort_flip", "ring_narrow", "slot128", "mma_swizzle64",
-                     "gather_cast_first")
+                     "gather_cast_first", "nested_mma_carry")
 
 
 @functools.lru_cache(maxsize=None)
