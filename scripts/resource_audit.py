@@ -797,8 +797,9 @@ def audit_one(case, tcase, ab_variants) -> dict:
                 os.environ["TILEFARM_AB"] = sw
                 v = compile_ours(case, args, kw)
                 a = assembled(v["ptx"], v["dyn_shared"])
-                row["ab"][sw] = {k: a.get(k) for k in ("registers", "shared", "spill_stores", "blocks_per_sm")}
-                row["ab"][sw]["ptx_changed"] = v["ptx"] != ours["ptx"]
+                if v["ptx"] != ours["ptx"]:  # a switch that changes nothing here is left out
+                    row["ab"][sw] = {k: a.get(k) for k in ("registers", "shared", "spill_stores", "blocks_per_sm")}
+                    row["ab"][sw]["ptx_changed"] = True
         finally:
             if prev is None:
                 os.environ.pop("TILEFARM_AB", None)
