@@ -119,8 +119,15 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # `pack_carried16` (the same for 16-bit registers, two to a word): the batched GEMM with a broadcast weight 0.819,
 # grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981; the fp16-accumulator matmul 1.044 (1.02-1.21 over
 # rounds), W4A16 1.009 (156 -> 166 registers).
+# `nested_mma_carry` (passes/assign_layouts.py `_back`, the "for" rule; sixteenth session, from the resource audit,
+# scripts/resource_audit.py, docs/RESOURCES.md): an outer loop that carries a dot accumulator through an inner K loop
+# takes the inner loop's MMA layout for it (Triton's form), where it carried a blocked one converted to and from the
+# MMA layout through shared memory every outer iteration, above the live copy ring: the nested block-pointer matmul
+# (2.39 of Triton's time on the H200) 167936 -> 98304 bytes of shared memory, 1 -> 2 blocks an SM (Triton: 98304, 2),
+# 128 registers either way; its SASS loop 475 -> 363 instructions (Triton 377), shared accesses in it 111 -> 15 (18),
+# barriers 14 -> 10 (10). 1 corpus kernel changes; untimed (`scripts/gpu_session.sh abin` queues it).
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry")
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
+from ..options import ab_switch
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, LinearEncoding, MmaLayout, SliceLayout, default_blocked,
                       fill_blocked, linear, mma_warps, permute_layout, reshaped_encoding, wgmma_applies)
@@ -1090,6 +1091,17 @@ class _Assigner:
                 # per-block row sums added up): one conversion after the loop for its later users instead of one
                 # each iteration.
                 yl = self.lay.get(y.operands[j].id)
+                # (A/B `nested_mma_carry`) a value an inner loop yields (a K loop nested in an outer loop, both
+                # carrying the accumulator): the forward walk gave the inner loop's result its initial value's layout,
+                # so the outer loop carried a blocked accumulator, converted to the MMA layout and back through shared
+                # memory every outer iteration, above the live copy ring (the nested block-pointer matmul: 164 KiB, 1
+                # block an SM, 2.11 of Triton's time); the MMA layout the inner loop carries it in is what it is
+                inner = y.operands[j].owner
+                if (getattr(inner, "kind", None) == "for" and getattr(inner, "block", None) is body
+                        and ab_switch("nested_mma_carry")):
+                    il = self.desired.get(inner.blocks[0].args[y.operands[j].index + 1].id)
+                    if isinstance(il, MmaLayout):
+                        yl = il
                 # So is any blocked layout the body computes it in (int32 search bounds stored as int64 after the
                 # loop: converted once there, not every iteration; bucketize 8 -> 1 barriers, measured on the H100,
                 # 2026-12-06: 0.471 of the time, 2.06 -> 0.98 of Triton's; RMSNorm backward's dW partials 0.954)
