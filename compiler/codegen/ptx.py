@@ -126,8 +126,16 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # (2.39 of Triton's time on the H200) 167936 -> 98304 bytes of shared memory, 1 -> 2 blocks an SM (Triton: 98304, 2),
 # 128 registers either way; its SASS loop 475 -> 363 instructions (Triton 377), shared accesses in it 111 -> 15 (18),
 # barriers 14 -> 10 (10). 1 corpus kernel changes; untimed (`scripts/gpu_session.sh abin` queues it).
+# `while_carry` (passes/assign_layouts.py `_group_runs`; sixteenth session, CPU only, untimed): a while loop's
+# carried values count as one value each across the loop when memory accesses are grouped by the values they meet,
+# as a for loop's do: the union-find roots kernel (1.32 of Triton's time on the H200) gathered parents at 4 elements a
+# thread inside the loop (their indices meet the contiguous stores' offsets) but carried them at 1, 8 conversions
+# through shared memory; under the switch none: 55 -> 48 registers (Triton 44), 8208 -> 16 bytes of shared memory
+# (16), 9 -> 10 blocks an SM (10), its loop 204 -> 109 SASS instructions (163), 12 -> 2 barriers (3). 1 corpus kernel
+# changes.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
+                     "while_carry")
 
 
 @functools.lru_cache(maxsize=None)

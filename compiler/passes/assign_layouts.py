@@ -363,6 +363,20 @@ class _Assigner:
                         for v in vals[1:]:
                             if tuple(v.type.shape) == tuple(a.type.shape):
                                 union(v.id, a.id)
+                elif k == "while" and ab_switch("while_carry"):
+                    # (A/B `while_carry`) a while loop's carried values are one value each across the loop too:
+                    # the initial value, the before-block's argument, what the condition passes on, the
+                    # after-block's argument, what it yields and the loop's result
+                    before, after = op.blocks
+                    cond, y = before.terminator, after.terminator
+                    for i, a in enumerate(before.args):
+                        if not a.type.shape:
+                            continue
+                        vals = [v[i] for v in (op.operands, cond.operands[1:], after.args, y.operands, op.results)
+                                if i < len(v)]
+                        for v in vals:
+                            if tuple(v.type.shape) == tuple(a.type.shape):
+                                union(v.id, a.id)
                 elif k in ("load", "store") and op.operands and op.operands[0].type.shape:
                     to_smem = k == "load" and self._to_smem(op)
                     if not to_smem:
