@@ -305,7 +305,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
-    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_while_carry.py tests/ops/test_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_while_carry.py tests/ops/test_store_runs.py tests/ops/test_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
@@ -335,9 +335,9 @@ fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
   # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the three A/Bs still in progress
-  # after the sixteenth session (each faster on one kernel, slower on another there) and its new `nested_mma_carry`
-  # and `while_carry`, on the kernels each changes
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16@mm_blockptr_nested_colmajor_bf16|nested_mma_carry@union_find_roots_while_i32|while_carry}"
+  # after the sixteenth session (each faster on one kernel, slower on another there) and its new `nested_mma_carry`,
+  # `while_carry` and `store_runs`, on the kernels each changes
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16@mm_blockptr_nested_colmajor_bf16|nested_mma_carry@union_find_roots_while_i32|while_carry@adamw_step_f32,bucketize_binary_search_i64,bucketize_left_odd_n_i64,focal_loss_libdevice_f32,gae_revscan_axis0_f32,int_avgpool_trunc_i16,libdevice_mixed_args_f32_f64,optional_ptrs_none_colscale_outsum_f16,pcm_frame_ptp_i16,ppo_clip_ratio_f16,rmsnorm_bwd_dw_f16,rmsnorm_bwd_gemma_offset_inplace_bf16,serial_window_mixsign_u32,softmax_temp_allmasked_rows_f16,stick_breaking_cumprod_bf16|store_runs}"
   for i in "${!abruns[@]}"; do
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \

@@ -133,9 +133,18 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # through shared memory; under the switch none: 55 -> 48 registers (Triton 44), 8208 -> 16 bytes of shared memory
 # (16), 9 -> 10 blocks an SM (10), its loop 204 -> 109 SASS instructions (163), 12 -> 2 barriers (3). 1 corpus kernel
 # changes.
+# `store_runs` (passes/assign_layouts.py `_group_runs`; sixteenth session, CPU only, untimed): a group of accesses
+# whose values meet takes at most one 16-byte vector of its widest stored element a thread along the contiguous dim.
+# By default an fp16 or bf16 load lengthens its group to 8 elements a thread, and the group's fp32 stores then write
+# two vectors a thread, each warp instruction's lanes 32 bytes apart (half of every sector); Triton converts such
+# values to a 4-a-thread layout through shared memory before the store. Of the 12 corpus kernels with such stores,
+# the slowest against Triton on the H200 were libdevice on mixed float32/float64 arguments 1.97, PPO's loss 1.33,
+# the optional-pointer kernel 1.21, AdamW 1.14. 15 kernels change; static figures mixed: PPO 61 -> 48 registers,
+# 8192 -> 64 bytes of shared memory, 8 -> 10 blocks an SM; RMSNorm backward dW 16400 -> 32 bytes; but bucketize over
+# an odd N 10 -> 8 blocks, the PCM frame kernel 5 -> 4, stick-breaking 6 -> 5.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry")
+                     "while_carry", "store_runs")
 
 
 @functools.lru_cache(maxsize=None)

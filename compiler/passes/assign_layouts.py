@@ -403,7 +403,22 @@ class _Assigner:
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
         out, cross = {}, {}
+        cap = {}  # (A/B `store_runs`) group -> the most elements a thread its runs may have: one store vector
+        if ab_switch("store_runs"):
+            # A run of more than 16 bytes a thread in a stored value is written by several vectors a thread, each
+            # warp instruction's lanes 32 bytes or more apart (half of every sector it touches): the group's runs
+            # stop at one vector of its widest stored element, its narrower loads then read shorter vectors
+            # (lanes still contiguous) and its stores write whole sectors
+            for op, data, order, run, _ in mem:
+                if op.kind == "store":
+                    key = (find(data), order)
+                    eb = _ebytes(op.operands[0].type.element.element_ty)
+                    cap[key] = min(cap.get(key, 16), max(1, 16 // eb))
         for op, data, order, run, full in mem:
+            key = (find(data), order)
+            if key in cap and op.kind == "load" and max(best[key], own[id(op)]) > cap[key]:
+                out[id(op)] = cap[key]
+                continue
             g = best[(find(data), order)]
             # a gather takes the layout its group's accesses have, not only their vector runs: values loaded under
             # a mask that varies per element (n not a multiple of the run) are laid out as many a thread as their
