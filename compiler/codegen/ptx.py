@@ -142,9 +142,18 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # the optional-pointer kernel 1.21, AdamW 1.14. 15 kernels change; static figures mixed: PPO 61 -> 48 registers,
 # 8192 -> 64 bytes of shared memory, 8 -> 10 blocks an SM; RMSNorm backward dW 16400 -> 32 bytes; but bucketize over
 # an odd N 10 -> 8 blocks, the PCM frame kernel 5 -> 4, stick-breaking 6 -> 5.
+# `scatter_lanes` (passes/assign_layouts.py `_spread_scatter`; sixteenth session, CPU only, untimed): a store whose
+# pointer is contiguous along no dim, of a value whose blocked layout gives a thread a run along its lanes' dim, takes
+# the pointer's coalesced layout, one element a thread, lanes on adjacent elements, through one conversion of the
+# value. kv_append_slotmap_vllm_layout_f16 (1.61 of Triton's time on the H200): the value-cache store (stride
+# block_size = 16 halves along the head dim) touches 32 -> 8 128-byte lines per warp-wide store, 32 sectors either
+# way (Triton 8 lines, 32 sectors); 0 -> 2176 bytes of shared memory (Triton 2048), 0 -> 2 barriers (Triton 1), 288 ->
+# 320 SASS instructions (Triton 336). Changes 3 corpus kernels: that one, libdevice_mixed_args_f32_f64 (stride-3 and
+# -5 AoS stores: 0 -> 4112 bytes of shared memory, 0 -> 21 barriers; Triton 2048, 17) and stream_compact_rows_f32
+# (its loop 172 -> 218 instructions, 4 -> 10 barriers, 40 -> 48 registers; Triton 406, 11, 72).
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry", "store_runs")
+                     "while_carry", "store_runs", "scatter_lanes")
 
 
 @functools.lru_cache(maxsize=None)

@@ -306,6 +306,22 @@ class _Assigner:
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
         return tuple(order), min(vec, max(1, 16 // eb), shape[d])
 
+    def _spread_scatter(self, vl, anc, op) -> bool:
+        """(A/B `scatter_lanes`) A store with no contiguous dim (every element its own scalar store: a scatter by
+        computed offsets, such as a paged cache's [.., D, block_size] value layout) of a value whose blocked layout
+        gives each thread a run of elements along the dim its lanes go along: each of the thread's stores puts the
+        warp's lanes `run` elements apart, so one warp-wide store touches up to `run` times the 32-byte sectors and
+        128-byte lines it would with lanes on consecutive elements (whatever the stride along that dim; equal once
+        it reaches a line), and the run buys no vector. The store then takes its pointer's coalesced layout, one
+        element a thread along that dim, and the value is converted to it once. (Stores only: a store goes on to
+        the L2 per warp-wide access, sector by sector of each line it touches, where a gather's later accesses to
+        the same lines hit in the L1, so gathers keep their group's run, `_group_runs`.)"""
+        if not isinstance(vl, BlockedLayout) or vl.rank != anc.rank or not isinstance(anc, BlockedLayout):
+            return False
+        d = vl.order[0]
+        return (anc.order[0] == d and vl.spt[d] > 1 and anc.spt[d] == 1
+                and all(self._contiguity(op.operands[0], x) == 1 for x in range(vl.rank)))
+
     def _contiguity(self, v, d) -> int:
         info = self.ai.get(v.id)
         return info.contiguity[d] if info is not None else 1
@@ -863,7 +879,8 @@ class _Assigner:
                 # Keep the data where it is unless that would make the store uncoalesced (the value's fastest
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
                 if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
-                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op):
+                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op) and not (
+                        ab_switch("scatter_lanes") and self._spread_scatter(vl, anc, op)):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
