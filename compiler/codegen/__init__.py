@@ -4,8 +4,10 @@
 """
 from __future__ import annotations
 
+import re
+
 from ..ir.core import Module
-from ..options import Options
+from ..options import Options, ab_switch
 
 
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
@@ -37,7 +39,80 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     if options.maxnreg:
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg
-    return {"llir": llir, "ptx": ptx, "cubin": ptx_to_cubin(ptx, options.arch) if cubin else None, "meta": meta}
+    made = None
+    if not options.maxnreg and not blocks and ab_switch("nreg_headroom"):
+        ptx, made = register_headroom(ptx, options.arch, meta)
+    if cubin and made is None:
+        made = ptx_to_cubin(ptx, options.arch)
+    return {"llir": llir, "ptx": ptx, "cubin": made if cubin else None, "meta": meta}
+
+
+_LOOP_LABEL = re.compile(r"^(\$L__BB\d+_\d+):", re.M)
+_LOOP_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);")
+
+
+def loop_global_loads(ptx: str) -> int:
+    """The most global loads (`ld.global`, inline assembly's included) in one loop of the PTX: the lines from a label
+    to a later branch back to it."""
+    lines = ptx.splitlines()
+    at, best = {}, 0
+    for i, ln in enumerate(lines):
+        m = _LOOP_LABEL.match(ln)
+        if m:
+            at[m.group(1)] = i
+            continue
+        m = _LOOP_BRANCH.search(ln)
+        if m and m.group(1) in at:
+            best = max(best, sum(x.count("ld.global") for x in lines[at[m.group(1)]:i]))
+    return best
+
+
+def register_headroom(ptx: str, arch: str, meta: dict):
+    """(PTX, cubin) of a kernel with a loop that loads from global memory twice or more an iteration, assembled with
+    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives (A/B `nreg_headroom`).
+
+    Without a register limit ptxas schedules a loop to a register target of its own, and a loop that would need a
+    few registers more to keep its loads in flight (issued together, before the first use of one) gets them issued
+    one after another, each load's latency waited for in turn; given the limit it uses the registers the occupancy
+    leaves free. The kernel is assembled once (`-v`) to learn its registers, spills and shared memory, then again with
+    the limit, kept unless it spills more. Returns (PTX, its cubin or None: the caller assembles it); the PTX unchanged
+    without such a loop or without a ptxas. Up to three ptxas runs where one did: a cost of the A/B."""
+    from ..resources import occupancy
+    from .ptx import PTXASError, _assemble, ptx_arch
+
+    if loop_global_loads(ptx) < 2:
+        return ptx, None
+    target = ptx_arch(ptx, arch)
+    cubin, log = _assemble(ptx, target, ("-v",))
+    if cubin is None:
+        return ptx, None
+    regs, shared, spills = (_logged(log, k) for k in ("registers", "shared", "spill_stores"))
+    shared += int(meta.get("shared_bytes", 0))
+    threads = 32 * int(meta.get("num_warps", 4))
+    blocks = occupancy(regs, shared, threads, target) if regs else 0
+    if not blocks:
+        return ptx, cubin
+    limit = regs
+    while limit < 255 and occupancy(limit + 1, shared, threads, target) == blocks:
+        limit += 1
+    # also where the limit is ptxas's own count: given a limit, ptxas schedules to it, not to a lower target
+    roomy = _with_maxnreg(ptx, limit)
+    try:
+        made, log = _assemble(roomy, target, ("-v",))
+    except PTXASError:
+        return ptx, cubin
+    if _logged(log, "spill_stores") > spills:  # more in flight, but spilled: not worth it
+        return ptx, cubin
+    meta["nreg_headroom"] = limit
+    return roomy, made
+
+
+def _logged(log: str, key: str) -> int:
+    """A resource of a `ptxas -v` log (compiler/codegen/ptx.py _RES), 0 where it is not reported."""
+    from .ptx import _RES
+
+    m = _RES[key].search(log)
+    return int(m.group(1)) if m else 0
 
 
 def _with_maxnreg(ptx: str, n: int) -> str:

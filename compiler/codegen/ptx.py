@@ -152,8 +152,23 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # -5 AoS stores: 0 -> 4112 bytes of shared memory, 0 -> 21 barriers; Triton 2048, 17) and stream_compact_rows_f32
 # (its loop 172 -> 218 instructions, 4 -> 10 barriers, 40 -> 48 registers; Triton 406, 11, 72).
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
+# `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
+# assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
+# SM, kept unless it spills more). Without a limit ptxas schedules a loop to a register target of its own and, a few registers short, issues a
+# loop's loads one after another, the second into the first one's registers after the first one's data was used
+# (scripts/loads_in_flight.py counts the loads issued before the first use). The sequence max-pool (two 16-byte
+# loads an iteration, 4 warps): 76 registers, 1 of 2 loads in flight, loop of 135 SASS instructions -> 80 registers
+# (6 blocks an SM either way), 2 of 2, 132; with pack_carried16 70 -> 72 (7 blocks), 1 -> 2 of 2, 139; Triton's 72
+# registers, 2 of 2, 145 (its code needs as many registers; its epilogue, not its loop, sets ptxas's target that
+# high). The order of the elementwise ops, the mask predicates, the carried values' form did not change the
+# schedule (docs/EXPERIMENTS.md). The corpus (benchmarks/loads-in-flight-2026-12-06/nreg_headroom.md): the PTX of 78
+# of the 250 kernels changes (two more spilled under the limit and keep their PTX); more loads in flight on 9 (the
+# max-pool, the looped Welford LayerNorm 3 -> 5 of 5, the reverse GAE scan 10 -> 13 of 13, the triangular solve
+# 6 -> 8 of 8, varlen sums 4 -> 5 of 16, ...), fewer on 2 (row KL divergence 10 -> 9 of 16, the 4-bit group quantizer
+# 4 -> 3 of 4), as many on 67; kernels with a loop with fewer loads in flight than Triton's 14 -> 8. Costs two more
+# ptxas runs a kernel it applies to. Untimed.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry", "store_runs", "scatter_lanes")
+                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom")
 
 
 @functools.lru_cache(maxsize=None)
