@@ -167,8 +167,13 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 6 -> 8 of 8, varlen sums 4 -> 5 of 16, ...), fewer on 2 (row KL divergence 10 -> 9 of 16, the 4-bit group quantizer
 # 4 -> 3 of 4), as many on 67; kernels with a loop with fewer loads in flight than Triton's 14 -> 8. Costs two more
 # ptxas runs a kernel it applies to. Untimed.
+# `neg_axis` (passes/axisinfo.py `_neg`; sixteenth session, CPU only, untimed): a negated value keeps its divisibility
+# and constancy in the axis analysis (the default knew only its constancy). The 5-point stencil (1.11 of Triton's time
+# on the H200) loaded its row above through `p - stride_x` an element at a time (16 scalar loads a thread) where the
+# row below, `p + stride_x`, took 4 16-byte vectors: under the switch 4 vectors for both, as Triton's; 304 -> 288 SASS
+# instructions (Triton 288) but 48 -> 52 registers, 10 -> 9 blocks an SM (Triton 48, 10). 1 corpus kernel changes.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom")
+                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis")
 
 
 @functools.lru_cache(maxsize=None)

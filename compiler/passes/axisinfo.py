@@ -184,6 +184,17 @@ def _elementwise_const(op, *infos):
     return AxisInfo((1,) * len(const), (1,) * len(const), const)
 
 
+def _neg(op, a):
+    """(A/B `neg_axis`) -x: divisible by what divides x (a stride negated, `p - stride`, keeps the 16-byte alignment of
+    the rows it steps to), constant where x is; runs of consecutive values become decreasing ones (contiguity 1).
+    Without the switch a negation is known only constant where x is."""
+    from ..options import ab_switch
+
+    if not ab_switch("neg_axis"):
+        return _elementwise_const(op, a)
+    return AxisInfo((1,) * len(a.constancy), a.divisibility, a.constancy)
+
+
 def _minmax(op, a, b):
     """min(a, b) / max(a, b) is, element by element, one of its operands: runs where both are contiguous (their
     difference constant, so the order never flips inside one) stay contiguous, and the first element of each run is
@@ -287,7 +298,7 @@ _RULES = {
     "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
     "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
     "max": _minmax, "min": _minmax, "idiv": _idiv, "irem": _irem,
-    "shr": _elementwise_const, "not": _elementwise_const, "neg": _elementwise_const,
+    "shr": _elementwise_const, "not": _elementwise_const, "neg": _neg,
     "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
     "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,
 }
