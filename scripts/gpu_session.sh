@@ -335,8 +335,9 @@ fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
   # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the three A/Bs still in progress
-  # after the sixteenth session (each faster on one kernel, slower on another there), on the kernels each changes
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16}"
+  # after the sixteenth session (each faster on one kernel, slower on another there) and the seventeenth's two
+  # untimed ones (broadcast_layout, stride_lanes), on the kernels whose SASS each changes
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@gather_w8a8_u8_optptr_swizzle,delta_decode_wrap_i8|pack_carried@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16@minhash_umulhi_u32,nbody_accel_f64,nms_iou_mask_i64,retention_chunked_d64,topk_experts_f32,vflip_sort_gather_topk_f32|broadcast_layout@libdevice_mixed_args_f32_f64,voxelize_floor_trunc_f32|stride_lanes}"
   for i in "${!abruns[@]}"; do
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \
