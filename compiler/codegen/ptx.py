@@ -172,8 +172,35 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # on the H200) loaded its row above through `p - stride_x` an element at a time (16 scalar loads a thread) where the
 # row below, `p + stride_x`, took 4 16-byte vectors: under the switch 4 vectors for both, as Triton's; 304 -> 288 SASS
 # instructions (Triton 288) but 48 -> 52 registers, 10 -> 9 blocks an SM (Triton 48, 10). 1 corpus kernel changes.
+# Sixteenth session, later (CPU only, untimed; the two corpus kernels furthest above Triton's time on the H200,
+# benchmarks/2026-12-06k-h200, read in both compilers' SASS):
+# `broadcast_layout` (passes/assign_layouts.py `_broadcast_default`: a value made only to be broadcast, an expand_dims'
+# [M, 1] or [1, N] that no user wants in a layout, takes the default layout of the shape it is broadcast to; a
+# loop-invariant operand of it is made so before the loop, by a last backward walk after every other wish).
+# MinHash signatures (2.59 of Triton's time): the default of the [64, 1] token column put all 32 lanes and 4 warps on
+# its 64 rows, so the [64, 64] uint32 hash tile was held twice over (64 elements a thread, all 64 columns in each) and
+# its column minimum went over lanes (64 redux.sync.min) and warps, with the hash multipliers converted through shared
+# memory every iteration. Loop 757 -> 290 SASS instructions (Triton 379), IMAD 131 -> 66, REDUX.MIN 64 -> 0, LDS.128
+# 64 -> 4, 94 -> 46 registers (Triton 32), 8 -> 6 barriers an iteration (Triton 3). PTX changes on 8 corpus kernels,
+# SASS on 6: minhash_umulhi_u32, nbody_accel_f64 (its loop 859 -> 622, 16 -> 14 barriers, 9216 -> 528 bytes of
+# shared memory), nms_iou_mask_i64 (1384 -> 1072 instructions, 168 -> 122 registers, 9 -> 21 barriers),
+# vflip_sort_gather_topk_f32 (1904 -> 1824, 9 -> 15 barriers), topk_experts_f32 (392 -> 392, 36 -> 27 registers,
+# 11 -> 13 barriers), retention_chunked_d64 (loop 514 -> 521: a column's exp2 for each row a thread holds);
+# gated_delta_rule_bf16 and topk_sort_gather_f32 have other PTX, the same SASS.
+# `stride_lanes` (passes/assign_layouts.py `_group_runs`, axisinfo.elem_step): a group of accesses, one of them
+# through pointers a constant stride of 2 or more elements apart along its fastest dim (`X + offs * 3`), takes one
+# element a thread there (its loads scalar), so lanes hold consecutive indices and a warp's strided access spans one
+# stride a lane; only where the group's contiguous accesses are all of 4-byte elements or wider (scalar ones then fill
+# a 128-byte line a warp as vectors do). libdevice with mixed argument types (1.97 of Triton's time): 11 stores at
+# strides 3 (float64, int32) and 5 (float32) from 4 consecutive elements a thread, lanes 4 strides apart: 832 128-byte
+# lines a warp for its 4 x 11 store instructions -> 208 (Triton's 208: its stores are one element a thread, after 17
+# barriers' worth of conversions); 2 LDG.E.128 -> 8 LDG.E (the same lines), SASS 4888 -> 4848 instructions (Triton
+# 5224), 72 registers (Triton 72), no shared memory. PTX changes on 2 corpus kernels: libdevice_mixed_args_f32_f64
+# and voxelize_floor_trunc_f32 (points at stride 3: 608 -> 512 instructions, 13 -> 3 barriers, 8208 -> 16 bytes of
+# shared memory).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis")
+                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
+                     "stride_lanes")
 
 
 @functools.lru_cache(maxsize=None)

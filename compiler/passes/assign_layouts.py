@@ -16,6 +16,7 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
+from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
 from ..options import ab_switch
@@ -282,6 +283,8 @@ class _Assigner:
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
+        self.broadcast_layout = ab_switch("broadcast_layout")  # (A/B) see _broadcast_default
+        self._broadcast_push = False  # in the backward walk _first_walks makes last under broadcast_layout
 
     def _note_users(self, block):
         for op in block.ops:
@@ -418,6 +421,26 @@ class _Assigner:
             laid[key] = max(laid.get(key, 1), own[id(op)])
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
+        strided = set()
+        if ab_switch("stride_lanes"):
+            # (A/B `stride_lanes`) a group with an access through pointers a constant stride of 2 or more elements
+            # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
+            # so lanes hold consecutive indices and the strided accesses go with lanes one stride apart (a warp's
+            # f64 store at stride 3 spans 768 bytes, six 128-byte lines; with 4 elements a thread, lanes were 4
+            # strides apart: 3072 bytes, 24 lines). The group's contiguous accesses are then scalar, lanes still
+            # consecutive: as many 128-byte lines a warp where their elements are 4 bytes or more (more
+            # instructions), so only groups whose contiguous accesses all are (16-bit ones would take two lines an
+            # instruction's worth of vector accesses takes in one)
+            narrow = set()
+            for op, data, order, run, _ in mem:
+                key = (find(data), order)
+                step = axisinfo.elem_step(op.operands[0], order[0])
+                if step is not None and abs(step) >= 2:
+                    strided.add(key)
+                elif self._contiguity(op.operands[0], order[0]) > 1 and _ebytes(
+                        op.operands[0].type.element.element_ty) < 4:
+                    narrow.add(key)
+            strided -= narrow
         out, cross = {}, {}
         cap = {}  # (A/B `store_runs`) group -> the most elements a thread its runs may have: one store vector
         if ab_switch("store_runs"):
@@ -436,6 +459,10 @@ class _Assigner:
                 out[id(op)] = cap[key]
                 continue
             g = best[(find(data), order)]
+            if (find(data), order) in strided:
+                if op.kind == "load":
+                    out[id(op)] = 1
+                continue
             # a gather takes the layout its group's accesses have, not only their vector runs: values loaded under
             # a mask that varies per element (n not a multiple of the run) are laid out as many a thread as their
             # pointers allow, and a gather meeting them needs no conversion (bucketize over N = 2^24 + 5: 10 -> 1
@@ -1041,12 +1068,41 @@ class _Assigner:
             return
         tgt = self.desired.get(op.result.id)
         if tgt is None and src is not None and final:
-            tgt = self.default(op.result)
+            tgt = self._broadcast_default(op.result) if self.broadcast_layout else None
+            tgt = tgt or self.default(op.result)
         if tgt is None:
             self.set(op, [None])
             return
         self.want(op, 0, SliceLayout(ax, tgt), final)
         self.set(op, [tgt])
+
+    def _broadcast_default(self, v):
+        """(A/B `broadcast_layout`) the default layout of the shape v is broadcast to, where v (an expand_dims'
+        [M, 1] or [1, N]) has no layout its users want and every user broadcasts it to that one shape: v is made in
+        the layout of what it becomes, not in one chosen for its own shape. The default of [M, 1] puts every lane and
+        warp on the M rows (more threads than rows where M < 32 * num_warps: a row in two or more threads) and the
+        broadcast then holds all N columns in every thread: MinHash's [64, 64] uint32 hash tile in 128 threads was 64
+        elements a thread where 32 hold it, each computed twice, and its column minimum went over lanes and warps (64
+        warp reductions and a shared-memory exchange an iteration). None where v has other users."""
+        users = self.users.get(v.id, ())
+        shapes = {tuple(u.result.type.shape) for u in users if u.kind == "broadcast"}
+        if not users or len(shapes) != 1 or any(u.kind != "broadcast" for u in users):
+            return None
+        shape = shapes.pop()
+        return default_blocked(shape, _ebytes(v.type.element), self.nw)
+
+    @staticmethod
+    def _invariant_in_loop(v, op) -> bool:
+        """Whether op sits in a loop's body and v is defined outside that loop (the innermost one)."""
+        loop, blk = None, op.block
+        while blk is not None and loop is None:
+            owner = getattr(blk, "parent", None)
+            if owner is None:
+                return False
+            if owner.kind in ("for", "while"):
+                loop = owner
+            blk = owner.block
+        return loop is not None and isinstance(v.owner, Op) and not _inside(v.owner, loop)
 
     def _reshape(self, op, final):
         s, r = op.operands[0].type.shape, op.result.type.shape
@@ -1107,6 +1163,11 @@ class _Assigner:
         R = self._cur(op.results[0]) if op.results else None
         if R is None and k in ("inline_asm", "inline_asm_effects"):  # several results: the first one wanted
             R = next((x for x in map(self._cur, op.results) if x is not None), None)
+        if k == "expand_dims" and R is None and self._broadcast_push and self._invariant_in_loop(op.operands[0], op):
+            # (A/B `broadcast_layout`, a last backward walk: after every other wish) a loop-invariant operand is made
+            # in the layout the final walk gives the expand_dims (_broadcast_default) before the loop, not converted
+            # to it every iteration
+            R = self._broadcast_default(op.result)
         if k in ELEMENTWISE or k in ("broadcast", "scan"):
             for v in op.operands:
                 self._push(v, R)
@@ -1226,3 +1287,9 @@ def _first_walks(a, module):
         a.lay = {}
         a.forward(module.function.body, final=False)
         a.backward(module.function.body)
+    if a.broadcast_layout:
+        # (A/B `broadcast_layout`) the wishes for loop-invariant operands of values made only to be broadcast, where
+        # nothing else wants a layout for them (a wish is never replaced: the other walks' come first)
+        a._broadcast_push = True
+        a.backward(module.function.body)
+        a._broadcast_push = False

@@ -371,3 +371,52 @@ def _loop(op, info):
         _block(body, info)
     for r, ci in zip(op.results, carried):
         info[r.id] = ci
+
+
+def elem_step(v, d: int, depth: int = 16):
+    """The constant step along dim d of an integer or pointer block value that is affine in the index there
+    (pointers: in elements), or None where that is not known: `offs * 3` steps by 3, `X + offs * 5 + 1` by 5, a
+    scalar splat or a broadcast along d by 0, an arange by 1. Read by the layout pass (A/B `stride_lanes`) to tell a
+    strided access, whose lanes are a constant distance apart, from a gather."""
+    if depth <= 0:
+        return None
+    shape = tuple(v.type.shape)
+    if not shape:
+        return 0
+    o = v.owner
+    if not isinstance(o, Op):
+        return None
+    k = o.kind
+    if k == "const":
+        return 0
+    if k == "splat":
+        return 0 if not o.operands[0].type.shape else None
+    if k == "arange":
+        return 1 if d == 0 else None
+    if k == "convert_layout":
+        return elem_step(o.operands[0], d, depth - 1)
+    if k == "cast":
+        to, src = o.attrs["to"], o.operands[0].type.element
+        ok = to.is_int() and not to.is_bool() and src.is_int() and not src.is_bool() and to.bits >= src.bits
+        return elem_step(o.operands[0], d, depth - 1) if ok else None
+    if k == "broadcast":
+        src = tuple(o.operands[0].type.shape)
+        return 0 if src[d] == 1 and shape[d] != 1 else elem_step(o.operands[0], d, depth - 1)
+    if k == "expand_dims":
+        ax = o.attrs["axis"]
+        if d == ax:
+            return 0
+        return elem_step(o.operands[0], d - (d > ax), depth - 1) if o.operands[0].type.shape else 0
+    if k in ("add", "sub", "addptr"):
+        a, b = (elem_step(x, d, depth - 1) for x in o.operands[:2])
+        if a is None or b is None:
+            return None
+        return a - b if k == "sub" else a + b
+    if k in ("mul", "shl"):
+        for i in (0, 1) if k == "mul" else (0,):
+            c = _const_value(o.operands[1 - i])
+            if isinstance(c, int) and not isinstance(c, bool) and (k == "mul" or 0 <= c < 64):
+                s = elem_step(o.operands[i], d, depth - 1)
+                return None if s is None else s * (c if k == "mul" else 1 << c)
+        return None
+    return None
