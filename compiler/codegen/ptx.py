@@ -198,9 +198,19 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # 5224), 72 registers (Triton 72), no shared memory. PTX changes on 2 corpus kernels: libdevice_mixed_args_f32_f64
 # and voxelize_floor_trunc_f32 (points at stride 3: 608 -> 512 instructions, 13 -> 3 barriers, 8208 -> 16 bytes of
 # shared memory).
+# `run_dims` (passes/assign_layouts.py `_continued_order`, axisinfo.elem_step): where an access's fastest dim is one
+# contiguous run over its whole extent, the next dim its lanes take is the one (among those tied in contiguity) whose
+# pointers step by exactly the elements the dims before it span, not the higher-numbered one: lanes go on along one
+# longer contiguous range. Monarch's [16, 64, 16] fp16 tile `X + row * 264 + b * 16 + i` (1.38 of Triton's time on the
+# H200) had order (2, 1, 0), 16 lanes over 16 rows 528 bytes apart: each of its 128 scalar 16-bit loads a thread and
+# 16 vector stores touched 16 128-byte lines a warp; now (2, 0, 1), 16 lanes along b, Triton's layout exactly
+# (threadsPerWarp [16, 1, 2], order [2, 0, 1]): 4 lines a warp access, the same sectors. SASS 1616 -> 1840
+# instructions (Triton 1176: address arithmetic of 16 rows a thread, IMAD 106 -> 247, LEA 166 -> 246), 167 -> 168
+# registers (Triton 167), 3 blocks an SM as Triton's, shared memory and barriers unchanged (32768 bytes, 11).
+# PTX changes on 1 corpus kernel: monarch_3d_dot_f16.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
-                     "stride_lanes")
+                     "stride_lanes", "run_dims")
 
 
 @functools.lru_cache(maxsize=None)

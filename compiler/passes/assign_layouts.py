@@ -274,6 +274,7 @@ class _Assigner:
         self.fn = fn
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
+        self.run_dims = ab_switch("run_dims")  # (A/B) see _continued_order
         self.users: dict = {}
         self._note_users(fn.body)
         self.desired: dict = {}
@@ -304,10 +305,37 @@ class _Assigner:
         shape = ptr.type.shape
         info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
         order = sorted(range(len(shape)), key=lambda d: (-info.contiguity[d], -d))
+        if self.run_dims:
+            order = self._continued_order(ptr, order, info)
         eb = _ebytes(ptr.type.element.element_ty)
         d = order[0]
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
         return tuple(order), min(vec, max(1, 16 // eb), shape[d])
+
+    @staticmethod
+    def _continued_order(ptr, order, info) -> list:
+        """(A/B `run_dims`) The dims after the fastest, reordered where the fastest dim's whole extent is one
+        contiguous run: among the dims tied with the next one in contiguity, the one whose pointers step by exactly
+        the elements the dims before it span (`X + b * 16 + i` over i < 16: b continues i's run) goes next, then
+        the same again with the span grown. Lanes then go along one longer contiguous range (a [16, 64, 16] fp16
+        tile of rows 528 bytes apart, i and b spanning a row's 512 bytes: a warp's access touches 4 128-byte
+        lines, not the 16 of lanes going on to the rows). The analysis sees each dim alone, so without this a tie
+        falls to the higher dim whatever the strides."""
+        order = list(order)
+        shape = ptr.type.shape
+        d = order[0]
+        if info.contiguity[d] < shape[d] or axisinfo.elem_step(ptr, d) != 1:
+            return order
+        span = shape[d]
+        for k in range(1, len(order)):
+            tied = [e for e in order[k:] if info.contiguity[e] == info.contiguity[order[k]]]
+            nxt = next((e for e in tied if shape[e] > 1 and axisinfo.elem_step(ptr, e) == span), None)
+            if nxt is None:
+                break
+            order.remove(nxt)
+            order.insert(k, nxt)
+            span *= shape[nxt]
+        return order
 
     def _spread_scatter(self, vl, anc, op) -> bool:
         """(A/B `scatter_lanes`) A store with no contiguous dim (every element its own scalar store: a scatter by
