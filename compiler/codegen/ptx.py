@@ -39,7 +39,7 @@ def _init():
     return True
 
 
-AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
+AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its docstring; copy_src64 below)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan) are settled, not
 # pending: forcing either of the two cross-warp schemes against the cost model's choice measured direct 1.022,
 # prefix 0.989 over the three corpus scans (H200, 2026-12-02, benchmarks/2026-12-02b/abin1.md), within noise, so the
@@ -208,6 +208,17 @@ AB_SWITCHES = ("short_ptr",)  # the ones llvm_to_ptx reads (see its docstring)
 # instructions (Triton 1176: address arithmetic of 16 rows a thread, IMAD 106 -> 247, LEA 166 -> 246), 167 -> 168
 # registers (Triton 167), 3 blocks an SM as Triton's, shared memory and barriers unchanged (32768 bytes, 11).
 # PTX changes on 1 corpus kernel: monarch_3d_dot_f16.
+# `copy_src64` (in AB_SWITCHES: llvm_to_ptx applies it, `copy_src64` below; sixteenth session, CPU only, untimed;
+# docs/EXPERIMENTS.md "The fp16 matmul class on the H200"): a cp.async source address in a loop whose offset is a
+# 32-bit value widened and scaled by one `mul.wide.s32` gets the offset as `cvt.s64.s32` + `shl.b64` (Triton's PTX
+# form, the same value). The 128x128x64 w8 s3 fp16 matmuls run at 1.09-1.13 of Triton's time on the H200 with the
+# same pipeline, registers, shared memory and blocks an SM; from the first form ptxas rebuilds B's copy addresses at
+# the copies (IMAD.WIDE from the carried base, which it first moves into registers the third A copy reads: the warp
+# waits for that LDGSTS among its copies), from the second it computes them before the first copy. mm_nobias: the
+# eight LDGSTS span 19 -> 13 instructions, IMAD.WIDE / moves among them 4 / 2 -> 0 / 0, copies whose address
+# registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
+# registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
+# too, and ours takes 1.11 of its time there all the same.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
                      "stride_lanes", "run_dims")
@@ -433,6 +444,8 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
         mod.verify()
         _optimize(mod, tm, level)
         ptx = tm.emit_assembly(mod)
+    if "copy_src64" in ab:
+        ptx = copy_src64(ptx)
     if has_line_info(ptx):
         ptx = _without_debug_labels(ptx)
         # `.target sm_90a, debug` makes ptxas build unoptimized code. LLVM writes it for full or line-tables-only
@@ -440,6 +453,42 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
         if ", debug" in ptx[:2000]:
             ptx = _DEBUG_TARGET.sub(r"\1", ptx, count=1)
     return ptx
+
+
+_CP_ASYNC_SRC = re.compile(r"cp\.async\.c[ag]\.shared\.global \[[^\]]+\], \[(%rd\d+)\]")
+_LABEL = re.compile(r"^(\$L__BB\d+_\d+):", re.M)
+_ADD64 = re.compile(r"^\s*add\.s64\s+(%rd\d+), (%rd\d+), (%rd\d+);", re.M)
+_MUL_WIDE = re.compile(r"^(\s*)mul\.wide\.([su])32\s+(%rd\d+), (%r\d+), (\d+);$", re.M)
+
+
+def copy_src64(ptx: str) -> str:
+    """A/B `copy_src64`: a cp.async source address in a one-dot wgmma loop, `base + offset`, whose offset is a
+    32-bit value widened and scaled in one `mul.wide.s32 %rd, %r, 2^k` gets that offset as `cvt.s64.s32` +
+    `shl.b64` instead (the same value). From the first, ptxas keeps the 32-bit value and rebuilds the address at the copy
+    (IMAD.WIDE from the carried base, which it first moves into registers an earlier copy of the iteration reads:
+    the warp waits for that LDGSTS to read them, among its copies); from the second it keeps the 64-bit offset
+    and computes the addresses before the first copy."""
+    # loops of one wgmma dot (one wgmma group committed an iteration): in loops of several dots (attention's) the
+    # 64-bit offsets, live through the softmax, cost registers and spills (attention D=128 12 -> 40 bytes)
+    loops = [(m.end(), b.start()) for m in _LABEL.finditer(ptx)
+             for b in re.finditer(r"\bbra(?:\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx)
+             if b.start() > m.end() and ptx.count("wgmma.commit_group", m.end(), b.start()) == 1]
+    srcs = {m.group(1) for m in _CP_ASYNC_SRC.finditer(ptx) if any(a < m.start() < b for a, b in loops)}
+    if not srcs:
+        return ptx
+    offsets = set()
+    for m in _ADD64.finditer(ptx):
+        if m.group(1) in srcs:
+            offsets.update((m.group(2), m.group(3)))
+
+    def widen(m):
+        ind, sign, dst, src, scale = m.groups()
+        n = int(scale)
+        if dst not in offsets or n <= 0 or n & (n - 1):
+            return m.group(0)
+        cvt = f"{ind}cvt.{sign}64.{sign}32 \t{dst}, {src};"
+        return cvt if n == 1 else f"{cvt}\n{ind}shl.b64 \t{dst}, {dst}, {n.bit_length() - 1};"
+    return _MUL_WIDE.sub(widen, ptx)
 
 
 _DEBUG_TARGET = re.compile(r"^(\s*\.target\s+[^\n,]+), debug", re.M)
