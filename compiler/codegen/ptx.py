@@ -444,6 +444,7 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
         mod.verify()
         _optimize(mod, tm, level)
         ptx = tm.emit_assembly(mod)
+    ptx = _renumbered_callseqs(ptx)
     if "copy_src64" in ab:
         ptx = copy_src64(ptx)
     if has_line_info(ptx):
@@ -453,6 +454,19 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
         if ", debug" in ptx[:2000]:
             ptx = _DEBUG_TARGET.sub(r"\1", ptx, count=1)
     return ptx
+
+
+_CALLSEQ = re.compile(r"// callseq (\d+)")
+
+
+def _renumbered_callseqs(ptx: str) -> str:
+    """The back end numbers each call sequence it writes (`// callseq N` comments) with a counter of the target
+    machine, which lives as long as the process: the same kernel's PTX text then depended on the kernels compiled
+    before it. Comments only (the machine code is the same): numbered from 0 per module, in order of appearance."""
+    if "// callseq" not in ptx:
+        return ptx
+    ids: dict = {}
+    return _CALLSEQ.sub(lambda m: f"// callseq {ids.setdefault(m.group(1), len(ids))}", ptx)
 
 
 _CP_ASYNC_SRC = re.compile(r"cp\.async\.c[ag]\.shared\.global \[[^\]]+\], \[(%rd\d+)\]")
