@@ -1027,23 +1027,27 @@ def _unflat(e, values, flat):
             i += 1
 
 
-def _pack_plan(vals):
+def _pack_plan(vals, loaded=None):
     """(A/B `pack_carried`) For loop-carried values: [(start, count, k, element type)] runs of the flat register list
     whose 8-bit integer registers travel k = 4 to a 32-bit word through the loop's phis. A tile prefetched by the register
     pipeline (an int8 GEMM's operands) otherwise crosses the back edge as one i8 phi per element: its loaded words
     are split into bytes before the loop's end and every byte is copied there, and elementwise math on them (an
-    xor a byte) stays byte by byte instead of 32-bit operations on the words."""
+    xor a byte) stays byte by byte instead of 32-bit operations on the words. Only values the body yields straight
+    from a load (`loaded`), which arrive as words: a running value computed a byte at a time (delta decoding's xor
+    checksum) would be packed and unpacked every iteration (its loop 180 -> 189 SASS instructions, 1.029 of the
+    time on the H200 under the first form of the switch, which packed every 8-bit carried tile)."""
     from ..options import ab_switch
 
     bytes_, halves = ab_switch("pack_carried"), ab_switch("pack_carried16")
     if not (bytes_ or halves):
         return []
     plan, i = [], 0
-    for v in vals:
+    for j, v in enumerate(vals):
         regs = v.regs if isinstance(v, Tile) else [v]
         t = regs[0].type if regs else None
         if isinstance(v, Tile) and regs and all(r.type == t for r in regs):
-            if bytes_ and isinstance(t, ir.IntType) and t.width == 8 and len(regs) % 4 == 0:
+            if (bytes_ and isinstance(t, ir.IntType) and t.width == 8 and len(regs) % 4 == 0
+                    and (loaded is None or loaded[j])):
                 plan.append((i, len(regs), 4, t))
             # (A/B `pack_carried16`) 16-bit registers (float16, bfloat16, int16) two to a word: a batched fp16 GEMM
             # on mma.sync carried its prefetched tiles and its fp16 accumulator as one 16-bit value an element, and
@@ -1112,7 +1116,8 @@ def _e_for(e, op):
         for j, lanes in partial.items():
             vals[j] = partial_init(e, vals[j], lanes)
         init = _flat(e, vals)
-    plan = _pack_plan([e.get(v) for v in op.operands[3:]])
+    plan = _pack_plan([e.get(v) for v in op.operands[3:]],
+                      [getattr(getattr(v, "owner", None), "kind", None) == "load" for v in body.terminator.operands])
     init = _pack(e, init, plan)
     pre = e.b.block
     e.b.branch(header)

@@ -115,7 +115,9 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # loss 1.036 (61 -> 48 registers, 8192 -> 32 bytes of shared memory, 8 -> 10 blocks an SM, yet slower).
 # `pack_carried` (codegen/llvm.py `_pack_plan`: 8-bit loop-carried registers four to a 32-bit word): the gathered-row
 # W8A8 GEMM 0.794 (its loop 349 -> 248 SASS instructions), delta decoding 1.029 (37 -> 30 registers, 12 -> 16 blocks an
-# SM, its loop 180 -> 189 instructions).
+# SM, its loop 180 -> 189 instructions: its xor checksum, computed a byte at a time, packed and unpacked every
+# iteration). Since (CPU only, untimed) only tiles the body yields straight from a load are packed: the W8A8 GEMM's
+# PTX as timed, delta decoding's the default's; 1 corpus kernel changes.
 # `pack_carried16` (the same for 16-bit registers, two to a word): the batched GEMM with a broadcast weight 0.819,
 # grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981; the fp16-accumulator matmul 1.044 (1.02-1.21 over
 # rounds), W4A16 1.009 (156 -> 166 registers).
