@@ -47,24 +47,11 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     return {"llir": llir, "ptx": ptx, "cubin": made if cubin else None, "meta": meta}
 
 
-_LOOP_LABEL = re.compile(r"^(\$L__BB\d+_\d+):", re.M)
-_LOOP_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);")
-
-
 def loop_global_loads(ptx: str) -> int:
-    """The most global loads (`ld.global`, inline assembly's included) in one loop of the PTX: the lines from a label
-    to a later branch back to it."""
-    lines = ptx.splitlines()
-    at, best = {}, 0
-    for i, ln in enumerate(lines):
-        m = _LOOP_LABEL.match(ln)
-        if m:
-            at[m.group(1)] = i
-            continue
-        m = _LOOP_BRANCH.search(ln)
-        if m and m.group(1) in at:
-            best = max(best, sum(x.count("ld.global") for x in lines[at[m.group(1)]:i]))
-    return best
+    """The most global loads (`ld.global`, inline assembly's included) in one loop of the PTX."""
+    from .ptx import ptx_loops
+
+    return max((ptx.count("ld.global", a, b) for a, b in ptx_loops(ptx)), default=0)
 
 
 def register_headroom(ptx: str, arch: str, meta: dict):

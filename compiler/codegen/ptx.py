@@ -472,7 +472,15 @@ def _renumbered_callseqs(ptx: str) -> str:
 
 
 _CP_ASYNC_SRC = re.compile(r"cp\.async\.c[ag]\.shared\.global \[[^\]]+\], \[(%rd\d+)\]")
-_LABEL = re.compile(r"^(\$L__BB\d+_\d+):", re.M)
+_LOOP_LABEL = re.compile(r"^(\$L__BB\d+_\d+):", re.M)
+_BRANCH = re.compile(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);")
+
+
+def ptx_loops(ptx: str) -> list:
+    """(start, end) character spans of the PTX's loops: from a block's label to a later branch back to it."""
+    at = {m.group(1): m.end() for m in _LOOP_LABEL.finditer(ptx)}
+    return [(at[b.group(1)], b.start()) for b in _BRANCH.finditer(ptx)
+            if b.group(1) in at and b.start() > at[b.group(1)]]
 _ADD64 = re.compile(r"^\s*add\.s64\s+(%rd\d+), (%rd\d+), (%rd\d+);", re.M)
 _MUL_WIDE = re.compile(r"^(\s*)mul\.wide\.([su])32\s+(%rd\d+), (%r\d+), (\d+);$", re.M)
 
@@ -486,9 +494,7 @@ def copy_src64(ptx: str) -> str:
     and computes the addresses before the first copy."""
     # loops of one wgmma dot (one wgmma group committed an iteration): in loops of several dots (attention's) the
     # 64-bit offsets, live through the softmax, cost registers and spills (attention D=128 12 -> 40 bytes)
-    loops = [(m.end(), b.start()) for m in _LABEL.finditer(ptx)
-             for b in re.finditer(r"\bbra(?:\.uni)?\s+" + re.escape(m.group(1)) + ";", ptx)
-             if b.start() > m.end() and ptx.count("wgmma.commit_group", m.end(), b.start()) == 1]
+    loops = [(a, b) for a, b in ptx_loops(ptx) if ptx.count("wgmma.commit_group", a, b) == 1]
     srcs = {m.group(1) for m in _CP_ASYNC_SRC.finditer(ptx) if any(a < m.start() < b for a, b in loops)}
     if not srcs:
         return ptx

@@ -16,10 +16,9 @@ regions, `op.attrs["_arg_layouts"]` (per block, per block argument).
 from __future__ import annotations
 
 from ..ir import optable
-from ..options import ab_switch
 from ..ir.core import Op
 from ..ir import types as T
-from ..options import ab_switch
+from ..options import ab_switches
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, LinearEncoding, MmaLayout, SliceLayout, default_blocked,
                       fill_blocked, linear, mma_warps, permute_layout, reshaped_encoding, wgmma_applies)
@@ -274,7 +273,8 @@ class _Assigner:
         self.fn = fn
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
-        self.run_dims = ab_switch("run_dims")  # (A/B) see _continued_order
+        self.ab = ab_switches()  # the A/B switches on (read once: the walks ask per op)
+        self.run_dims = "run_dims" in self.ab  # (A/B) see _continued_order
         self.users: dict = {}
         self._note_users(fn.body)
         self.desired: dict = {}
@@ -284,7 +284,7 @@ class _Assigner:
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
-        self.broadcast_layout = ab_switch("broadcast_layout")  # (A/B) see _broadcast_default
+        self.broadcast_layout = "broadcast_layout" in self.ab  # (A/B) see _broadcast_default
         self._broadcast_push = False  # in the backward walk _first_walks makes last under broadcast_layout
 
     def _note_users(self, block):
@@ -410,7 +410,7 @@ class _Assigner:
                         for v in vals[1:]:
                             if tuple(v.type.shape) == tuple(a.type.shape):
                                 union(v.id, a.id)
-                elif k == "while" and ab_switch("while_carry"):
+                elif k == "while" and "while_carry" in self.ab:
                     # (A/B `while_carry`) a while loop's carried values are one value each across the loop too:
                     # the initial value, the before-block's argument, what the condition passes on, the
                     # after-block's argument, what it yields and the loop's result
@@ -450,7 +450,7 @@ class _Assigner:
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
         strided = set()
-        if ab_switch("stride_lanes"):
+        if "stride_lanes" in self.ab:
             # (A/B `stride_lanes`) a group with an access through pointers a constant stride of 2 or more elements
             # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
             # so lanes hold consecutive indices and the strided accesses go with lanes one stride apart (a warp's
@@ -471,7 +471,7 @@ class _Assigner:
             strided -= narrow
         out, cross = {}, {}
         cap = {}  # (A/B `store_runs`) group -> the most elements a thread its runs may have: one store vector
-        if ab_switch("store_runs"):
+        if "store_runs" in self.ab:
             # A run of more than 16 bytes a thread in a stored value is written by several vectors a thread, each
             # warp instruction's lanes 32 bytes or more apart (half of every sector it touches): the group's runs
             # stop at one vector of its widest stored element, its narrower loads then read shorter vectors
@@ -935,7 +935,7 @@ class _Assigner:
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
                 if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
                                            vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op) and not (
-                        ab_switch("scatter_lanes") and self._spread_scatter(vl, anc, op)):
+                        "scatter_lanes" in self.ab and self._spread_scatter(vl, anc, op)):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:
@@ -1233,7 +1233,7 @@ class _Assigner:
                 # block an SM, 2.11 of Triton's time); the MMA layout the inner loop carries it in is what it is
                 inner = y.operands[j].owner
                 if (getattr(inner, "kind", None) == "for" and getattr(inner, "block", None) is body
-                        and ab_switch("nested_mma_carry")):
+                        and "nested_mma_carry" in self.ab):
                     il = self.desired.get(inner.blocks[0].args[y.operands[j].index + 1].id)
                     if isinstance(il, MmaLayout):
                         yl = il
