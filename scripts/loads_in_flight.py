@@ -36,8 +36,6 @@ for p in (ROOT, os.path.join(ROOT, "scripts")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-_LABEL = re.compile(r"^(\.L_x_\d+):$")
-_BRANCH = re.compile(r"\bBRA\s+(?:`\()?(\.L_x_\d+)")
 _PRED = re.compile(r"^@!?U?P\w+\s+")
 _REG = re.compile(r"(?<![\w.])R(\d+)((?:\.\w+)*)")
 # opcodes without a register destination: their first register operand is read
@@ -96,23 +94,6 @@ def reads_writes(ins: str) -> tuple[str, set, set]:
     return op, reads, dest
 
 
-def loop_bodies(lines) -> list[list[str]]:
-    """The loop bodies of a SASS listing (instructions, predicates kept), as static_corpus.loops finds them."""
-    labels, ins = {}, []
-    for ln in lines:
-        m = _LABEL.match(ln)
-        if m:
-            labels[m.group(1)] = len(ins)
-        elif ln.endswith(";"):
-            ins.append(ln)
-    out = []
-    for i, s in enumerate(ins):
-        m = _BRANCH.search(s)
-        if m and labels.get(m.group(1), i + 1) < i:
-            out.append(ins[labels[m.group(1)]:i + 1])
-    return out
-
-
 def in_flight(body: list[str]) -> dict:
     """Global loads of a loop body, and how many of them are issued before the first instruction that reads or
     overwrites a register one of the loads issued so far writes (the first wait on a load)."""
@@ -133,6 +114,8 @@ def in_flight(body: list[str]) -> dict:
 
 
 def side_loops(lines) -> list[dict]:
+    from static_corpus import loop_bodies
+
     return [in_flight(b) for b in loop_bodies(lines)]
 
 

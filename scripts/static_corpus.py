@@ -32,25 +32,32 @@ _BRANCH = re.compile(r"\bBRA\s+(?:`\()?(\.L_x_\d+)")
 _PRED = re.compile(r"^@!?U?P\w+\s+")
 
 
-def loops(lines) -> list[dict]:
-    """The loops of a SASS listing (sass_compare.sass lines: instructions and labels): every backward branch to a
-    label closes the loop that starts there. Per loop: instructions, BAR.SYNC, shared loads and stores."""
+def loop_bodies(lines) -> list[list[str]]:
+    """The loop bodies of a SASS listing (sass_compare.sass lines: instructions and labels), predicates kept:
+    every backward branch to a label closes the loop that starts there."""
     labels, ins = {}, []
     for ln in lines:
         m = _LABEL.match(ln)
         if m:
             labels[m.group(1)] = len(ins)
         elif ln.endswith(";"):
-            ins.append(_PRED.sub("", ln))
+            ins.append(ln)
     out = []
     for i, s in enumerate(ins):
         m = _BRANCH.search(s)
         if m and labels.get(m.group(1), i + 1) < i:  # a branch to itself (the trailing `BRA` loop) is not a loop
-            body = ins[labels[m.group(1)]:i + 1]
-            ops = [b.split()[0].rstrip(";") for b in body]
-            out.append({"instructions": len(body),
-                        "barriers": sum(o.startswith("BAR.SYNC") for o in ops),
-                        "shared": sum(o.startswith(("LDS", "STS", "LDSM", "STSM")) for o in ops)})
+            out.append(ins[labels[m.group(1)]:i + 1])
+    return out
+
+
+def loops(lines) -> list[dict]:
+    """Per loop of a SASS listing (loop_bodies): instructions, BAR.SYNC, shared loads and stores."""
+    out = []
+    for body in loop_bodies(lines):
+        ops = [_PRED.sub("", b).split()[0].rstrip(";") for b in body]
+        out.append({"instructions": len(body),
+                    "barriers": sum(o.startswith("BAR.SYNC") for o in ops),
+                    "shared": sum(o.startswith(("LDS", "STS", "LDSM", "STSM")) for o in ops)})
     return out
 
 
