@@ -609,11 +609,13 @@ def _clamp_plan(o, info):
     eb = o.result.type.element.bits // 8
     chunk = max(1, 16 // eb)
     shape = o.result.type.shape
-    for d in range(len(shape)):
-        if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and shape[d] >= chunk:
-            leaf = _edge_leaf(o.operands[1], d, chunk, info)
-            if leaf:
-                return d, leaf[0]
+    # the dim the copies will run along: the pointers' most contiguous (the layout pass's order, assign_layouts.py
+    # _own_run, ties to the higher dim), which the code generator checks
+    d = min(range(len(shape)), key=lambda x: (-p.contiguity[x], -x))
+    if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and shape[d] >= chunk:
+        leaf = _edge_leaf(o.operands[1], d, chunk, info)
+        if leaf:
+            return d, leaf[0]
     return None
 
 
