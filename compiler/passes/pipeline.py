@@ -702,12 +702,13 @@ def _pipeline_async(module, loop, options) -> bool:
                     # registers, 3 -> 2 blocks an SM. With the swizzled 8-byte slots, the fp64 GEMMs 0.71-0.79 of
                     # the time on the H200 (2026-12-06)
                     narrow = mma and eb != 2
-                    ok = (not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
-                          and _copyable(o, info, narrow))
-                    if not ok and desc_ring and not tr and not o.attrs.get("tma") and len(v.type.shape) == 2:
+                    ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
+                    if ok and desc_ring and not _copyable(o, info):
+                        # 16-byte copies clamped at a ragged edge before narrow ones (rows only 8-byte aligned)
                         clamp = _clamp_plan(o, info)
                         if clamp is not None:
-                            clamps[id(o)], ok = clamp, True
+                            clamps[id(o)] = clamp
+                    ok = ok and (id(o) in clamps or _copyable(o, info, narrow))
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))

@@ -40,6 +40,20 @@ def desc_mm(A, B, C, M, N, K, lda, ldb, ldc, BM: tl.constexpr, BN: tl.constexpr,
 
 
 @compiler.jit
+def desc_mm64(A, B, C, M, N, K, lda, ldb, ldc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """desc_mm on float64 (mma.sync's fp64 dot): 16-byte chunks are 2 elements, so an odd K is ragged."""
+    a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[lda, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(B, shape=[K, N], strides=[ldb, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(C, shape=[M, N], strides=[ldc, 1], block_shape=[BM, BN])
+    om = tl.program_id(0) * BM
+    on = tl.program_id(1) * BN
+    acc = tl.zeros([BM, BN], dtype=tl.float64)
+    for k in tl.range(0, K, BK, num_stages=3):
+        acc = tl.dot(a_desc.load([om, k]), b_desc.load([k, on]), acc)
+    c_desc.store([om, on], acc)
+
+
+@compiler.jit
 def bptr_mm(A, B, C, M, N, K, lda, ldb, ldc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """The same through boundary-checked block pointers advanced along K (no descriptor contract: the strides'
     alignment is what the launch specializes, 16-divisible here)."""
@@ -138,6 +152,19 @@ def test_fp16_tensor_core_dot_on_descriptors(target, ab, cfg, monkeypatch):
     meta = dict(BM=bm, BN=64, BK=32, IEEE=False, PAD="zero", STAGES=3, num_warps=4)
     _launch(target, desc_mm, a, b, c, M, N, K, meta)
     _check(c, a, b, M, N, K, 2e-3, 2e-3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "desc_ring"])
+def test_fp64_mma_dot_on_descriptors(target, ab, monkeypatch):
+    """fp64 operands (mma.sync): by default narrow 8-byte copies (rows 16-byte aligned unknown); under the switch
+    16-byte copies clamped at the odd K and N."""
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    M, N, K = 40, 37, 29
+    a, b = _operands(M, N, K, np.float64, 6)
+    c = poison((M, _ld(N, 8)), "float64")
+    _launch(target, desc_mm64, a, b, c, M, N, K, dict(BM=32, BN=32, BK=16, num_warps=4))
+    _check(c, a, b, M, N, K, 1e-12, 1e-12)
 
 
 @pytest.mark.parametrize("target", TARGETS)
