@@ -1285,6 +1285,13 @@ def _e_async_copy(e, op):
     # attn_masked_d128 0.925, mm_mask_mnk 128x256 0.956, mm_scale_cast 0.978, none slower by over 2%.
     same = same_run_registers(ll, starts, _ai(e, op.operands[1]).constancy, e.nw)
     mregs = [mregs[same[r]] if r in same else m for r, m in enumerate(mregs)]
+    # (A/B `desc_ring`, passes/pipeline.py _clamp_plan) operand 2: the elements in bounds from each element on along
+    # the copies' dim (a ragged edge); a chunk copies clamp(that, 0, vec) of its elements and zero-fills the rest
+    rem = None
+    if op.attrs.get("clamp") is not None:
+        if vec > 1 and (op.attrs["clamp"] != d or vec * eb < 4):
+            raise error("a clamped ring copy runs along another dim than its edge (compiler bug)", op.loc)
+        rem = e.regs(op.operands[2])
     first = None
     for r0 in starts:
         rc = ll.reg_coord(r0)
@@ -1305,10 +1312,20 @@ def _e_async_copy(e, op):
             # src-size 0 for masked-off chunks: the copy writes zeros (the loads' `other` is zero or absent)
             cache = "cg" if nbytes == 16 else "ca"
             dst_addr = addr if deltas is not None else e.b.ptrtoint(dst, C.I32)
-            size = e.b.select(pred, e.i32(nbytes), e.i32(0))
+            if rem is None:
+                size = e.b.select(pred, e.i32(nbytes), e.i32(0))
+            else:  # src-size clamp((bound - first) * eb, 0, nbytes), 0 where the rest of the mask is off
+                n = rem[r0]
+                zero, full = ir.Constant(n.type, 0), ir.Constant(n.type, vec)
+                n = e.b.select(e.b.icmp_signed("<", n, zero), zero, n)
+                n = e.b.select(e.b.icmp_signed(">", n, full), full, n)
+                n = e.b.trunc(n, C.I32) if n.type != C.I32 else n
+                size = e.b.select(pred, e.b.mul(n, e.i32(eb)), e.i32(0))
             _asm_args(e, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}, $2;", "r,l,r",
                       [dst_addr, p.regs[r0], size])
         else:  # 2-byte chunks have no cp.async: a predicated load (zero when masked off) and a shared store
+            if rem is not None:  # one element a chunk: in bounds where bound - idx > 0
+                pred = e.b.and_(pred, e.b.icmp_signed(">", rem[r0], ir.Constant(rem[r0].type, 0)))
             _store_vector(e, _ld(e, p.regs[r0], elem, vec, pred, None, {}), dst, nbytes)
     if op.attrs.get("commit"):
         _asm_void(e, "cp.async.commit_group;")

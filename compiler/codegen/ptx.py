@@ -221,9 +221,18 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
 # registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
 # too, and ours takes 1.11 of its time there all the same.
+# `desc_ring` (frontend/semantic.py _block_ptr_addresses, passes/axisinfo.py, passes/pipeline.py _clamp_plan,
+# codegen/dot.py _e_async_copy; seventeenth session, CPU only, untimed): a K loop's tensor-descriptor and
+# boundary-checked block-pointer tiles take the cp.async copy ring. Triton's contract for make_tensor_descriptor (a
+# 16-byte aligned base, leading strides multiples of 16 bytes) becomes axis facts (row starts 16-byte aligned), and a
+# ragged edge along the contiguous dim (`k < K`, K not a multiple of 16 bytes' elements) is served by each 16-byte
+# copy's source size clamped to the bytes in bounds, clamp((K - first) * eb, 0, 16), zero-filling the rest; padding
+# "nan" keeps the old path. desc_mm_ieee_ragged_f32 (1.40 of Triton's time on the H200): its A and B come by 8
+# LDGSTS.128 a thread an iteration instead of 32 scalar LDG held a step ahead and 64 STS; 168 -> 126 registers
+# (Triton 96), 3 -> 4 blocks an SM (5), loop 1326 -> 1266 SASS instructions, shared memory 17920 -> 36864 bytes.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
-                     "stride_lanes", "run_dims")
+                     "stride_lanes", "run_dims", "desc_ring")
 
 
 @functools.lru_cache(maxsize=None)

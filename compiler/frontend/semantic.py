@@ -1403,13 +1403,24 @@ def _block_ptr_addresses(p, boundary_check):
     checks = sorted({_norm_axis(d, r) for d in (boundary_check or ())})
     ptrs = p.base
     mask = None
+    # (A/B `desc_ring`) a tensor descriptor's window (language/core.py tensor_descriptor): Triton's contract for
+    # make_tensor_descriptor (a 16-byte aligned base, every stride but the last a multiple of 16 bytes) becomes facts
+    # the axis analysis reads (passes/axisinfo.py: `base_align` on the first addptr, `stride_div` on each leading
+    # dim's index x stride), so its row starts are 16-byte aligned
+    eb = p.base.dtype.element_ty.primitive_bitwidth // 8
+    contract = getattr(p, "contract", False) and eb in (1, 2, 4, 8)
     for d, n in enumerate(p.block_shape):
         idx = add(p.offsets[d], arange(0, n))
         for _ in range(d):
             idx = expand_dims(idx, 0)
         for _ in range(r - 1 - d):
             idx = expand_dims(idx, len(idx.type.shape))
-        ptrs = addptr(ptrs, mul(cast(idx, T.int64), p.strides[d]))
+        off = mul(cast(idx, T.int64), p.strides[d])
+        if contract and d < r - 1 and getattr(off.handle.owner, "kind", None) == "mul":
+            off.handle.owner.attrs["stride_div"] = 16 // eb
+        ptrs = addptr(ptrs, off)
+        if contract and d == 0 and getattr(ptrs.handle.owner, "kind", None) == "addptr":
+            ptrs.handle.owner.attrs["base_align"] = 16
         if d in checks:
             inb = and_(compare("ge", idx, 0), compare("lt", cast(idx, T.int64), p.shape[d]))
             mask = inb if mask is None else and_(mask, inb)

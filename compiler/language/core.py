@@ -152,8 +152,13 @@ class tensor_descriptor:
 
             raise SemanticError(f"a tensor descriptor of rank {len(self.block_shape)} needs {len(self.block_shape)} "
                                 f"offsets, got {len(offsets)}")
-        return _sem().make_block_ptr(self.base, self.shape, self.strides, offsets, self.block_shape,
-                                     list(_py.range(len(self.block_shape)))[::-1])
+        p = _sem().make_block_ptr(self.base, self.shape, self.strides, offsets, self.block_shape,
+                                  list(_py.range(len(self.block_shape)))[::-1])
+        from ..options import ab_switch
+
+        if ab_switch("desc_ring"):  # (A/B) the descriptor contract as axis facts (frontend/semantic.py)
+            p.contract = True
+        return p
 
     @builtin
     def load(self, offsets):

@@ -89,7 +89,16 @@ def _const_value(v):
     return None
 
 
+def _assumed_div(a: AxisInfo, div: int) -> AxisInfo:
+    """a whose elements are known multiples of `div` (a promise the frontend recorded: `stride_div`, `base_align`)."""
+    return AxisInfo(a.contiguity, tuple(max(x, div) for x in a.divisibility), a.constancy)
+
+
 def _mul(op, a, b):
+    # (A/B `desc_ring`) `stride_div`: operand 1 is a tensor descriptor's leading stride, a multiple of 16 bytes by
+    # Triton's contract for make_tensor_descriptor (frontend/semantic.py _block_ptr_addresses)
+    if op.attrs.get("stride_div"):
+        b = _assumed_div(b, op.attrs["stride_div"])
     # x * 1 is x (a stride specialized to 1 keeps the offsets contiguous: 128-bit loads in matmul kernels).
     if _const_value(op.operands[1]) == 1 and not isinstance(_const_value(op.operands[1]), float):
         return a
@@ -279,6 +288,9 @@ def _cast(op, a):
 
 
 def _addptr(op, p, off):
+    # (A/B `desc_ring`) `base_align`: operand 0 is a tensor descriptor's base (splat), 16-byte aligned by contract
+    if op.attrs.get("base_align"):
+        p = _assumed_div(p, op.attrs["base_align"])
     return _add(op, p, off, _elem_bytes(op.operands[0]))
 
 

@@ -568,6 +568,57 @@ def _copyable(o, info, narrow=False) -> bool:
     return narrow and any(_copy_dims(o, info, n) for n in (8, 4) if n >= eb)
 
 
+def _edge_leaf(v, d, chunk, info, depth=16):
+    """The mask terms of `v` that are not constant over `chunk` elements along dim d: [] where v is (or every term
+    of its and-tree is), [the one term] where that term is `idx < bound` (or `bound > idx`) on signed integers with
+    idx in runs of at least `chunk` consecutive values along d and bound constant over them (a ragged edge: the
+    elements of a chunk in bounds are a prefix of it, clamp(bound - first, 0, chunk) of them), else None."""
+    shape = tuple(v.type.shape)
+    inf = info.get(v.id)
+    if inf is None or depth <= 0:
+        return None
+    if shape[d] == 1 or inf.constancy[d] >= chunk:
+        return []
+    o = v.owner
+    if not isinstance(o, Op):
+        return None
+    if o.kind == "and":
+        a, b = (_edge_leaf(x, d, chunk, info, depth - 1) for x in o.operands[:2])
+        return None if a is None or b is None or len(a) + len(b) > 1 else a + b
+    if o.kind == "broadcast":
+        return _edge_leaf(o.operands[0], d, chunk, info, depth - 1)
+    if o.kind == "cmp" and o.attrs.get("pred") in ("lt", "gt"):
+        idx, bound = o.operands[:2] if o.attrs["pred"] == "lt" else o.operands[1::-1]
+        el = idx.type.element
+        ii, bi = info.get(idx.id), info.get(bound.id)
+        if (ii is not None and bi is not None and el.kind == "int"
+                and ii.contiguity[d] >= chunk and bi.constancy[d] >= chunk):
+            return [v]
+    return None
+
+
+def _clamp_plan(o, info):
+    """(A/B `desc_ring`) (dim, edge term) where cp.async serves load o by 16-byte copies whose source size is
+    clamped to the bytes in bounds (codegen/dot.py _e_async_copy): its pointers contiguous and 16-byte aligned along
+    the dim, its mask constant over each 16-byte chunk there but for one ragged-edge term (_edge_leaf), the loads of
+    a tensor descriptor or a boundary-checked block pointer whose contiguous dim's extent is not a multiple of the
+    chunk (`k < K`); else None."""
+    p = info.get(o.operands[0].id)
+    if p is None or not o.attrs.get("has_mask"):
+        return None
+    eb = o.result.type.element.bits // 8
+    chunk = max(1, 16 // eb)
+    shape = o.result.type.shape
+    # the dim the copies will run along: the pointers' most contiguous (the layout pass's order, assign_layouts.py
+    # _own_run, ties to the higher dim), which the code generator checks
+    d = min(range(len(shape)), key=lambda x: (-p.contiguity[x], -x))
+    if p.contiguity[d] >= chunk and p.divisibility[d] >= 16 and shape[d] >= chunk:
+        leaf = _edge_leaf(o.operands[1], d, chunk, info)
+        if leaf:
+            return d, leaf[0]
+    return None
+
+
 def _pipeline_async(module, loop, options) -> bool:
     """Rewrite the loop's operand loads into a ring of asynchronous copies (module docstring); False when the
     loop does not qualify (the register pipeline then applies)."""
@@ -602,6 +653,12 @@ def _pipeline_async(module, loop, options) -> bool:
     scratch_t = False  # an operand the dot copies transposed into scratch every iteration (its own barrier)
     recast = {}  # id(load) -> the bitcast the dot reads it through (the slot's view takes its type)
     reads = set()  # ids of loads whose slot other ops read too, into registers (smem_load)
+    # (A/B `desc_ring`) id(load) -> (dim, edge term): loads whose ragged edge along their contiguous dim the copies
+    # serve by a clamped source size (_clamp_plan): tensor-descriptor and boundary-checked block-pointer tiles
+    from ..options import ab_switch
+
+    desc_ring = ab_switch("desc_ring")
+    clamps = {}
     for d in dots:
         for j, v in enumerate(d.operands[:2]):
             o = v.owner
@@ -645,11 +702,20 @@ def _pipeline_async(module, loop, options) -> bool:
                     # registers, 3 -> 2 blocks an SM. With the swizzled 8-byte slots, the fp64 GEMMs 0.71-0.79 of
                     # the time on the H200 (2026-12-06)
                     narrow = mma and eb != 2
-                    ok = (not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
-                          and _copyable(o, info, narrow))
+                    ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
+                    if ok and desc_ring and not _copyable(o, info):
+                        # 16-byte copies clamped at a ragged edge before narrow ones (rows only 8-byte aligned)
+                        clamp = _clamp_plan(o, info)
+                        if clamp is not None:
+                            clamps[id(o)] = clamp
+                    ok = ok and (id(o) in clamps or _copyable(o, info, narrow))
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
+                    if not ok and desc_ring and eb == 2 and not o.attrs.get("tma"):
+                        clamp = _clamp_plan(o, info)
+                        if clamp is not None:
+                            clamps[id(o)], ok = clamp, True
                 if ok:
                     loads.append(o)
                     if read_too:
@@ -802,14 +868,31 @@ def _pipeline_async(module, loop, options) -> bool:
     lb, ub, step = loop.operands[:3]
     cmp_t = T.TensorType(T.int1)
 
-    def copies(clone, cond, out_ops, barrier=False, **where):
+    def copies(clone, cond, out_ops, barrier=False, masks=None, **where):
         for j, o in enumerate(loads):
-            mask = _guard(o, clone, cond, out_ops)
+            mask = _guard(o, (masks or {}).get(id(o), clone), cond, out_ops)
             attrs = {"ring": rid, "_ring": ring, "operand": j, "has_mask": True, "commit": j == len(loads) - 1,
                      **where}
             if barrier and j == 0:
                 attrs["barrier"] = True  # every warp is past its reads of the slot first (the tight ring)
             operands = [clone(o.operands[0]), mask]
+            if id(o) in clamps:
+                # the mask without its edge term (`clone` maps that term to true), and the elements in bounds from
+                # each element on along the dim, bound - idx: a chunk's copy reads clamp(that, 0, chunk) elements
+                # and zero-fills the rest (cp.async's src-size)
+                dim, leaf = clamps[id(o)]
+                lo = leaf.owner
+                idx, bound = lo.operands[:2] if lo.attrs["pred"] == "lt" else lo.operands[1::-1]
+                rem = Op("sub", [clone(bound), clone(idx)], [idx.type], loc=o.loc)
+                out_ops.append(rem)
+                r = rem.result
+                shape = tuple(o.result.type.shape)
+                if tuple(r.type.shape) != shape:
+                    b = Op("broadcast", [r], [r.type.with_shape(shape)], {"shape": shape}, loc=o.loc)
+                    out_ops.append(b)
+                    r = b.result
+                operands.append(r)
+                attrs["clamp"] = dim
             if tma_served(o):  # TMA: the copy also takes the iteration's guard, the tensor map and the tile's start
                 attrs["tma"] = o.attrs["tma"]
                 operands += [cond] + [clone(v) for v in o.operands[-1 - o.attrs["tma"]:]]
@@ -834,9 +917,15 @@ def _pipeline_async(module, loop, options) -> bool:
     def copies_at(state, at, out_ops, barrier=False, **where):
         c = Op("cmp", [at, ub], [cmp_t], {"pred": "lt"}, loc=loop.loc)
         out_ops.append(c)
-        clone = _cloner(inside, {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}, out_ops,
-                        guard=c.result)
-        copies(clone, c.result, out_ops, barrier=barrier, **where)
+        subst = {iv.id: at, **{a.id: state[j] for j, a in enumerate(carried)}}
+        clone = _cloner(inside, subst, out_ops, guard=c.result)
+        # a clamped copy's mask, cloned on its own with its edge term true (the source size takes that term)
+        masks = {}
+        for k, (_, leaf) in clamps.items():
+            t = Op("const", [], [leaf.type], {"value": True}, loc=loop.loc)
+            out_ops.append(t)
+            masks[k] = _cloner(inside, {**subst, leaf.id: t.result}, out_ops, guard=c.result)
+        copies(clone, c.result, out_ops, barrier=barrier, masks=masks, **where)
 
     # prologue: iterations 0 .. ahead-1 into slots 0 .. ahead-1
     pro = []
