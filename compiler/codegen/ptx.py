@@ -221,9 +221,18 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
 # registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
 # too, and ours takes 1.11 of its time there all the same.
+# `desc_tma` (language/core.py `make_tensor_descriptor`, codegen/tensormap.py; issue 20; CPU only, untimed): an
+# in-kernel tensor descriptor (`tl.make_tensor_descriptor`) whose facts allow a CUDA tensor map (an element type TMA
+# has, block dims of at most 256, rows of whole 16-byte multiples, the last stride the constant 1; Triton's contract
+# for the rest: a 16-byte aligned base, the other strides whole 16-byte multiples) gets one, written by the kernel
+# into per-program global scratch (tensormap.replace on sm_90a, one 128-byte map per creating call site, a hidden
+# `global_scratch` parameter the launcher fills), so its loads that feed a wgmma ring are TMA copies and its 2-D
+# stores TMA stores, as a host-side TensorDescriptor's are. The persistent descriptor matmul's K loop then takes the
+# TMA ring (mm_desc_persistent_leaky_bf16). Untimed: only a GPU run can say whether the map's creation (a global
+# write, the tensormap fences and a barrier per program) pays for the copies it saves.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
-                     "stride_lanes", "run_dims")
+                     "stride_lanes", "run_dims", "desc_tma")
 
 
 @functools.lru_cache(maxsize=None)

@@ -76,3 +76,21 @@ def tma_applies(block_shape, ebytes: int, base_aligned: bool, strides, shape=Non
     return (base_aligned and all(int(s) * ebytes % 16 == 0 for s in strides[:-1]) and all(b <= 256 for b in box)
             and box[-1] * ebytes % 16 == 0 and len(block_shape) <= 5
             and (shape is None or all(0 < int(d) < 2 ** 32 for d in shape)))
+
+
+# CUtensorMapDataType's numbering, which tensormap.replace's `elemtype` field takes as well (PTX ISA, tensormap.replace):
+# 8-bit floats and ints travel as bytes, 16-bit ints as uint16, as the host's maps do (runtime/tma.py).
+_ELEMTYPES = {"float16": 6, "bfloat16": 10, "float32": 7, "float64": 9}
+
+
+def tma_elemtype(el):
+    """The tensor map element type (CUtensorMapDataType's number) of IR element type `el`, or None where TMA has
+    none (int1, pointers)."""
+    if el.name in _ELEMTYPES:
+        return _ELEMTYPES[el.name]
+    kind, bits = str(getattr(el, "kind", "")), getattr(el, "bits", 0)
+    if kind == "float" and bits == 8 or kind in ("int", "uint") and bits in (8, 16):
+        return {8: 0, 16: 1}[bits]  # UINT8, UINT16
+    if kind in ("int", "uint") and bits in (32, 64):
+        return {(32, "uint"): 2, (32, "int"): 3, (64, "uint"): 4, (64, "int"): 5}[bits, kind]
+    return None
