@@ -4,8 +4,9 @@ Under the switch `tl.make_tensor_descriptor` writes a CUDA tensor map (a `tensor
 loads and stores carry as a host-side descriptor's carry theirs; language/core.py `_in_kernel_tensor_map`). The
 kernel writes it with `tensormap.replace`, which only sm_90a has, and TMA serves only two kinds of its accesses:
 the 2-D loads of a wgmma loop's copy ring (passes/pipeline.py `tma_served`) and 2-D stores (codegen/tma_store.py).
-So before the pipeliner, every other load or store of such a descriptor drops its map operands and goes through
-its pointers as it did without the switch (a load feeding an mma.sync or FMA dot keeps that dot's own copy ring,
+So before the pipeliner, every other load or store of such a descriptor (and every one of a descriptor whose base
+the launch specialized as not 16-byte aligned) drops its map operands and goes through its pointers as it did
+without the switch (a load feeding an mma.sync or FMA dot keeps that dot's own copy ring,
 which takes no TMA loads), and a map nobody uses any more is not written. Kernels without in-kernel maps (every
 kernel without the switch) are left exactly as they are."""
 from __future__ import annotations
@@ -51,6 +52,11 @@ def tensormaps(module, options):
     creates = [op for op in f.walk() if op.kind == "tensormap_create"]
     if not creates:
         return module
+    # A base the launch specialized as not 16-byte aligned (a pointer argument without divisibility 16) breaks
+    # Triton's contract for make_tensor_descriptor: it keeps the pointer path rather than fault in TMA
+    args = {a.id: i for i, a in enumerate(f.args)}
+    unaligned = {c.result.id for c in creates if c.operands[0].id in args
+                 and f.arg_attrs.get(args[c.operands[0].id], {}).get("divisibility", 1) % 16}
     ids = {c.result.id for c in creates}
     wgmma = has_wgmma(getattr(options, "arch", "")) and not getattr(options, "debug_no_wgmma", False)
     used = set()
@@ -61,7 +67,8 @@ def tensormaps(module, options):
         tmap = op.operands[-1 - n]
         if tmap.id not in ids:
             continue  # a host-side descriptor's
-        keep = wgmma and (_store_served(op) if op.kind == "store" else _feeds_wgmma(op, options))
+        keep = wgmma and tmap.id not in unaligned and (_store_served(op) if op.kind == "store"
+                                                        else _feeds_wgmma(op, options))
         if keep:
             used.add(tmap.id)
         else:
