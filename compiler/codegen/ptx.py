@@ -233,7 +233,7 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # shared memory (the ring's mbarriers; 114712), 1 block an SM either way (2), 952 -> 1264 SASS instructions in all)
 # and desc_mm_ieee_ragged_f32 (its fp32 stores by TMA: 168 -> 127 registers (96), 3 -> 4 blocks an SM (5)).
 # Untimed: only a GPU run can say whether the maps' creation (per program and map: a 128-byte global write, the
-# tensormap fences, a barrier) pays for the copies it saves, and confirm the map's encoding (global_stride).
+# tensormap fences, a barrier) pays for the copies it saves, and confirm the map's fields on the hardware.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
                      "stride_lanes", "run_dims", "desc_tma")

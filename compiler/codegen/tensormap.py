@@ -20,9 +20,11 @@ access uses it) becomes a 128-byte CUtensorMap in global scratch memory:
                   proxy, so thread 0 then issues `fence.proxy.tensormap::generic.release.gpu`, the block meets at a
                   barrier, and thread 0 issues `fence.proxy.tensormap::generic.acquire.gpu [map], 128` before any
                   cp.async.bulk.tensor reads it (they all follow in program order).
-  strides         With PTX ISA <= 8.5 (this compiler emits 8.3) ptxas takes tensormap.replace's global_stride in
-                  16-byte units, as Triton's lowering works around (TMAToLLVM.cpp `needsStrideWorkaround`): the byte
-                  stride is shifted right by 4 (strides are whole 16-byte multiples, Triton's contract).
+  strides         tensormap.replace's global_stride takes bytes: ptxas 13.5 assembles it as a shift right by 4 into
+                  the map's field (SHF.R.U64 by 4 before the store, the same for PTX ISA 8.3 and 8.7 input). Older
+                  assemblers stored the value unshifted (Triton's lowering pre-shifts it for PTX ISA <= 8.5, i.e.
+                  ptxas up to 12.6: TMAToLLVM.cpp `needsStrideWorkaround`), so the stride is pre-shifted by 4 where
+                  the installed ptxas is older than 12.7 (`stride_shift`); the ptxas release is in the cache key.
 
 A map that no TMA access uses is not written (its value is 0 and nothing reads it). Whether the map's creation pays
 for the copies it saves is for a GPU A/B to say."""
@@ -36,7 +38,18 @@ from .common import emits
 from .tma import _asm, _leader
 
 MAP_BYTES = 128
-PTX_ISA = 83  # codegen/ptx.py _target_machine: +ptx83 for sm_90a
+
+
+def stride_shift() -> int:
+    """4 where the installed ptxas takes tensormap.replace's global_stride in 16-byte units (before 12.7), else 0
+    (newer ones, and the driver's JIT where no ptxas is installed)."""
+    import re
+
+    from ..compile import _file_version
+    from .ptx import find_ptxas
+
+    m = re.search(r"release (\d+)\.(\d+)", _file_version(find_ptxas(), "ptxas") or "")
+    return 4 if m and (int(m.group(1)), int(m.group(2))) < (12, 7) else 0
 
 
 def plan(e, f) -> dict:
@@ -94,7 +107,7 @@ def _e_tensormap_create(e, op):
     dims = [d if d.type == C.I32 else e.b.trunc(d, C.I32) for d in dims]
     strides = [e.get(v) for v in op.operands[1 + r:]]
     strides = [s if s.type == C.I64 else e.b.sext(s, C.I64) for s in strides]
-    sh = 4 if PTX_ISA <= 85 else 0
+    sh = stride_shift()
     strides = [e.b.mul(s, ir.Constant(C.I64, eb)) for s in strides]
     if sh:
         strides = [e.b.ashr(s, ir.Constant(C.I64, sh)) for s in strides]
