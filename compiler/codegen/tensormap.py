@@ -13,7 +13,7 @@ access uses it) becomes a 128-byte CUtensorMap in global scratch memory:
                   map (eight 16-byte global stores), then sets every field with `tensormap.replace.tile.<field>.global`
                   (PTX ISA 8.3, sm_90a): global_address (the base), rank (rank - 1), per dim (innermost first) box_dim
                   and global_dim, the global_stride of every dim but the innermost (bytes), element_stride 1,
-                  elemtype (CUtensorMapDataType's number, tools/tensor_descriptor.py `tma_elemtype`),
+                  elemtype (the PTX ISA's numbering, tools/tensor_descriptor.py `tma_elemtype`),
                   interleave_layout 0 (none), swizzle_mode and box from `tma_box` (the host's maps and the ring slots
                   codegen/tma.py fills use the same: 0 none, 1 32B, 2 64B, 3 128B), fill_mode 0 (zeros) or 1 (NaN,
                   padding_option="nan"). These are generic-proxy writes; TMA reads the map through the tensormap

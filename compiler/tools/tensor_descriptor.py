@@ -78,14 +78,16 @@ def tma_applies(block_shape, ebytes: int, base_aligned: bool, strides, shape=Non
             and (shape is None or all(0 < int(d) < 2 ** 32 for d in shape)))
 
 
-# CUtensorMapDataType's numbering, which tensormap.replace's `elemtype` field takes as well (PTX ISA, tensormap.replace):
-# 8-bit floats and ints travel as bytes, 16-bit ints as uint16, as the host's maps do (runtime/tma.py).
+# The element types of tensormap.replace's `elemtype` field (PTX ISA, "Tensormap new_val validity"; Triton's
+# TMA_ELEMENT_TYPES): .u8 0, .u16 1, .u32 2, .s32 3, .u64 4, .s64 5, .f16 6, .f32 7, .f32.ftz 8, .f64 9, .bf16 10. Not
+# CUtensorMapDataType's numbering, which differs from f64 on. 8-bit floats and ints travel as bytes, 16-bit ints as
+# u16, as the host's maps do (runtime/tma.py).
 _ELEMTYPES = {"float16": 6, "bfloat16": 10, "float32": 7, "float64": 9}
 
 
 def tma_elemtype(el):
-    """The tensor map element type (CUtensorMapDataType's number) of IR element type `el`, or None where TMA has
-    none (int1, pointers)."""
+    """tensormap.replace's element type number for IR element type `el`, or None where TMA has none (int1,
+    pointers)."""
     if el.name in _ELEMTYPES:
         return _ELEMTYPES[el.name]
     kind, bits = str(getattr(el, "kind", "")), getattr(el, "bits", 0)
