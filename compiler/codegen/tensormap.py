@@ -30,6 +30,9 @@ A map that no TMA access uses is not written (its value is 0 and nothing reads i
 for the copies it saves is for a GPU A/B to say."""
 from __future__ import annotations
 
+import functools
+import re
+
 import llvmlite.ir as ir
 
 from ..tools.tensor_descriptor import tma_box, tma_elemtype
@@ -40,15 +43,25 @@ from .tma import _asm, _leader
 MAP_BYTES = 128
 
 
+@functools.lru_cache(maxsize=None)
+def ptxas_version(path) -> str:
+    """`ptxas --version`'s text ("" where it cannot run); compile.toolchain keys the cache on the same release."""
+    import subprocess
+
+    if not path:
+        return ""
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def stride_shift() -> int:
     """4 where the installed ptxas takes tensormap.replace's global_stride in 16-byte units (before 12.7), else 0
     (newer ones, and the driver's JIT where no ptxas is installed)."""
-    import re
-
-    from ..compile import _file_version
     from .ptx import find_ptxas
 
-    m = re.search(r"release (\d+)\.(\d+)", _file_version(find_ptxas(), "ptxas") or "")
+    m = re.search(r"release (\d+)\.(\d+)", ptxas_version(find_ptxas()))
     return 4 if m and (int(m.group(1)), int(m.group(2))) < (12, 7) else 0
 
 

@@ -353,12 +353,9 @@ def test_fast_path_entry_goes_through_launch(scratch):
 def test_global_stride_in_bytes_for_the_installed_ptxas(monkeypatch):
     """tensormap.replace's global_stride is given in bytes (ptxas 13.5 shifts it into the map's 16-byte units
     itself); only assemblers before 12.7 get it pre-shifted (Triton's workaround for them)."""
-    import compiler.compile as C
     from compiler.codegen import tensormap as TM
 
-    monkeypatch.setattr(C, "_file_version", lambda path, kind: "Cuda compilation tools, release 13.5, V13.5.37")
-    assert TM.stride_shift() == 0
-    monkeypatch.setattr(C, "_file_version", lambda path, kind: "Cuda compilation tools, release 12.4, V12.4.131")
-    assert TM.stride_shift() == 4
-    monkeypatch.setattr(C, "_file_version", lambda path, kind: "")
-    assert TM.stride_shift() == 0
+    for text, shift in (("Cuda compilation tools, release 13.5, V13.5.37", 0),
+                        ("Cuda compilation tools, release 12.4, V12.4.131", 4), ("", 0)):
+        monkeypatch.setattr(TM, "ptxas_version", lambda path, text=text: text)
+        assert TM.stride_shift() == shift
