@@ -277,12 +277,21 @@ class CompiledKernel:
                     image = asm["ptx"]  # the plain load below reports any real problem with the PTX
             kinds = [p["type"] for p in self.metadata["params"]]
             self._launcher = Launcher(image, self.metadata["name"], kinds, self.num_warps, self.shared)
-            self.launch = self._launcher  # later launches go straight to the packed-argument launcher
+            if not self.metadata.get("global_scratch_size"):
+                self.launch = self._launcher  # later launches go straight to the packed-argument launcher
         return self._launcher
 
     def launch(self, grid, stream, args):
-        """Launch on `grid` (int or 1-3 tuple) with the runtime arguments' values (pointers as ints)."""
+        """Launch on `grid` (int or 1-3 tuple) with the runtime arguments' values (pointers as ints). A kernel
+        with `global_scratch_size` in its metadata (in-kernel tensor maps, A/B desc_tma) also gets its hidden
+        last argument: grid programs x that many bytes of scratch (runtime/scratch.py)."""
         launcher = self._launcher or self.launcher
+        per = self.metadata.get("global_scratch_size")
+        if per:
+            from .runtime.scratch import scratch_pointer
+
+            args = list(args) + [scratch_pointer(grid, per, self.metadata.get("global_scratch_align", 128),
+                                                 stream)]
         launcher(grid, stream or 0, args)
 
     def __getitem__(self, grid):

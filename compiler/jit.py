@@ -1406,8 +1406,10 @@ def _bind_entry(kernel, n_rt: int) -> bool:
         return True
     sel = kernel.arg_select
     try:
+        if getattr(kernel, "metadata", {}).get("global_scratch_size"):
+            raise LookupError  # its `launch` adds the scratch pointer (compile.CompiledKernel.launch)
         entry = kernel.launcher.entry(sel, n_rt)
-    except Exception:  # not a Launcher-backed kernel: go through its `launch`
+    except Exception:  # not a Launcher-backed kernel, or one taking scratch: go through its `launch`
         if sel is None:
             def entry(grid, stream, *vals):
                 kernel.launch(grid, stream, list(vals))

@@ -19,6 +19,7 @@ from . import common as C
 from .common import EMIT, Tile, emits, error, lty
 from .irtext import module_text
 from . import inline_asm as _inline_asm  # noqa: F401,E402  (registers its emitter: tl.inline_asm_elementwise)
+from . import tensormap as _tensormap  # noqa: E402  (registers its emitter: tensormap_create, A/B desc_tma)
 
 # ---- scalar builders per (op, class): class 'f' float, 's' signed int, 'u' unsigned int / bool ----------------
 
@@ -545,6 +546,12 @@ class Emitter:
             else:
                 ptypes.append(lty(el))
                 params.append({"name": name, "type": el.name, "abi": str(lty(el))})
+        # (A/B desc_tma) tensor maps the kernel writes for in-kernel descriptors: a hidden last parameter, the
+        # launch's per-program global scratch (codegen/tensormap.py); none without the switch
+        self.tmap_slots = _tensormap.plan(self, f)
+        if self.tmap_slots:
+            ptypes.append(C.GPTR)
+            params.append({"name": "global_scratch", "type": "ptr", "abi": "ptr"})
         self.kfn = ir.Function(self.mod, ir.FunctionType(C.VOID, ptypes), f.name)
         self.kfn.scope = C.FastNameScope.like(self.kfn.scope)  # before any block: blocks share their function's
         self.kfn.calling_convention = "ptx_kernel"
@@ -582,6 +589,9 @@ class Emitter:
         # kernels, none slower; docs/EXPERIMENTS.md)
         text = _add_fn_attrs(text, f.name, f'"nvvm.reqntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
+        if self.tmap_slots:
+            meta["global_scratch_size"] = _tensormap.MAP_BYTES * len(self.tmap_slots)
+            meta["global_scratch_align"] = _tensormap.MAP_BYTES
         return text, meta
 
     def block(self, block):

@@ -230,9 +230,22 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # "nan" keeps the old path. desc_mm_ieee_ragged_f32 (1.40 of Triton's time on the H200): its A and B come by 8
 # LDGSTS.128 a thread an iteration instead of 32 scalar LDG held a step ahead and 64 STS; 168 -> 126 registers
 # (Triton 96), 3 -> 4 blocks an SM (5), loop 1326 -> 1266 SASS instructions, shared memory 17920 -> 36864 bytes.
+# `desc_tma` (language/core.py `make_tensor_descriptor`, codegen/tensormap.py; issue 20; CPU only, untimed): an
+# in-kernel tensor descriptor (`tl.make_tensor_descriptor`) whose facts allow a CUDA tensor map (an element type TMA
+# has, block dims of at most 256, rows of whole 16-byte multiples, the last stride the constant 1; Triton's contract
+# for the rest: a 16-byte aligned base, the other strides whole 16-byte multiples) gets one, written by the kernel
+# into per-program global scratch (tensormap.replace on sm_90a, one 128-byte map per creating call site, a hidden
+# `global_scratch` parameter the launcher fills), so its loads that feed a wgmma ring are TMA copies and its 2-D
+# stores TMA stores, as a host-side TensorDescriptor's are. The persistent descriptor matmul's K loop then takes the
+# TMA ring. PTX changes on 2 corpus kernels: mm_desc_persistent_leaky_bf16 (static, beside Triton: 143 -> 104
+# registers (93), its K loop 94 -> 66 SASS instructions (103), 3 -> 0 shared accesses (8), 131072 -> 132096 bytes of
+# shared memory (the ring's mbarriers; 114712), 1 block an SM either way (2), 952 -> 1264 SASS instructions in all)
+# and desc_mm_ieee_ragged_f32 (its fp32 stores by TMA: 168 -> 127 registers (96), 3 -> 4 blocks an SM (5)).
+# Untimed: only a GPU run can say whether the maps' creation (per program and map: a 128-byte global write, the
+# tensormap fences, a barrier) pays for the copies it saves, and confirm the map's fields on the hardware.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
                      "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
-                     "stride_lanes", "run_dims", "desc_ring")
+                     "stride_lanes", "run_dims", "desc_ring", "desc_tma")
 
 
 @functools.lru_cache(maxsize=None)

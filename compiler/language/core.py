@@ -124,26 +124,34 @@ class tensor_descriptor:
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.block_shape, self.padding = list(block_shape), padding  # a list, as Triton's
         self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
+        self.own_map = False  # (A/B desc_tma) tmap is a map this kernel writes (make_tensor_descriptor)
 
     @property
     def dtype(self):
         return self.base.dtype.element_ty
 
+    def _carried_map(self):
+        # an in-kernel descriptor's map is not carried: assigned in a runtime if or a loop, it reads through pointers
+        # (every TMA user of a written map then takes the tensormap_create's result itself)
+        return None if self.own_map else self.tmap
+
     # A descriptor assigned in a runtime if or carried by a loop travels as its runtime parts (the frontend merges
     # them like tensors); its element type, block shape, padding and TMA-ness must stay the same.
     def parts(self):
-        return [self.base] + self.shape + self.strides + ([self.tmap] if self.tmap is not None else [])
+        tmap = self._carried_map()
+        return [self.base] + self.shape + self.strides + ([tmap] if tmap is not None else [])
 
     def with_parts(self, parts):
         r = len(self.block_shape)
         d = tensor_descriptor(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], self.block_shape, self.padding)
-        d.tmap = parts[1 + 2 * r] if self.tmap is not None else None
+        d.tmap = parts[1 + 2 * r] if self._carried_map() is not None else None
         return d
 
     def same_structure(self, other):
         return (isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape
                 and other.padding == self.padding and other.base.dtype == self.base.dtype
-                and len(other.shape) == len(self.shape) and (other.tmap is None) == (self.tmap is None))
+                and len(other.shape) == len(self.shape)
+                and (other._carried_map() is None) == (self._carried_map() is None))
 
     def _at(self, offsets):
         offsets = list(_unwrap(offsets))
@@ -401,7 +409,55 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     if isinstance(inner, int) and inner * bits < 128:
         raise SemanticError(f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
                             f"{inner} * {bits // 8 if bits >= 8 else bits / 8} = {inner * bits / 8:g} bytes")
-    return tensor_descriptor(base, shape, strides, [_unwrap(b) for b in block_shape], pad)
+    block_shape = [_unwrap(b) for b in block_shape]
+    desc = tensor_descriptor(base, shape, strides, block_shape, pad)
+    desc.tmap = _in_kernel_tensor_map(base, shape, strides, block_shape, pad)
+    desc.own_map = desc.tmap is not None
+    return desc
+
+
+def _in_kernel_tensor_map(base, shape, strides, block_shape, pad):
+    """(A/B `desc_tma`) The address (an int64 tensor) of the CUDA tensor map the kernel writes for an in-kernel
+    descriptor (a `tensormap_create` op: codegen/tensormap.py writes it into the program's global scratch on sm_90a),
+    or None where the descriptor's facts cannot make one: an element type TMA lacks, a block dim over 256 (a box),
+    rows of a box that are not whole 16-byte multiples, a last stride not the constant 1, a constant stride that is
+    not a whole 16-byte multiple or a constant dim out of range. Runtime strides and the base's alignment are taken
+    on Triton's contract for make_tensor_descriptor (a 16-byte aligned base, strides but the last multiples of 16
+    bytes). Its loads and stores then carry the map as a host-side descriptor's do, and TMA serves the ones it can
+    (passes/pipeline.py tma_served, codegen/tma_store.py); the code generator writes no map that none uses."""
+    from ..options import ab_switch
+
+    if not ab_switch("desc_tma"):
+        return None
+    from ..tools.tensor_descriptor import tma_box, tma_elemtype
+
+    el = base.dtype.element_ty
+    if tma_elemtype(el) is None or not all(isinstance(b, int) and not isinstance(b, bool) for b in block_shape):
+        return None
+    eb = el.primitive_bitwidth // 8
+    box, _ = tma_box(block_shape, eb)
+    if any(b > 256 for b in box) or box[-1] * eb % 16:
+        return None
+    s = _sem()
+    vals = [_unwrap(x) for x in list(shape) + list(strides)]
+    r = len(block_shape)
+    if isinstance(vals[-1], s.tensor) or vals[-1] != 1:
+        return None
+    for i, v in enumerate(vals[:-1]):
+        if isinstance(v, s.tensor):
+            if not v.dtype.is_int() or v.type.shape:
+                return None
+        elif not isinstance(v, int) or isinstance(v, bool):
+            return None
+        elif i < r and not 0 < v < 2 ** 31 or i >= r and (v <= 0 or v * eb % 16 or v * eb >= 2 ** 40):
+            return None
+    from ..frontend.context import current
+
+    ops = [base.handle] + [s.cast(s.to_tensor(d), int32).handle for d in vals[:r]] + \
+        [s.cast(s.to_tensor(x), int64).handle for x in vals[r:-1]]
+    v = current().builder.create("tensormap_create", ops, [_T.TensorType(int64)],
+                                 {"block": tuple(block_shape), "padding": pad}).result
+    return s.tensor(v, v.type)
 
 
 @builtin

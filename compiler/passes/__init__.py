@@ -14,6 +14,7 @@ from .dce import dce
 from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
 from .schedule import schedule_loads
+from .tensormaps import tensormaps
 from .wgmma_loops import wgmma_loops
 
 
@@ -27,6 +28,10 @@ PIPELINE = [
     # fp8 dots that run on wgmma take their fp8 operands directly (the frontend's exact fp16 conversions dropped);
     # before the pipeliner, whose copy ring then serves their K-major descriptor loads, and before layouts.
     ("fp8_dots", fp8_dots),
+    # (A/B `desc_tma`) in-kernel descriptor accesses TMA cannot serve on this target drop their tensor map, and maps
+    # no access uses are not written; before the pipeliner, which rings the loads that keep one as TMA copies, and
+    # after fp8_dots, which makes the fp8 dots' operands the loads themselves. A no-op without in-kernel maps.
+    ("tensormaps", tensormaps),
     ("pipeline_loads", pipeline_loads),
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.

@@ -76,3 +76,23 @@ def tma_applies(block_shape, ebytes: int, base_aligned: bool, strides, shape=Non
     return (base_aligned and all(int(s) * ebytes % 16 == 0 for s in strides[:-1]) and all(b <= 256 for b in box)
             and box[-1] * ebytes % 16 == 0 and len(block_shape) <= 5
             and (shape is None or all(0 < int(d) < 2 ** 32 for d in shape)))
+
+
+# The element types of tensormap.replace's `elemtype` field (PTX ISA, "Tensormap new_val validity"; Triton's
+# TMA_ELEMENT_TYPES): .u8 0, .u16 1, .u32 2, .s32 3, .u64 4, .s64 5, .f16 6, .f32 7, .f32.ftz 8, .f64 9, .bf16 10. Not
+# CUtensorMapDataType's numbering, which differs from f64 on. 8-bit floats and ints travel as bytes, 16-bit ints as
+# u16, as the host's maps do (runtime/tma.py).
+_ELEMTYPES = {"float16": 6, "bfloat16": 10, "float32": 7, "float64": 9}
+
+
+def tma_elemtype(el):
+    """tensormap.replace's element type number for IR element type `el`, or None where TMA has none (int1,
+    pointers)."""
+    if el.name in _ELEMTYPES:
+        return _ELEMTYPES[el.name]
+    kind, bits = str(getattr(el, "kind", "")), getattr(el, "bits", 0)
+    if kind == "float" and bits == 8 or kind in ("int", "uint") and bits in (8, 16):
+        return {8: 0, 16: 1}[bits]  # UINT8, UINT16
+    if kind in ("int", "uint") and bits in (32, 64):
+        return {(32, "uint"): 2, (32, "int"): 3, (64, "uint"): 4, (64, "int"): 5}[bits, kind]
+    return None

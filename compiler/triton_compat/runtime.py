@@ -192,20 +192,20 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001 - Tri
         raise e.with_traceback(None) from e.__cause__
 
 
-_ALLOCATOR = [None]
-
-
 def set_allocator(allocator):
-    """`triton.set_allocator(fn)`: Triton asks it for global scratch memory (in-kernel tensor descriptors). This
-    compiler lowers in-kernel descriptors to pointer accesses and needs no scratch memory: the allocator is kept
-    (`get_allocator()`) and never called."""
-    if allocator is not None and not callable(allocator):
-        raise TypeError(f"set_allocator: an allocator is a callable (size, alignment, stream), got {allocator!r}")
-    _ALLOCATOR[0] = allocator
+    """`triton.set_allocator(fn)`: the allocator of global scratch memory, `fn(size, alignment, stream)` returning
+    an object with `data_ptr()`, as Triton's. Only kernels that write in-kernel tensor maps (the A/B switch
+    `desc_tma`) ask it, at each launch, for grid programs x their bytes a program (compiler/runtime/scratch.py);
+    without one those launches use a device buffer the runtime keeps."""
+    from ..runtime import scratch
+
+    scratch.set_allocator(allocator)
 
 
 def get_allocator():
-    return _ALLOCATOR[0]
+    from ..runtime import scratch
+
+    return scratch.get_allocator()
 
 
 GPUTarget = namedtuple("GPUTarget", ["backend", "arch", "warp_size"])
