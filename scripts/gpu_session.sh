@@ -4,7 +4,7 @@
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
 #                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain,
-#                                       gputests,ncucorpus,swap] [pytest args]
+#                                       gputests,ncucorpus,swap,quick] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -331,6 +331,10 @@ if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels b
     --select "${SUSTAIN_SEL:-mm_relu_f16,mm_nobias_f16,mm_tutorial_f16,mm_mask_mnk_f16,mm_at_f16,attn_kT_d64}" --out "$OUT/sustain"
   cp "$OUT"/sustain/corpus-*.md "$FINAL/sustain.md" 2>/dev/null || true
   cp "$OUT"/sustain/corpus-*.json "$FINAL/sustain.json" 2>/dev/null || true
+fi
+if [[ ",$what," == *",quick,"* ]]; then  # named only: the gpu tests of QUICK_TESTS (files), before anything else
+  step quick-tests timeout "${QUICK_S:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
+    ${QUICK_TESTS:-tests/ops/test_desc_ring.py tests/ops/test_desc_tma.py} "$@"
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
