@@ -11,9 +11,6 @@ array, size metadata["shared_bytes"].
 """
 from __future__ import annotations
 
-import functools
-import re
-
 import llvmlite.ir as ir
 
 from ..ir import optable, types as T
@@ -390,9 +387,6 @@ class Emitter:
         return self.b.gep(self.smem, [byte_off], source_etype=C.I8)
 
     def barrier(self):
-        if _llvm_major() < 21:  # (LLVM 20 names it barrier0: the same `bar.sync 0`)
-            self.b.call(self.intrinsic("llvm.nvvm.barrier0", C.VOID, []), [])
-            return
         self.b.call(self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", C.VOID, [C.I32]), [self.i32(0)])
 
     def smem_begin(self, nbytes):
@@ -593,7 +587,7 @@ class Emitter:
         # llvmlite cannot spell string function attributes; reqntid tells ptxas the exact block size (.reqntid),
         # as Triton writes it (timed beside .maxntid on the H200, 2026-12-02: 0.993 over 21 matmul and attention
         # kernels, none slower; docs/EXPERIMENTS.md)
-        text = _with_reqntid(text, f.name, self.nw * 32)
+        text = _add_fn_attrs(text, f.name, f'"nvvm.reqntid"="{self.nw * 32}"')
         meta = {"name": f.name, "num_warps": self.nw, "shared_bytes": self.smem_bytes, "params": params}
         if self.tmap_slots:
             meta["global_scratch_size"] = _tensormap.MAP_BYTES * len(self.tmap_slots)
@@ -626,27 +620,6 @@ class Emitter:
         for op in block.ops[:-1]:
             self.emit_op(op)
         return [self.env[v.id] for v in block.ops[-1].operands]
-
-
-@functools.lru_cache(maxsize=None)
-def _llvm_major() -> int:
-    """The major version of the LLVM llvmlite carries (the spelling of a few NVPTX attributes and intrinsics
-    changed in LLVM 21)."""
-    import llvmlite.binding as llvm
-
-    return llvm.llvm_version_info[0]
-
-
-_METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
-
-
-def _with_reqntid(text: str, name: str, threads: int) -> str:
-    """The kernel's exact block size for the back end (`.reqntid` in the PTX): the `"nvvm.reqntid"` function
-    attribute from LLVM 21 on, an `!nvvm.annotations` entry before."""
-    if _llvm_major() >= 21:
-        return _add_fn_attrs(text, name, f'"nvvm.reqntid"="{threads}"')
-    n = max((int(m.group(1)) for m in _METADATA_ID.finditer(text)), default=-1) + 1
-    return text + f'\n!nvvm.annotations = !{{!{n}}}\n!{n} = !{{ptr @"{name}", !"reqntidx", i32 {threads}}}\n'
 
 
 def _add_fn_attrs(text: str, name: str, attrs: str) -> str:
