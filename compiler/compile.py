@@ -283,7 +283,7 @@ class CompiledKernel:
 
     def launch(self, grid, stream, args):
         """Launch on `grid` (int or 1-3 tuple) with the runtime arguments' values (pointers as ints). A kernel
-        with `global_scratch_size` in its metadata (in-kernel tensor maps, A/B desc_tma) also gets its hidden
+        with `global_scratch_size` in its metadata (in-kernel tensor maps) also gets its hidden
         last argument: grid programs x that many bytes of scratch (runtime/scratch.py)."""
         launcher = self._launcher or self.launcher
         per = self.metadata.get("global_scratch_size")

@@ -305,7 +305,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
   [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
-    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_while_carry.py tests/ops/test_store_runs.py tests/ops/test_scatter_lanes.py tests/ops/test_nreg_headroom.py tests/ops/test_neg_axis.py tests/ops/test_gap_layouts.py tests/ops/test_gap_monarch.py tests/ops/test_tma.py tests/ops/test_desc_ring.py tests/ops/test_desc_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
+    tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_axes.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_while_carry.py tests/ops/test_store_runs.py tests/ops/test_scatter_lanes.py tests/ops/test_nreg_headroom.py tests/ops/test_gap_layouts.py tests/ops/test_gap_monarch.py tests/ops/test_tma.py tests/ops/test_desc_ring.py tests/ops/test_desc_tma.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
   [[ $pp == *,changed,* ]] && [ -n "${PENDING_CASES:-}" ] && step pending-changed timeout "${CHANGED_S:-540}" python3 \
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
@@ -338,16 +338,12 @@ if [[ ",$what," == *",quick,"* ]]; then  # named only: the gpu tests of QUICK_TE
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
-  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the three A/Bs still in progress
-  # after the sixteenth session (each faster on one kernel, slower on another there) and its new `nested_mma_carry`,
-  # `while_carry`, `store_runs`, `scatter_lanes` and `nreg_headroom` (on the 11 kernels whose loads in flight it
-  # changes; its register limit changes the PTX of 67 more), `neg_axis`, `stride_lanes`, `broadcast_layout`,
-  # `run_dims` and `copy_src64` (12 of the 34 kernels it changes: the fp16 matmuls at 1.09-1.16), on the kernels each
-  # changes; the seventeenth session's `desc_ring` and `desc_tma` (the descriptor matmuls)
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-mm_blockptr_nested_colmajor_bf16|nested_mma_carry@union_find_roots_while_i32|while_carry@minhash_umulhi_u32,nbody_accel_f64,nms_iou_mask_i64,retention_chunked_d64,topk_experts_f32,vflip_sort_gather_topk_f32|broadcast_layout@kv_append_slotmap_vllm_layout_f16,libdevice_mixed_args_f32_f64,stream_compact_rows_f32|scatter_lanes@desc_mm_ieee_ragged_f32|desc_ring;desc_tma;desc_ring,desc_tma@mm_desc_persistent_leaky_bf16|desc_tma@gather_w8a8_u8_optptr_swizzle|pack_carried@monarch_3d_dot_f16|run_dims@ppo_clip_ratio_f16,lse_argmax_reduce3_f16|reduce_axes@libdevice_mixed_args_f32_f64,voxelize_floor_trunc_f32|stride_lanes@stencil5_2d_f32|neg_axis;neg_axis,nreg_headroom@bmm3d_bcast_w_f16acc,grouped_gemm_ptrs_f16,mm_even_k_f16,mm_fp16_acc,mm_odd_f16,mm_w4a16_f16,seq_maxpool_argmax_tile_where_f16|pack_carried16@adamw_step_f32,bucketize_binary_search_i64,bucketize_left_odd_n_i64,focal_loss_libdevice_f32,gae_revscan_axis0_f32,int_avgpool_trunc_i16,libdevice_mixed_args_f32_f64,optional_ptrs_none_colscale_outsum_f16,pcm_frame_ptp_i16,ppo_clip_ratio_f16,rmsnorm_bwd_dw_f16,rmsnorm_bwd_gemma_offset_inplace_bf16,serial_window_mixsign_u32,softmax_temp_allmasked_rows_f16,stick_breaking_cumprod_bf16|store_runs@seq_maxpool_argmax_tile_where_f16,layernorm_welford_looped_f16,gae_revscan_axis0_f32,groupnorm_fwd_f32,int_avgpool_trunc_i16,summed_area_u8_i32,trsv_lower_batched_f32,varlen_rowsum_f32,ce_smooth_ignore_ticket_mean_bf16,kl_div_rows_f32,q4_group_quant_pack_u8|nreg_headroom;nreg_headroom,pack_carried16@mm_nobias_f16,mm_relu_f16,mm_tutorial_f16,mm_colbias_f16,mm_bias_f16,mm_leaky_where_f16,mm_mask_mn_f16,mm_mask_mnk_f16,bmm_f16,mm_mask_mn_f16_128x256x64_w8s3,mm_block_ptr_f16,mm_at_f16|copy_src64}"
+  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the A/Bs still in progress after
+  # the seventeenth session (each faster on some kernels, slower on another, or untimed: nreg_headroom, copy_src64),
+  # on the kernels each changes.
   # The default list is in order of what each could gain (the largest gaps to Triton first), so that a call cut short
   # by ABIN_BUDGET_S (below) has timed the ones that matter most. ABIN_PART=k/n: only the runs whose index is k-1
-  # modulo n (the default list takes about 11 minutes in all)
+  # modulo n (the default list takes about 6 minutes)
   part=${ABIN_PART:-1/1}; pk=${part%/*}; pn=${part#*/}
   for i in "${!abruns[@]}"; do
     [ $((i % pn)) -eq $((pk - 1)) ] || continue

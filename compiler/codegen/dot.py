@@ -1285,7 +1285,7 @@ def _e_async_copy(e, op):
     # attn_masked_d128 0.925, mm_mask_mnk 128x256 0.956, mm_scale_cast 0.978, none slower by over 2%.
     same = same_run_registers(ll, starts, _ai(e, op.operands[1]).constancy, e.nw)
     mregs = [mregs[same[r]] if r in same else m for r, m in enumerate(mregs)]
-    # (A/B `desc_ring`, passes/pipeline.py _clamp_plan) operand 2: the elements in bounds from each element on along
+    # (passes/pipeline.py _clamp_plan) operand 2: the elements in bounds from each element on along
     # the copies' dim (a ragged edge); a chunk copies clamp(that, 0, vec) of its elements and zero-fills the rest
     rem = None
     if op.attrs.get("clamp") is not None:

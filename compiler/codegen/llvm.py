@@ -19,7 +19,7 @@ from . import common as C
 from .common import EMIT, Tile, emits, error, lty
 from .irtext import module_text
 from . import inline_asm as _inline_asm  # noqa: F401,E402  (registers its emitter: tl.inline_asm_elementwise)
-from . import tensormap as _tensormap  # noqa: E402  (registers its emitter: tensormap_create, A/B desc_tma)
+from . import tensormap as _tensormap  # noqa: E402  (registers its emitter: tensormap_create)
 
 # ---- scalar builders per (op, class): class 'f' float, 's' signed int, 'u' unsigned int / bool ----------------
 
@@ -546,7 +546,7 @@ class Emitter:
             else:
                 ptypes.append(lty(el))
                 params.append({"name": name, "type": el.name, "abi": str(lty(el))})
-        # (A/B desc_tma) tensor maps the kernel writes for in-kernel descriptors: a hidden last parameter, the
+        # tensor maps the kernel writes for in-kernel descriptors: a hidden last parameter, the
         # launch's per-program global scratch (codegen/tensormap.py); none without the switch
         self.tmap_slots = _tensormap.plan(self, f)
         if self.tmap_slots:
@@ -1038,19 +1038,19 @@ def _unflat(e, values, flat):
 
 
 def _pack_plan(vals, loaded=None):
-    """(A/B `pack_carried`) For loop-carried values: [(start, count, k, element type)] runs of the flat register list
+    """For loop-carried values: [(start, count, k, element type)] runs of the flat register list
     whose 8-bit integer registers travel k = 4 to a 32-bit word through the loop's phis. A tile prefetched by the register
     pipeline (an int8 GEMM's operands) otherwise crosses the back edge as one i8 phi per element: its loaded words
     are split into bytes before the loop's end and every byte is copied there, and elementwise math on them (an
     xor a byte) stays byte by byte instead of 32-bit operations on the words. Only values the body yields straight
     from a load (`loaded`), which arrive as words: a running value computed a byte at a time (delta decoding's xor
     checksum) would be packed and unpacked every iteration (its loop 180 -> 189 SASS instructions, 1.029 of the
-    time on the H200 under the first form of the switch, which packed every 8-bit carried tile)."""
+    time on the H200 under the first form of the switch, which packed every 8-bit carried tile). The gathered W8A8
+    GEMM: 0.797 of the time (H100, 2026-12-07, benchmarks/2026-12-07-h100/abin6.md). 16-bit runs two to a word:
+    the A/B `pack_carried16` (still a switch: mm_fp16_acc 1.029-1.044 of the time under it)."""
     from ..options import ab_switch
 
-    bytes_, halves = ab_switch("pack_carried"), ab_switch("pack_carried16")
-    if not (bytes_ or halves):
-        return []
+    bytes_, halves = True, ab_switch("pack_carried16")
     plan, i = [], 0
     for j, v in enumerate(vals):
         regs = v.regs if isinstance(v, Tile) else [v]

@@ -109,32 +109,22 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # 2%; the code. `convert_cse` (identical conversions computed once after layout assignment) 0.995 over 32 kernels but
 # the complex split/join/cat tiles 1.148 (1.049 on the H100: a value held across all its users, 164 -> 186
 # registers): removed (docs/EXPERIMENTS.md).
-# Still A/Bs in progress, each faster on one kernel and slower on another (same run):
+# 2026-12-07, seventeenth session, H100 (benchmarks/2026-12-07-h100, 3 rounds beside Triton, each switch alone on the
+# corpus kernels whose PTX it changes): `nested_mma_carry` (the nested block-pointer matmul 0.451), `while_carry`
+# (union-find 0.767), `broadcast_layout` (0.709 over 6: MinHash 0.332, n-body 0.518, NMS 0.836, none slower),
+# `stride_lanes` (libdevice on mixed arguments 0.526, the voxelizer 0.975), `run_dims` (Monarch 0.775), `pack_carried`
+# (the gathered W8A8 GEMM 0.797), `desc_ring` (the ragged fp32 descriptor matmul 0.770) and `desc_tma` (in-kernel
+# tensor maps: the persistent descriptor matmul 0.763, the ragged one's stores 0.970; with desc_ring 0.771) won and
+# are the code; their gpu tests passed there. `neg_axis` (a negated value keeps its divisibility: the 5-point
+# stencil 0.989, 0.987 with nreg_headroom) gained nothing and left (docs/EXPERIMENTS.md).
+# Still A/Bs in progress, each faster on one kernel and slower on another:
 # `reduce_axes` (frontend/semantic.py `reduce`: a reduction over every element of a tile of rank >= 2 one axis at a
 # time, the last first, instead of over the tile flattened through shared memory): LSE + argmax 0.818, PPO's clipped
 # loss 1.036 (61 -> 48 registers, 8192 -> 32 bytes of shared memory, 8 -> 10 blocks an SM, yet slower).
-# `pack_carried` (codegen/llvm.py `_pack_plan`: 8-bit loop-carried registers four to a 32-bit word): the gathered-row
-# W8A8 GEMM 0.794 (its loop 349 -> 248 SASS instructions), delta decoding 1.029 (37 -> 30 registers, 12 -> 16 blocks an
-# SM, its loop 180 -> 189 instructions: its xor checksum, computed a byte at a time, packed and unpacked every
-# iteration). Since (CPU only, untimed) only tiles the body yields straight from a load are packed: the W8A8 GEMM's
-# PTX as timed, delta decoding's the default's; 1 corpus kernel changes.
-# `pack_carried16` (the same for 16-bit registers, two to a word): the batched GEMM with a broadcast weight 0.819,
-# grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981; the fp16-accumulator matmul 1.044 (1.02-1.21 over
-# rounds), W4A16 1.009 (156 -> 166 registers).
-# `nested_mma_carry` (passes/assign_layouts.py `_back`, the "for" rule; sixteenth session, from the resource audit,
-# scripts/resource_audit.py, docs/RESOURCES.md): an outer loop that carries a dot accumulator through an inner K loop
-# takes the inner loop's MMA layout for it (Triton's form), where it carried a blocked one converted to and from the
-# MMA layout through shared memory every outer iteration, above the live copy ring: the nested block-pointer matmul
-# (2.39 of Triton's time on the H200) 167936 -> 98304 bytes of shared memory, 1 -> 2 blocks an SM (Triton: 98304, 2),
-# 128 registers either way; its SASS loop 475 -> 363 instructions (Triton 377), shared accesses in it 111 -> 15 (18),
-# barriers 14 -> 10 (10). 1 corpus kernel changes; untimed (`scripts/gpu_session.sh abin` queues it).
-# `while_carry` (passes/assign_layouts.py `_group_runs`; sixteenth session, CPU only, untimed): a while loop's
-# carried values count as one value each across the loop when memory accesses are grouped by the values they meet,
-# as a for loop's do: the union-find roots kernel (1.32 of Triton's time on the H200) gathered parents at 4 elements a
-# thread inside the loop (their indices meet the contiguous stores' offsets) but carried them at 1, 8 conversions
-# through shared memory; under the switch none: 55 -> 48 registers (Triton 44), 8208 -> 16 bytes of shared memory
-# (16), 9 -> 10 blocks an SM (10), its loop 204 -> 109 SASS instructions (163), 12 -> 2 barriers (3). 1 corpus kernel
-# changes.
+# `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word): H200 2026-12-06 the
+# batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
+# fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
+# 1.029, 1.009 (0.965 over the 7): faster on four, the fp16-accumulator matmul slower in both runs.
 # `store_runs` (passes/assign_layouts.py `_group_runs`; sixteenth session, CPU only, untimed): a group of accesses
 # whose values meet takes at most one 16-byte vector of its widest stored element a thread along the contiguous dim.
 # By default an fp16 or bf16 load lengthens its group to 8 elements a thread, and the group's fp32 stores then write
@@ -144,6 +134,9 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # the optional-pointer kernel 1.21, AdamW 1.14. 15 kernels change; static figures mixed: PPO 61 -> 48 registers,
 # 8192 -> 64 bytes of shared memory, 8 -> 10 blocks an SM; RMSNorm backward dW 16400 -> 32 bytes; but bucketize over
 # an odd N 10 -> 8 blocks, the PCM frame kernel 5 -> 4, stick-breaking 6 -> 5.
+# Timed (H100, 2026-12-07, abin12.md): 0.931 over the 15, faster on 9 (libdevice on mixed arguments 0.727, PPO's
+# loss 0.824, int16 average pooling 0.857, the optional-pointer kernel 0.872), slower on 2: bucketize over an odd N
+# 1.129 (10 -> 8 blocks an SM), stick-breaking 1.043 (6 -> 5).
 # `scatter_lanes` (passes/assign_layouts.py `_spread_scatter`; sixteenth session, CPU only, untimed): a store whose
 # pointer is contiguous along no dim, of a value whose blocked layout gives a thread a run along its lanes' dim, takes
 # the pointer's coalesced layout, one element a thread, lanes on adjacent elements, through one conversion of the
@@ -153,6 +146,8 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # 320 SASS instructions (Triton 336). Changes 3 corpus kernels: that one, libdevice_mixed_args_f32_f64 (stride-3 and
 # -5 AoS stores: 0 -> 4112 bytes of shared memory, 0 -> 21 barriers; Triton 2048, 17) and stream_compact_rows_f32
 # (its loop 172 -> 218 instructions, 4 -> 10 barriers, 40 -> 48 registers; Triton 406, 11, 72).
+# Timed (H100, 2026-12-07, abin3.md): KV append 0.623, libdevice on mixed arguments 0.544, but stream compaction
+# 1.099.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 # `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
 # assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
@@ -169,47 +164,6 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # 6 -> 8 of 8, varlen sums 4 -> 5 of 16, ...), fewer on 2 (row KL divergence 10 -> 9 of 16, the 4-bit group quantizer
 # 4 -> 3 of 4), as many on 67; kernels with a loop with fewer loads in flight than Triton's 14 -> 8. Costs two more
 # ptxas runs a kernel it applies to. Untimed.
-# `neg_axis` (passes/axisinfo.py `_neg`; sixteenth session, CPU only, untimed): a negated value keeps its divisibility
-# and constancy in the axis analysis (the default knew only its constancy). The 5-point stencil (1.11 of Triton's time
-# on the H200) loaded its row above through `p - stride_x` an element at a time (16 scalar loads a thread) where the
-# row below, `p + stride_x`, took 4 16-byte vectors: under the switch 4 vectors for both, as Triton's; 304 -> 288 SASS
-# instructions (Triton 288) but 48 -> 52 registers, 10 -> 9 blocks an SM (Triton 48, 10). 1 corpus kernel changes.
-# Sixteenth session, later (CPU only, untimed; the two corpus kernels furthest above Triton's time on the H200,
-# benchmarks/2026-12-06k-h200, read in both compilers' SASS):
-# `broadcast_layout` (passes/assign_layouts.py `_broadcast_default`: a value made only to be broadcast, an expand_dims'
-# [M, 1] or [1, N] that no user wants in a layout, takes the default layout of the shape it is broadcast to; a
-# loop-invariant operand of it is made so before the loop, by a last backward walk after every other wish).
-# MinHash signatures (2.59 of Triton's time): the default of the [64, 1] token column put all 32 lanes and 4 warps on
-# its 64 rows, so the [64, 64] uint32 hash tile was held twice over (64 elements a thread, all 64 columns in each) and
-# its column minimum went over lanes (64 redux.sync.min) and warps, with the hash multipliers converted through shared
-# memory every iteration. Loop 757 -> 290 SASS instructions (Triton 379), IMAD 131 -> 66, REDUX.MIN 64 -> 0, LDS.128
-# 64 -> 4, 94 -> 46 registers (Triton 32), 8 -> 6 barriers an iteration (Triton 3). PTX changes on 8 corpus kernels,
-# SASS on 6: minhash_umulhi_u32, nbody_accel_f64 (its loop 859 -> 622, 16 -> 14 barriers, 9216 -> 528 bytes of
-# shared memory), nms_iou_mask_i64 (1384 -> 1072 instructions, 168 -> 122 registers, 9 -> 21 barriers),
-# vflip_sort_gather_topk_f32 (1904 -> 1824, 9 -> 15 barriers), topk_experts_f32 (392 -> 392, 36 -> 27 registers,
-# 11 -> 13 barriers), retention_chunked_d64 (loop 514 -> 521: a column's exp2 for each row a thread holds);
-# gated_delta_rule_bf16 and topk_sort_gather_f32 have other PTX, the same SASS.
-# `stride_lanes` (passes/assign_layouts.py `_group_runs`, axisinfo.elem_step): a group of accesses, one of them
-# through pointers a constant stride of 2 or more elements apart along its fastest dim (`X + offs * 3`), takes one
-# element a thread there (its loads scalar), so lanes hold consecutive indices and a warp's strided access spans one
-# stride a lane; only where the group's contiguous accesses are all of 4-byte elements or wider (scalar ones then fill
-# a 128-byte line a warp as vectors do). libdevice with mixed argument types (1.97 of Triton's time): 11 stores at
-# strides 3 (float64, int32) and 5 (float32) from 4 consecutive elements a thread, lanes 4 strides apart: 832 128-byte
-# lines a warp for its 4 x 11 store instructions -> 208 (Triton's 208: its stores are one element a thread, after 17
-# barriers' worth of conversions); 2 LDG.E.128 -> 8 LDG.E (the same lines), SASS 4888 -> 4848 instructions (Triton
-# 5224), 72 registers (Triton 72), no shared memory. PTX changes on 2 corpus kernels: libdevice_mixed_args_f32_f64
-# and voxelize_floor_trunc_f32 (points at stride 3: 608 -> 512 instructions, 13 -> 3 barriers, 8208 -> 16 bytes of
-# shared memory).
-# `run_dims` (passes/assign_layouts.py `_continued_order`, axisinfo.elem_step): where an access's fastest dim is one
-# contiguous run over its whole extent, the next dim its lanes take is the one (among those tied in contiguity) whose
-# pointers step by exactly the elements the dims before it span, not the higher-numbered one: lanes go on along one
-# longer contiguous range. Monarch's [16, 64, 16] fp16 tile `X + row * 264 + b * 16 + i` (1.38 of Triton's time on the
-# H200) had order (2, 1, 0), 16 lanes over 16 rows 528 bytes apart: each of its 128 scalar 16-bit loads a thread and
-# 16 vector stores touched 16 128-byte lines a warp; now (2, 0, 1), 16 lanes along b, Triton's layout exactly
-# (threadsPerWarp [16, 1, 2], order [2, 0, 1]): 4 lines a warp access, the same sectors. SASS 1616 -> 1840
-# instructions (Triton 1176: address arithmetic of 16 rows a thread, IMAD 106 -> 247, LEA 166 -> 246), 167 -> 168
-# registers (Triton 167), 3 blocks an SM as Triton's, shared memory and barriers unchanged (32768 bytes, 11).
-# PTX changes on 1 corpus kernel: monarch_3d_dot_f16.
 # `copy_src64` (in AB_SWITCHES: llvm_to_ptx applies it, `copy_src64` below; sixteenth session, CPU only, untimed;
 # docs/EXPERIMENTS.md "The fp16 matmul class on the H200"): a cp.async source address in a loop whose offset is a
 # 32-bit value widened and scaled by one `mul.wide.s32` gets the offset as `cvt.s64.s32` + `shl.b64` (Triton's PTX
@@ -221,31 +175,8 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
 # registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
 # too, and ours takes 1.11 of its time there all the same.
-# `desc_ring` (frontend/semantic.py _block_ptr_addresses, passes/axisinfo.py, passes/pipeline.py _clamp_plan,
-# codegen/dot.py _e_async_copy; seventeenth session, CPU only, untimed): a K loop's tensor-descriptor and
-# boundary-checked block-pointer tiles take the cp.async copy ring. Triton's contract for make_tensor_descriptor (a
-# 16-byte aligned base, leading strides multiples of 16 bytes) becomes axis facts (row starts 16-byte aligned), and a
-# ragged edge along the contiguous dim (`k < K`, K not a multiple of 16 bytes' elements) is served by each 16-byte
-# copy's source size clamped to the bytes in bounds, clamp((K - first) * eb, 0, 16), zero-filling the rest; padding
-# "nan" keeps the old path. desc_mm_ieee_ragged_f32 (1.40 of Triton's time on the H200): its A and B come by 8
-# LDGSTS.128 a thread an iteration instead of 32 scalar LDG held a step ahead and 64 STS; 168 -> 126 registers
-# (Triton 96), 3 -> 4 blocks an SM (5), loop 1326 -> 1266 SASS instructions, shared memory 17920 -> 36864 bytes.
-# `desc_tma` (language/core.py `make_tensor_descriptor`, codegen/tensormap.py; issue 20; CPU only, untimed): an
-# in-kernel tensor descriptor (`tl.make_tensor_descriptor`) whose facts allow a CUDA tensor map (an element type TMA
-# has, block dims of at most 256, rows of whole 16-byte multiples, the last stride the constant 1; Triton's contract
-# for the rest: a 16-byte aligned base, the other strides whole 16-byte multiples) gets one, written by the kernel
-# into per-program global scratch (tensormap.replace on sm_90a, one 128-byte map per creating call site, a hidden
-# `global_scratch` parameter the launcher fills), so its loads that feed a wgmma ring are TMA copies and its 2-D
-# stores TMA stores, as a host-side TensorDescriptor's are. The persistent descriptor matmul's K loop then takes the
-# TMA ring. PTX changes on 2 corpus kernels: mm_desc_persistent_leaky_bf16 (static, beside Triton: 143 -> 104
-# registers (93), its K loop 94 -> 66 SASS instructions (103), 3 -> 0 shared accesses (8), 131072 -> 132096 bytes of
-# shared memory (the ring's mbarriers; 114712), 1 block an SM either way (2), 952 -> 1264 SASS instructions in all)
-# and desc_mm_ieee_ragged_f32 (its fp32 stores by TMA: 168 -> 127 registers (96), 3 -> 4 blocks an SM (5)).
-# Untimed: only a GPU run can say whether the maps' creation (per program and map: a 128-byte global write, the
-# tensormap fences, a barrier) pays for the copies it saves, and confirm the map's fields on the hardware.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried", "pack_carried16", "nested_mma_carry",
-                     "while_carry", "store_runs", "scatter_lanes", "nreg_headroom", "neg_axis", "broadcast_layout",
-                     "stride_lanes", "run_dims", "desc_ring", "desc_tma")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "scatter_lanes",
+                     "nreg_headroom")
 
 
 @functools.lru_cache(maxsize=None)

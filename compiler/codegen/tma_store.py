@@ -22,7 +22,7 @@ def _applies(e, op) -> bool:
     if op.attrs.get("tma") != 2 or getattr(e.opts, "sm", 0) < 90:
         return False
     v = op.operands[1]
-    tm = op.operands[-3]  # (A/B desc_tma) an in-kernel map the kernel does not write: the masked store
+    tm = op.operands[-3]  # an in-kernel map the kernel does not write: the masked store
     if getattr(tm.owner, "kind", None) == "tensormap_create" and tm.id not in (getattr(e, "tmap_slots", None) or {}):
         return False
     return (len(v.type.shape) == 2 and v.type.element.bits in (8, 16, 32)

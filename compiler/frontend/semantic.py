@@ -1403,7 +1403,7 @@ def _block_ptr_addresses(p, boundary_check):
     checks = sorted({_norm_axis(d, r) for d in (boundary_check or ())})
     ptrs = p.base
     mask = None
-    # (A/B `desc_ring`) a tensor descriptor's window (language/core.py tensor_descriptor): Triton's contract for
+    # A tensor descriptor's window (language/core.py tensor_descriptor): Triton's contract for
     # make_tensor_descriptor (a 16-byte aligned base, every stride but the last a multiple of 16 bytes) becomes facts
     # the axis analysis reads (passes/axisinfo.py: `base_align` on the first addptr, `stride_div` on each leading
     # dim's index x stride), so its row starts are 16-byte aligned

@@ -175,7 +175,7 @@ def _barrier(interp, op):
 
 @impl("tensormap_create")
 def _tensormap_create(interp, op):
-    # (A/B `desc_tma`) an in-kernel descriptor's CUDA tensor map: none here (the GPU writes it into the launch's
+    # an in-kernel descriptor's CUDA tensor map: none here (the GPU writes it into the launch's
     # global scratch); its loads and stores carry the address as an operand they ignore, reading through pointers
     zero = np.asarray(0, np.int64)
     return lambda *_: zero

@@ -75,7 +75,7 @@ Op kinds (operands -> results; attrs):
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
   histogram      (x) -> int32[bins]               bins; counts of the 1-D int block x's values in [0, bins), others
                                                   not counted (tl.histogram)
-  tensormap_create (base, shape..., strides...) -> i64  block, padding, slot: (A/B `desc_tma`) the CUDA tensor map of
+  tensormap_create (base, shape..., strides...) -> i64  block, padding, slot: the CUDA tensor map of
                                                   an in-kernel descriptor, written into the program's global scratch
                                                   (sm_90a); its address, or 0 in the interpreter
 

@@ -28,7 +28,7 @@ PIPELINE = [
     # fp8 dots that run on wgmma take their fp8 operands directly (the frontend's exact fp16 conversions dropped);
     # before the pipeliner, whose copy ring then serves their K-major descriptor loads, and before layouts.
     ("fp8_dots", fp8_dots),
-    # (A/B `desc_tma`) in-kernel descriptor accesses TMA cannot serve on this target drop their tensor map, and maps
+    # in-kernel descriptor accesses TMA cannot serve on this target drop their tensor map, and maps
     # no access uses are not written; before the pipeliner, which rings the loads that keep one as TMA copies, and
     # after fp8_dots, which makes the fp8 dots' operands the loads themselves. A no-op without in-kernel maps.
     ("tensormaps", tensormaps),

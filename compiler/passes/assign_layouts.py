@@ -274,7 +274,6 @@ class _Assigner:
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
         self.ab = ab_switches()  # the A/B switches on (read once: the walks ask per op)
-        self.run_dims = "run_dims" in self.ab  # (A/B) see _continued_order
         self.users: dict = {}
         self._note_users(fn.body)
         self.desired: dict = {}
@@ -284,8 +283,7 @@ class _Assigner:
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
-        self.broadcast_layout = "broadcast_layout" in self.ab  # (A/B) see _broadcast_default
-        self._broadcast_push = False  # in the backward walk _first_walks makes last under broadcast_layout
+        self._broadcast_push = False  # in the last backward walk _first_walks makes (_broadcast_default)
 
     def _note_users(self, block):
         for op in block.ops:
@@ -305,8 +303,7 @@ class _Assigner:
         shape = ptr.type.shape
         info = self.ai.get(ptr.id) or axisinfo.AxisInfo.unknown(shape)
         order = sorted(range(len(shape)), key=lambda d: (-info.contiguity[d], -d))
-        if self.run_dims:
-            order = self._continued_order(ptr, order, info)
+        order = self._continued_order(ptr, order, info)
         eb = _ebytes(ptr.type.element.element_ty)
         d = order[0]
         vec = info.contiguity[d] if to_smem else min(info.contiguity[d], max(1, info.divisibility[d] // eb))
@@ -314,13 +311,14 @@ class _Assigner:
 
     @staticmethod
     def _continued_order(ptr, order, info) -> list:
-        """(A/B `run_dims`) The dims after the fastest, reordered where the fastest dim's whole extent is one
+        """The dims after the fastest, reordered where the fastest dim's whole extent is one
         contiguous run: among the dims tied with the next one in contiguity, the one whose pointers step by exactly
         the elements the dims before it span (`X + b * 16 + i` over i < 16: b continues i's run) goes next, then
         the same again with the span grown. Lanes then go along one longer contiguous range (a [16, 64, 16] fp16
         tile of rows 528 bytes apart, i and b spanning a row's 512 bytes: a warp's access touches 4 128-byte
         lines, not the 16 of lanes going on to the rows). The analysis sees each dim alone, so without this a tie
-        falls to the higher dim whatever the strides."""
+        falls to the higher dim whatever the strides. Monarch's 3-D dot: 0.775 of the time (H100, 2026-12-07,
+        benchmarks/2026-12-07-h100/abin7.md), 1.05 of Triton's."""
         order = list(order)
         shape = ptr.type.shape
         d = order[0]
@@ -410,10 +408,11 @@ class _Assigner:
                         for v in vals[1:]:
                             if tuple(v.type.shape) == tuple(a.type.shape):
                                 union(v.id, a.id)
-                elif k == "while" and "while_carry" in self.ab:
-                    # (A/B `while_carry`) a while loop's carried values are one value each across the loop too:
+                elif k == "while":
+                    # a while loop's carried values are one value each across the loop too:
                     # the initial value, the before-block's argument, what the condition passes on, the
-                    # after-block's argument, what it yields and the loop's result
+                    # after-block's argument, what it yields and the loop's result (union-find's roots: 8 -> 0
+                    # conversions an iteration, 0.767 of the time on the H100, 2026-12-07, abin1.md there)
                     before, after = op.blocks
                     cond, y = before.terminator, after.terminator
                     for i, a in enumerate(before.args):
@@ -450,25 +449,26 @@ class _Assigner:
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
         strided = set()
-        if "stride_lanes" in self.ab:
-            # (A/B `stride_lanes`) a group with an access through pointers a constant stride of 2 or more elements
-            # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
-            # so lanes hold consecutive indices and the strided accesses go with lanes one stride apart (a warp's
-            # f64 store at stride 3 spans 768 bytes, six 128-byte lines; with 4 elements a thread, lanes were 4
-            # strides apart: 3072 bytes, 24 lines). The group's contiguous accesses are then scalar, lanes still
-            # consecutive: as many 128-byte lines a warp where their elements are 4 bytes or more (more
-            # instructions), so only groups whose contiguous accesses all are (16-bit ones would take two lines an
-            # instruction's worth of vector accesses takes in one)
-            narrow = set()
-            for op, data, order, run, _ in mem:
-                key = (find(data), order)
-                step = axisinfo.elem_step(op.operands[0], order[0])
-                if step is not None and abs(step) >= 2:
-                    strided.add(key)
-                elif self._contiguity(op.operands[0], order[0]) > 1 and _ebytes(
-                        op.operands[0].type.element.element_ty) < 4:
-                    narrow.add(key)
-            strided -= narrow
+        # A group with an access through pointers a constant stride of 2 or more elements
+        # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
+        # so lanes hold consecutive indices and the strided accesses go with lanes one stride apart (a warp's
+        # f64 store at stride 3 spans 768 bytes, six 128-byte lines; with 4 elements a thread, lanes were 4
+        # strides apart: 3072 bytes, 24 lines). The group's contiguous accesses are then scalar, lanes still
+        # consecutive: as many 128-byte lines a warp where their elements are 4 bytes or more (more
+        # instructions), so only groups whose contiguous accesses all are (16-bit ones would take two lines an
+        # instruction's worth of vector accesses takes in one). Measured against lanes 4 strides apart (H100,
+        # 2026-12-07, the 2 corpus kernels it changes, 3 rounds beside Triton): libdevice with mixed float32/float64
+        # arguments 0.526 of the time, the voxelizer 0.975 (benchmarks/2026-12-07-h100/abin9.md)
+        narrow = set()
+        for op, data, order, run, _ in mem:
+            key = (find(data), order)
+            step = axisinfo.elem_step(op.operands[0], order[0])
+            if step is not None and abs(step) >= 2:
+                strided.add(key)
+            elif self._contiguity(op.operands[0], order[0]) > 1 and _ebytes(
+                    op.operands[0].type.element.element_ty) < 4:
+                narrow.add(key)
+        strided -= narrow
         out, cross = {}, {}
         cap = {}  # (A/B `store_runs`) group -> the most elements a thread its runs may have: one store vector
         if "store_runs" in self.ab:
@@ -1096,8 +1096,7 @@ class _Assigner:
             return
         tgt = self.desired.get(op.result.id)
         if tgt is None and src is not None and final:
-            tgt = self._broadcast_default(op.result) if self.broadcast_layout else None
-            tgt = tgt or self.default(op.result)
+            tgt = self._broadcast_default(op.result) or self.default(op.result)
         if tgt is None:
             self.set(op, [None])
             return
@@ -1105,13 +1104,16 @@ class _Assigner:
         self.set(op, [tgt])
 
     def _broadcast_default(self, v):
-        """(A/B `broadcast_layout`) the default layout of the shape v is broadcast to, where v (an expand_dims'
+        """The default layout of the shape v is broadcast to, where v (an expand_dims'
         [M, 1] or [1, N]) has no layout its users want and every user broadcasts it to that one shape: v is made in
         the layout of what it becomes, not in one chosen for its own shape. The default of [M, 1] puts every lane and
         warp on the M rows (more threads than rows where M < 32 * num_warps: a row in two or more threads) and the
         broadcast then holds all N columns in every thread: MinHash's [64, 64] uint32 hash tile in 128 threads was 64
         elements a thread where 32 hold it, each computed twice, and its column minimum went over lanes and warps (64
-        warp reductions and a shared-memory exchange an iteration). None where v has other users."""
+        warp reductions and a shared-memory exchange an iteration). None where v has other users. Measured against the
+        default of v's own shape (H100, 2026-12-07, the 6 corpus kernels it changes, 3 rounds beside Triton): 0.709 of
+        the time, MinHash 0.332, n-body 0.518, NMS 0.836, flip + sort + gather 0.906, none slower
+        (benchmarks/2026-12-07-h100/abin2.md)."""
         users = self.users.get(v.id, ())
         shapes = {tuple(u.result.type.shape) for u in users if u.kind == "broadcast"}
         if not users or len(shapes) != 1 or any(u.kind != "broadcast" for u in users):
@@ -1192,7 +1194,7 @@ class _Assigner:
         if R is None and k in ("inline_asm", "inline_asm_effects"):  # several results: the first one wanted
             R = next((x for x in map(self._cur, op.results) if x is not None), None)
         if k == "expand_dims" and R is None and self._broadcast_push and self._invariant_in_loop(op.operands[0], op):
-            # (A/B `broadcast_layout`, a last backward walk: after every other wish) a loop-invariant operand is made
+            # (a last backward walk: after every other wish) a loop-invariant operand is made
             # in the layout the final walk gives the expand_dims (_broadcast_default) before the loop, not converted
             # to it every iteration
             R = self._broadcast_default(op.result)
@@ -1226,14 +1228,14 @@ class _Assigner:
                 # per-block row sums added up): one conversion after the loop for its later users instead of one
                 # each iteration.
                 yl = self.lay.get(y.operands[j].id)
-                # (A/B `nested_mma_carry`) a value an inner loop yields (a K loop nested in an outer loop, both
+                # A value an inner loop yields (a K loop nested in an outer loop, both
                 # carrying the accumulator): the forward walk gave the inner loop's result its initial value's layout,
                 # so the outer loop carried a blocked accumulator, converted to the MMA layout and back through shared
                 # memory every outer iteration, above the live copy ring (the nested block-pointer matmul: 164 KiB, 1
                 # block an SM, 2.11 of Triton's time); the MMA layout the inner loop carries it in is what it is
+                # (measured on the H100, 2026-12-07: 0.451 of the time, 1.01 of Triton's; abin0.md there)
                 inner = y.operands[j].owner
-                if (getattr(inner, "kind", None) == "for" and getattr(inner, "block", None) is body
-                        and "nested_mma_carry" in self.ab):
+                if getattr(inner, "kind", None) == "for" and getattr(inner, "block", None) is body:
                     il = self.desired.get(inner.blocks[0].args[y.operands[j].index + 1].id)
                     if isinstance(il, MmaLayout):
                         yl = il
@@ -1315,9 +1317,8 @@ def _first_walks(a, module):
         a.lay = {}
         a.forward(module.function.body, final=False)
         a.backward(module.function.body)
-    if a.broadcast_layout:
-        # (A/B `broadcast_layout`) the wishes for loop-invariant operands of values made only to be broadcast, where
-        # nothing else wants a layout for them (a wish is never replaced: the other walks' come first)
-        a._broadcast_push = True
-        a.backward(module.function.body)
-        a._broadcast_push = False
+    # the wishes for loop-invariant operands of values made only to be broadcast, where nothing else wants a layout
+    # for them (a wish is never replaced: the other walks' come first)
+    a._broadcast_push = True
+    a.backward(module.function.body)
+    a._broadcast_push = False

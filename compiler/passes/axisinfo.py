@@ -95,7 +95,7 @@ def _assumed_div(a: AxisInfo, div: int) -> AxisInfo:
 
 
 def _mul(op, a, b):
-    # (A/B `desc_ring`) `stride_div`: operand 1 is a tensor descriptor's leading stride, a multiple of 16 bytes by
+    # `stride_div`: operand 1 is a tensor descriptor's leading stride, a multiple of 16 bytes by
     # Triton's contract for make_tensor_descriptor (frontend/semantic.py _block_ptr_addresses)
     if op.attrs.get("stride_div"):
         b = _assumed_div(b, op.attrs["stride_div"])
@@ -194,14 +194,9 @@ def _elementwise_const(op, *infos):
 
 
 def _neg(op, a):
-    """(A/B `neg_axis`) -x: divisible by what divides x (a stride negated, `p - stride`, keeps the 16-byte alignment of
-    the rows it steps to), constant where x is; runs of consecutive values become decreasing ones (contiguity 1).
-    Without the switch a negation is known only constant where x is."""
-    from ..options import ab_switch
-
-    if not ab_switch("neg_axis"):
-        return _elementwise_const(op, a)
-    return AxisInfo((1,) * len(a.constancy), a.divisibility, a.constancy)
+    """-x: known only constant where x is (the A/B `neg_axis`, which kept x's divisibility, measured no faster:
+    docs/EXPERIMENTS.md)."""
+    return _elementwise_const(op, a)
 
 
 def _minmax(op, a, b):
@@ -288,7 +283,7 @@ def _cast(op, a):
 
 
 def _addptr(op, p, off):
-    # (A/B `desc_ring`) `base_align`: operand 0 is a tensor descriptor's base (splat), 16-byte aligned by contract
+    # `base_align`: operand 0 is a tensor descriptor's base (splat), 16-byte aligned by contract
     if op.attrs.get("base_align"):
         p = _assumed_div(p, op.attrs["base_align"])
     return _add(op, p, off, _elem_bytes(op.operands[0]))

@@ -598,7 +598,7 @@ def _edge_leaf(v, d, chunk, info, depth=16):
 
 
 def _clamp_plan(o, info):
-    """(A/B `desc_ring`) (dim, edge term) where cp.async serves load o by 16-byte copies whose source size is
+    """(dim, edge term) where cp.async serves load o by 16-byte copies whose source size is
     clamped to the bytes in bounds (codegen/dot.py _e_async_copy): its pointers contiguous and 16-byte aligned along
     the dim, its mask constant over each 16-byte chunk there but for one ragged-edge term (_edge_leaf), the loads of
     a tensor descriptor or a boundary-checked block pointer whose contiguous dim's extent is not a multiple of the
@@ -653,11 +653,10 @@ def _pipeline_async(module, loop, options) -> bool:
     scratch_t = False  # an operand the dot copies transposed into scratch every iteration (its own barrier)
     recast = {}  # id(load) -> the bitcast the dot reads it through (the slot's view takes its type)
     reads = set()  # ids of loads whose slot other ops read too, into registers (smem_load)
-    # (A/B `desc_ring`) id(load) -> (dim, edge term): loads whose ragged edge along their contiguous dim the copies
-    # serve by a clamped source size (_clamp_plan): tensor-descriptor and boundary-checked block-pointer tiles
-    from ..options import ab_switch
-
-    desc_ring = ab_switch("desc_ring")
+    # id(load) -> (dim, edge term): loads whose ragged edge along their contiguous dim the copies serve by a
+    # clamped source size (_clamp_plan): tensor-descriptor and boundary-checked block-pointer tiles. The ragged
+    # fp32 descriptor matmul (1.40 of Triton's time on the H200, its tiles held in registers before): 0.770 of the
+    # time on the H100, 2026-12-07 (benchmarks/2026-12-07-h100/abin4.md)
     clamps = {}
     for d in dots:
         for j, v in enumerate(d.operands[:2]):
@@ -703,7 +702,7 @@ def _pipeline_async(module, loop, options) -> bool:
                     # the time on the H200 (2026-12-06)
                     narrow = mma and eb != 2
                     ok = not tr and not o.attrs.get("tma") and len(v.type.shape) == 2
-                    if ok and desc_ring and not _copyable(o, info):
+                    if ok and not _copyable(o, info):
                         # 16-byte copies clamped at a ragged edge before narrow ones (rows only 8-byte aligned)
                         clamp = _clamp_plan(o, info)
                         if clamp is not None:
@@ -712,7 +711,7 @@ def _pipeline_async(module, loop, options) -> bool:
                 else:
                     ok = ((eb == 2 and (tma_served(o) or _copyable(o, info)))
                           or (eb == 1 and _byte_operand_ok(d, o, j, tr, info)))
-                    if not ok and desc_ring and eb == 2 and not o.attrs.get("tma"):
+                    if not ok and eb == 2 and not o.attrs.get("tma"):
                         clamp = _clamp_plan(o, info)
                         if clamp is not None:
                             clamps[id(o)], ok = clamp, True

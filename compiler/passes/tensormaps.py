@@ -1,4 +1,4 @@
-"""(A/B `desc_tma`) Which accesses of in-kernel tensor descriptors keep their tensor map.
+"""Which accesses of in-kernel tensor descriptors keep their tensor map.
 
 Under the switch `tl.make_tensor_descriptor` writes a CUDA tensor map (a `tensormap_create` op, whose result its
 loads and stores carry as a host-side descriptor's carry theirs; language/core.py `_in_kernel_tensor_map`). The

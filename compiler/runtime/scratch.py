@@ -1,5 +1,5 @@
 """Per-launch global scratch memory (kernels whose metadata has `global_scratch_size`: the tensor maps of in-kernel
-tensor descriptors under the A/B switch `desc_tma`, codegen/tensormap.py).
+tensor descriptors, codegen/tensormap.py).
 
 Such a kernel takes one hidden last parameter, a pointer to `global_scratch_size` bytes per program (aligned to
 `global_scratch_align`); `CompiledKernel.launch` asks `scratch_pointer` for grid programs x that many bytes.

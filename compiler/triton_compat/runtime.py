@@ -194,8 +194,8 @@ def compile(src, target=None, options=None, _env_vars=None):  # noqa: A001 - Tri
 
 def set_allocator(allocator):
     """`triton.set_allocator(fn)`: the allocator of global scratch memory, `fn(size, alignment, stream)` returning
-    an object with `data_ptr()`, as Triton's. Only kernels that write in-kernel tensor maps (the A/B switch
-    `desc_tma`) ask it, at each launch, for grid programs x their bytes a program (compiler/runtime/scratch.py);
+    an object with `data_ptr()`, as Triton's. Only kernels that write in-kernel tensor maps (sm_90a: in-kernel
+    tensor descriptors whose accesses TMA serves) ask it, at each launch, for grid programs x their bytes a program (compiler/runtime/scratch.py);
     without one those launches use a device buffer the runtime keeps."""
     from ..runtime import scratch
 

