@@ -175,8 +175,12 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
 # registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
 # too, and ours takes 1.11 of its time there all the same.
+# `fma_occ` (passes/pipeline.py `_fma_occupancy`; seventeenth session, CPU only, untimed): an FMA dot's ring loop whose
+# blocks per SM registers bind is sized for them and tells ptxas (`.minnctapersm`), as the tight ring's occupancy
+# does. The ragged fp32 descriptor matmul: 98 -> 96 registers (Triton 96), 4 -> 5 blocks an SM (5), no spills; where
+# shared memory binds (mm_fp32_ieee) no hint. PTX changes on 1 corpus kernel.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "scatter_lanes",
-                     "nreg_headroom")
+                     "nreg_headroom", "fma_occ")
 
 
 @functools.lru_cache(maxsize=None)
