@@ -147,7 +147,7 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # -5 AoS stores: 0 -> 4112 bytes of shared memory, 0 -> 21 barriers; Triton 2048, 17) and stream_compact_rows_f32
 # (its loop 172 -> 218 instructions, 4 -> 10 barriers, 40 -> 48 registers; Triton 406, 11, 72).
 # Timed (H100, 2026-12-07, abin3.md): KV append 0.623, libdevice on mixed arguments 0.544, but stream compaction
-# 1.099.
+# 1.099. Since stride_lanes became the code, libdevice's stores no longer change under it: 2 corpus kernels.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 # `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
 # assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
