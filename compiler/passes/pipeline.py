@@ -252,6 +252,12 @@ def _fma_occupancy(body, dots, options, ring_bytes):
     return by_regs if 0 < by_regs <= blocks_per_sm(ring_bytes) else None
 
 
+def _append(ops, op):
+    """op appended to ops; its result."""
+    ops.append(op)
+    return op.result
+
+
 def _clean_attrs(attrs):
     return {k: v for k, v in attrs.items() if not k.startswith("_")}
 
@@ -903,7 +909,11 @@ def _pipeline_async(module, loop, options) -> bool:
                 dim, leaf = clamps[id(o)]
                 lo = leaf.owner
                 idx, bound = lo.operands[:2] if lo.attrs["pred"] == "lt" else lo.operands[1::-1]
-                rem = Op("sub", [clone(bound), clone(idx)], [idx.type], loc=o.loc)
+                b_, i_ = clone(bound), clone(idx)
+                if idx.type.element.bits < 64:  # in 64 bits: bound - idx of 32-bit values can overflow
+                    b_, i_ = (_append(out_ops, Op("cast", [x], [x.type.with_element(T.int64)], {"to": T.int64},
+                                                  loc=o.loc)) for x in (b_, i_))
+                rem = Op("sub", [b_, i_], [idx.type.with_element(b_.type.element)], loc=o.loc)
                 out_ops.append(rem)
                 r = rem.result
                 shape = tuple(o.result.type.shape)

@@ -264,3 +264,44 @@ def test_frontend_ir_records_the_contract():
     meta = dict(BM=32, BN=32, BK=16, IEEE=True, PAD="zero", STAGES=2)
     text = print_module(desc_mm.lower(a, b, c, 70, 45, 37, 40, 48, 48, **meta))
     assert "{base_align=16}" in text and "{stride_div=4}" in text
+
+
+@compiler.jit
+def ptr_mm(A, B, C, M, N, K, lda, ldb, ldc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # plain pointers and 32-bit masks (no descriptor): rows aligned where the launch specializes lda and ldb as
+    # multiples of 16, K ragged
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * lda + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                    other=0.0)
+        b = tl.load(B + (k + rk)[:, None] * ldb + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                    other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.store(C + rm[:, None] * ldc + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_int32_masks_clamped_in_64_bits(target):
+    """A user's own 32-bit K mask at a ragged edge takes the clamped copies too; the copies' in-bounds count
+    (bound - idx) is computed in 64 bits, so it cannot wrap. Results against float64, NaN past the edge."""
+    M, N, K = 70, 45, 37
+    a, b = _operands(M, N, K, np.float32, 8, lda=48, ldb=48)
+    c = poison((M, 48), "float32")
+    _launch(target, ptr_mm, a, b, c, M, N, K, dict(BM=32, BN=32, BK=16, num_warps=4))
+    _check(c, a, b, M, N, K, 1e-5, 1e-5)
+
+
+def test_int32_mask_clamp_is_64_bit():
+    a, b, c = np.zeros((8, 1024), np.float32), np.zeros((8, 4096), np.float32), np.zeros((8, 4096), np.float32)
+    ops = _ring_ops(ptr_mm, a, b, c, 4096, 4004, 1000, BM=64, BN=64, BK=32, num_warps=4)
+    clamped = [op for op in ops if op.attrs.get("clamp") is not None]
+    assert {op.attrs["operand"] for op in clamped} == {0, 1}
+    for op in clamped:
+        rem = op.operands[2].owner
+        while rem.kind == "broadcast":
+            rem = rem.operands[0].owner
+        assert rem.kind == "sub" and rem.result.type.element.bits == 64
+        assert all(x.owner.kind == "cast" and x.owner.operands[0].type.element.bits == 32 for x in rem.operands)
