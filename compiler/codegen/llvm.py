@@ -1050,13 +1050,13 @@ def _pack_plan(vals, loaded=None):
     the A/B `pack_carried16` (still a switch: mm_fp16_acc 1.029-1.044 of the time under it)."""
     from ..options import ab_switch
 
-    bytes_, halves = True, ab_switch("pack_carried16")
+    halves = ab_switch("pack_carried16")
     plan, i = [], 0
     for j, v in enumerate(vals):
         regs = v.regs if isinstance(v, Tile) else [v]
         t = regs[0].type if regs else None
         if isinstance(v, Tile) and regs and all(r.type == t for r in regs):
-            if (bytes_ and isinstance(t, ir.IntType) and t.width == 8 and len(regs) % 4 == 0
+            if (isinstance(t, ir.IntType) and t.width == 8 and len(regs) % 4 == 0
                     and (loaded is None or loaded[j])):
                 plan.append((i, len(regs), 4, t))
             # (A/B `pack_carried16`) 16-bit registers (float16, bfloat16, int16) two to a word: a batched fp16 GEMM

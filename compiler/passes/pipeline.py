@@ -222,16 +222,21 @@ def _estimate(loop, loads, threads):
     return n
 
 
-def _tight_gain(body, dots, options, slack, loose_bytes, tight_bytes):
-    """Blocks per SM the tight ring holds where that is more than the loose ring's, by shared memory (the two
-    rings' bytes) and by registers (65,536 an SM: the loop's carried tiles, each dot's result that is not one of
-    them (`acc += tl.dot(a, b)` of fp8, whose add canonicalize keeps; attention's scores), and `slack` a thread
-    for addresses, masks and an instruction's operands); None where it buys none."""
+def _blocks_by_regs(body, dots, options, slack) -> int:
+    """Blocks per SM by registers (65,536 an SM): the loop's carried tiles, each dot's result that is not one of
+    them (`acc += tl.dot(a, b)` of fp8, whose add canonicalize keeps; attention's scores), and `slack` a thread for
+    addresses, masks and an instruction's operands, rounded up to ptxas's allocation step of 8."""
     threads = 32 * options.num_warps
     carried = set(a.id for a in body.args[1:])
     live = sum(_regs(a, threads) for a in body.args[1:])
     live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
-    by_regs = 65536 // (threads * (-(-(live + slack) // 8) * 8))
+    return 65536 // (threads * (-(-(live + slack) // 8) * 8))
+
+
+def _tight_gain(body, dots, options, slack, loose_bytes, tight_bytes):
+    """Blocks per SM the tight ring holds where that is more than the loose ring's, by shared memory (the two
+    rings' bytes) and by registers (_blocks_by_regs); None where it buys none."""
+    by_regs = _blocks_by_regs(body, dots, options, slack)
     more = min(blocks_per_sm(tight_bytes), by_regs)
     return more if more > min(blocks_per_sm(loose_bytes), by_regs) else None
 
@@ -244,11 +249,7 @@ def _fma_occupancy(body, dots, options, ring_bytes):
     descriptor matmul took 98 registers, two over the step to a fifth block (Triton's 96: 5 blocks). Only where
     registers bind (shared memory would hold as many blocks or more): where shared memory binds, the hint buys no
     block and only frees ptxas to take more registers (mm_fp32_ieee 110 -> 128); None there."""
-    threads = 32 * options.num_warps
-    carried = set(a.id for a in body.args[1:])
-    live = sum(_regs(a, threads) for a in body.args[1:])
-    live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
-    by_regs = 65536 // (threads * (-(-(live + 64) // 8) * 8))
+    by_regs = _blocks_by_regs(body, dots, options, 64)
     return by_regs if 0 < by_regs <= blocks_per_sm(ring_bytes) else None
 
 
