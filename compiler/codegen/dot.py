@@ -640,7 +640,22 @@ def _asm_void(e, text):
 
 def _wait_tied(e, regs, pending=0):
     """wgmma.wait_group `pending` with every accumulator register tied through it, so no use of a result can
-    be scheduled before the wait."""
+    be scheduled before the wait. (A/B `pack_carried16`, with 16-bit loop-carried registers two to a word) 16-bit
+    accumulators (an fp16 one) are tied two to a word, the words the wgmma wrote: tied as halves, they are unpacked
+    from its words before the wait, and a register of a wgmma read before its wait makes ptxas wait for every wgmma
+    at once (C7517) or serialize the loop's (C7514: the fp16-accumulator matmul's four wgmmas a step each waited
+    for, 1.03-1.04 of the default's time under the switch's first form)."""
+    from ..options import ab_switch
+
+    if ab_switch("pack_carried16") and len(regs) % 2 == 0 and regs and all(x.type == regs[0].type for x in regs) and str(regs[0].type) in (
+            "half", "bfloat", "i16"):
+        words = _wait_tied(e, [_pack(e, regs[i:i + 2]) for i in range(0, len(regs), 2)], pending)
+        vt = ir.VectorType(regs[0].type, 2)
+        out = []
+        for w in words:
+            v = e.b.bitcast(w, vt)
+            out += [e.b.extract_element(v, e.i32(0)), e.b.extract_element(v, e.i32(1))]
+        return out
     n = len(regs)
     types = [x.type for x in regs]
     cons = ",".join([f"={_REG_CONSTRAINT.get(str(t), 'r')}" for t in types] + [str(i) for i in range(n)])

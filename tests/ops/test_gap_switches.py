@@ -178,3 +178,55 @@ def test_gather_converts_the_source_tile():
     y = np.zeros(8 * 4, np.float32)
     ck = row_gather_kernel.warmup(x, idx, y, grid=(1,), target="sm_90a", M=8, N=128, K=4, num_warps=4)
     assert ck.metadata["shared_bytes"] <= 4096 + 256, ck.metadata["shared_bytes"]
+
+
+@compiler.jit
+def f16acc_mm_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for k in range(0, K, BK):
+        a = tl.load(A + rm[:, None] * K + (k + rk)[None, :], mask=(k + rk)[None, :] < K, other=0.0)
+        b = tl.load(B + (k + rk)[:, None] * N + rn[None, :], mask=(k + rk)[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc)
+
+
+def _f16acc_inputs():
+    rng = np.random.default_rng(34)
+    a = (rng.integers(-4, 5, (128, 200)) / 8).astype(np.float16)  # products and sums exact in fp16
+    b = (rng.integers(-4, 5, (200, 128)) / 8).astype(np.float16)
+    return a, b
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "pack_carried16"])
+def test_f16_accumulator_loop_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    a, b = _f16acc_inputs()
+    c = poison(128 * 128, "float16")
+    run(target, f16acc_mm_kernel, (2, 2), [a, b, c], [128, 128, 200], BM=64, BN=64, BK=32, num_warps=4,
+        num_stages=3)
+    assert_exact(c.reshape(128, 128), (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16))
+
+
+def test_f16_accumulator_words_wait_before_they_are_read(monkeypatch, tmp_path):
+    """Under pack_carried16 an fp16 wgmma accumulator crosses the loop's back edge as the words the wgmma writes
+    and waits for it as words: no register of a wgmma is read before its wait, so ptxas neither serializes the
+    loop's wgmmas (C7514) nor injects a wait (C7517)."""
+    from compiler.codegen.ptx import find_ptxas, ptx_resources
+
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TILEFARM_AB", "pack_carried16")
+    a, b = _f16acc_inputs()
+    c = np.zeros(128 * 128, np.float16)
+    ptx = f16acc_mm_kernel.warmup(a, b, c, 128, 128, 200, grid=(2, 2), target="sm_90a", BM=64, BN=64, BK=32,
+                                  num_warps=4, num_stages=3).asm["ptx"]
+    body = ptx[ptx.index("wgmma.mma_async"):ptx.index("wgmma.wait_group")]
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16" in body
+    assert not re.search(r"mov\.b32\s+\{%rs", body), "halves unpacked between the wgmma and its wait"
+    if find_ptxas() is not None:
+        log = ptx_resources(ptx, "sm_90a")["log"]
+        assert "C7514" not in log and "C7517" not in log, log
