@@ -987,12 +987,22 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
             part = _wait_retiring(e, op, part, 0) if gi == len(groups) - 1 else _wait_tied(e, part, 0)
             regs = [e.b.fadd(x, y, flags=e.fp_flags) for x, y in zip(regs, part)]
         return regs
+    from ..options import ab_switch
+    from ..passes.canonicalize import _is_zero
+
+    first = asm
+    if ab_switch("zero_acc") and _is_zero(op.operands[2]):
+        # (A/B `zero_acc`) a dot onto zeros (tl.dot(a, b) alone): its first wgmma ignores the accumulator
+        # (scale-d 0: D = A*B) instead of reading zeros moved into its registers
+        sd = f"${n_acc + (4 if a_regs is not None else 1)}, 1"
+        first = ir.InlineAsm(fty, text.replace(sd, sd[:-1] + "0", 1), cons, side_effect=True)
+        regs = [ir.Constant(C.F16 if f16acc else acc_t, ir.Undefined)] * len(regs)
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
             for k0 in range(0, K, kstep):
-                acc = issue(asm, mi, ni, k0, acc)
+                acc = issue(first if k0 == 0 else asm, mi, ni, k0, acc)
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
     if defer_to_loop(e, op) is not None:

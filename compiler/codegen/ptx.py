@@ -179,8 +179,13 @@ AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its
 # blocks per SM registers bind is sized for them and tells ptxas (`.minnctapersm`), as the tight ring's occupancy
 # does. The ragged fp32 descriptor matmul: 98 -> 96 registers (Triton 96), 4 -> 5 blocks an SM (5), no spills; where
 # shared memory binds (mm_fp32_ieee) no hint. PTX changes on 1 corpus kernel.
+# `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
+# attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
+# the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
+# the switch none. Loops shorter (attn_bias_d64 957 -> 923 SASS instructions, attn_bwd_dkdv_d64 510 -> 445), but
+# attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "scatter_lanes",
-                     "nreg_headroom", "fma_occ")
+                     "nreg_headroom", "fma_occ", "zero_acc")
 
 
 @functools.lru_cache(maxsize=None)

@@ -230,3 +230,43 @@ def test_f16_accumulator_words_wait_before_they_are_read(monkeypatch, tmp_path):
     if find_ptxas() is not None:
         log = ptx_resources(ptx, "sm_90a")["log"]
         assert "C7514" not in log and "C7517" not in log, log
+
+
+@compiler.jit
+def scores_kernel(Q, Kt, S, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    q = tl.load(Q + rm[:, None] * D + rd[None, :])
+    k = tl.load(Kt + rd[:, None] * BN + rn[None, :])
+    s = tl.dot(q, k)
+    tl.store(S + rm[:, None] * BN + rn[None, :], tl.where(s > 0, s, s * 0.5))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "zero_acc"])
+def test_dot_onto_zeros_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    rng = np.random.default_rng(35)
+    q = rng.standard_normal((64, 64)).astype(np.float16)
+    kt = rng.standard_normal((64, 64)).astype(np.float16)
+    s = poison(64 * 64, "float32")
+    run(target, scores_kernel, (1,), [q, kt, s], [], D=64, BM=64, BN=64, num_warps=4)
+    ref = q.astype(np.float64) @ kt.astype(np.float64)
+    np.testing.assert_allclose(s.reshape(64, 64), np.where(ref > 0, ref, ref * 0.5), rtol=2e-3, atol=2e-3)
+
+
+def test_dot_onto_zeros_first_wgmma_ignores_the_accumulator(monkeypatch, tmp_path):
+    """Under zero_acc the dot's first wgmma (of each 64-row warpgroup tile) has scale-d 0 and the others 1; no
+    zeros are moved into the accumulator's registers before it."""
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    args = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros(64 * 64, np.float32))
+    ptx = {}
+    for ab in ("", "zero_acc"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx[ab] = scores_kernel.warmup(*args, grid=(1,), target="sm_90a", D=64, BM=64, BN=64,
+                                       num_warps=4).asm["ptx"]
+    scale_d = {ab: re.findall(r"wgmma\.mma_async\S+ \{[^}]*\}, %rd\d+, %rd\d+, (\d)", p) for ab, p in ptx.items()}
+    assert scale_d[""] == ["1"] * 4 and scale_d["zero_acc"] == ["0", "1", "1", "1"], scale_d
+    zeros = r"mov\.b32\s+%r\d+, 0;"
+    assert len(re.findall(zeros, ptx[""])) > len(re.findall(zeros, ptx["zero_acc"]))
