@@ -338,7 +338,7 @@ if [[ ",$what," == *",quick,"* ]]; then  # named only: the gpu tests of QUICK_TE
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
-  # --select and --ab), e.g. 'mm_*|short_ptr;desc64_all@cum*|scan_prefix'. Default: the A/Bs still in progress after
+  # --select and --ab), e.g. 'mm_*|zero_acc;store_runs@cum*|scan_prefix'. Default: the A/Bs still in progress after
   # the seventeenth session (each faster on some kernels, slower on another, or untimed: nreg_headroom, copy_src64),
   # on the kernels each changes.
   # The default list is in order of what each could gain (the largest gaps to Triton first), so that a call cut short

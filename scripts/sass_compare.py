@@ -4,7 +4,7 @@ their SASS, with the time each side took (no GPU needed).
 
     python3 scripts/sass_compare.py --ab SWITCH[,SWITCH] [--reps 3] [--out DIR] [NAME_OR_GLOB ...]
         PTX of the default LLVM pipeline against the one with these A/B switches (compiler/codegen/ptx.py
-        AB_SWITCHES: short_ptr), both assembled with the same ptxas
+        AB_SWITCHES: copy_src64), both assembled with the same ptxas
     python3 scripts/sass_compare.py --ptxas-b PATH [--reps 3] [--out DIR] [NAME_OR_GLOB ...]
         the default PTX assembled by the default ptxas (find_ptxas: TILEFARM_PTXAS, nvidia-cuda-nvcc) against
         the ptxas at PATH (another CUDA release)

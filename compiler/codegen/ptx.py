@@ -39,7 +39,7 @@ def _init():
     return True
 
 
-AB_SWITCHES = ("short_ptr", "copy_src64")  # the ones llvm_to_ptx reads (see its docstring; copy_src64 below)
+AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan) are settled, not
 # pending: forcing either of the two cross-warp schemes against the cost model's choice measured direct 1.022,
 # prefix 0.989 over the three corpus scans (H200, 2026-12-02, benchmarks/2026-12-02b/abin1.md), within noise, so the
@@ -196,8 +196,10 @@ def _target_machine(arch: str, opt: int = 3, short_ptr: bool = False):
     ptx = {"sm_90": "+ptx83", "sm_90a": "+ptx83"}.get(arch, "")
     if not short_ptr:
         return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
-    # 32-bit pointers for shared/const/local memory: a process-wide LLVM option, read when a target machine is
-    # made (it sets the data layout), so on just for this one.
+    # 32-bit pointers for shared/const/local memory (LLVM IR written for them, as Triton's is: scripts/llvm_profile.py
+    # runs Triton's IR through this LLVM): a process-wide LLVM option, read when a target machine is made (it sets
+    # the data layout), so on just for this one. Our own code keeps 64-bit ones (the A/B `short_ptr` lost:
+    # docs/EXPERIMENTS.md).
     llvm.set_option("", "--nvptx-short-ptr=true")
     try:
         return target.create_target_machine(cpu=arch, features=ptx, opt=opt, codemodel="default")
@@ -384,22 +386,14 @@ _LEVELS = (1, 2)
 def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) -> str:
     """Verify, optimize (the levels of _LEVELS) and lower LLVM IR text to PTX for `arch`.
 
-    `ab`: the A/B switches to apply (default: those on in TILEFARM_AB, `ab_switches()`).
-
-    "short_ptr": 32-bit pointers for shared, const and local memory (the data layout's p3/p4/p5; LLVM's
-    nvptx-short-ptr, which Triton sets too). With 64-bit ones every shared-memory GEP indexes with a zext'd i64
-    and the back end's straight-line strength reduction and GVN spend several times longer on it. LLVM CPU time
-    0.88x over the 70 corpus kernels (mm_tf32 253 -> 130 ms); the SASS differs on 46 of them (fewer instructions
-    on 32, more on one; mm_even_k_f16's 188 bytes of spills gone; mm_tf32 222 -> 192 registers, a few kernels
-    1-10 more). H100 A/B 2026-12-05 over 29 matmul kernels with the FMA dot's prefetch gone (now the code): 0.985,
-    mm_even_k 0.613, but mm_odd 1.063, mm_bf16 1.011-1.018, so it stays a switch."""
+    `ab`: the A/B switches to apply (default: those on in TILEFARM_AB, `ab_switches()`)."""
     ab = ab_switches() if ab is None else frozenset(ab)  # other names are other stages' switches
     level, cg_level = _LEVELS
     names = set(_NV_NAME.findall(llir))
     if names:
         _await_prefetch()
     with _LOCK:
-        tm = _target_machine(arch, cg_level, "short_ptr" in ab)
+        tm = _target_machine(arch, cg_level)
         mod = llvm.parse_assembly(llir)
         mod.triple = "nvptx64-nvidia-cuda"
         mod.data_layout = str(tm.target_data)

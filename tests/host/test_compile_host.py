@@ -88,10 +88,10 @@ def test_collector_pause_frees_the_compiles_garbage(fresh):
 
 
 def test_ab_switch_parses_a_comma_list(monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", "other, short_ptr")
-    assert P.ab_switch("short_ptr") and P.ab_switch("other") and not P.ab_switch("llvm")
+    monkeypatch.setenv("TILEFARM_AB", "other, copy_src64")
+    assert P.ab_switch("copy_src64") and P.ab_switch("other") and not P.ab_switch("llvm")
     monkeypatch.setenv("TILEFARM_AB", "")
-    assert not P.ab_switch("short_ptr")
+    assert not P.ab_switch("copy_src64")
 
 
 def test_ab_switches_are_part_of_the_key(fresh, monkeypatch):
@@ -100,8 +100,8 @@ def test_ab_switches_are_part_of_the_key(fresh, monkeypatch):
     k = _kernel_file(fresh)
     plain = _warm(k)
     assert "ab" not in C.toolchain()
-    monkeypatch.setenv("TILEFARM_AB", "short_ptr")
-    assert C.toolchain()["ab"] == ["short_ptr"]
+    monkeypatch.setenv("TILEFARM_AB", "copy_src64")
+    assert C.toolchain()["ab"] == ["copy_src64"]
     lean = _warm(k)
     assert lean.key != plain.key
     monkeypatch.setenv("TILEFARM_AB", " ")
@@ -123,9 +123,6 @@ def test_lean_pipeline_assembles(fresh):
     for ptx in variants.values():
         assert ".entry scale" in ptx and "bra" in ptx and "shared" in ptx
     assert re.search(r"\[%rd\d+\]", _shared_lines(ck.asm["ptx"]))  # 64-bit shared addresses by default
-    assert not re.search(r"\[%rd\d+", _shared_lines(variants["short_ptr"]))  # 32-bit with short_ptr
-    # short_ptr: the data layout's 32-bit shared pointers stay with that switch (the LLVM option is reset)
-    assert P.llvm_to_ptx(llir, "sm_90", ab=frozenset()) == ck.asm["ptx"]
     if P.find_ptxas() is None:
         pytest.skip("no ptxas (nvidia-cuda-nvcc)")
     for ptx in variants.values():
