@@ -136,15 +136,23 @@ def _hints(attrs, load):
     return ""
 
 
-def _ld(e, addr, elem, vec, pred, others, attrs):
+def _ld(e, addr, elem, vec, pred, others, attrs, late=None):
+    """The values of one vector load. With `late` (a list), the load is issued now and the function that unpacks
+    its values is appended there instead, to be called after the op's other loads."""
     mt = C.mem_lty(elem)
     ebits = 8 if elem.is_bool() else elem.bits
     hints = _hints(attrs, True)
     if pred is None and not hints and not attrs.get("volatile"):
         t = mt if vec == 1 else ir.VectorType(mt, vec)
         x = e.b.load(addr, typ=t, align=vec * ebits // 8)
-        vals = [x] if vec == 1 else [e.b.extract_element(x, e.i32(j)) for j in range(vec)]
-        return [_from_mem(e, v, elem) for v in vals]
+
+        def plain():
+            vals = [x] if vec == 1 else [e.b.extract_element(x, e.i32(j)) for j in range(vec)]
+            return [_from_mem(e, v, elem) for v in vals]
+        if late is not None:
+            late.append(plain)
+            return None
+        return plain()
     w, n = _words(vec, ebits)
     wt = ir.IntType(max(w, 16))
     cons = _WCONS[w]
@@ -172,8 +180,14 @@ def _ld(e, addr, elem, vec, pred, others, attrs):
     fty = ir.FunctionType(rt, [a.type for a in args])
     # side_effect: an inline-asm load must not be CSE'd or moved across stores.
     r = e.b.call(ir.InlineAsm(fty, " ".join(asm), ",".join(cons_l), side_effect=True), args)
-    words = [r] if n == 1 else [e.b.extract_value(r, i) for i in range(n)]
-    return [_from_mem(e, v, elem) for v in _unpack(e, words, mt, w, n, vec)]
+
+    def unpack():
+        words = [r] if n == 1 else [e.b.extract_value(r, i) for i in range(n)]
+        return [_from_mem(e, v, elem) for v in _unpack(e, words, mt, w, n, vec)]
+    if late is not None:
+        late.append(unpack)
+        return None
+    return unpack()
 
 
 def _st(e, addr, elem, vals, pred, attrs):
@@ -225,11 +239,18 @@ def _e_load(e, op):
     vec, _ = vector_width(e, ll, op.operands[0], mask, eb)
     mregs = e.regs(mask) if mask is not None else None
     oregs = e.regs(other) if other is not None else None
+    from ..options import ab_switch
+
+    late = [] if ab_switch("loads_first") else None
     out = []
     for r0 in range(0, ll.num_regs, vec):
         pred = mregs[r0] if mregs is not None else None
         o = oregs[r0:r0 + vec] if oregs is not None else None
-        out.extend(_ld(e, p.regs[r0], elem, vec, pred, o, op.attrs))
+        vals = _ld(e, p.regs[r0], elem, vec, pred, o, op.attrs, late)
+        if late is None:
+            out.extend(vals)
+    for unpack in late or ():
+        out.extend(unpack())
     e.put(op.result, out, ll)
 
 

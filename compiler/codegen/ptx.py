@@ -184,8 +184,14 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
 # the switch none. Loops shorter (attn_bias_d64 957 -> 923 SASS instructions, attn_bwd_dkdv_d64 510 -> 445), but
 # attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels.
+# `loads_first` (codegen/memory.py `_e_load`; eighteenth session, CPU only, untimed): a tile's vector loads are all
+# issued before the words of any is split into its elements. By default each load's words are unpacked before the
+# next load is written, and ptxas has then consumed the first load before issuing the next: column argmax 3 of its
+# 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
+# 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
+# seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "scatter_lanes",
-                     "nreg_headroom", "fma_occ", "zero_acc")
+                     "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

@@ -270,3 +270,40 @@ def test_dot_onto_zeros_first_wgmma_ignores_the_accumulator(monkeypatch, tmp_pat
     assert scale_d[""] == ["1"] * 4 and scale_d["zero_acc"] == ["0", "1", "1", "1"], scale_d
     zeros = r"mov\.b32\s+%r\d+, 0;"
     assert len(re.findall(zeros, ptx[""])) > len(re.findall(zeros, ptx["zero_acc"]))
+
+
+@compiler.jit
+def colmax_kernel(X, Y, n, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    best = tl.full((BN,), float("-inf"), tl.float32)
+    for i in range(0, n, BM):
+        x = tl.load(X + (i + rm)[:, None] * BN + rn[None, :], mask=(i + rm)[:, None] < n, other=float("-inf"))
+        best = tl.maximum(best, tl.max(x.to(tl.float32), axis=0))
+    tl.store(Y + rn, best)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ab", ["", "loads_first"])
+def test_loads_first_results(target, ab, monkeypatch):
+    monkeypatch.setenv("TILEFARM_AB", ab)
+    x = np.random.default_rng(36).standard_normal((100, 64)).astype(np.float16)
+    y = poison(64, "float32")
+    run(target, colmax_kernel, (1,), [x, y], [100], BM=32, BN=64, num_warps=2)
+    assert_exact(y, x.astype(np.float32).max(axis=0))
+
+
+def test_loads_first_issues_every_vector_before_unpacking(monkeypatch, tmp_path):
+    """Under loads_first a tile's vector loads are all issued before any of their words is split into halves (by
+    default each load's words are unpacked before the next load)."""
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    x, y = np.zeros((100, 64), np.float16), np.zeros(64, np.float32)
+    order = {}
+    for ab in ("", "loads_first"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        ptx = colmax_kernel.warmup(x, y, 100, grid=(1,), target="sm_90a", BM=32, BN=64, num_warps=2).asm["ptx"]
+        lines = [ln for ln in ptx.splitlines() if "ld.global" in ln or re.search(r"mov\.b32\s+\{%rs", ln)]
+        order[ab] = "".join("L" if "ld.global" in ln else "u" for ln in lines)
+    n = order["loads_first"].count("L")
+    assert n > 1 and order["loads_first"].startswith("L" * n), order
+    assert not order[""].startswith("L" * n), order
