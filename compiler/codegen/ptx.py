@@ -117,6 +117,10 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # tensor maps: the persistent descriptor matmul 0.763, the ragged one's stores 0.970; with desc_ring 0.771) won and
 # are the code; their gpu tests passed there. `neg_axis` (a negated value keeps its divisibility: the 5-point
 # stencil 0.989, 0.987 with nreg_headroom) gained nothing and left (docs/EXPERIMENTS.md).
+# 2026-12-07, eighteenth session (CPU): `scatter_lanes` is the code, limited to stores whose offsets are affine along
+# the lanes' dim (passes/assign_layouts.py `_spread_scatter`): it then changes one corpus kernel, the paged KV append,
+# whose PTX is the one timed at 0.623 of the default's (H100, 2026-12-07, abin3.md); stream compaction (1.099 under
+# the first form), whose offsets come from a scan, no longer changes. `short_ptr` left (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
 # `reduce_axes` (frontend/semantic.py `reduce`: a reduction over every element of a tile of rank >= 2 one axis at a
 # time, the last first, instead of over the tile flattened through shared memory): LSE + argmax 0.818, PPO's clipped
@@ -137,17 +141,6 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # Timed (H100, 2026-12-07, abin12.md): 0.931 over the 15, faster on 9 (libdevice on mixed arguments 0.727, PPO's
 # loss 0.824, int16 average pooling 0.857, the optional-pointer kernel 0.872), slower on 2: bucketize over an odd N
 # 1.129 (10 -> 8 blocks an SM), stick-breaking 1.043 (6 -> 5).
-# `scatter_lanes` (passes/assign_layouts.py `_spread_scatter`; sixteenth session, CPU only, untimed): a store whose
-# pointer is contiguous along no dim, of a value whose blocked layout gives a thread a run along its lanes' dim, takes
-# the pointer's coalesced layout, one element a thread, lanes on adjacent elements, through one conversion of the
-# value. kv_append_slotmap_vllm_layout_f16 (1.61 of Triton's time on the H200): the value-cache store (stride
-# block_size = 16 halves along the head dim) touches 32 -> 8 128-byte lines per warp-wide store, 32 sectors either
-# way (Triton 8 lines, 32 sectors); 0 -> 2176 bytes of shared memory (Triton 2048), 0 -> 2 barriers (Triton 1), 288 ->
-# 320 SASS instructions (Triton 336). Changes 3 corpus kernels: that one, libdevice_mixed_args_f32_f64 (stride-3 and
-# -5 AoS stores: 0 -> 4112 bytes of shared memory, 0 -> 21 barriers; Triton 2048, 17) and stream_compact_rows_f32
-# (its loop 172 -> 218 instructions, 4 -> 10 barriers, 40 -> 48 registers; Triton 406, 11, 72).
-# Timed (H100, 2026-12-07, abin3.md): KV append 0.623, libdevice on mixed arguments 0.544, but stream compaction
-# 1.099. Since stride_lanes became the code, libdevice's stores no longer change under it: 2 corpus kernels.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 # `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
 # assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
@@ -190,8 +183,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "scatter_lanes",
-                     "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "nreg_headroom",
+                     "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

@@ -336,20 +336,25 @@ class _Assigner:
         return order
 
     def _spread_scatter(self, vl, anc, op) -> bool:
-        """(A/B `scatter_lanes`) A store with no contiguous dim (every element its own scalar store: a scatter by
-        computed offsets, such as a paged cache's [.., D, block_size] value layout) of a value whose blocked layout
+        """A store with no contiguous dim (every element its own scalar store: a scatter by computed offsets, such
+        as a paged cache's [.., D, block_size] value layout) of a value whose blocked layout
         gives each thread a run of elements along the dim its lanes go along: each of the thread's stores puts the
         warp's lanes `run` elements apart, so one warp-wide store touches up to `run` times the 32-byte sectors and
         128-byte lines it would with lanes on consecutive elements (whatever the stride along that dim; equal once
         it reaches a line), and the run buys no vector. The store then takes its pointer's coalesced layout, one
         element a thread along that dim, and the value is converted to it once. (Stores only: a store goes on to
         the L2 per warp-wide access, sector by sector of each line it touches, where a gather's later accesses to
-        the same lines hit in the L1, so gathers keep their group's run, `_group_runs`.)"""
+        the same lines hit in the L1, so gathers keep their group's run, `_group_runs`.) Only where the offsets are
+        affine along that dim (a constant or runtime stride apart, axisinfo.affine_along): offsets from data (a
+        stream compaction's scan positions, mostly consecutive along a thread's run already) keep the data's
+        layout (the A/B `scatter_lanes`, which took them too, ran stream compaction at 1.099 of the time).
+        The paged KV append: 0.623 of the time (H100, 2026-12-07, benchmarks/2026-12-07-h100/abin3.md)."""
         if not isinstance(vl, BlockedLayout) or vl.rank != anc.rank or not isinstance(anc, BlockedLayout):
             return False
         d = vl.order[0]
         return (anc.order[0] == d and vl.spt[d] > 1 and anc.spt[d] == 1
-                and all(self._contiguity(op.operands[0], x) == 1 for x in range(vl.rank)))
+                and all(self._contiguity(op.operands[0], x) == 1 for x in range(vl.rank))
+                and axisinfo.affine_along(op.operands[0], d))
 
     def _contiguity(self, v, d) -> int:
         info = self.ai.get(v.id)
@@ -935,7 +940,7 @@ class _Assigner:
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
                 if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
                                            vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op) and not (
-                        "scatter_lanes" in self.ab and self._spread_scatter(vl, anc, op)):
+                        self._spread_scatter(vl, anc, op)):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:

@@ -427,3 +427,43 @@ def elem_step(v, d: int, depth: int = 16):
                 return None if s is None else s * (c if k == "mul" else 1 << c)
         return None
     return None
+
+
+def affine_along(v, d: int, depth: int = 16) -> bool:
+    """Whether an integer or pointer block value is affine in the index along dim d, its step there constant over
+    the dim but not necessarily known: what elem_step accepts, and products with a factor constant along d (a
+    runtime stride: `offs * stride`). A value computed from loaded data (a gather's indices, a scan's positions) is
+    not."""
+    if depth <= 0:
+        return False
+    if elem_step(v, d, depth) is not None:
+        return True
+    if not v.type.shape:
+        return True
+    o = v.owner
+    if not isinstance(o, Op):
+        return False
+    k = o.kind
+    if k == "splat":
+        return not o.operands[0].type.shape
+    if k == "convert_layout":
+        return affine_along(o.operands[0], d, depth - 1)
+    if k == "cast":
+        to, src = o.attrs["to"], o.operands[0].type.element
+        ok = to.is_int() and not to.is_bool() and src.is_int() and not src.is_bool() and to.bits >= src.bits
+        return ok and affine_along(o.operands[0], d, depth - 1)
+    if k == "broadcast":
+        src = tuple(o.operands[0].type.shape)
+        return (src[d] == 1 and v.type.shape[d] != 1) or affine_along(o.operands[0], d, depth - 1)
+    if k == "expand_dims":
+        ax = o.attrs["axis"]
+        if d == ax or not o.operands[0].type.shape:
+            return True
+        return affine_along(o.operands[0], d - (d > ax), depth - 1)
+    if k in ("add", "sub", "addptr"):
+        return all(affine_along(x, d, depth - 1) for x in o.operands[:2])
+    if k == "mul":
+        a, b = o.operands[:2]
+        return ((elem_step(b, d, depth - 1) == 0 and affine_along(a, d, depth - 1))
+                or (elem_step(a, d, depth - 1) == 0 and affine_along(b, d, depth - 1)))
+    return False

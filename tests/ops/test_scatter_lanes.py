@@ -1,7 +1,8 @@
-"""(A/B `scatter_lanes`) A store whose pointer is contiguous along no dim (a paged KV cache's value scatter, stride
-block_size along the head dim) of a value laid out several elements a thread along its lanes' dim takes its pointer's
-one-a-thread layout: a warp's lanes store adjacent elements (fewer 128-byte lines a warp-wide store). The same results
-with and without the switch, in the interpreter, through ptxas and on the GPU."""
+"""A store whose pointer is contiguous along no dim but affine along its lanes' dim (a paged KV cache's value
+scatter, stride block_size along the head dim) of a value laid out several elements a thread along that dim takes its
+pointer's one-a-thread layout: a warp's lanes store adjacent elements (fewer 128-byte lines a warp-wide store); a
+scatter to positions read from memory keeps the data's layout. Results in the interpreter, through ptxas and on the
+GPU (passes/assign_layouts.py `_spread_scatter`, once the A/B `scatter_lanes`)."""
 import re
 
 import numpy as np
@@ -56,9 +57,7 @@ def _kv_case():
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "scatter_lanes"])
-def test_scatter_lanes_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_scatter_lanes_results(target):
     key, value, slots, kref, vref = _kv_case()
     kc, vc = np.zeros_like(kref), np.zeros_like(vref)
     kc.reshape(-1)[:] = 7  # the slots no token writes keep what was there
@@ -73,14 +72,13 @@ def test_scatter_lanes_results(target, ab, monkeypatch):
 
 
 def test_scatter_lanes_puts_lanes_on_adjacent_elements(monkeypatch):
-    """Under the switch the value-cache store, whose pointer is contiguous along no dim (a stride of BLOCK_SIZE
+    """The value-cache store, whose pointer is contiguous along no dim (a stride of BLOCK_SIZE
     along the head dim), holds one element a thread along its fastest dim, so a warp's 32 lanes store 32 adjacent
     head-dim elements (8 x 128-byte lines at BLOCK_SIZE = 16 halves; the loaded layout, 8 elements a thread, puts
     them 8 apart: 32 lines). The key-cache store stays a 16-byte vector store along X."""
     from compiler.options import Options
     from compiler.passes import run_pipeline
 
-    monkeypatch.setenv("TILEFARM_AB", "scatter_lanes")
     key, value, slots, kref, vref = _kv_case()
     meta = {k: v for k, v in _KV_META.items() if k != "num_warps"}
     mod = run_pipeline(kv_append_kernel.lower(key, value, slots, kref, vref, _KV["H"], _KV["BS"], **meta),
@@ -96,3 +94,34 @@ def test_scatter_lanes_puts_lanes_on_adjacent_elements(monkeypatch):
     ptx = kv_append_kernel.warmup(key, value, slots, kref, vref, _KV["H"], _KV["BS"], grid=(1, 1), target="sm_90a",
                                   **_KV_META).asm["ptx"]
     assert len(re.findall(r"st\.global(?:\.[a-z0-9]+)*\.v4\.b32", ptx)) >= 1  # the key: 8 halves a store
+
+
+@compiler.jit
+def scatter_by_index_kernel(X, POS, Y, BH: tl.constexpr, D: tl.constexpr):
+    # every element to its own position, read from POS: a scatter whose offsets come from loaded data
+    rh = tl.arange(0, BH)
+    rd = tl.arange(0, D)
+    src = rh[:, None] * D + rd[None, :]
+    tl.store(Y + tl.load(POS + src), tl.load(X + src))
+
+
+def test_scatter_by_loaded_positions_keeps_its_layout(monkeypatch, tmp_path):
+    """A store's lanes are spread only where its offsets are affine along that dim (a constant or runtime stride
+    apart: the paged cache above), not where they come from data (a permutation; a stream compaction's scan
+    positions, mostly consecutive along a thread's run already): the store keeps the value's loaded layout, 8
+    halves a thread along D."""
+    from compiler.options import Options
+    from compiler.passes import run_pipeline
+
+    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(37)
+    x = rng.standard_normal(16 * 64).astype(np.float16)
+    pos = rng.permutation(16 * 64).astype(np.int32)
+    y = np.zeros_like(x)
+    mod = run_pipeline(scatter_by_index_kernel.lower(x, pos, y, BH=16, D=64), Options(num_warps=2, arch="sm_90a"))
+    st = [op for op in mod.function.body.walk() if op.kind == "store"]
+    assert len(st) == 1 and st[0].attrs["_anchor"].spt[1] == 8, st[0].attrs["_anchor"]
+    scatter_by_index_kernel[(1,)](x, pos, y, BH=16, D=64, num_warps=2)
+    ref = np.zeros_like(x)
+    ref[pos] = x
+    assert_exact(y, ref)
