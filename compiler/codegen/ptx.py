@@ -120,7 +120,11 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 2026-12-07, eighteenth session (CPU): `scatter_lanes` is the code, limited to stores whose offsets are affine along
 # the lanes' dim (passes/assign_layouts.py `_spread_scatter`): it then changes one corpus kernel, the paged KV append,
 # whose PTX is the one timed at 0.623 of the default's (H100, 2026-12-07, abin3.md); stream compaction (1.099 under
-# the first form), whose offsets come from a scan, no longer changes. `short_ptr` left (docs/EXPERIMENTS.md).
+# the first form), whose offsets come from a scan, no longer changes. `store_runs` is the code too, limited to
+# stores that can write a vector and to groups not scanned along the dim (passes/assign_layouts.py `_group_runs`):
+# it then changes 12 corpus kernels, each with the PTX timed at 0.824-0.998 of the default's (0.927 over them; H100,
+# 2026-12-07, abin12.md); the two it slowed (bucketize over an odd N 1.129, stick-breaking 1.043) no longer change.
+# `short_ptr` left (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
 # `reduce_axes` (frontend/semantic.py `reduce`: a reduction over every element of a tile of rank >= 2 one axis at a
 # time, the last first, instead of over the tile flattened through shared memory): LSE + argmax 0.818, PPO's clipped
@@ -129,18 +133,6 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
 # fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
 # 1.029, 1.009 (0.965 over the 7): faster on four, the fp16-accumulator matmul slower in both runs.
-# `store_runs` (passes/assign_layouts.py `_group_runs`; sixteenth session, CPU only, untimed): a group of accesses
-# whose values meet takes at most one 16-byte vector of its widest stored element a thread along the contiguous dim.
-# By default an fp16 or bf16 load lengthens its group to 8 elements a thread, and the group's fp32 stores then write
-# two vectors a thread, each warp instruction's lanes 32 bytes apart (half of every sector); Triton converts such
-# values to a 4-a-thread layout through shared memory before the store. Of the 12 corpus kernels with such stores,
-# the slowest against Triton on the H200 were libdevice on mixed float32/float64 arguments 1.97, PPO's loss 1.33,
-# the optional-pointer kernel 1.21, AdamW 1.14. 15 kernels change; static figures mixed: PPO 61 -> 48 registers,
-# 8192 -> 64 bytes of shared memory, 8 -> 10 blocks an SM; RMSNorm backward dW 16400 -> 32 bytes; but bucketize over
-# an odd N 10 -> 8 blocks, the PCM frame kernel 5 -> 4, stick-breaking 6 -> 5.
-# Timed (H100, 2026-12-07, abin12.md): 0.931 over the 15, faster on 9 (libdevice on mixed arguments 0.727, PPO's
-# loss 0.824, int16 average pooling 0.857, the optional-pointer kernel 0.872), slower on 2: bucketize over an odd N
-# 1.129 (10 -> 8 blocks an SM), stick-breaking 1.043 (6 -> 5).
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 # `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
 # assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
@@ -183,8 +175,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "store_runs", "nreg_headroom",
-                     "fma_occ", "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "nreg_headroom", "fma_occ",
+                     "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

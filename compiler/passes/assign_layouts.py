@@ -388,6 +388,7 @@ class _Assigner:
 
         mem = []  # (op, value id of its data, order, run, full)
         own = {}  # id(op) -> its pointer's own run (the anchor's elements a thread, whatever the mask)
+        scans = []  # (operand id, axis) of every scan
 
         def walk(block):
             for op in block.ops:
@@ -428,6 +429,8 @@ class _Assigner:
                         for v in vals:
                             if tuple(v.type.shape) == tuple(a.type.shape):
                                 union(v.id, a.id)
+                elif k == "scan":
+                    scans.extend((v.id, op.attrs["axis"]) for v in op.operands if v.type.shape)
                 elif k in ("load", "store") and op.operands and op.operands[0].type.shape:
                     to_smem = k == "load" and self._to_smem(op)
                     if not to_smem:
@@ -475,17 +478,24 @@ class _Assigner:
                 narrow.add(key)
         strided -= narrow
         out, cross = {}, {}
-        cap = {}  # (A/B `store_runs`) group -> the most elements a thread its runs may have: one store vector
-        if "store_runs" in self.ab:
-            # A run of more than 16 bytes a thread in a stored value is written by several vectors a thread, each
-            # warp instruction's lanes 32 bytes or more apart (half of every sector it touches): the group's runs
-            # stop at one vector of its widest stored element, its narrower loads then read shorter vectors
-            # (lanes still contiguous) and its stores write whole sectors
-            for op, data, order, run, _ in mem:
-                if op.kind == "store":
-                    key = (find(data), order)
-                    eb = _ebytes(op.operands[0].type.element.element_ty)
-                    cap[key] = min(cap.get(key, 16), max(1, 16 // eb))
+        # A run of more than 16 bytes a thread in a stored value is written by several vectors a thread, each warp
+        # instruction's lanes 32 bytes or more apart (half of every sector it touches): a group's runs stop at one
+        # vector of its widest stored element, its narrower loads then read shorter vectors (lanes still contiguous)
+        # and its stores write whole sectors. Only for stores that can write a vector (their own run, as the
+        # pointer's contiguity and alignment and the mask's constancy allow, over one element: a scalar store gains
+        # nothing from shorter runs; bucketize over N = 2^24 + 5 took 1.129 of the time when it counted) and not for
+        # a group whose values are scanned along that dim (a scan's in-thread part shortens with the run and its
+        # cross-lane steps grow: stick-breaking's cumprod loop 396 -> 481 SASS instructions, 1.043 of the time).
+        # Then 12 corpus kernels change, each faster or level: 0.927 of the time over them (H100, 2026-12-07,
+        # benchmarks/2026-12-07-h100/abin12.md, the A/B `store_runs`: PPO's loss 0.824, integer average pooling
+        # 0.857, the optional-pointer kernel 0.872, GAE 0.896; none slower)
+        cap = {}  # group -> the most elements a thread its runs may have: one vector of its widest stored element
+        scanned = {(find(x), ax) for x, ax in scans}
+        for op, data, order, run, _ in mem:
+            if op.kind == "store" and run > 1 and (find(data), order[0]) not in scanned:
+                key = (find(data), order)
+                eb = _ebytes(op.operands[0].type.element.element_ty)
+                cap[key] = min(cap.get(key, 16), max(1, 16 // eb))
         for op, data, order, run, full in mem:
             key = (find(data), order)
             if key in cap and op.kind == "load" and max(best[key], own[id(op)]) > cap[key]:
