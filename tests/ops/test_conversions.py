@@ -36,17 +36,30 @@ def mixed_width_kernel(h_ptr, f_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, h * 2.0 + f, mask=m)
 
 
+@compiler.jit
+def mixed_width_h_kernel(h_ptr, f_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # the same sum stored as fp16 (8 a 16-byte vector)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    h = tl.load(h_ptr + offs, mask=m, other=0.0).to(tl.float32)
+    f = tl.load(f_ptr + offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, (h * 2.0 + f).to(tl.float16), mask=m)
+
+
 def test_loads_of_one_sum_share_the_longest_run():
-    """The fp32 load takes the fp16 load's 8 elements per thread (two 16-byte vectors) instead of 4 and a
-    conversion of its tile through shared memory; alone, an fp32 load keeps its 4."""
+    """Stored as fp16, the fp32 load takes the fp16 load's 8 elements per thread (two 16-byte vectors) instead of 4
+    and a conversion of its tile through shared memory; stored as fp32, the group's runs stop at one fp32 vector,
+    4 a thread (the fp16 load reads 8-byte vectors; tests/ops/test_store_runs.py); alone, an fp32 load keeps its
+    4."""
     from compiler.passes.layouts import BlockedLayout
 
     h, f = np.zeros(4096, np.float16), np.zeros(4096, np.float32)
-    mod = _lowered(mixed_width_kernel, [h, f, f, 4096], dict(BLOCK=2048), nw=8)
-    ops = mod.function.body.ops
-    assert not [op for op in ops if op.kind == "convert_layout"]
-    loads = [op.attrs["_layouts"][0] for op in ops if op.kind == "load"]
-    assert [lay.spt for lay in loads] == [(8,), (8,)] and all(isinstance(x, BlockedLayout) for x in loads)
+    for kernel, y, run in ((mixed_width_h_kernel, h, 8), (mixed_width_kernel, f, 4)):
+        mod = _lowered(kernel, [h, f, y, 4096], dict(BLOCK=2048), nw=8)
+        ops = mod.function.body.ops
+        assert not [op for op in ops if op.kind == "convert_layout"]
+        loads = [op.attrs["_layouts"][0] for op in ops if op.kind == "load"]
+        assert [lay.spt for lay in loads] == [(run,), (run,)] and all(isinstance(x, BlockedLayout) for x in loads)
     mod = _lowered(vector_kernel, [f, f, 4096], dict(BLOCK=2048), nw=8)
     assert [op.attrs["_layouts"][0].spt for op in mod.function.body.ops if op.kind == "load"] == [(4,)]
 
@@ -57,14 +70,14 @@ def mixed_width_cg_kernel(h_ptr, f_ptr, y_ptr, n, BLOCK: tl.constexpr):
     m = offs < n
     h = tl.load(h_ptr + offs, mask=m, other=0.0).to(tl.float32)
     f = tl.load(f_ptr + offs, mask=m, other=0.0, cache_modifier=".cg")
-    tl.store(y_ptr + offs, h * 2.0 + f, mask=m)
+    tl.store(y_ptr + offs, (h * 2.0 + f).to(tl.float16), mask=m)
 
 
 def test_loads_that_skip_the_l1_keep_their_run():
     """An L2-only load (.cg) lengthened to 8 fp32 per thread would fetch each 32-byte sector by two accesses:
     it keeps its 4 (and the conversion)."""
     h, f = np.zeros(4096, np.float16), np.zeros(4096, np.float32)
-    mod = _lowered(mixed_width_cg_kernel, [h, f, f, 4096], dict(BLOCK=2048), nw=8)
+    mod = _lowered(mixed_width_cg_kernel, [h, f, h, 4096], dict(BLOCK=2048), nw=8)
     assert [op.attrs["_layouts"][0].spt for op in mod.function.body.ops if op.kind == "load"] == [(8,), (4,)]
 
 
