@@ -16,7 +16,10 @@ if [ -f .gpu-node/site.tar.xz ] && [ ! -d /tmp/site/ray ]; then
   mkdir -p /tmp/site && tar -xJf .gpu-node/site.tar.xz -C /tmp/site
 fi
 [ -d /tmp/site ] && export PYTHONPATH=$PYTHONPATH:/tmp/site
-# The ptxas users get: the nvidia-cuda-nvcc pip package (a dependency; the node lacks it and has CUDA 13.0's):
+# The ptxas users get: the nvidia-cuda-nvcc pip package (a dependency; the node lacks it and has CUDA 13.0's).
+# A call carries at most 64 MiB with the tree: since 2026-12-07 the tracked tree (~25 MB) and site.tar.xz (~32 MB)
+# leave no room for this tarball (~12 MB), so calls carry site.tar.xz alone and use the node's ptxas (both sides of
+# an A/B the same assembler); carry it where the tree allows:
 #   tar -C .venv/lib/python3.11/site-packages/nvidia/cu13 -cf - bin/ptxas | xz -6 > .gpu-node/ptxas.tar.xz
 if [ -f .gpu-node/ptxas.tar.xz ]; then
   [ -x /tmp/nvcc/bin/ptxas ] || { mkdir -p /tmp/nvcc && tar -xJf .gpu-node/ptxas.tar.xz -C /tmp/nvcc; }
