@@ -647,8 +647,8 @@ def _wait_tied(e, regs, pending=0):
     for, 1.03-1.04 of the default's time under the switch's first form)."""
     from ..options import ab_switch
 
-    if ab_switch("pack_carried16") and len(regs) % 2 == 0 and regs and all(x.type == regs[0].type for x in regs) and str(regs[0].type) in (
-            "half", "bfloat", "i16"):
+    if (ab_switch("pack_carried16") and regs and len(regs) % 2 == 0 and str(regs[0].type) in ("half", "bfloat", "i16")
+            and all(x.type == regs[0].type for x in regs)):
         words = _wait_tied(e, [_pack(e, regs[i:i + 2]) for i in range(0, len(regs), 2)], pending)
         vt = ir.VectorType(regs[0].type, 2)
         out = []

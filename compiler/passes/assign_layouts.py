@@ -948,9 +948,9 @@ class _Assigner:
                 anc = self.anchor(op.operands[0])
                 # Keep the data where it is unless that would make the store uncoalesced (the value's fastest
                 # dim is not the pointer's contiguous one): then one conversion beats strided stores.
-                if vl is not None and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and
-                                           vl.order[0] != anc.order[0]) and not _wide_store(vl, anc, op) and not (
-                        self._spread_scatter(vl, anc, op)):
+                if (vl is not None
+                        and not (isinstance(vl, BlockedLayout) and vl.rank > 1 and vl.order[0] != anc.order[0])
+                        and not _wide_store(vl, anc, op) and not self._spread_scatter(vl, anc, op)):
                     anc = vl
                 op.attrs["_anchor"] = anc
             elif not final or "_anchor" not in op.attrs:

@@ -380,11 +380,14 @@ def _loop(op, info):
         info[r.id] = ci
 
 
-def elem_step(v, d: int, depth: int = 16):
-    """The constant step along dim d of an integer or pointer block value that is affine in the index there
-    (pointers: in elements), or None where that is not known: `offs * 3` steps by 3, `X + offs * 5 + 1` by 5, a
-    scalar splat or a broadcast along d by 0, an arange by 1. Read by the layout pass (A/B `stride_lanes`) to tell a
-    strided access, whose lanes are a constant distance apart, from a gather."""
+_ANY = "any"  # _step: affine along the dim, its step constant over the dim but not known here (a runtime stride)
+
+
+def _step(v, d: int, depth: int = 16):
+    """The step along dim d of an integer or pointer block value that is affine in the index there (pointers: in
+    elements): an int where it is a known constant, _ANY where only its constancy over the dim is known (a product
+    with a factor constant along d: `offs * stride`), None where the value is not known to be affine (computed from
+    loaded data: a gather's indices, a scan's positions)."""
     if depth <= 0:
         return None
     shape = tuple(v.type.shape)
@@ -401,69 +404,51 @@ def elem_step(v, d: int, depth: int = 16):
     if k == "arange":
         return 1 if d == 0 else None
     if k == "convert_layout":
-        return elem_step(o.operands[0], d, depth - 1)
+        return _step(o.operands[0], d, depth - 1)
     if k == "cast":
         to, src = o.attrs["to"], o.operands[0].type.element
         ok = to.is_int() and not to.is_bool() and src.is_int() and not src.is_bool() and to.bits >= src.bits
-        return elem_step(o.operands[0], d, depth - 1) if ok else None
+        return _step(o.operands[0], d, depth - 1) if ok else None
     if k == "broadcast":
         src = tuple(o.operands[0].type.shape)
-        return 0 if src[d] == 1 and shape[d] != 1 else elem_step(o.operands[0], d, depth - 1)
+        return 0 if src[d] == 1 and shape[d] != 1 else _step(o.operands[0], d, depth - 1)
     if k == "expand_dims":
         ax = o.attrs["axis"]
         if d == ax:
             return 0
-        return elem_step(o.operands[0], d - (d > ax), depth - 1) if o.operands[0].type.shape else 0
+        return _step(o.operands[0], d - (d > ax), depth - 1) if o.operands[0].type.shape else 0
     if k in ("add", "sub", "addptr"):
-        a, b = (elem_step(x, d, depth - 1) for x in o.operands[:2])
+        a, b = (_step(x, d, depth - 1) for x in o.operands[:2])
         if a is None or b is None:
             return None
+        if _ANY in (a, b):
+            return _ANY
         return a - b if k == "sub" else a + b
     if k in ("mul", "shl"):
         for i in (0, 1) if k == "mul" else (0,):
             c = _const_value(o.operands[1 - i])
             if isinstance(c, int) and not isinstance(c, bool) and (k == "mul" or 0 <= c < 64):
-                s = elem_step(o.operands[i], d, depth - 1)
-                return None if s is None else s * (c if k == "mul" else 1 << c)
+                s = _step(o.operands[i], d, depth - 1)
+                return s if s in (None, _ANY) else s * (c if k == "mul" else 1 << c)
+        if k == "mul":
+            a, b = (_step(x, d, depth - 1) for x in o.operands[:2])
+            if None not in (a, b) and 0 in (a, b):
+                return _ANY
         return None
     return None
 
 
+def elem_step(v, d: int, depth: int = 16):
+    """The constant step along dim d of an integer or pointer block value that is affine in the index there
+    (pointers: in elements), or None where that is not known: `offs * 3` steps by 3, `X + offs * 5 + 1` by 5, a
+    scalar splat or a broadcast along d by 0, an arange by 1. Read by the layout pass (`_group_runs`, strided
+    groups) to tell a strided access, whose lanes are a constant distance apart, from a gather."""
+    s = _step(v, d, depth)
+    return None if s == _ANY else s
+
+
 def affine_along(v, d: int, depth: int = 16) -> bool:
     """Whether an integer or pointer block value is affine in the index along dim d, its step there constant over
-    the dim but not necessarily known: what elem_step accepts, and products with a factor constant along d (a
-    runtime stride: `offs * stride`). A value computed from loaded data (a gather's indices, a scan's positions) is
-    not."""
-    if depth <= 0:
-        return False
-    if elem_step(v, d, depth) is not None:
-        return True
-    if not v.type.shape:
-        return True
-    o = v.owner
-    if not isinstance(o, Op):
-        return False
-    k = o.kind
-    if k == "splat":
-        return not o.operands[0].type.shape
-    if k == "convert_layout":
-        return affine_along(o.operands[0], d, depth - 1)
-    if k == "cast":
-        to, src = o.attrs["to"], o.operands[0].type.element
-        ok = to.is_int() and not to.is_bool() and src.is_int() and not src.is_bool() and to.bits >= src.bits
-        return ok and affine_along(o.operands[0], d, depth - 1)
-    if k == "broadcast":
-        src = tuple(o.operands[0].type.shape)
-        return (src[d] == 1 and v.type.shape[d] != 1) or affine_along(o.operands[0], d, depth - 1)
-    if k == "expand_dims":
-        ax = o.attrs["axis"]
-        if d == ax or not o.operands[0].type.shape:
-            return True
-        return affine_along(o.operands[0], d - (d > ax), depth - 1)
-    if k in ("add", "sub", "addptr"):
-        return all(affine_along(x, d, depth - 1) for x in o.operands[:2])
-    if k == "mul":
-        a, b = o.operands[:2]
-        return ((elem_step(b, d, depth - 1) == 0 and affine_along(a, d, depth - 1))
-                or (elem_step(a, d, depth - 1) == 0 and affine_along(b, d, depth - 1)))
-    return False
+    the dim but not necessarily known (`offs * stride`); a value computed from loaded data is not. Read by the
+    layout pass (`_spread_scatter`)."""
+    return _step(v, d, depth) is not None
