@@ -126,9 +126,12 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 2026-12-07, abin12.md); the two it slowed (bucketize over an odd N 1.129, stick-breaking 1.043) no longer change.
 # `short_ptr` left (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
-# `reduce_axes` (frontend/semantic.py `reduce`: a reduction over every element of a tile of rank >= 2 one axis at a
-# time, the last first, instead of over the tile flattened through shared memory): LSE + argmax 0.818, PPO's clipped
-# loss 1.036 (61 -> 48 registers, 8192 -> 32 bytes of shared memory, 8 -> 10 blocks an SM, yet slower).
+# `reduce_all` (frontend/semantic.py `reduce`, codegen/reduce.py `_e_reduce`; nineteenth session, CPU only, untimed):
+# a reduction over every element (axis=None) of a tile of rank >= 2 is one reduce over all axes in the tile's own
+# layout (a thread's registers in one chain, a butterfly over the lanes, one cross-warp step), instead of one over the
+# tile flattened by an order-keeping reshape. Replaces `reduce_axes` (one reduction per axis: LSE + argmax 0.818, PPO's
+# loss 1.036; docs/EXPERIMENTS.md). PTX changes on 1 corpus kernel, the LSE + argmax (16384 -> 288 bytes of shared
+# memory, loop barriers 13 -> 9, loop SASS 1517 -> 1483 instructions; reduce_axes' timed form had 1477).
 # `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word): H200 2026-12-06 the
 # batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
 # fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
@@ -175,7 +178,7 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_axes", "pack_carried16", "nreg_headroom", "fma_occ",
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "pack_carried16", "nreg_headroom", "fma_occ",
                      "zero_acc", "loads_first")
 
 

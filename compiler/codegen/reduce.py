@@ -50,8 +50,10 @@ def _ld_smem(e, off_elems, base, t):
 
 
 def _thread_dim_index(e, bases, src, axis):
-    """Index (0..2^k-1) of this thread among the lanes/warps whose basis lies along `axis`, and 2^k."""
-    bits = [i for i, b in enumerate(bases) if b[axis]]
+    """Index (0..2^k-1) of this thread among the lanes/warps whose basis lies along `axis` (an int, or a tuple of
+    axes: along any of them), and 2^k."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    bits = [i for i, b in enumerate(bases) if any(b[a] for a in axes)]
     if not bits:
         return None, 1
     idx = None
@@ -69,7 +71,7 @@ _REDUX = {"add": ("add.s32", "add.u32"), "min": ("min.s32", "min.u32"), "max": (
           "and": ("and.b32", "and.b32"), "or": ("or.b32", "or.b32"), "xor": ("xor.b32", "xor.b32")}
 
 
-def _redux(e, op, ll, axis):
+def _redux(e, op, ll, axes):
     """The `redux.sync` form ("min.s32", ...) of a reduction of one 32-bit integer whose combiner is a single add,
     min, max, and, or or xor, where all 32 lanes of a warp lie along the axis (sm_80 and later): the hardware's warp
     reduction, one instruction where butterfly shuffles take five shuffles and five combines. Lanes that only
@@ -87,7 +89,7 @@ def _redux(e, op, ll, axis):
     if c.kind not in _REDUX or sorted(v.id for v in c.operands) != sorted(a.id for a in blk.args):
         return None
     for b in ll.lane:
-        along = b[axis] and not any(x for d, x in enumerate(b) if d != axis)
+        along = any(b[a] for a in axes) and not any(x for d, x in enumerate(b) if d not in axes)
         if not along and (any(b) or c.kind in ("add", "xor")):
             return None
     return _REDUX[c.kind][el.kind == "uint"]
@@ -95,9 +97,12 @@ def _redux(e, op, ll, axis):
 
 @emits("reduce")
 def _e_reduce(e, op):
-    axis = op.attrs["axis"]
     xs = [e.get(v) for v in op.operands]
     ll = xs[0].ll
+    # the reduced axes: one, or every axis (attrs axis None: tl.sum(x) of a tile of any rank, combined in the layout
+    # the tile has, where a reshape to one dim first would take it through shared memory)
+    axes = (op.attrs["axis"],) if op.attrs["axis"] is not None else tuple(range(len(ll.shape)))
+    kept = [d for d in range(len(ll.shape)) if d not in axes]
     nops = len(xs)
     blk = op.blocks[0]
 
@@ -107,9 +112,9 @@ def _e_reduce(e, op):
     # 1. in-thread: registers that differ only along the axis, in coordinate order, combined as a chain (a tree
     # of neighbours measured no faster: docs/EXPERIMENTS.md, reduce_tree)
     rows = {}
-    for r in sorted(range(ll.num_regs), key=lambda r: ll.reg_coord(r)[axis]):
+    for r in sorted(range(ll.num_regs), key=lambda r: tuple(ll.reg_coord(r)[a] for a in axes)):
         c = ll.reg_coord(r)
-        rows.setdefault(c[:axis] + c[axis + 1:], []).append([x.regs[r] for x in xs])
+        rows.setdefault(tuple(c[d] for d in kept), []).append([x.regs[r] for x in xs])
     # The chains advance together, one axis position at a time for every output (the register order of the loads
     # that feed them), not one output's whole chain after another (each chain combines in the same order either
     # way): argmin_cols_f32 72 -> 40 registers and 0.948 of the time, attention's row max/sum 0.98-1.01 (H100,
@@ -121,23 +126,23 @@ def _e_reduce(e, op):
                 acc[key] = combine(acc[key], level[i])
     # 2. lanes along the axis: butterfly shuffles (a zero basis only replicates: skip it); a sum that stays
     # per-lane partial across its loop (partial_sums below) skips them
-    redux = _redux(e, op, ll, axis) if id(op) not in e.partial_reduces else None
+    redux = _redux(e, op, ll, axes) if id(op) not in e.partial_reduces else None
     if redux is not None:  # the whole warp along the axis: one warp reduction instruction instead of 5 levels
         for key in acc:
             acc[key] = [e.b.call(ir.InlineAsm(ir.FunctionType(C.I32, [C.I32]), f"redux.sync.{redux} $0, $1, -1;",
                                               "=r,r"), [acc[key][0]])]
     for i, b in enumerate(ll.lane if redux is None else ()):
-        if b[axis] and id(op) not in e.partial_reduces:
+        if any(b[a] for a in axes) and id(op) not in e.partial_reduces:
             for key in acc:
                 other = [shuffle(e, "bfly", v, 1 << i) for v in acc[key]]
                 acc[key] = combine(acc[key], other)
     # 3. warps along the axis: partials through shared memory
-    out_shape = tuple(s for d, s in enumerate(ll.shape) if d != axis)
+    out_shape = tuple(ll.shape[d] for d in kept)
     out_lay = op.attrs["_layouts"][0]
     out_ll = linear(out_lay, out_shape, e.nw) if out_shape else None
-    wbits = [i for i, b in enumerate(ll.warp) if b[axis]]
+    wbits = [i for i, b in enumerate(ll.warp) if any(b[a] for a in axes)]
     if wbits:
-        wi, W = _thread_dim_index(e, ll.warp, e.warp, axis)
+        wi, W = _thread_dim_index(e, ll.warp, e.warp, axes)
         n_out = 1
         for s in out_shape:
             n_out *= s
@@ -1011,6 +1016,8 @@ def partial_sums(e, loop):
             continue
         ll = e.layout_of(red.operands[0])
         axis = red.attrs["axis"]
+        if axis is None:
+            continue
         lanes = [i for i, b in enumerate(ll.lane) if b[axis]]
         if not lanes or any(b[axis] for b in ll.warp):
             continue

@@ -1536,23 +1536,19 @@ def reduce(inputs, axis, combine, keep_dims=False):
     if not shape:
         return inputs[0] if single else tuple(inputs)
     axis = _unwrap(axis)
+    whole = False
     if axis is None and len(shape) > 1:
         from ..options import ab_switch
 
-        if ab_switch("reduce_axes"):
-            # (A/B `reduce_axes`) every element as one reduction per axis, the last first: each element is combined
-            # in the thread that holds it and no layout has to hold the flattened tile (whose order-keeping reshape
-            # took it through shared memory: PPO's clipped loss, an axis=None tl.sum of a [4, 512] tile, 8 KiB of
-            # shared stores and a barrier). The combine sees the elements in the same row-major order, grouped by
-            # rows: the same result for an associative combine (Triton flattens with can_reorder=True).
-            outs = list(inputs)
-            while len(outs[0].type.shape) > 0:
-                r = reduce(outs if not single else outs[0], len(outs[0].type.shape) - 1, combine)
-                outs = [r] if single else list(r)
-            if keep_dims:
-                outs = [reshape_scalar_keepdims(o, len(shape)) for o in outs]
-            return outs[0] if single else tuple(outs)
-    if axis is None:
+        # (A/B `reduce_all`) every element in one reduce over all axes (attrs axis None), combined in the tile's own
+        # layout: a thread's registers in one chain, one butterfly over every lane that holds other elements, one
+        # cross-warp step. By default the tile is flattened first (an order-keeping reshape, through shared memory
+        # when the layouts differ). Either way the combine sees the elements in an order of its choosing, as Triton's
+        # flattening with can_reorder=True allows: the same result for an associative, commutative combine.
+        whole = ab_switch("reduce_all")
+    if whole:
+        orig_rank = len(shape)
+    elif axis is None:
         n = inputs[0].type.numel
         inputs = [reshape(t, (n,)) if len(shape) > 1 else t for t in inputs]
         axis = 0
@@ -1565,7 +1561,9 @@ def reduce(inputs, axis, combine, keep_dims=False):
 
     elems = [t.dtype for t in inputs]
     body = Block([TensorType(e) for e in elems] * 2)
-    op = b.create("reduce", [t.handle for t in inputs], [TensorType(e, tuple(s for i, s in enumerate(inputs[0].type.shape) if i != axis)) for e in elems], {"axis": axis}, [body])
+    out_shape = () if whole else tuple(s for i, s in enumerate(inputs[0].type.shape) if i != axis)
+    op = b.create("reduce", [t.handle for t in inputs], [TensorType(e, out_shape) for e in elems],
+                  {"axis": None if whole else axis}, [body])
     _build_combine(body, combine, elems)
     outs = [tensor(r, r.type) for r in op.results]
     if keep_dims:
@@ -1669,19 +1667,37 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
     if not shape:
         raise SemanticError("argmax/argmin of a scalar")
     axis = _unwrap(axis)
-    if axis is None:
-        x = reshape(x, (x.type.numel,)) if len(shape) > 1 else x
-        ax = 0
+    from ..options import ab_switch
+
+    whole = axis is None and len(shape) > 1 and ab_switch("reduce_all")
+    if whole:  # (A/B `reduce_all`) the tile as it is, each element's row-major index: d0 * stride0 + d1 * ...
+        idx, stride = None, 1
+        for d in reversed(range(len(shape))):
+            ix = arange(0, shape[d])
+            if stride != 1:
+                ix = mul(ix, stride)
+            for _ in range(d):
+                ix = expand_dims(ix, 0)
+            for _ in range(d + 1, len(shape)):
+                ix = expand_dims(ix, len(ix.type.shape))
+            idx = ix if idx is None else add(ix, idx)
+            stride *= shape[d]
+        idx = broadcast_to(idx, shape)
+        ax = None
     else:
-        ax = _norm_axis(axis, len(shape))
-    xs = x.type.shape
-    idx = arange(0, xs[ax])
-    for d in range(len(xs)):
-        if d < ax:
-            idx = expand_dims(idx, 0)
-        elif d > ax:
-            idx = expand_dims(idx, len(idx.type.shape))
-    idx = broadcast_to(idx, xs)
+        if axis is None:
+            x = reshape(x, (x.type.numel,)) if len(shape) > 1 else x
+            ax = 0
+        else:
+            ax = _norm_axis(axis, len(shape))
+        xs = x.type.shape
+        idx = arange(0, xs[ax])
+        for d in range(len(xs)):
+            if d < ax:
+                idx = expand_dims(idx, 0)
+            elif d > ax:
+                idx = expand_dims(idx, len(idx.type.shape))
+        idx = broadcast_to(idx, xs)
     b = _b()
 
     def combine(av, ai, bv, bi):

@@ -423,7 +423,7 @@ def _combiner(interp, op):
 
 @impl("reduce")
 def _reduce(interp, op):
-    """Tree reduction along `axis`: neighbours (2i, 2i+1) are combined as (a=left, b=right) level by level, an
+    """Tree reduction along `axis` (None: over every element in row-major order): neighbours (2i, 2i+1) are combined as (a=left, b=right) level by level, an
     odd last element is carried to the next level. Integer add/mul/and/or/xor/max/min use ufunc.reduce (exact,
     any order). Float reductions therefore follow this fixed tree order (not the GPU's)."""
     axis = op.attrs["axis"]
@@ -433,7 +433,8 @@ def _reduce(interp, op):
         return lambda x: ufunc.reduce(x, axis=axis, dtype=nd0)
 
     def reduce(*xs):
-        xs = [np.moveaxis(np.asarray(x), axis, -1) for x in xs]
+        # axis None (every element): the same tree over the row-major order
+        xs = [np.asarray(x).reshape(-1) if axis is None else np.moveaxis(np.asarray(x), axis, -1) for x in xs]
         while xs[0].shape[-1] > 1:
             length = xs[0].shape[-1]
             m = length // 2

@@ -1011,7 +1011,10 @@ class _Assigner:
             for i in blockops:
                 self.want(op, i, src, final)
             ax = op.attrs["axis"]
-            self.set(op, [SliceLayout(ax, src) if src is not None else None] * len(op.results))
+            out = src
+            for d in ((ax,) if ax is not None else reversed(range(src.rank))) if src is not None else ():
+                out = SliceLayout(d, out)  # axis None (every element): a slice of every dim, rank 0
+            self.set(op, [out] * len(op.results))
             self.forward(op.blocks[0], final)
         elif k == "scan":
             src = self.L(op.operands[0])
