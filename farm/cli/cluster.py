@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from farm.cli.common import (FormatOpt, check_format, console, handle_errors, human, messages_to_stderr, print_csv,
                               print_json)
@@ -52,6 +51,8 @@ def cluster(
                            "compiler": machine.compiler_version()})
     console.print(f"Ray: {res['nodes']} node(s), {res['cpus']} CPUs, {res['gpus']} GPUs "
                   f"{', '.join(res['gpu_names'])} [dim](ready in {res['init_s']:.1f} s)[/]")
+    from rich.table import Table
+
     t = Table(header_style="bold")
     for c in ("node", "alive", "CPUs", "GPUs", "memory GiB", "object store GiB", "Triton"):
         t.add_column(c)

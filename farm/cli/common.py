@@ -15,7 +15,6 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Console, ConsoleDimensions
 
 from farm import FarmError
 
@@ -25,23 +24,47 @@ EXIT_CODES_HELP = ("Exit codes: 0 every job succeeded; 1 some jobs failed; 2 usa
 _NO_LIMIT = 100_000  # columns when the output is not a terminal: a log keeps every value whole
 
 
-class _Console(Console):
-    """A rich console as wide as its terminal, and without a width limit when the output is a pipe or a file
-    (rich would use 80 columns and cut table cells; a CI log must hold every value). COLUMNS still wins."""
+@functools.lru_cache(maxsize=None)
+def _console_class():
+    from rich.console import Console, ConsoleDimensions
+
+    class _Console(Console):
+        """A rich console as wide as its terminal, and without a width limit when the output is a pipe or a file
+        (rich would use 80 columns and cut table cells; a CI log must hold every value). COLUMNS still wins."""
+
+        @property
+        def size(self) -> ConsoleDimensions:
+            if not self.is_terminal and "COLUMNS" not in os.environ and self._width is None:
+                return ConsoleDimensions(_NO_LIMIT, 25)
+            return Console.size.fget(self)
+
+        @size.setter
+        def size(self, new_size):
+            Console.size.fset(self, new_size)
+
+    return _Console
+
+
+class _LazyConsole:
+    """A rich console made on its first use: importing the commands (what `farm --help` does) loads no rich
+    console. Attribute access goes to the console; `.real` is the console itself, for rich objects that take one."""
+
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+        self._console = None
 
     @property
-    def size(self) -> ConsoleDimensions:
-        if not self.is_terminal and "COLUMNS" not in os.environ and self._width is None:
-            return ConsoleDimensions(_NO_LIMIT, 25)
-        return Console.size.fget(self)
+    def real(self):
+        if self._console is None:
+            self._console = _console_class()(**self._kwargs)
+        return self._console
 
-    @size.setter
-    def size(self, new_size):
-        Console.size.fset(self, new_size)
+    def __getattr__(self, name):
+        return getattr(self.real, name)
 
 
-console = _Console(highlight=False)
-err_console = _Console(stderr=True, highlight=False)
+console = _LazyConsole(highlight=False)
+err_console = _LazyConsole(stderr=True, highlight=False)
 
 DEFAULT_STORE = os.environ.get("FARM_STORE", ".tilefarm/farm.db")
 StoreOpt = Annotated[str, typer.Option("--store", "-s", help="Results store: a SQLite file, or a postgresql://user@host/db URL "
@@ -51,7 +74,13 @@ FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table (for peopl
                                                                 "stdout; messages go to stderr).")]
 
 
-def human(fmt: str) -> Console:
+def escape(text: str) -> str:
+    """rich.markup.escape, imported on first use (rich's markup module is ~25 ms of a CLI call's start)."""
+    from rich.markup import escape as _escape
+    return _escape(text)
+
+
+def human(fmt: str) -> _LazyConsole:
     """Where messages for people go: stdout for a table, stderr when stdout carries data (json, csv, ...)."""
     return console if fmt == "table" else err_console
 
@@ -128,9 +157,9 @@ _opened: list = []
 
 def open_store(path: str, must_exist: bool = True, write: bool = False):
     """The store at `path`; FarmError (exit 2) when it is missing (`must_exist`), corrupt, or not writable."""
-    from farm.store import Store
     if must_exist and "://" not in str(path) and not os.path.exists(path):
         raise FarmError(f"no results store at {path} (run `farm run CONFIG` first, or pass --store)")
+    from farm.store import Store  # SQLAlchemy: ~200 ms of import, paid only when there is a store to open
     st = Store(path, write=write)
     _opened.append(st)
     return st

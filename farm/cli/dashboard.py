@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from farm import FarmError
-from farm.cli.common import DEFAULT_STORE, StoreOpt, console, handle_errors
+from farm.cli.common import DEFAULT_STORE, StoreOpt, console, escape, handle_errors
 
 
 @handle_errors

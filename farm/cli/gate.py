@@ -5,11 +5,10 @@ import pathlib
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from farm import FarmError
-from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, err_console, handle_errors,
-                              human, messages_to_stderr, print_csv, print_json)
+from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, err_console, escape,
+                              handle_errors, human, messages_to_stderr, print_csv, print_json)
 
 
 @handle_errors

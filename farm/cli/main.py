@@ -1,6 +1,7 @@
 """The `farm` app: registers one command per module in farm/cli/."""
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -18,7 +19,9 @@ app = typer.Typer(
           "`--format json` (or csv) on run, report, runs, workloads, cluster and gate prints only data on "
           "stdout; messages go to stderr.\n\n" + EXIT_CODES_HELP),
     no_args_is_help=True,
-    rich_markup_mode="markdown",
+    # rich's help panels for a terminal; plain text into a pipe or a log, where the panels' box characters only get
+    # in the way and loading rich's help formatter (typer.rich_utils: ~140 ms) was most of a `farm --help`
+    rich_markup_mode="markdown" if sys.stdout.isatty() else None,
     pretty_exceptions_enable=False,
 )
 

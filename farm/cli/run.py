@@ -5,15 +5,10 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Group
-from rich.live import Live
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from farm import FarmError
 from farm.cli.common import (DEFAULT_STORE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ProgressLines, check_format,
-                              err_console, handle_errors, human, messages_to_stderr)
+                              err_console, escape, handle_errors, human, messages_to_stderr)
 
 
 @handle_errors
@@ -206,6 +201,13 @@ def _execute(say, st, prep, executor):
             if kind == "done":
                 lines.update(tally.done, tally.failed, final=tally.done == tally.total)
         return runner.execute(st, prep, executor, on_line)
+    from rich.console import Group
+    from rich.live import Live
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+    from rich.table import Table
+
+    say = getattr(say, "real", say)  # the console itself: rich's live display takes one
     progress = Progress(TextColumn("[bold]jobs"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[failed]}"), TimeElapsedColumn(), TextColumn("ETA"),
                         TimeRemainingColumn(), console=say, transient=False)

@@ -5,8 +5,6 @@ import datetime
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from farm import FarmError
 from farm.cli.common import (DEFAULT_STORE, FormatOpt, StoreOpt, check_format, console, handle_errors, human,
@@ -40,6 +38,9 @@ def runs(
             return print_json(rows)
         return print_csv(rows, ["id", "created", "name", "label", "target", "status", "n_jobs", "n_reused", "n_done",
                                 "n_failed", "git_commit", "host", "compiler_version", "farm_version"])
+    from rich import box
+    from rich.table import Table
+
     t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for c in ("id", "when", "name", "target", "jobs", "done", "failed", "status", "commit"):
         t.add_column(c, no_wrap=c != "name", min_width=6 if c == "name" else None)

@@ -5,8 +5,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from farm import FarmError
 from farm.cli.common import DEFAULT_STORE, console, handle_errors
@@ -105,6 +103,9 @@ def _run(cfg, db, budget, exhaustive, local, address, num_cpus, timer, compile_o
                        on_event=on_event, on_round=on_round)
     finally:
         executor.close()
+    from rich import box
+    from rich.table import Table
+
     t = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
               title=f"{cfg.name}: {rep.strategy} on {rep.target}")
     several = len(cfg.compilers) > 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from farm.cli.common import FormatOpt, check_format, console, handle_errors, print_csv, print_json
 
@@ -35,6 +33,9 @@ def workloads(
         return print_csv([{**r, "params": " ".join(r["params"]), "default_meta": " ".join(
             f"{k}={v}" for k, v in r["default_meta"].items()), "meta_space": " ".join(r["meta_space"])} for r in rows],
             ["name", "description", "params", "default_meta", "meta_space", "source_file"])
+    from rich import box
+    from rich.table import Table
+
     t = Table(header_style="bold", box=box.SIMPLE_HEAD)
     t.add_column("name", no_wrap=True)
     t.add_column("description")

@@ -1,5 +1,6 @@
 """`farm --help`, `farm runs` and `farm report` in a fresh interpreter load neither Ray, NumPy, the compiler,
-the workloads nor the config's pydantic models (sys.modules checked, not timed)."""
+the workloads nor the config's pydantic models (sys.modules checked, not timed). Into a pipe, `farm --help` loads
+no rich console and no rich help formatter either, and a command that finds no store does not load SQLAlchemy."""
 import json
 import subprocess
 import sys
@@ -7,6 +8,7 @@ import sys
 import pytest
 
 NEVER = ["ray", "numpy", "compiler", "llvmlite", "workloads", "plotly", "yaml", "farm.config", "farm.worker"]
+LIGHT = ["pydantic", "rich.console", "typer.rich_utils", "sqlalchemy"]  # also spared by `--help` into a pipe
 
 PROBE = """
 import json, sys
@@ -21,7 +23,7 @@ print(json.dumps({"exit": code, "loaded": {n: n in sys.modules for n in %r}}), f
 
 
 def _probe(*args):
-    out = subprocess.run([sys.executable, "-c", PROBE % (NEVER + ["pydantic"]), *args], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", PROBE % (NEVER + LIGHT), *args], capture_output=True,
                          text=True, timeout=120)
     return json.loads(out.stderr.strip().splitlines()[-1])
 
@@ -30,6 +32,11 @@ def test_help_loads_nothing_heavy():
     r = _probe("--help")
     assert r["exit"] == 0
     assert [n for n, v in r["loaded"].items() if v] == []  # pydantic included: nothing reads a config
+
+
+def test_missing_store_loads_no_sqlalchemy(tmp_path):
+    r = _probe("runs", "--store", str(tmp_path / "none.db"))
+    assert r["exit"] == 2 and not r["loaded"]["sqlalchemy"]
 
 
 @pytest.mark.parametrize("args", [("runs",), ("report", "latest"), ("runs", "--help"), ("report", "--help")])
