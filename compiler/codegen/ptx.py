@@ -132,6 +132,13 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # tile flattened by an order-keeping reshape. Replaces `reduce_axes` (one reduction per axis: LSE + argmax 0.818, PPO's
 # loss 1.036; docs/EXPERIMENTS.md). PTX changes on 1 corpus kernel, the LSE + argmax (16384 -> 288 bytes of shared
 # memory, loop barriers 13 -> 9, loop SASS 1517 -> 1483 instructions; reduce_axes' timed form had 1477).
+# `sort_keys` (frontend/semantic.py `sort`, `topk`, `bitonic_merge`; nineteenth session, CPU only, untimed): a float
+# tile is sorted as integer keys in the floats' total order (negative values' magnitude bits flipped), one integer
+# compare and one select a compare-and-swap where the default takes two float compares, a predicate combine and a
+# select (so that a NaN cannot make a pair decide two ways); NaNs go to the ends, -0 before +0. PTX changes on 4
+# corpus kernels; SASS instructions top-p renormalization 7672 -> 5584 (Triton 8392), top-k experts 392 -> 344 (432),
+# sort + gather 3152 -> 2432 (2976), flip + sort + gather + top-k 1824 -> 1456 (1776; 47 -> 56 registers, 10 -> 9
+# blocks an SM, Triton 59 and 8).
 # `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word): H200 2026-12-06 the
 # batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
 # fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
@@ -178,8 +185,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "pack_carried16", "nreg_headroom", "fma_occ",
-                     "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "pack_carried16", "nreg_headroom",
+                     "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)
