@@ -9,7 +9,8 @@ sm_90a (as scripts/bench_host.py does), assembled by the same ptxas (`-v`: regis
 instructions, and its loops (a backward branch closes one): instructions, barriers (BAR.SYNC) and shared-memory
 accesses in the loop body. The flags name what has, across the corpus, come before a measured gap: fewer blocks per
 SM, spills, a loop with more barriers than Triton's, a loop over 15% longer, shared-memory traffic in a loop where
-Triton's has none. A flag is a place to look, not a verdict: a longer loop with a deeper pipeline, or more registers
+Triton's has none, an opcode ours issues 1.5 times as often and 64 more times (the kernel does work of a kind
+Triton's does not). A flag is a place to look, not a verdict: a longer loop with a deeper pipeline, or more registers
 that buy a second block, often run faster. Writes OUT/static_corpus.json and OUT/static_corpus.md.
 """
 from __future__ import annotations
@@ -69,9 +70,14 @@ def side(cubin: bytes, ptx: str, smem: int, threads: int, nvdisasm: str) -> dict
     res = ptx_resources(ptx, "sm_90a")
     shared = smem + res.get("shared_bytes", 0)
     lines = sass(nvdisasm, cubin)
+    ops: dict = {}
+    for ln in lines:
+        if ln.endswith(";"):
+            op = _PRED.sub("", ln).split(None, 1)[0].split(".")[0]
+            ops[op] = ops.get(op, 0) + 1
     return {"registers": res.get("registers"), "spills": res.get("spill_stores", 0), "shared": shared,
             "blocks": occupancy(res.get("registers") or 0, shared, threads, "sm_90a"),
-            "instructions": sum(1 for ln in lines if ln.endswith(";")), "loops": loops(lines)}
+            "instructions": sum(ops.values()), "loops": loops(lines), "opcodes": ops}
 
 
 def flags(ours: dict, tri: dict) -> list[str]:
@@ -88,6 +94,12 @@ def flags(ours: dict, tri: dict) -> list[str]:
             out.append(f"loop {j} {a['instructions']}/{b['instructions']} instructions")
         if a["shared"] and not b["shared"]:
             out.append(f"loop {j} shared {a['shared']}/0")
+    # an opcode ours issues far more of (the float compares of a sort network, predicates moved to registers, P2R):
+    # the kernel does work of a kind Triton's does not
+    for op, n in sorted(ours.get("opcodes", {}).items()):
+        m = tri.get("opcodes", {}).get(op, 0)
+        if n >= 64 + m and n >= 1.5 * m:
+            out.append(f"{op} {n}/{m}")
     return out
 
 

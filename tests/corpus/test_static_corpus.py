@@ -25,3 +25,11 @@ def test_flags_name_fewer_blocks_spills_and_heavier_loops():
     assert S.flags(ours, tri) == ["blocks 1/2", "spills 8/0", "loop 0 barriers 2/0", "loop 0 120/100 instructions",
                                   "loop 0 shared 3/0"]
     assert S.flags(tri, tri) == []
+
+
+def test_flags_name_an_opcode_issued_far_more_often():
+    base = {"blocks": 2, "spills": 0, "loops": []}
+    tri = {**base, "opcodes": {"FSETP": 320, "FSEL": 320}}
+    ours = {**base, "opcodes": {"FSETP": 502, "FSEL": 380, "PLOP3": 238, "P2R": 26}}
+    # FSEL: 60 more (under 64); P2R: 26 (under 64); FSETP 502 >= 1.5 x 320 and 182 more; PLOP3 none in Triton's
+    assert S.flags(ours, tri) == ["FSETP 502/320", "PLOP3 238/0"]
