@@ -785,7 +785,9 @@ class JITFunction:
         from .compile import lower_kernel
         from . import interpreter
 
-        ikey = keys
+        from .options import ab_switches
+
+        ikey = (keys, ab_switches())  # the A/B switches the frontend reads (TILEFARM_AB) change the IR too
         fn = self._ir_cache.get(ikey)
         if fn is None:
             self.cache_key  # noqa: B018 -- notes the constants the kernel reads, so a change is seen (_globals_changed)

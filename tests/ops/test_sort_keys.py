@@ -98,3 +98,15 @@ def test_one_select_a_step(monkeypatch):
         counts[ab] = (sum(op.kind == "select" for op in ops), sum(op.kind == "cmp" for op in ops))
     assert counts[""][0] == 2 * 21
     assert counts["sort_keys"][0] == 21 and counts["sort_keys"][1] == counts[""][1] - 21
+
+
+def test_interpreter_sees_the_switch_change(monkeypatch):
+    """The interpreter's IR of a kernel is kept per specialization and per set of A/B switches: a process that ran
+    the default network first runs the keyed one once TILEFARM_AB names it (a stale IR was reused before)."""
+    a = _special(np.dtype("float32"))
+    for ab in ("", "sort_keys"):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        y = poison(a.size, "float32")
+        run("interp", SK.sort_kernel, (1,), [a, y], [], WHAT="sort", DESC=False, M=4, N=64, K=64)
+    ref = np.take_along_axis(a, np.argsort(_total_order_key(a), axis=1, kind="stable"), axis=1)
+    assert_exact(y.reshape(4, 64).view("uint32"), ref.view("uint32"))
