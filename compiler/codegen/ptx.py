@@ -139,6 +139,11 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # corpus kernels; SASS instructions top-p renormalization 7672 -> 5584 (Triton 8392), top-k experts 392 -> 344 (432),
 # sort + gather 3152 -> 2432 (2976), flip + sort + gather + top-k 1824 -> 1456 (1776; 47 -> 56 registers, 10 -> 9
 # blocks an SM, Triton 59 and 8).
+# `partial_add` (codegen/reduce.py `partial_sums`; nineteenth session, CPU only, untimed): a loop-carried sum updated
+# only as `acc += tl.sum(x, axis)` (floats or integers) stays per-lane partial through the loop, as attention's
+# `l_i * alpha + tl.sum(p, 1)` already does: the sum's shuffles leave the loop. PTX changes on 6 corpus kernels; loop
+# SASS the two EVEN_K GEMVs 253 -> 189 and 269 -> 189 (Triton 260, 276), the gathered W8A8 GEMM 248 -> 239, the fused
+# linear + cross-entropy backward 284 -> 272, no more registers.
 # `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word): H200 2026-12-06 the
 # batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
 # fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
@@ -185,8 +190,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "pack_carried16", "nreg_headroom",
-                     "fma_occ", "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "partial_add", "pack_carried16",
+                     "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

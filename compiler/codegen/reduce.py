@@ -999,17 +999,25 @@ def partial_sums(e, loop):
     body = loop.blocks[0]
     y = body.terminator
     out = {}
+    plain = ab_switch("partial_add")
     for j, arg in enumerate(body.args[1:]):
         t = arg.type
-        if not t.shape or getattr(t.element, "kind", "") != "float" or uses(body, arg) != 1:
+        kind = getattr(t.element, "kind", "")
+        if not t.shape or kind not in ("float", "int", "uint") or uses(body, arg) != 1:
             continue
         mul = next((o for o in body.ops if o.kind == "mul" and any(x is arg for x in o.operands)), None)
-        if mul is None or uses(body, mul.result) != 1:
+        if mul is not None and kind == "float":
+            if uses(body, mul.result) != 1:
+                continue
+            src = mul.result
+        elif plain:  # (A/B `partial_add`) l = l + sum(x, axis) of floats or integers: the same with a = 1
+            src = arg
+        else:
             continue
-        add = next((o for o in body.ops if o.kind == "add" and any(x is mul.result for x in o.operands)), None)
+        add = next((o for o in body.ops if o.kind == "add" and any(x is src for x in o.operands)), None)
         if add is None or y.operands[j] is not add.result or uses(body, add.result) != 1:
             continue
-        r = next(x for x in add.operands if x is not mul.result)
+        r = next(x for x in add.operands if x is not src)
         red = getattr(r, "owner", None)
         if (getattr(red, "kind", None) != "reduce" or red.block is not body or len(red.operands) != 1
                 or uses(body, r) != 1 or [o.kind for o in red.blocks[0].ops] != ["add", "yield"]):
@@ -1030,12 +1038,16 @@ def partial_init(e, tile, lanes):
     """A carried value's start as partial sums: the value on the first lane of each group, zero on the others."""
     mask = sum(1 << i for i in lanes)
     first = e.b.icmp_unsigned("==", e.b.and_(e.lane, e.i32(mask)), e.i32(0))
-    return Tile(tile.ll, [e.b.select(first, x, ir.Constant(x.type, 0.0)) for x in tile.regs])
+    return Tile(tile.ll, [e.b.select(first, x, ir.Constant(x.type, 0.0 if _is_float(x) else 0)) for x in tile.regs])
+
+
+def _is_float(x) -> bool:
+    return not isinstance(x.type, ir.IntType)
 
 
 def partial_total(e, tile, lanes):
     """The partial sums of a group of lanes added up (butterfly: every lane of the group gets the same total)."""
     regs = list(tile.regs)
     for i in lanes:
-        regs = [e.b.fadd(x, shuffle(e, "bfly", x, 1 << i)) for x in regs]
+        regs = [(e.b.fadd if _is_float(x) else e.b.add)(x, shuffle(e, "bfly", x, 1 << i)) for x in regs]
     return Tile(tile.ll, regs)
