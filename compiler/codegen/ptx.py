@@ -139,6 +139,11 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # corpus kernels; SASS instructions top-p renormalization 7672 -> 5584 (Triton 8392), top-k experts 392 -> 344 (432),
 # sort + gather 3152 -> 2432 (2976), flip + sort + gather + top-k 1824 -> 1456 (1776; 47 -> 56 registers, 10 -> 9
 # blocks an SM, Triton 59 and 8).
+# `remat_not` (passes/assign_layouts.py `_remat`; nineteenth session, CPU only, untimed): `not` and `neg` join the
+# elementwise ops a value made from aranges and constants is recomputed through in the layout its user wants. A
+# descending sort network's direction bits (`not` of an arange's compare) were converted through shared memory at
+# every compare-and-swap step (a byte stored, a barrier, loaded back). PTX changes on 2 corpus kernels: barriers in the
+# SASS top-p renormalization 174 -> 44 (Triton 67; 109 -> 90 registers), sort + gather 115 -> 27 (35).
 # `partial_add` (codegen/reduce.py `partial_sums`; nineteenth session, CPU only, untimed): a loop-carried sum updated
 # only as `acc += tl.sum(x, axis)` (floats or integers) stays per-lane partial through the loop, as attention's
 # `l_i * alpha + tl.sum(p, 1)` already does: the sum's shuffles leave the loop. PTX changes on 6 corpus kernels; loop
@@ -190,8 +195,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "partial_add", "pack_carried16",
-                     "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "partial_add", "remat_not",
+                     "pack_carried16", "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

@@ -274,6 +274,7 @@ class _Assigner:
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
         self.ab = ab_switches()  # the A/B switches on (read once: the walks ask per op)
+        self._remat_not = "remat_not" in self.ab
         self.users: dict = {}
         self._note_users(fn.body)
         self.desired: dict = {}
@@ -778,6 +779,10 @@ class _Assigner:
         return _rebuilt(src, [y], layout, out)
 
     _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "addptr"))
+    # (A/B `remat_not`) `not` and `neg` recomputed too: a sort network's direction bits (`not` of an arange's compare,
+    # descending) were converted through shared memory, a barrier pair each step (a 4096-element sort, 8 warps:
+    # 163 -> 33 barriers, Triton's 53)
+    _REMAT_NOT = _REMAT | {"not", "neg"}
 
     def _through_elementwise(self, v, layout, out, user, depth):
         """v = f(a, b, ...) elementwise, made in `layout` from its operands there: each one recomputed where cheap
@@ -827,7 +832,7 @@ class _Assigner:
             if y is None:
                 return None
             ops = [y]
-        elif kind in self._REMAT and depth > 0 and len(src.results) == 1:
+        elif kind in (self._REMAT_NOT if self._remat_not else self._REMAT) and depth > 0 and len(src.results) == 1:
             ops = []
             for x in src.operands:
                 if not x.type.shape:
