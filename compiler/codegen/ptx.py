@@ -144,6 +144,10 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # descending sort network's direction bits (`not` of an arange's compare) were converted through shared memory at
 # every compare-and-swap step (a byte stored, a barrier, loaded back). PTX changes on 2 corpus kernels: barriers in the
 # SASS top-p renormalization 174 -> 44 (Triton 67; 109 -> 90 registers), sort + gather 115 -> 27 (35).
+# `convert_chain` (passes/dce.py `dce_after_layouts`; nineteenth session, CPU only, untimed): after the layout pass a
+# conversion of a conversion converts the first one's source (a column bias: 1-D layout -> slice of the blocked
+# layout -> slice of the wgmma layout, two shared-memory trips for one). PTX changes on 5 corpus kernels, each 2
+# barriers fewer in its epilogue (mm_colbias 9 -> 7, Triton 5); SmoothQuant 194 -> 170 registers.
 # `partial_add` (codegen/reduce.py `partial_sums`; nineteenth session, CPU only, untimed): a loop-carried sum updated
 # only as `acc += tl.sum(x, axis)` (floats or integers) stays per-lane partial through the loop, as attention's
 # `l_i * alpha + tl.sum(p, 1)` already does: the sum's shuffles leave the loop. PTX changes on 6 corpus kernels; loop
@@ -196,7 +200,7 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
 # seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "partial_add", "remat_not",
-                     "pack_carried16", "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
+                     "convert_chain", "pack_carried16", "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,7 @@ import os
 from ..ir.verify import verify
 from .assign_layouts import assign_layouts
 from .canonicalize import canonicalize
-from .dce import dce
+from .dce import dce, dce_after_layouts
 from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
 from .schedule import schedule_loads
@@ -38,7 +38,7 @@ PIPELINE = [
     ("assign_layouts", assign_layouts),
     # Drop what the layout pass left unused (a value recomputed in a new layout leaves its first copy, and any
     # conversion of it, dead): a dead conversion would still cost codegen a shared-memory round trip and barriers.
-    ("dce_after_layouts", dce),
+    ("dce_after_layouts", dce_after_layouts),
     # Move global loads up past the layout conversions inserted above, so loads of one block are all in flight
     # before the first conversion's barrier (which ptxas never moves a load across).
     ("schedule_loads", schedule_loads),
