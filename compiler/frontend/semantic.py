@@ -1086,29 +1086,31 @@ def _select_or(x, pick, axis):
     return cast(r, elem, bitcast=True) if elem != bits.dtype else r
 
 
-def _sort_keys():
+def _sort_keys(x):
+    """(A/B `sort_keys`) (y, keyed): a float tile as signed integers of its width ordered as the floats' total order
+    (negative values' magnitude bits flipped: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), so that one integer
+    compare decides each compare-and-swap and equal keys are equal bits (swapping them changes nothing). Integer
+    tiles are their own keys; bools, and everything without the switch, sort as they are (keyed False)."""
     from ..options import ab_switch
-    return ab_switch("sort_keys")
+
+    if not ab_switch("sort_keys") or x.dtype.is_bool():
+        return x, False
+    if not x.dtype.is_floating():
+        return x, True
+    w = x.dtype.primitive_bitwidth
+    return _flip_negatives(cast(x, getattr(T, f"int{w}"), bitcast=True)), True
 
 
-def _to_sort_key(x):
-    """(A/B `sort_keys`) A float tile as signed integers of its width ordered as the floats' total order (negative
-    values' magnitude bits flipped: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), so that one integer compare
-    decides each compare-and-swap and equal keys are equal bits (swapping them changes nothing). Integer tiles are
-    their own keys."""
-    elem = x.dtype
-    if not elem.is_floating():
-        return x
-    w = elem.primitive_bitwidth
-    s = cast(x, getattr(T, f"int{w}"), bitcast=True)
+def _from_sort_keys(y, elem, keyed):
+    """The inverse of _sort_keys (flipping the magnitude bits of negative keys is its own inverse)."""
+    if not keyed or not elem.is_floating():
+        return y
+    return cast(_flip_negatives(y), elem, bitcast=True)
+
+
+def _flip_negatives(s):
+    w = s.dtype.primitive_bitwidth
     return xor_(s, and_(shr(s, w - 1), (1 << (w - 1)) - 1))
-
-
-def _from_sort_key(k, elem):
-    if not elem.is_floating():
-        return k
-    w = elem.primitive_bitwidth
-    return cast(xor_(k, and_(shr(k, w - 1), (1 << (w - 1)) - 1)), elem, bitcast=True)
 
 
 def _bit_axes(x, n_bits):
@@ -1134,8 +1136,8 @@ def sort(x, dim=None, descending=False):
     if L == 0:
         return x
     desc_all = bool(_unwrap(descending))
-    keys = _sort_keys() and not x.dtype.is_bool()
-    y = _bit_axes(_to_sort_key(x) if keys else x, L)
+    y, keys = _sort_keys(x)
+    y = _bit_axes(y, L)
     rank = len(y.type.shape)
     for stage in range(1, L + 1):  # blocks of 2**stage are merged
         if stage < L:
@@ -1145,8 +1147,7 @@ def sort(x, dim=None, descending=False):
         else:
             down = const(desc_all, T.int1)
         y = _bitonic_merge(y, stage, down, keys)
-    y = reshape(y, shape)
-    return _from_sort_key(y, x.dtype) if keys else y
+    return _from_sort_keys(reshape(y, shape), x.dtype, keys)
 
 
 def bitonic_merge(x, dim=None, descending=False):
@@ -1164,11 +1165,9 @@ def bitonic_merge(x, dim=None, descending=False):
     L = n.bit_length() - 1
     if L == 0:
         return x
-    keys = _sort_keys() and not x.dtype.is_bool()
-    y = _bitonic_merge(_bit_axes(_to_sort_key(x) if keys else x, L), L, const(bool(_unwrap(descending)), T.int1),
-                       keys)
-    y = reshape(y, shape)
-    return _from_sort_key(y, x.dtype) if keys else y
+    y, keys = _sort_keys(x)
+    y = _bitonic_merge(_bit_axes(y, L), L, const(bool(_unwrap(descending)), T.int1), keys)
+    return _from_sort_keys(reshape(y, shape), x.dtype, keys)
 
 
 def _last_dim_only(shape, dim, what):
@@ -1190,7 +1189,7 @@ def _axis_bit(rank, ax):
 
 def _bitonic_merge(y, stage, down, keys=False):
     """The compare-and-swap steps merging bitonic blocks of 2**stage elements along y's bit axes (_bit_axes):
-    descending where the bool block `down` holds. `keys`: y holds sort keys (_to_sort_key), ordered totally."""
+    descending where the bool block `down` holds. `keys`: y holds sort keys (_sort_keys), ordered totally."""
     rank = len(y.type.shape)
     for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
         partner = _partner(y, rank - 1 - b)
@@ -1229,8 +1228,8 @@ def topk(x, k, dim=None):
         return sort(x, dim, descending=True)
     _last_dim_only(shape, dim, "topk")
     L, lk = shape[-1].bit_length() - 1, k.bit_length() - 1
-    keys = _sort_keys() and not x.dtype.is_bool()
-    y = _bit_axes(_to_sort_key(x) if keys else x, L)
+    y, keys = _sort_keys(x)
+    y = _bit_axes(y, L)
     for bits in range(L, lk - 1, -1):  # bits: the index bits left along the last dim
         rank = len(y.type.shape)
         last = bits == lk
@@ -1240,8 +1239,7 @@ def topk(x, k, dim=None):
             y = _bitonic_merge(y, stage, down if stage == lk else _axis_bit(rank, rank - 1 - stage), keys)
         if not last:  # each block and its neighbour (bit lk) -> their element-wise maximum
             y = reduce_simple(y, len(y.type.shape) - 1 - lk, "max")
-    y = reshape(y, shape[:-1] + (k,))
-    return _from_sort_key(y, x.dtype) if keys else y
+    return _from_sort_keys(reshape(y, shape[:-1] + (k,)), x.dtype, keys)
 
 
 def histogram(x, num_bins, mask=None):

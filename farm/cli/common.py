@@ -60,6 +60,8 @@ class _LazyConsole:
         return self._console
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in ("_kwargs", "_console"):  # before __init__ ran (copy, pickle)
+            raise AttributeError(name)
         return getattr(self.real, name)
 
 
