@@ -211,8 +211,11 @@ def _stand_in_handler(a):
 
 def _desc_handler(a):
     """A host-side TensorDescriptor: specialized on its base's dtype and 16-byte alignment, its block shape and
-    padding, and which strides (all but the last, which is 1) are multiples of 16; the launch value is
-    (descriptor, base pointer or host array, element dtype)."""
+    padding, which strides (all but the last, which is 1) are multiples of 16, whether TMA can read it, whether it
+    keeps Triton's contract (a 16-byte aligned base, strides but the last whole 16-byte multiples: its rows are
+    16-byte aligned) and whether its inner extent is a whole number of 16-byte units (TMA stores clip at 16-byte
+    units of the row: a store past a ragged inner extent would write the elements up to the next unit); the launch
+    value is (descriptor, base pointer or host array, element dtype)."""
     base = a.base
     bh = _HANDLERS.get(type(base)) or _handler_for(base)
     bk, bv, bkind = bh(base) if bh is not None else (None, None, None)
@@ -224,8 +227,11 @@ def _desc_handler(a):
     from .tools.tensor_descriptor import tma_applies
 
     block = tuple(int(b) for b in a.block_shape)
-    tma = tma_applies(block, max(1, dt.bits // 8), aligned, a.strides, a.shape)
-    key = ("desc", dt, aligned, block, a.padding, strides, tma)
+    eb = max(1, dt.bits // 8)
+    tma = tma_applies(block, eb, aligned, a.strides, a.shape)
+    contract = bool(aligned) and all(int(x) * eb % 16 == 0 for x in a.strides[:-1])
+    inner16 = int(a.shape[-1]) * eb % 16 == 0
+    key = ("desc", dt, aligned, block, a.padding, strides, tma, contract, inner16)
     return key, (a, bv, dt), "hostdesc" if bkind == "host" else "desc"
 
 

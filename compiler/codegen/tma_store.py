@@ -8,8 +8,17 @@ fenced to the async proxy, and after a barrier one thread issues one
     cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [tmap, {col, row}], [tile]
 per column block, commits the group and waits until its reads of shared memory are done (the next shared-memory
 use starts with a barrier, so no thread overwrites the tile before). TMA drops the elements past the array's
-edge, as the descriptor defines. Other stores are the ordinary masked stores (memory.py)."""
+edge, but along the row only in whole 16-byte units: past an inner extent that is not a whole number of them it
+writes the row's elements up to the next unit (on an H100, 2026-12-07: a padded C's columns past N). Where the
+extent is not known to be whole units (a host-side descriptor's launch checks it, jit._desc_handler; an in-kernel
+one's is proved or not by passes/tensormaps.py, which marks the store `tma_guard`), the block first votes on its
+mask (`bar.red.and`): a tile wholly in bounds goes by TMA, one over an edge by the masked store. What the guard
+costs (H100, 2026-12-07, the ragged fp32 descriptor matmul, N = 4092 whole units but not proved so): the unguarded
+TMA store 0.985 of its time, the masked store alone 1.023 (benchmarks/2026-12-07d-h100/tma-guard.md). Other
+stores are the ordinary masked stores (memory.py)."""
 from __future__ import annotations
+
+import llvmlite.ir as ir
 
 from . import common as C
 from . import memory
@@ -33,6 +42,33 @@ def _applies(e, op) -> bool:
 def _e_store(e, op):
     if not _applies(e, op):
         return memory._e_store(e, op)
+    if not op.attrs.get("tma_guard") or not op.attrs.get("has_mask"):
+        return _tma_store(e, op)
+    # the whole tile in bounds (every thread's mask bits): TMA; else the masked store. The vote is uniform, so
+    # the barriers inside either branch are met by the whole block
+    mine = None
+    for m in e.regs(op.operands[2]):
+        mine = m if mine is None else e.b.and_(mine, m)
+    vote = ir.InlineAsm(ir.FunctionType(C.I32, [C.I32]), "{ .reg .pred p, q; setp.ne.b32 q, $1, 0; "
+                        "bar.red.and.pred p, 0, q; selp.b32 $0, 1, 0, p; }", "=r,r", side_effect=True)
+    got = e.b.call(vote, [e.b.zext(mine, C.I32)])
+    inside = e.b.icmp_unsigned("!=", got, e.i32(0))
+    tma_b = e.kfn.append_basic_block("store.tma")
+    masked_b = e.kfn.append_basic_block("store.masked")
+    merge = e.kfn.append_basic_block("store.end")
+    e.b.cbranch(inside, tma_b, masked_b)
+    e.cf_depth += 1  # shared memory used in a branch: the next use starts with a barrier
+    e.b.position_at_end(tma_b)
+    _tma_store(e, op)
+    e.b.branch(merge)
+    e.b.position_at_end(masked_b)
+    memory._e_store(e, op)
+    e.b.branch(merge)
+    e.cf_depth -= 1
+    e.b.position_at_end(merge)
+
+
+def _tma_store(e, op):
     x = e.get(op.operands[1])
     v = op.operands[1]
     eb = C.elem_bytes(v.type.element)

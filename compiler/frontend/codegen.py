@@ -1433,7 +1433,7 @@ def _descriptor_args(pname, p):
     """The kernel parameters a host-side TensorDescriptor argument stands for, as (name, type, attrs): the CUDA
     tensor map's address (int64; 0 in the interpreter), the base pointer, the shape (int32) and the strides but
     the last (int64; the last is 1)."""
-    _, dt, aligned, block, _pad, strides16, _tma = p
+    _, dt, aligned, block, _pad, strides16 = p[:6]
     args = [(f"{pname}_tmap", TensorType(T.int64), {}),
             (f"{pname}_base", TensorType(T.pointer_type(dt)), {"divisibility": 16} if aligned else {})]
     args += [(f"{pname}_shape{i}", TensorType(T.int32), {}) for i in range(len(block))]
@@ -1445,10 +1445,12 @@ def _descriptor_args(pname, p):
 def _descriptor_value(p, vals):
     from ..language.core import tensor_descriptor
 
-    _, dt, aligned, block, pad, strides16, tma = p
+    _, dt, aligned, block, pad, strides16, tma, contract, inner16 = p
     r = len(block)
     desc = tensor_descriptor(vals[1], vals[2:2 + r], vals[2 + r:] + [1], list(block), pad)
     desc.tmap = vals[0] if tma else None  # the loads of a TMA-able descriptor may be served by TMA
+    desc.contract = contract  # rows 16-byte aligned: only where the launch saw it (jit._desc_handler)
+    desc.whole_units = inner16  # the inner extent in whole 16-byte units, which TMA stores clip at
     return desc
 
 

@@ -125,6 +125,14 @@ class tensor_descriptor:
         self.block_shape, self.padding = list(block_shape), padding  # a list, as Triton's
         self.tmap = None  # a host-side descriptor's tensor map address (int64 value) where TMA can read it
         self.own_map = False  # tmap is a map this kernel writes (make_tensor_descriptor)
+        # Triton's contract for make_tensor_descriptor (a 16-byte aligned base, strides but the last whole 16-byte
+        # multiples), taken as facts about its rows; a host-side descriptor's holds only where its launch saw it
+        self.contract = True
+        # whether its inner extent is a whole number of 16-byte units, the units TMA stores clip at (past a ragged
+        # extent a TMA store writes the row's elements up to the next unit): a host-side descriptor's launch knows;
+        # an in-kernel one's is proved or not by passes/tensormaps.py. A store without it goes by TMA only where its
+        # tile is wholly in bounds (codegen/tma_store.py `tma_guard`)
+        self.whole_units = True
 
     @property
     def dtype(self):
@@ -145,12 +153,14 @@ class tensor_descriptor:
         r = len(self.block_shape)
         d = tensor_descriptor(parts[0], parts[1:1 + r], parts[1 + r:1 + 2 * r], self.block_shape, self.padding)
         d.tmap = parts[1 + 2 * r] if self._carried_map() is not None else None
+        d.contract, d.whole_units = self.contract, self.whole_units
         return d
 
     def same_structure(self, other):
         return (isinstance(other, tensor_descriptor) and other.block_shape == self.block_shape
                 and other.padding == self.padding and other.base.dtype == self.base.dtype
                 and len(other.shape) == len(self.shape)
+                and (other.contract, other.whole_units) == (self.contract, self.whole_units)
                 and (other._carried_map() is None) == (self._carried_map() is None))
 
     def _at(self, offsets):
@@ -162,7 +172,7 @@ class tensor_descriptor:
                                 f"offsets, got {len(offsets)}")
         p = _sem().make_block_ptr(self.base, self.shape, self.strides, offsets, self.block_shape,
                                   list(_py.range(len(self.block_shape)))[::-1])
-        p.contract = True  # the descriptor contract as axis facts (frontend/semantic.py _block_ptr_addresses)
+        p.contract = self.contract  # the contract as axis facts (frontend/semantic.py _block_ptr_addresses)
         return p
 
     @builtin
@@ -198,6 +208,8 @@ class tensor_descriptor:
             blk.ops.append(op)
             op.operands += [self.tmap.handle] + starts
             op.attrs["tma"] = len(starts)
+            if not self.whole_units:
+                op.attrs["tma_guard"] = True
         return out
 
     # The element types a descriptor's reduction takes: those of the tensor reductions a TMA unit does

@@ -8,10 +8,13 @@ So before the pipeliner, every other load or store of such a descriptor (and eve
 the launch specialized as not 16-byte aligned) drops its map operands and goes through its pointers as it did
 without the switch (a load feeding an mma.sync or FMA dot keeps that dot's own copy ring,
 which takes no TMA loads), and a map nobody uses any more is not written. Kernels without in-kernel maps (every
-kernel without the switch) are left exactly as they are."""
+kernel without the switch) are left exactly as they are. A store whose map's inner extent is not proved a whole
+number of 16-byte units is marked `tma_guard`: TMA stores clip at those units, so it goes by TMA only where its tile
+is wholly in bounds."""
 from __future__ import annotations
 
 from ..options import has_wgmma
+from . import axisinfo
 from .dce import dce
 from .layouts import wgmma_applies
 
@@ -45,6 +48,18 @@ def _store_served(op) -> bool:
     return len(v.type.shape) == 2 and v.type.element.bits in (8, 16, 32)
 
 
+def _inner_whole_units(create, info) -> bool:
+    """Whether the map's inner extent is proved a whole number of 16-byte units: a TMA store clips at those units
+    of the row (it writes the elements of a tile past a ragged extent up to the next unit; on an H100, 2026-12-07,
+    tests/ops/test_desc_ring.py), so another map's stores go by TMA only where the tile is wholly in bounds
+    (`tma_guard`, codegen/tma_store.py)."""
+    r = len(create.attrs["block"])
+    eb = create.operands[0].type.element.element_ty.bits // 8
+    inner = create.operands[r]
+    div = axisinfo._get(info, inner).divisibility[0]
+    return div * eb % 16 == 0
+
+
 def tensormaps(module, options):
     """Pass: drop the tensor-map operands of in-kernel descriptor accesses TMA cannot serve here, and the
     tensor maps no access uses."""
@@ -58,6 +73,8 @@ def tensormaps(module, options):
     unaligned = {c.result.id for c in creates if c.operands[0].id in args
                  and f.arg_attrs.get(args[c.operands[0].id], {}).get("divisibility", 1) % 16}
     ids = {c.result.id for c in creates}
+    info = axisinfo.analyze(f)
+    ragged = {c.result.id for c in creates if not _inner_whole_units(c, info)}
     wgmma = has_wgmma(getattr(options, "arch", "")) and not getattr(options, "debug_no_wgmma", False)
     used = set()
     for op in f.walk():
@@ -71,6 +88,8 @@ def tensormaps(module, options):
                                                         else _feeds_wgmma(op, options))
         if keep:
             used.add(tmap.id)
+            if op.kind == "store" and tmap.id in ragged:
+                op.attrs["tma_guard"] = True
         else:
             op.operands = op.operands[:-1 - n]
             del op.attrs["tma"]

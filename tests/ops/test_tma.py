@@ -3,6 +3,8 @@
 interp: the interpreter (the spec: tiles past the array's edge read zero, stores there are dropped);
 ptxas: PTX for sm_90a assembled, and checked to use TMA (cp.async.bulk.tensor + mbarrier) exactly where it
 applies; gpu: run on the GPU against the float64 reference (TMA's zero fill, swizzle and phases)."""
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -59,6 +61,41 @@ def test_descriptor_load_store_edges(target, dtype):
     np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) * 1.5, rtol=1e-3)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("N", [45, 64])
+def test_store_stops_at_a_ragged_inner_extent(target, N):
+    """y's descriptor covers the first N columns of a 96-column array: TMA stores clip at 16-byte units of the row,
+    so where N * 4 bytes is not a whole number of them (N = 45) the launch specializes the store as guarded (the
+    block votes on its mask; a tile over the edge takes the masked store), and the columns past N stay as poisoned
+    either way."""
+    rng = np.random.default_rng(4)
+    M, BM, BN = 70, 32, 32
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    wide = np.full((M, 96), np.nan, np.float32)
+    grid = (-(-M // BM), -(-N // BN))
+    if target == "interp":
+        K.desc_scale[grid](TensorDescriptor.from_tensor(x, [BM, BN]), TensorDescriptor(wide, [M, N], [96, 1], [BM, BN]),
+                           1.5, BM=BM, BN=BN)
+    elif target == "ptxas":
+        ck = K.desc_scale.warmup(TensorDescriptor.from_tensor(x, [BM, BN]),
+                                 TensorDescriptor(wide, [M, N], [96, 1], [BM, BN]), 1.5, grid=grid, target="sm_90a",
+                                 BM=BM, BN=BN)
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ck.asm["ptx"]
+        assert ("bar.red.and.pred" in ck.asm["ptx"]) == (N * 4 % 16 != 0)
+        assert len(ck.asm["cubin"]) > 0
+        raise CompiledOnly()
+    else:
+        from compiler.runtime import DeviceArray, synchronize
+
+        dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(wide)
+        K.desc_scale[grid](TensorDescriptor.from_tensor(dx, [BM, BN]), TensorDescriptor(dy, [M, N], [96, 1], [BM, BN]),
+                           1.5, BM=BM, BN=BN)
+        synchronize()
+        wide = dy.numpy().reshape(M, 96)
+    np.testing.assert_allclose(wide[:, :N], x * 1.5, rtol=1e-6)
+    assert np.isnan(wide[:, N:]).all(), "a store wrote past the descriptor's inner extent"
+
+
 def _matmul_case(rng, M, N, Kd, dtype):
     a = (rng.standard_normal((M, Kd)) / 4).astype(dtype)
     b = (rng.standard_normal((Kd, N)) / 4).astype(dtype)
@@ -84,12 +121,26 @@ def test_tma_matmul(target, dtype, BM, BN, BK, warps):
 @pytest.mark.parametrize("target", TARGETS)
 def test_unaligned_rows_fall_back(target):
     """A's row stride of 300 halfs (600 bytes) cannot be a tensor map: its loads use pointers, an iteration ahead in
-    registers, while B's rows (64 halfs) ride the one-dot loop's ring by TMA; the same result."""
+    registers, while B's rows (64 halfs) ride the one-dot loop's ring by TMA; the same result. The odd rows start 8
+    bytes off a 16-byte boundary, so A takes no 16-byte copies (Triton's 16-byte row contract is not assumed for a
+    host descriptor whose launch saw it broken: on an H100 the copies read the wrong rows)."""
     rng = np.random.default_rng(2)
     a, b, c, ref = _matmul_case(rng, 96, 64, 300, "float16")
     run(target, K.desc_matmul, (2, 1), [a, b, c], [[64, 64], [64, 64], [64, 64]], [300], expect_tma=True,
         expect_store=True, BM=64, BN=64, BK=64)
     np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
+
+
+def test_unaligned_rows_take_no_16_byte_copies():
+    rng = np.random.default_rng(2)
+    a, b, c, _ = _matmul_case(rng, 96, 64, 300, "float16")
+    K.desc_matmul._drop_compiled()
+    ck = K.desc_matmul.warmup(*_descs([a, b, c], [[64, 64]] * 3), 300, grid=(2, 1), target="sm_90a", BM=64, BN=64,
+                              BK=64)
+    ptx = ck.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx  # B by TMA
+    assert not re.search(r"cp\.async\.c[ag]\.shared\.global \[%r\d+\], \[%rd\d+\], 16", ptx)
+    assert not re.search(r"ld\.global(\.\w+)*\.(v4\.[bfu]32|v2\.[bfu]64)", ptx)  # nor 16-byte loads
 
 
 @pytest.mark.parametrize("target", TARGETS)
