@@ -75,8 +75,8 @@ NOTES: dict = {
                              "the loop; the pending A/B hoist_in_ifs gives 128 registers, 4 blocks (untimed)"),
     "bmm3d_bcast_w_f16acc": ((134, 99), None, "the broadcast weight's mma.sync fragments come from 64 16-bit "
                              "shared loads an iteration (Triton: ldmatrix) and 16-bit loop-carried registers take a "
-                             "32-bit phi each; pending A/Bs pack_carried16 (123 registers, 4 blocks) and "
-                             "slice_ldmatrix (untimed)"),
+                             "32-bit phi each; pack_carried16 and slice_ldmatrix, the code since, pack them (123 "
+                             "registers, 4 blocks)"),
     "bucketize_left_odd_n_i64": ((48, 40), (4112, 4096), "registers bind; the 16 B over Triton's are the 1-D "
                                  "conversion buffer's row padding (a 1-D buffer has one row: never used)"),
     "col_var_f32": ((80, 64), None, "32 programs: one wave either way"),

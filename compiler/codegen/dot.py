@@ -640,14 +640,12 @@ def _asm_void(e, text):
 
 def _wait_tied(e, regs, pending=0):
     """wgmma.wait_group `pending` with every accumulator register tied through it, so no use of a result can
-    be scheduled before the wait. (A/B `pack_carried16`, with 16-bit loop-carried registers two to a word) 16-bit
-    accumulators (an fp16 one) are tied two to a word, the words the wgmma wrote: tied as halves, they are unpacked
-    from its words before the wait, and a register of a wgmma read before its wait makes ptxas wait for every wgmma
-    at once (C7517) or serialize the loop's (C7514: the fp16-accumulator matmul's four wgmmas a step each waited
-    for, 1.03-1.04 of the default's time under the switch's first form)."""
-    from ..options import ab_switch
-
-    if (ab_switch("pack_carried16") and regs and len(regs) % 2 == 0 and str(regs[0].type) in ("half", "bfloat", "i16")
+    be scheduled before the wait. 16-bit accumulators (an fp16 one; loop-carried 16-bit registers travel two to a
+    word too, codegen/llvm.py `_pack_plan`) are tied two to a word, the words the wgmma wrote: tied as halves, they
+    are unpacked from its words before the wait, and a register of a wgmma read before its wait makes ptxas wait
+    for every wgmma at once (C7517) or serialize the loop's (C7514: the fp16-accumulator matmul's four wgmmas a step
+    each waited for, 1.03-1.04 of the time when only the carried registers were packed)."""
+    if (regs and len(regs) % 2 == 0 and str(regs[0].type) in ("half", "bfloat", "i16")
             and all(x.type == regs[0].type for x in regs)):
         words = _wait_tied(e, [_pack(e, regs[i:i + 2]) for i in range(0, len(regs), 2)], pending)
         vt = ir.VectorType(regs[0].type, 2)

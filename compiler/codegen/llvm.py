@@ -1046,11 +1046,9 @@ def _pack_plan(vals, loaded=None):
     from a load (`loaded`), which arrive as words: a running value computed a byte at a time (delta decoding's xor
     checksum) would be packed and unpacked every iteration (its loop 180 -> 189 SASS instructions, 1.029 of the
     time on the H200 under the first form of the switch, which packed every 8-bit carried tile). The gathered W8A8
-    GEMM: 0.797 of the time (H100, 2026-12-07, benchmarks/2026-12-07-h100/abin6.md). 16-bit runs two to a word:
-    the A/B `pack_carried16` (still a switch: mm_fp16_acc 1.029-1.044 of the time under it)."""
-    from ..options import ab_switch
-
-    halves = ab_switch("pack_carried16")
+    GEMM: 0.797 of the time (H100, 2026-12-07, benchmarks/2026-12-07-h100/abin6.md). 16-bit runs travel two to a
+    word (the A/B `pack_carried16`, with codegen/dot.py `_wait_tied`'s words: 0.955 of the time over the 7 corpus
+    kernels it changes, 6 faster, none slower; H100 2026-12-07, benchmarks/2026-12-07d-h100/abin6.md)."""
     plan, i = [], 0
     for j, v in enumerate(vals):
         regs = v.regs if isinstance(v, Tile) else [v]
@@ -1059,11 +1057,11 @@ def _pack_plan(vals, loaded=None):
             if (isinstance(t, ir.IntType) and t.width == 8 and len(regs) % 4 == 0
                     and (loaded is None or loaded[j])):
                 plan.append((i, len(regs), 4, t))
-            # (A/B `pack_carried16`) 16-bit registers (float16, bfloat16, int16) two to a word: a batched fp16 GEMM
-            # on mma.sync carried its prefetched tiles and its fp16 accumulator as one 16-bit value an element, and
-            # ptxas repacked them around every mma and store (loop 301 -> 217 SASS instructions, 134 -> 123
-            # registers, 3 -> 4 blocks an SM)
-            elif halves and len(regs) % 2 == 0 and (t in (C.F16, C.BF16) or (
+            # 16-bit registers (float16, bfloat16, int16) two to a word: a batched fp16 GEMM on mma.sync carried its
+            # prefetched tiles and its fp16 accumulator as one 16-bit value an element, and ptxas repacked them
+            # around every mma and store (loop 301 -> 217 SASS instructions, 134 -> 123 registers, 3 -> 4 blocks an
+            # SM)
+            elif len(regs) % 2 == 0 and (t in (C.F16, C.BF16) or (
                     isinstance(t, ir.IntType) and t.width == 16)):
                 plan.append((i, len(regs), 2, t))
         i += len(regs)

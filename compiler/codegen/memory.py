@@ -239,19 +239,16 @@ def _e_load(e, op):
     vec, _ = vector_width(e, ll, op.operands[0], mask, eb)
     mregs = e.regs(mask) if mask is not None else None
     oregs = e.regs(other) if other is not None else None
-    from ..options import ab_switch
-
-    late = [] if ab_switch("loads_first") else None
-    out = []
+    # every vector load of the tile issued before the words of any is split into its elements: unpacked one by one,
+    # ptxas consumed each load before issuing the next (column argmax: 3 of its 4 loop loads in flight, Triton 4; H100
+    # 2026-12-07, the A/B `loads_first`: 0.914 of the time over the 4 corpus kernels whose SASS it changes,
+    # benchmarks/2026-12-07d-h100/abin5.md)
+    late = []
     for r0 in range(0, ll.num_regs, vec):
         pred = mregs[r0] if mregs is not None else None
         o = oregs[r0:r0 + vec] if oregs is not None else None
-        vals = _ld(e, p.regs[r0], elem, vec, pred, o, op.attrs, late)
-        if late is None:
-            out.extend(vals)
-    for unpack in late or ():
-        out.extend(unpack())
-    e.put(op.result, out, ll)
+        _ld(e, p.regs[r0], elem, vec, pred, o, op.attrs, late)
+    e.put(op.result, [x for unpack in late for x in unpack()], ll)
 
 
 @emits("store")

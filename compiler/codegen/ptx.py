@@ -125,38 +125,16 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # it then changes 12 corpus kernels, each with the PTX timed at 0.824-0.998 of the default's (0.927 over them; H100,
 # 2026-12-07, abin12.md); the two it slowed (bucketize over an odd N 1.129, stick-breaking 1.043) no longer change.
 # `short_ptr` left (docs/EXPERIMENTS.md).
+# 2026-12-07, twentieth session, H100 (benchmarks/2026-12-07d-h100, 3 rounds beside Triton, each switch alone on the
+# corpus kernels whose PTX or SASS it changes): `sort_keys` (floats sorted as total-order integer keys, 0.839 over the
+# 4 sorting kernels), `remat_not` (not/neg recomputed in a user's layout: top-p 0.866, sort + gather 0.942; with
+# sort_keys 0.775 over the 4), `partial_add` (`acc += tl.sum(x, axis)` kept per lane: 0.995 over 6, W8A8 0.972),
+# `reduce_all` (axis=None over a 2-D tile in its own layout: LSE + argmax 0.834), `loads_first` (a tile's loads all
+# issued before any is unpacked: 0.914 over the 4 kernels whose SASS it changes) and `pack_carried16` (16-bit
+# carried registers and wgmma accumulators two to a word: 0.955 over 7, 6 faster) won, none slower by over 2%, and
+# are the code. `convert_chain` (0.999 over 5) and `fma_occ` (1.016 on its one kernel) gained nothing and left
+# (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
-# `reduce_all` (frontend/semantic.py `reduce`, codegen/reduce.py `_e_reduce`; nineteenth session, CPU only, untimed):
-# a reduction over every element (axis=None) of a tile of rank >= 2 is one reduce over all axes in the tile's own
-# layout (a thread's registers in one chain, a butterfly over the lanes, one cross-warp step), instead of one over the
-# tile flattened by an order-keeping reshape. Replaces `reduce_axes` (one reduction per axis: LSE + argmax 0.818, PPO's
-# loss 1.036; docs/EXPERIMENTS.md). PTX changes on 1 corpus kernel, the LSE + argmax (16384 -> 288 bytes of shared
-# memory, loop barriers 13 -> 9, loop SASS 1517 -> 1483 instructions; reduce_axes' timed form had 1477).
-# `sort_keys` (frontend/semantic.py `sort`, `topk`, `bitonic_merge`; nineteenth session, CPU only, untimed): a float
-# tile is sorted as integer keys in the floats' total order (negative values' magnitude bits flipped), one integer
-# compare and one select a compare-and-swap where the default takes two float compares, a predicate combine and a
-# select (so that a NaN cannot make a pair decide two ways); NaNs go to the ends, -0 before +0. PTX changes on 4
-# corpus kernels; SASS instructions top-p renormalization 7672 -> 5584 (Triton 8392), top-k experts 392 -> 344 (432),
-# sort + gather 3152 -> 2432 (2976), flip + sort + gather + top-k 1824 -> 1456 (1776; 47 -> 56 registers, 10 -> 9
-# blocks an SM, Triton 59 and 8).
-# `remat_not` (passes/assign_layouts.py `_remat`; nineteenth session, CPU only, untimed): `not` and `neg` join the
-# elementwise ops a value made from aranges and constants is recomputed through in the layout its user wants. A
-# descending sort network's direction bits (`not` of an arange's compare) were converted through shared memory at
-# every compare-and-swap step (a byte stored, a barrier, loaded back). PTX changes on 2 corpus kernels: barriers in the
-# SASS top-p renormalization 174 -> 44 (Triton 67; 109 -> 90 registers), sort + gather 115 -> 27 (35).
-# `convert_chain` (passes/dce.py `dce_after_layouts`; nineteenth session, CPU only, untimed): after the layout pass a
-# conversion of a conversion converts the first one's source (a column bias: 1-D layout -> slice of the blocked
-# layout -> slice of the wgmma layout, two shared-memory trips for one). PTX changes on 5 corpus kernels, each 2
-# barriers fewer in its epilogue (mm_colbias 9 -> 7, Triton 5); SmoothQuant 194 -> 170 registers.
-# `partial_add` (codegen/reduce.py `partial_sums`; nineteenth session, CPU only, untimed): a loop-carried sum updated
-# only as `acc += tl.sum(x, axis)` (floats or integers) stays per-lane partial through the loop, as attention's
-# `l_i * alpha + tl.sum(p, 1)` already does: the sum's shuffles leave the loop. PTX changes on 6 corpus kernels; loop
-# SASS the two EVEN_K GEMVs 253 -> 189 and 269 -> 189 (Triton 260, 276), the gathered W8A8 GEMM 248 -> 239, the fused
-# linear + cross-entropy backward 284 -> 272, no more registers.
-# `pack_carried16` (codegen/llvm.py `_pack_plan`: 16-bit loop-carried registers two to a word): H200 2026-12-06 the
-# batched GEMM with a broadcast weight 0.819, grouped GEMM 0.929, the sequence max-pool 0.913, mm_odd 0.981, the
-# fp16-accumulator matmul 1.044 (1.02-1.21 over rounds), W4A16 1.009; H100 2026-12-07 0.924, 0.930, 0.914, 0.980 and
-# 1.029, 1.009 (0.965 over the 7): faster on four, the fp16-accumulator matmul slower in both runs.
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
 # `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
 # assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
@@ -184,23 +162,12 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
 # registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
 # too, and ours takes 1.11 of its time there all the same.
-# `fma_occ` (passes/pipeline.py `_fma_occupancy`; seventeenth session, CPU only, untimed): an FMA dot's ring loop whose
-# blocks per SM registers bind is sized for them and tells ptxas (`.minnctapersm`), as the tight ring's occupancy
-# does. The ragged fp32 descriptor matmul: 98 -> 96 registers (Triton 96), 4 -> 5 blocks an SM (5), no spills; where
-# shared memory binds (mm_fp32_ieee) no hint. PTX changes on 1 corpus kernel.
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
 # the switch none. Loops shorter (attn_bias_d64 957 -> 923 SASS instructions, attn_bwd_dkdv_d64 510 -> 445), but
 # attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels.
-# `loads_first` (codegen/memory.py `_e_load`; eighteenth session, CPU only, untimed): a tile's vector loads are all
-# issued before the words of any is split into its elements. By default each load's words are unpacked before the
-# next load is written, and ptxas has then consumed the first load before issuing the next: column argmax 3 of its
-# 4 loop loads in flight against Triton's 4 of 4 (1.13 of Triton's time on the H200); under the switch 4 of 4 (54 ->
-# 56 registers). PTX changes on 59 corpus kernels, SASS on 4 (col_argmax_tuple_reduce_f16, geglu_tanh_bwd_bf16,
-# seq_maxpool_argmax_tile_where_f16 76 -> 70 registers, stream_compact_rows_f32).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "reduce_all", "sort_keys", "partial_add", "remat_not",
-                     "convert_chain", "pack_carried16", "nreg_headroom", "fma_occ", "zero_acc", "loads_first")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc")
 
 
 @functools.lru_cache(maxsize=None)

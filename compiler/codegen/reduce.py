@@ -990,16 +990,17 @@ def _e_permute(e, op):
 
 def partial_sums(e, loop):
     """A loop-carried value updated only as l = l * a + sum(x, axis) (attention's row
-    sum: l_i = l_i * alpha + tl.sum(p, 1)) is carried as per-lane partial sums over the lanes along the axis: the
-    sum's butterfly shuffles leave the loop (one reduction after it instead of one per iteration). Exact in
-    real arithmetic (a is the same on those lanes); in floating point the additions are reassociated, as any
-    change of reduction order does. Returns {carried position: lane bits along the axis}; the reduces are noted in
-    e.partial_reduces (their lane step is skipped). Measured on the H200 (2026-11-30, three A/B runs): attention
-    D=64 128x64 w8 s3 1.032-1.037x, D=128 1.002-1.013x."""
+    sum: l_i = l_i * alpha + tl.sum(p, 1)), or as l = l + sum(x, axis) of floats or integers (a = 1), is carried as
+    per-lane partial sums over the lanes along the axis: the sum's butterfly shuffles leave the loop (one reduction
+    after it instead of one per iteration). Exact in real arithmetic and for integers (a is the same on those
+    lanes); in floating point the additions are reassociated, as any change of reduction order does. Returns
+    {carried position: lane bits along the axis}; the reduces are noted in e.partial_reduces (their lane step is
+    skipped). Measured on the H200 (2026-11-30, three A/B runs): attention D=64 128x64 w8 s3 1.032-1.037x, D=128
+    1.002-1.013x; the a = 1 form on the H100 (2026-12-07, the A/B `partial_add`): 0.995 over the 6 corpus kernels it
+    changes, W8A8 0.972, none slower by 2% (benchmarks/2026-12-07d-h100/abin2.md)."""
     body = loop.blocks[0]
     y = body.terminator
     out = {}
-    plain = ab_switch("partial_add")
     for j, arg in enumerate(body.args[1:]):
         t = arg.type
         kind = getattr(t.element, "kind", "")
@@ -1010,10 +1011,8 @@ def partial_sums(e, loop):
             if uses(body, mul.result) != 1:
                 continue
             src = mul.result
-        elif plain:  # (A/B `partial_add`) l = l + sum(x, axis) of floats or integers: the same with a = 1
+        else:  # l = l + sum(x, axis): the same with a = 1
             src = arg
-        else:
-            continue
         add = next((o for o in body.ops if o.kind == "add" and any(x is src for x in o.operands)), None)
         if add is None or y.operands[j] is not add.result or uses(body, add.result) != 1:
             continue

@@ -1087,13 +1087,13 @@ def _select_or(x, pick, axis):
 
 
 def _sort_keys(x):
-    """(A/B `sort_keys`) (y, keyed): a float tile as signed integers of its width ordered as the floats' total order
-    (negative values' magnitude bits flipped: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), so that one integer
-    compare decides each compare-and-swap and equal keys are equal bits (swapping them changes nothing). Integer
-    tiles are their own keys; bools, and everything without the switch, sort as they are (keyed False)."""
-    from ..options import ab_switch
-
-    if not ab_switch("sort_keys") or x.dtype.is_bool():
+    """(y, keyed): a float tile as signed integers of its width ordered as the floats' total order (negative values'
+    magnitude bits flipped: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), so that one integer compare decides
+    each compare-and-swap and equal keys are equal bits (swapping them changes nothing). Integer tiles are their own
+    keys; bools sort as they are (keyed False). Against two float compares a step (the A/B `sort_keys`, H100
+    2026-12-07): 0.839 of the time over the 4 sorting kernels of the corpus, all 4 faster
+    (benchmarks/2026-12-07d-h100/abin1.md)."""
+    if x.dtype.is_bool():
         return x, False
     if not x.dtype.is_floating():
         return x, True
@@ -1124,8 +1124,8 @@ def sort(x, dim=None, descending=False):
 
     The index bits are axes of size 2 (_bit_axes). At the step for bit b each element meets its partner (the index
     with bit b flipped) where it is (_partner), instead of the whole tile moving so that the pair meets in one
-    thread (a permute and a split per step). Both elements of a pair take the swap decision from the
-    same (lower, upper) pair of values, so a NaN among them cannot make them decide differently."""
+    thread (a permute and a split per step). Floats are sorted by their total-order keys (_sort_keys): NaNs go to
+    the ends (-NaN first, +NaN last), -0 before +0, and every element survives bit-exact."""
     x = to_tensor(x)
     shape = tuple(x.type.shape)
     if not shape:
@@ -1199,10 +1199,8 @@ def _bitonic_merge(y, stage, down, keys=False):
             # keys are equal, and then so are the bits, and a swap changes nothing
             y = where(xor_(compare("gt", y, partner), xor_(down, upper)), partner, y)
             continue
-        # down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
-        # (down != upper) ? y < partner : y > partner, exactly (NaN compares false in both): no select of lo and hi
-        # per element (the flip + sort + gather kernel 2184 -> 1928 SASS instructions; 0.83 of the time over the
-        # four sorting kernels on the H200, 2026-12-06)
+        # bools: down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
+        # (down != upper) ? y < partner : y > partner
         swap = where(xor_(down, upper), compare("lt", y, partner), compare("gt", y, partner))
         y = where(swap, partner, y)
     return y
@@ -1560,7 +1558,7 @@ def reduce(inputs, axis, combine, keep_dims=False):
     """Reduce `inputs` (tensors of one shape) along `axis` with `combine(a..., b...) -> tuple`.
 
     `combine` is a Python callable building IR on scalar tensors (a jit function or a builtin combine).
-    axis None reduces over every element (the input is flattened first).
+    axis None reduces over every element (one reduce over all axes, in the tile's own layout).
     """
     single = isinstance(inputs, tensor)
     inputs = [inputs] if single else [to_tensor(i) for i in inputs]
@@ -1571,23 +1569,18 @@ def reduce(inputs, axis, combine, keep_dims=False):
     if not shape:
         return inputs[0] if single else tuple(inputs)
     axis = _unwrap(axis)
-    whole = False
-    if axis is None and len(shape) > 1:
-        from ..options import ab_switch
-
-        # (A/B `reduce_all`) every element in one reduce over all axes (attrs axis None), combined in the tile's own
-        # layout: a thread's registers in one chain, one butterfly over every lane that holds other elements, one
-        # cross-warp step. By default the tile is flattened first (an order-keeping reshape, through shared memory
-        # when the layouts differ). Either way the combine sees the elements in an order of its choosing, as Triton's
-        # flattening with can_reorder=True allows: the same result for an associative, commutative combine.
-        whole = ab_switch("reduce_all")
+    # axis None on a tile of rank > 1: every element in one reduce over all axes (attrs axis None), combined in the
+    # tile's own layout: a thread's registers in one chain, one butterfly over every lane that holds other elements,
+    # one cross-warp step, instead of flattening the tile first (an order-keeping reshape, through shared memory
+    # when the layouts differ: LSE + argmax 0.834 of that time, H100 2026-12-07, the A/B `reduce_all`,
+    # benchmarks/2026-12-07d-h100/abin4.md). The combine sees the elements in an order of its choosing, as Triton's
+    # flattening with can_reorder=True allows: the same result for an associative, commutative combine.
+    whole = axis is None and len(shape) > 1
     if whole:
         orig_rank = len(shape)
-    elif axis is None:
-        n = inputs[0].type.numel
-        inputs = [reshape(t, (n,)) if len(shape) > 1 else t for t in inputs]
+    elif axis is None:  # a 1-D tile
         axis = 0
-        orig_rank = len(shape)
+        orig_rank = 1
     else:
         axis = _norm_axis(axis, len(shape))
         orig_rank = None
@@ -1702,10 +1695,8 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
     if not shape:
         raise SemanticError("argmax/argmin of a scalar")
     axis = _unwrap(axis)
-    from ..options import ab_switch
-
-    whole = axis is None and len(shape) > 1 and ab_switch("reduce_all")
-    if whole:  # (A/B `reduce_all`) the tile as it is, each element's row-major index: d0 * stride0 + d1 * ...
+    whole = axis is None and len(shape) > 1
+    if whole:  # the tile as it is (reduce), each element's row-major index: d0 * stride0 + d1 * ...
         idx, stride = None, 1
         for d in reversed(range(len(shape))):
             ix = arange(0, shape[d])
@@ -1720,11 +1711,7 @@ def arg_reduce(x, axis, pred, keep_dims=False, tie_break_left=True):
         idx = broadcast_to(idx, shape)
         ax = None
     else:
-        if axis is None:
-            x = reshape(x, (x.type.numel,)) if len(shape) > 1 else x
-            ax = 0
-        else:
-            ax = _norm_axis(axis, len(shape))
+        ax = 0 if axis is None else _norm_axis(axis, len(shape))  # axis None: a 1-D tile
         xs = x.type.shape
         idx = arange(0, xs[ax])
         for d in range(len(xs)):

@@ -18,7 +18,6 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
-from ..options import ab_switches
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, LinearEncoding, MmaLayout, SliceLayout, default_blocked,
                       fill_blocked, linear, mma_warps, permute_layout, reshaped_encoding, wgmma_applies)
@@ -273,8 +272,6 @@ class _Assigner:
         self.fn = fn
         self.nw = num_warps
         self.ai = axisinfo.analyze(fn)
-        self.ab = ab_switches()  # the A/B switches on (read once: the walks ask per op)
-        self._remat_not = "remat_not" in self.ab
         self.users: dict = {}
         self._note_users(fn.body)
         self.desired: dict = {}
@@ -778,11 +775,13 @@ class _Assigner:
             out.extend(tmp)
         return _rebuilt(src, [y], layout, out)
 
-    _REMAT = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min", "addptr"))
-    # (A/B `remat_not`) `not` and `neg` recomputed too: a sort network's direction bits (`not` of an arange's compare,
-    # descending) were converted through shared memory, a barrier pair each step (a 4096-element sort, 8 warps:
-    # 163 -> 33 barriers, Triton's 53)
-    _REMAT_NOT = _REMAT | {"not", "neg"}
+    _ELEMENTWISE = frozenset(("add", "sub", "mul", "and", "or", "xor", "shl", "shr", "cmp", "cast", "max", "min",
+                              "addptr"))
+    # recomputed in a user's layout: those and `not` and `neg`: a descending sort network's direction bits (`not` of
+    # an arange's compare) were converted through shared memory, a barrier pair each step (a 4096-element sort, 8
+    # warps: 163 -> 33 barriers, Triton's 53; H100 2026-12-07, the A/B `remat_not`: top-p renormalization 0.866 of
+    # the time, sort + gather 0.942, benchmarks/2026-12-07d-h100/abin1.md)
+    _REMAT = _ELEMENTWISE | {"not", "neg"}
 
     def _through_elementwise(self, v, layout, out, user, depth):
         """v = f(a, b, ...) elementwise, made in `layout` from its operands there: each one recomputed where cheap
@@ -791,7 +790,7 @@ class _Assigner:
         64 targets instead of the 64x128 comparison every iteration (fused linear + cross-entropy: 0.937 of its time,
         H100, 2026-12-06)."""
         src = v.owner
-        if getattr(src, "kind", None) not in self._REMAT or len(src.results) != 1:
+        if getattr(src, "kind", None) not in self._ELEMENTWISE or len(src.results) != 1:
             return None
         ops, narrow = [], False
         for x in src.operands:
@@ -832,7 +831,7 @@ class _Assigner:
             if y is None:
                 return None
             ops = [y]
-        elif kind in (self._REMAT_NOT if self._remat_not else self._REMAT) and depth > 0 and len(src.results) == 1:
+        elif kind in self._REMAT and depth > 0 and len(src.results) == 1:
             ops = []
             for x in src.operands:
                 if not x.type.shape:

@@ -40,27 +40,7 @@ def dce(module, options):
             return module
 
 
-def _fold_convert_chains(block) -> None:
-    """(A/B `convert_chain`) A conversion of a conversion converts the first one's source instead (a layout change
-    is the identity on values): one trip through shared memory where there were two (a column bias loaded in a 1-D
-    layout, converted to a slice of the blocked layout, then to a slice of the MMA layout). The first conversion is
-    then left for dce when nothing else reads it."""
-    for op in block.ops:
-        for b in op.blocks:
-            _fold_convert_chains(b)
-        if op.kind != "convert_layout":
-            continue
-        src = getattr(op.operands[0], "owner", None)
-        while getattr(src, "kind", None) == "convert_layout":
-            op.operands[0] = src.operands[0]
-            src = getattr(op.operands[0], "owner", None)
-
-
 def dce_after_layouts(module, options):
     """Pass: dce after the layout pass (which leaves values recomputed in a new layout, and their conversions,
-    dead); under `convert_chain`, conversions of conversions folded first."""
-    from ..options import ab_switch
-
-    if ab_switch("convert_chain"):
-        _fold_convert_chains(module.function.body)
+    dead)."""
     return dce(module, options)

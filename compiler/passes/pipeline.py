@@ -241,18 +241,6 @@ def _tight_gain(body, dots, options, slack, loose_bytes, tight_bytes):
     return more if more > min(blocks_per_sm(loose_bytes), by_regs) else None
 
 
-def _fma_occupancy(body, dots, options, ring_bytes):
-    """(A/B `fma_occ`) The blocks per SM an FMA dot's ring loop is sized for, told to ptxas (`.minnctapersm`, as the
-    tight ring's `occupancy` is): the fewer of what shared memory holds (the ring and what is stored before the
-    loop) and what registers hold (the carried tiles and the dot's result, plus 64 a thread for the operands read
-    from the slot, addresses and masks). Left to itself ptxas sizes registers to its own target: the ragged fp32
-    descriptor matmul took 98 registers, two over the step to a fifth block (Triton's 96: 5 blocks). Only where
-    registers bind (shared memory would hold as many blocks or more): where shared memory binds, the hint buys no
-    block and only frees ptxas to take more registers (mm_fp32_ieee 110 -> 128); None there."""
-    by_regs = _blocks_by_regs(body, dots, options, 64)
-    return by_regs if 0 < by_regs <= blocks_per_sm(ring_bytes) else None
-
-
 def _append(ops, op):
     """op appended to ops; its result."""
     ops.append(op)
@@ -866,11 +854,6 @@ def _pipeline_async(module, loop, options) -> bool:
         tight = True  # the order; the slots stay the loose ring's
     if slots * stage > budget:
         return False
-    if occupancy is None and fma:
-        from ..options import ab_switch
-
-        if ab_switch("fma_occ"):
-            occupancy = _fma_occupancy(body, dots, options, fixed_bytes + slots * stage)
     if occupancy:
         module.meta["ring_blocks_per_sm"] = min(occupancy, module.meta.get("ring_blocks_per_sm", occupancy))
     ahead = slots - 1 if tight else slots - 2

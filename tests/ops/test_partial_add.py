@@ -1,8 +1,8 @@
-"""(A/B `partial_add`) A loop-carried sum updated only as `acc += tl.sum(x, axis)` (floats or integers) stays
-per-lane partial over the lanes along the axis through the loop, as attention's `l_i * alpha + tl.sum(p, 1)` does
-(codegen/reduce.py partial_sums): the sum's shuffles leave the loop, one butterfly after it. The same results with
-and without the switch in the interpreter, through ptxas and on the GPU (integers exact, floats to their dtype's
-tolerance), and no shuffle left in the loop under it."""
+"""A loop-carried sum updated only as `acc += tl.sum(x, axis)` (floats or integers) stays per-lane partial over the
+lanes along the axis through the loop, as attention's `l_i * alpha + tl.sum(p, 1)` does (codegen/reduce.py
+partial_sums): the sum's shuffles leave the loop, one butterfly after it (the A/B `partial_add`: 0.995 of the time
+over 6 corpus kernels, W8A8 0.972, H100 2026-12-07). Results in the interpreter, through ptxas and on the GPU
+(integers exact, floats to their dtype's tolerance), and no shuffle left in the loop."""
 import re
 
 import numpy as np
@@ -38,9 +38,7 @@ def _inputs(n=5, R=16, C=64):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "partial_add"])
-def test_chunk_sums(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_chunk_sums(target):
     x, w = _inputs()
     s, t = poison(16, "float32"), poison(16, "int32")
     run(target, chunk_sums_kernel, (1,), [x, w, s, t], [5], R=16, C=64, num_warps=4)
@@ -55,13 +53,9 @@ def _loop_body(ptx: str) -> str:
     return m.group(0)
 
 
-def test_no_shuffle_in_the_loop(monkeypatch):
+def test_no_shuffle_in_the_loop():
     x, w = _inputs()
     s, t = np.zeros(16, np.float32), np.zeros(16, np.int32)
-    shuffles = {}
-    for ab in ("", "partial_add"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx = chunk_sums_kernel.warmup(x, w, s, t, 5, grid=(1,), target="sm_90a", R=16, C=64,
-                                       num_warps=4).asm["ptx"]
-        shuffles[ab] = (_loop_body(ptx).count("shfl.sync"), ptx.count("shfl.sync"))
-    assert shuffles[""][0] > 0 and shuffles["partial_add"][0] == 0, shuffles
+    chunk_sums_kernel._drop_compiled()
+    ptx = chunk_sums_kernel.warmup(x, w, s, t, 5, grid=(1,), target="sm_90a", R=16, C=64, num_warps=4).asm["ptx"]
+    assert _loop_body(ptx).count("shfl.sync") == 0 and ptx.count("shfl.sync") > 0

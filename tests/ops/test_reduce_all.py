@@ -1,7 +1,7 @@
-"""(A/B `reduce_all`) A reduction over every element (axis=None) of a tile of rank 2 or more as one reduce over all
-axes in the tile's own layout (a thread's registers, then the lanes, then the warps), instead of one over the tile
-flattened by an order-keeping reshape (which no layout of the tile holds in place: shared stores and a barrier for
-a [4, 512] tile loaded as float16, 8 elements a thread). The same results, with and without the switch, in the
+"""A reduction over every element (axis=None) of a tile of rank 2 or more is one reduce over all axes in the tile's own
+layout (a thread's registers, then the lanes, then the warps), not one over the tile flattened by an order-keeping
+reshape (which no layout of the tile holds in place: shared stores and a barrier for a [4, 512] tile loaded as
+float16, 8 elements a thread; the A/B `reduce_all`: LSE + argmax 0.834 of that time, H100 2026-12-07). Results in the
 interpreter, through ptxas and on the GPU: sums, maxima with keep_dims, argmax and argmin over the whole tile (the
 row-major index of the first extreme), and a combine of the user's (the smallest nonzero value: associative and
 commutative, as a reduction over every element needs, since Triton's too may combine them in any order)."""
@@ -45,20 +45,17 @@ def _outs():
     return poison(1, "float32"), poison(1, "float32"), poison(1, "int32"), poison(4, "int32")
 
 
-def test_no_flattening_through_shared_memory(monkeypatch):
+def test_no_flattening_through_shared_memory():
+    """Shared memory only for the cross-warp step: one store a reduced value (the sum, the maximum, the user's
+    combine, and value and index of each of the four arg-reductions: 11), none for moving the tile."""
     x = _inputs()
-    counts = {}
-    for ab in ("", "reduce_all"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx = all_kernel.warmup(x, *_outs(), grid=(1,), target="sm_90a", R=4, C=512, num_warps=4).asm["ptx"]
-        counts[ab] = ptx.count("st.shared")
-    assert counts["reduce_all"] < counts[""], counts
+    all_kernel._drop_compiled()
+    ptx = all_kernel.warmup(x, *_outs(), grid=(1,), target="sm_90a", R=4, C=512, num_warps=4).asm["ptx"]
+    assert ptx.count("st.shared") == 11
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "reduce_all"])
-def test_reduce_every_element(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_reduce_every_element(target):
     x = _inputs()
     s, m, f, a = _outs()
     run(target, all_kernel, (1,), [x, s, m, f, a], [], R=4, C=512, num_warps=4)
