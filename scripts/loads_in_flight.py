@@ -26,7 +26,6 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -36,93 +35,18 @@ for p in (ROOT, os.path.join(ROOT, "scripts")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-_PRED = re.compile(r"^@!?U?P\w+\s+")
-_REG = re.compile(r"(?<![\w.])R(\d+)((?:\.\w+)*)")
-# opcodes without a register destination: their first register operand is read
-_NO_DEST = ("ST", "STG", "STS", "STL", "RED", "REDG", "BRA", "EXIT", "BAR", "MEMBAR", "STSM", "SYNCS", "UST",
-            "WARPSYNC", "BSSY", "BSYNC", "RET", "CALL", "NOP", "DEPBAR", "ERRBAR", "CCTL", "ISETP", "FSETP", "HSETP2",
-            "DSETP", "PLOP3", "R2UR", "LDGDEPBAR", "LDGSTS", "FENCE", "ARRIVES", "UTMALDG", "UTMASTG")
-# 64-bit register operands without a `.64` suffix (the register and the one after it)
-_WIDE_OPS = ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "F2F.F64", "F2I.F64", "I2F.F64")
-
-
-def is_global_load(op: str) -> bool:
-    return op.startswith("LDG.") or op == "LDG" or op.startswith("LD.")
-
-
-def _width(op: str) -> int:
-    """Registers a load writes: .128 four, .64 two, else one."""
-    return 4 if ".128" in op else 2 if ".64" in op else 1
-
-
-def operands(ins: str) -> tuple[str, list[set]]:
-    """(opcode, per operand the set of general registers it names) of a SASS instruction (predicate removed)."""
-    body = _PRED.sub("", ins).rstrip(";").strip()
-    op, _, rest = body.partition(" ")
-    out = []
-    for part in (rest.split(",") if rest.strip() else []):
-        regs = set()
-        for m in _REG.finditer(part):
-            r, suf = int(m.group(1)), m.group(2)
-            regs.add(r)
-            if ".64" in suf or op.startswith(_WIDE_OPS):
-                regs.add(r + 1)
-        out.append(regs)
-    return op, out
-
-
-def reads_writes(ins: str) -> tuple[str, set, set]:
-    """(opcode, registers read, registers written) of an instruction. The first operand is the destination unless
-    the opcode has none (stores, compares into predicates, branches); a load's destination spans its width,
-    IMAD.WIDE's destination and addend are register pairs."""
-    op, ops = operands(ins)
-    if not ops:
-        return op, set(), set()
-    base = op.split(".")[0]
-    if base in _NO_DEST or op.startswith("ST."):
-        return op, set().union(*ops), set()
-    dest, srcs = set(ops[0]), ops[1:]
-    if dest and (is_global_load(op) or base in ("LDS", "LDC", "LDL")):
-        dest = {min(dest) + i for i in range(_width(op))}
-    elif dest and base == "LDSM":
-        dest = {min(dest) + i for i in range(4 if ".X4" in op else 2 if ".X2" in op else 1)}
-    elif op.startswith("IMAD.WIDE") and dest:
-        dest = {min(dest), min(dest) + 1}
-        if len(srcs) >= 3 and srcs[2]:
-            srcs = srcs[:2] + [{min(srcs[2]), min(srcs[2]) + 1}]
-    reads = set().union(*srcs) if srcs else set()
-    return op, reads, dest
-
-
-def in_flight(body: list[str]) -> dict:
-    """Global loads of a loop body, and how many of them are issued before the first instruction that reads or
-    overwrites a register one of the loads issued so far writes (the first wait on a load)."""
-    pending, n, loads, waited = set(), 0, 0, False
-    for ins in body:
-        op, reads, writes = reads_writes(ins)
-        if is_global_load(op):
-            loads += 1
-        if waited:
-            continue
-        if (reads | writes) & pending:
-            waited = True
-            continue
-        if is_global_load(op):
-            n += 1
-            pending |= writes
-    return {"loads": loads, "in_flight": n, "instructions": len(body)}
+from compiler.codegen.sass import (in_flight, is_global_load, loop_bodies, operands,  # noqa: E402,F401
+                                   reads_writes)
 
 
 def side_loops(lines) -> list[dict]:
-    from static_corpus import loop_bodies
-
     return [in_flight(b) for b in loop_bodies(lines)]
 
 
 def sass_of(cubin: bytes, nvdisasm: str) -> list[str]:
-    from sass_compare import sass
+    from compiler.codegen.sass import sass
 
-    return sass(nvdisasm, cubin)
+    return sass(cubin, nvdisasm)
 
 
 def side(cubin: bytes, ptx: str, nvdisasm: str) -> dict:

@@ -81,26 +81,14 @@ def assemble(ptxas: str, ptx: str, arch: str, reps: int) -> dict:
     return {"cubin": cubin, "res": res, "cpu_s": min(cpu), "wall_s": min(wall)}
 
 
-_ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
-
-
 def sass(nvdisasm: str, cubin: bytes) -> list[str]:
     """The instructions of a cubin as text lines, address comments removed (labels kept: they name targets)."""
-    with tempfile.TemporaryDirectory(prefix="sass-") as d:
-        path = os.path.join(d, "k.cubin")
-        with open(path, "wb") as f:
-            f.write(cubin)
-        p = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True)  # stderr: format notes
-        if p.returncode != 0:
-            raise SystemExit(f"nvdisasm failed:\n{p.stderr}")
-    lines = []
-    for ln in p.stdout.splitlines():
-        ln = _ADDR.sub("", ln).strip()
-        # instructions and labels; not the ELF's directives (.headerflags, .section ...), which differ between
-        # assembler releases for the same code
-        if ln.endswith(";") and not ln.startswith(".") or ln.endswith(":"):
-            lines.append(ln)
-    return lines
+    from compiler.codegen.sass import NvdisasmError, sass as _sass
+
+    try:
+        return _sass(cubin, nvdisasm)
+    except NvdisasmError as e:
+        raise SystemExit(str(e))
 
 
 def opcodes(lines) -> collections.Counter:

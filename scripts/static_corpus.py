@@ -20,7 +20,6 @@ import datetime
 import fnmatch
 import json
 import os
-import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,27 +27,7 @@ for p in (ROOT, os.path.join(ROOT, "scripts")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-_LABEL = re.compile(r"^(\.L_x_\d+):$")
-_BRANCH = re.compile(r"\bBRA\s+(?:`\()?(\.L_x_\d+)")
-_PRED = re.compile(r"^@!?U?P\w+\s+")
-
-
-def loop_bodies(lines) -> list[list[str]]:
-    """The loop bodies of a SASS listing (sass_compare.sass lines: instructions and labels), predicates kept:
-    every backward branch to a label closes the loop that starts there."""
-    labels, ins = {}, []
-    for ln in lines:
-        m = _LABEL.match(ln)
-        if m:
-            labels[m.group(1)] = len(ins)
-        elif ln.endswith(";"):
-            ins.append(ln)
-    out = []
-    for i, s in enumerate(ins):
-        m = _BRANCH.search(s)
-        if m and labels.get(m.group(1), i + 1) < i:  # a branch to itself (the trailing `BRA` loop) is not a loop
-            out.append(ins[labels[m.group(1)]:i + 1])
-    return out
+from compiler.codegen.sass import _PRED, loop_bodies  # noqa: E402
 
 
 def loops(lines) -> list[dict]:

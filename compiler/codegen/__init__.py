@@ -62,8 +62,15 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     few registers more to keep its loads in flight (issued together, before the first use of one) gets them issued
     one after another, each load's latency waited for in turn; given the limit it uses the registers the occupancy
     leaves free. The kernel is assembled once (`-v`) to learn its registers, spills and shared memory, then again with
-    the limit, kept unless it spills more. Returns (PTX, its cubin or None: the caller assembles it); the PTX unchanged
-    without such a loop or without a ptxas. Up to three ptxas runs where one did: a cost of the A/B."""
+    the limit, kept only where it puts more of a loop's global loads in flight (the SASS of both, codegen/sass.py) and
+    takes none out of flight in another loop, and spills no more. Returns (PTX, its cubin or None: the caller
+    assembles it); the PTX unchanged without such a loop, without a ptxas or without nvdisasm. Up to two more ptxas
+    runs and two nvdisasm runs where one ptxas run did: a cost of the A/B.
+
+    Timed on the H100 (2026-12-07, benchmarks/2026-12-07d-h100/nreg_headroom.md) when the limit was kept wherever it
+    spilled no more: 0.958 over the 11 kernels whose loops' loads in flight it changed, the sequence max-pool 0.756,
+    the smoothed cross-entropy 0.846, but the 4-bit group quantizer, whose loop it took from 4 to 3 loads in flight,
+    1.124. Hence the SASS check; in this form it is untimed."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
 
@@ -88,10 +95,33 @@ def register_headroom(ptx: str, arch: str, meta: dict):
         made, log = _assemble(roomy, target, ("-v",))
     except PTXASError:
         return ptx, cubin
-    if _logged(log, "spill_stores") > spills:  # more in flight, but spilled: not worth it
+    if made is None or _logged(log, "spill_stores") > spills:  # more in flight, but spilled: not worth it
+        return ptx, cubin
+    if not more_in_flight(cubin, made):
         return ptx, cubin
     meta["nreg_headroom"] = limit
     return roomy, made
+
+
+def more_in_flight(before: bytes, after: bytes) -> bool:
+    """Whether cubin `after` has a loop with more global loads in flight than the same loop of `before` (loops
+    matched in the order of their code) and none with fewer; False where nvdisasm is missing or the loops do not
+    match one to one."""
+    from .sass import NvdisasmError, loops_in_flight
+
+    try:
+        return gains_in_flight(loops_in_flight(before), loops_in_flight(after))
+    except NvdisasmError:
+        return False
+
+
+def gains_in_flight(before: list, after: list) -> bool:
+    """Per-loop `in_flight` lists (codegen/sass.py), matched in order: more loads in flight in one loop, fewer in
+    none; False where the loops do not match one to one."""
+    if len(before) != len(after):
+        return False
+    pairs = [(x["in_flight"], y["in_flight"]) for x, y in zip(before, after)]
+    return any(y > x for x, y in pairs) and all(y >= x for x, y in pairs)
 
 
 def _logged(log: str, key: str) -> int:

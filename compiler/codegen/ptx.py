@@ -150,7 +150,11 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # max-pool, the looped Welford LayerNorm 3 -> 5 of 5, the reverse GAE scan 10 -> 13 of 13, the triangular solve
 # 6 -> 8 of 8, varlen sums 4 -> 5 of 16, ...), fewer on 2 (row KL divergence 10 -> 9 of 16, the 4-bit group quantizer
 # 4 -> 3 of 4), as many on 67; kernels with a loop with fewer loads in flight than Triton's 14 -> 8. Costs two more
-# ptxas runs a kernel it applies to. Untimed.
+# ptxas runs a kernel it applies to. Timed on the H100 (2026-12-07, twentieth session,
+# benchmarks/2026-12-07d-h100/nreg_headroom.md) on the 11 kernels whose loops' loads in flight it changed: 0.958, the
+# max-pool 0.756, the smoothed cross-entropy 0.846, group norm and the summed-area table 0.952, but the 4-bit group
+# quantizer (4 -> 3 loads in flight) 1.124. Since then the limit is kept only where the SASS of both assemblies
+# shows more of a loop's loads in flight and none fewer (codegen/sass.py; two nvdisasm runs more); untimed in this form.
 # `copy_src64` (in AB_SWITCHES: llvm_to_ptx applies it, `copy_src64` below; sixteenth session, CPU only, untimed;
 # docs/EXPERIMENTS.md "The fp16 matmul class on the H200"): a cp.async source address in a loop whose offset is a
 # 32-bit value widened and scaled by one `mul.wide.s32` gets the offset as `cvt.s64.s32` + `shl.b64` (Triton's PTX
