@@ -170,7 +170,14 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
 # the switch none. Loops shorter (attn_bias_d64 957 -> 923 SASS instructions, attn_bwd_dkdv_d64 510 -> 445), but
-# attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels.
+# attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels. Timed on the H100
+# (2026-12-07, twentieth session, benchmarks/2026-12-07d-h100/abin8.md, twice): 0.996 over the 25, faster on 5
+# (sliding window 0.945, attention backward dK/dV 0.957 and dQ 0.958, bias 0.973, ALiBi 0.977), slower on 2
+# (attn_masked_d128 1.059, attn_kT_d128 1.030). Registers and spills (ptxas 13.5, -v) default / switch: the four
+# faster forward and dK/dV kernels all had C7517 by default (ALiBi 234/0 -> 233/0, bias 255/12 -> 255/16, dK/dV
+# 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
+# spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
+# ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc")
 
 
