@@ -32,6 +32,15 @@ step() {  # step NAME CMD...: run, tee the log, remember the exit code
   local t0=$SECONDS
   set -o pipefail; "$@" 2>&1 | tee "$OUT/$name.log" | tail -n 25; local rc=$?; set +o pipefail
   status+=("$name rc=$rc $((SECONDS - t0))s")
+  deliver
+}
+# The device tool returns at most 8 files from $FINAL: everything goes into $OUT, and after every step $FINAL gets
+# $OUT whole as one archive, the status so far and the tables written so far in one file, so a call cut short by its
+# time limit still returns what finished.
+deliver() {
+  printf '%s\n' "${status[@]}" > "$FINAL/status.txt"
+  tar -czf "$FINAL/session.tgz.tmp" -C "$OUT" . && mv "$FINAL/session.tgz.tmp" "$FINAL/session.tgz"
+  cat "$OUT"/*.md > "$FINAL/tables.md" 2>/dev/null || true
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton, llvmlite; print('torch', torch.__version__, 'triton', triton.__version__, 'llvmlite', llvmlite.__version__)" | tee -a "$OUT/gpu.txt"
@@ -314,7 +323,7 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
     scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --select "$PENDING_CASES" ${PENDING_AB:+--ab "$PENDING_AB"} \
     ${PREPARE_AHEAD:+--prepare-ahead "$PREPARE_AHEAD"} \
     --out "$OUT/pending-changed"
-  cp "$OUT"/pending-changed/corpus-*.md "$FINAL/pending-changed.md" 2>/dev/null || true
+  cp "$OUT"/pending-changed/corpus-*.md "$OUT/pending-changed.md" 2>/dev/null || true
   # the tests of tests/ops, stopped by SIGINT after OPS_S seconds so pytest still prints what ran
   [[ $pp == *,ops,* ]] && step pending-ops timeout -s INT "${OPS_S:-150}" python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/ops/test_conversions.py tests/ops/test_ops.py "$@"
@@ -322,18 +331,18 @@ if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest cod
   [[ $pp == *,matmul,* ]] && step pending-matmul timeout 150 python3 scripts/bench_matmul.py --no-attention --sizes 4096 \
     --rounds "${ROUNDS:-3}" --out "$OUT/pending-matmul" \
     --matmul-configs 128x256x64-w8-s3,128x256x64-w8-s4,64x128x32-w4-s4,64x256x64-w8-s3,128x128x64-w8-s3
-  cp "$OUT"/pending-matmul/matmul-*.md "$FINAL/" 2>/dev/null || true
+  cp "$OUT"/pending-matmul/matmul-*.md "$OUT/" 2>/dev/null || true
   [[ $pp == *,tut,* ]] && step pending-tut timeout "${TUT_TIMEOUT:-60}" python3 scripts/bench_tutorials.py --rounds "${ROUNDS:-3}" \
     --out "$OUT/pending-tut"
-  cp "$OUT"/pending-tut/tutorials-*.md "$FINAL/pending-tut.md" 2>/dev/null || true
+  cp "$OUT"/pending-tut/tutorials-*.md "$OUT/pending-tut.md" 2>/dev/null || true
 fi
 if [[ ",$what," == *",sustain,"* ]]; then  # named only: SUSTAIN_SEL's kernels beside Triton, settled first, then each
   # side back to back for SUSTAIN_S seconds with nvidia-smi's board power and SM clock (is a gap a power-limit one?)
   step sustain timeout "${SUSTAIN_TIMEOUT:-240}" python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" \
     --settle-ms "${SETTLE_MS:-150}" --sustain-s "${SUSTAIN_S:-3}" \
     --select "${SUSTAIN_SEL:-mm_relu_f16,mm_nobias_f16,mm_tutorial_f16,mm_mask_mnk_f16,mm_at_f16,attn_kT_d64}" --out "$OUT/sustain"
-  cp "$OUT"/sustain/corpus-*.md "$FINAL/sustain.md" 2>/dev/null || true
-  cp "$OUT"/sustain/corpus-*.json "$FINAL/sustain.json" 2>/dev/null || true
+  cp "$OUT"/sustain/corpus-*.md "$OUT/sustain.md" 2>/dev/null || true
+  cp "$OUT"/sustain/corpus-*.json "$OUT/sustain.json" 2>/dev/null || true
 fi
 if [[ ",$what," == *",quick,"* ]]; then  # named only: the gpu tests of QUICK_TESTS (files), before anything else
   step quick-tests timeout "${QUICK_S:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
@@ -357,8 +366,8 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \
       --out "$OUT/abin$i"
-    cp "$OUT"/abin$i/corpus-*.md "$FINAL/abin$i.md" 2>/dev/null || true
-    cp "$OUT"/abin$i/corpus-*.json "$FINAL/abin$i.json" 2>/dev/null || true
+    cp "$OUT"/abin$i/corpus-*.md "$OUT/abin$i.md" 2>/dev/null || true
+    cp "$OUT"/abin$i/corpus-*.json "$OUT/abin$i.json" 2>/dev/null || true
   done
 fi
 if [[ ",$what," == *",farmresume,"* ]]; then  # named only: finish a farm corpus run stored by `farmcorpus` on an
@@ -390,7 +399,7 @@ fi
 if has fleet; then  # issue 19: a fleet on this machine: the GPU node (no CPU slots) and two CPU-only nodes, each
   # with its own Ray folder and kernel cache; `farm run --address` joins it; the GPU node must compile nothing
   step fleet python3 scripts/fleet_session.py --cpus 4 --out "$OUT/fleet"
-  cp "$OUT/fleet/fleet.json" "$FINAL/fleet.json" 2>/dev/null || true
+  cp "$OUT/fleet/fleet.json" "$OUT/fleet.json" 2>/dev/null || true
   [ "${FLEET_TESTS:-1}" = 1 ] && step fleet-tests python3 -m pytest -q -p no:cacheprovider tests/farm/test_fleet.py \
     tests/farm/test_fleet_lost_kernel.py tests/farm/test_compile_batches.py
 fi
@@ -398,7 +407,7 @@ if [[ ",$what," == *",scale,"* ]]; then  # named only: the driver at 100,000 job
   # executor, then real local Ray (batched) at 5,000 and 100,000 jobs, and 5,000 again one actor call per job
   step driver-scale python3 scripts/bench_driver_scale.py --jobs 100000 --ray-jobs 5000,100000 \
     --gpu-jobs 5000,100000 --compare-unbatched 5000 --json "$OUT/driver-scale.json"
-  cp "$OUT/driver-scale.json" "$FINAL/" 2>/dev/null || true
+  cp "$OUT/driver-scale.json" "$OUT/" 2>/dev/null || true
 fi
 if [[ ",$what," == *",farmsplit,"* ]]; then  # named only: the farm after worker.py's split (issues 17/18) on the node
   # every farm test (not only the gpu-marked: the subprocess tests must import ray/pydantic from /tmp/site), then
@@ -413,14 +422,13 @@ if [[ ",$what," == *",extsuite,"* ]]; then  # named only: Triton's language test
   if [ -d .gpu-node/triton-tests ]; then
     step extsuite python3 scripts/external_suite.py --suite .gpu-node/triton-tests --out "$OUT/extsuite" \
       --device cuda --sample "${EXT_SAMPLE:-150}" --jobs 8 --timeout 60 --file-timeout 280 ${EXT_FILES:+--files "$EXT_FILES"}
-    cp "$OUT/extsuite/external-suite.md" "$FINAL/extsuite.md" 2>/dev/null || true
-    cp "$OUT/extsuite/external-suite.json" "$FINAL/extsuite.json" 2>/dev/null || true
+    cp "$OUT/extsuite/external-suite.md" "$OUT/extsuite.md" 2>/dev/null || true
+    cp "$OUT/extsuite/external-suite.json" "$OUT/extsuite.json" 2>/dev/null || true
   else
     echo "extsuite: .gpu-node/triton-tests was not carried (run with carry: [\".gpu-node/triton-tests\"])"
   fi
 fi
 python3 -m farm runs -s $ST > "$OUT/farm-runs.txt" 2>&1
 printf '%s\n' "${status[@]}" | tee "$OUT/status.txt"
-# the device tool returns at most 8 files: one archive with everything, plus the tables to read at once
-tar -czf "$FINAL/session.tgz" -C "$OUT" .
-cp "$OUT"/status.txt "$OUT"/*.md "$FINAL"/ 2>/dev/null || true
+# the device tool returns at most 8 files: one archive with everything, the status, and the tables to read at once
+deliver
