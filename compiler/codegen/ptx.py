@@ -178,7 +178,13 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
 # spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
 # ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc")
+# `guard_corner` (language/core.py `tensor_descriptor._inside`, codegen/tma_store.py; twentieth session, CPU only,
+# untimed): a TMA store over an inner extent not known to be whole 16-byte units is guarded by a scalar test of the
+# tile's corners (every dim: 0 <= offset, offset + block <= shape; the frontend's operand of the store) instead of a
+# vote over every thread's mask bits (bar.red.and). The vote keeps the tile's addresses and mask bits live into both
+# branches: the ragged fp32 descriptor matmul 98 -> 138 registers (4 -> 3 blocks an SM), 1.5% of its time on the
+# H100; under the switch 123 registers, 4 blocks. PTX changes on that one corpus kernel.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner")
 
 
 @functools.lru_cache(maxsize=None)
