@@ -99,6 +99,38 @@ def test_store_stops_at_a_ragged_inner_extent(target, N, ab, monkeypatch):
     assert np.isnan(wide[:, N:]).all(), "a store wrote past the descriptor's inner extent"
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_store_stops_at_the_last_row(target):
+    """y's descriptor covers the first M = 70 rows of a 112-row array whose rows are whole 16-byte units (64 floats),
+    so its stores go by TMA unguarded: the rows past M, in the same allocation, stay as poisoned (TMA clips the
+    outer dims element by element; the inner one only at 16-byte units, test_store_stops_at_a_ragged_inner_extent)."""
+    rng = np.random.default_rng(5)
+    M, N, BM, BN = 70, 64, 32, 32
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    tall = np.full((112, N), np.nan, np.float32)
+    grid = (-(-M // BM), -(-N // BN))
+    if target == "ptxas":
+        K.desc_scale._drop_compiled()
+        ck = K.desc_scale.warmup(TensorDescriptor.from_tensor(x, [BM, BN]), TensorDescriptor(tall, [M, N], [N, 1],
+                                                                                            [BM, BN]),
+                                 1.5, grid=grid, target="sm_90a", BM=BM, BN=BN)
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ck.asm["ptx"] and "bar.red" not in ck.asm["ptx"]
+        raise CompiledOnly()
+    if target == "interp":
+        K.desc_scale[grid](TensorDescriptor.from_tensor(x, [BM, BN]), TensorDescriptor(tall, [M, N], [N, 1], [BM, BN]),
+                           1.5, BM=BM, BN=BN)
+    else:
+        from compiler.runtime import DeviceArray, synchronize
+
+        dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(tall)
+        K.desc_scale[grid](TensorDescriptor.from_tensor(dx, [BM, BN]), TensorDescriptor(dy, [M, N], [N, 1], [BM, BN]),
+                           1.5, BM=BM, BN=BN)
+        synchronize()
+        tall = dy.numpy().reshape(112, N)
+    np.testing.assert_allclose(tall[:M], x * 1.5, rtol=1e-6)
+    assert np.isnan(tall[M:]).all(), "a store wrote past the descriptor's last row"
+
+
 def _matmul_case(rng, M, N, Kd, dtype):
     a = (rng.standard_normal((M, Kd)) / 4).astype(dtype)
     b = (rng.standard_normal((Kd, N)) / 4).astype(dtype)
