@@ -1087,23 +1087,24 @@ def _select_or(x, pick, axis):
 
 
 def _sort_keys(x):
-    """(y, keyed): a float tile as signed integers of its width ordered as the floats' total order (negative values'
+    """A float tile as signed integers of its width ordered as the floats' total order (negative values'
     magnitude bits flipped: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN), so that one integer compare decides
     each compare-and-swap and equal keys are equal bits (swapping them changes nothing). Integer tiles are their own
-    keys; bools sort as they are (keyed False). Against two float compares a step (the A/B `sort_keys`, H100
-    2026-12-07): 0.839 of the time over the 4 sorting kernels of the corpus, all 4 faster
-    (benchmarks/2026-12-07d-h100/abin1.md)."""
+    keys, bools sort as uint8. Against two float compares a step (the A/B `sort_keys`, H100 2026-12-07): 0.839 of
+    the time over the 4 sorting kernels of the corpus, all 4 faster (benchmarks/2026-12-07d-h100/abin1.md)."""
     if x.dtype.is_bool():
-        return x, False
+        return cast(x, T.uint8)
     if not x.dtype.is_floating():
-        return x, True
+        return x
     w = x.dtype.primitive_bitwidth
-    return _flip_negatives(cast(x, getattr(T, f"int{w}"), bitcast=True)), True
+    return _flip_negatives(cast(x, getattr(T, f"int{w}"), bitcast=True))
 
 
-def _from_sort_keys(y, elem, keyed):
+def _from_sort_keys(y, elem):
     """The inverse of _sort_keys (flipping the magnitude bits of negative keys is its own inverse)."""
-    if not keyed or not elem.is_floating():
+    if elem.is_bool():
+        return cast(y, T.int1)
+    if not elem.is_floating():
         return y
     return cast(_flip_negatives(y), elem, bitcast=True)
 
@@ -1136,8 +1137,7 @@ def sort(x, dim=None, descending=False):
     if L == 0:
         return x
     desc_all = bool(_unwrap(descending))
-    y, keys = _sort_keys(x)
-    y = _bit_axes(y, L)
+    y = _bit_axes(_sort_keys(x), L)
     rank = len(y.type.shape)
     for stage in range(1, L + 1):  # blocks of 2**stage are merged
         if stage < L:
@@ -1146,8 +1146,8 @@ def sort(x, dim=None, descending=False):
                 down = logical_not(down)
         else:
             down = const(desc_all, T.int1)
-        y = _bitonic_merge(y, stage, down, keys)
-    return _from_sort_keys(reshape(y, shape), x.dtype, keys)
+        y = _bitonic_merge(y, stage, down)
+    return _from_sort_keys(reshape(y, shape), x.dtype)
 
 
 def bitonic_merge(x, dim=None, descending=False):
@@ -1165,9 +1165,8 @@ def bitonic_merge(x, dim=None, descending=False):
     L = n.bit_length() - 1
     if L == 0:
         return x
-    y, keys = _sort_keys(x)
-    y = _bitonic_merge(_bit_axes(y, L), L, const(bool(_unwrap(descending)), T.int1), keys)
-    return _from_sort_keys(reshape(y, shape), x.dtype, keys)
+    y = _bitonic_merge(_bit_axes(_sort_keys(x), L), L, const(bool(_unwrap(descending)), T.int1))
+    return _from_sort_keys(reshape(y, shape), x.dtype)
 
 
 def _last_dim_only(shape, dim, what):
@@ -1187,22 +1186,16 @@ def _axis_bit(rank, ax):
     return compare("ne", bit, 0)
 
 
-def _bitonic_merge(y, stage, down, keys=False):
+def _bitonic_merge(y, stage, down):
     """The compare-and-swap steps merging bitonic blocks of 2**stage elements along y's bit axes (_bit_axes):
-    descending where the bool block `down` holds. `keys`: y holds sort keys (_sort_keys), ordered totally."""
+    descending where the bool block `down` holds. y holds sort keys (_sort_keys), ordered totally."""
     rank = len(y.type.shape)
     for b in range(stage - 1, -1, -1):  # compare elements whose index differs in bit b
         partner = _partner(y, rank - 1 - b)
         upper = _axis_bit(rank, rank - 1 - b)  # this element is the pair's upper one
-        if keys:
-            # the pair's two elements decide alike: y > partner for one is partner < y for the other, unless the
-            # keys are equal, and then so are the bits, and a swap changes nothing
-            y = where(xor_(compare("gt", y, partner), xor_(down, upper)), partner, y)
-            continue
-        # bools: down ? lo < hi : lo > hi with (lo, hi) = upper ? (partner, y) : (y, partner) is
-        # (down != upper) ? y < partner : y > partner
-        swap = where(xor_(down, upper), compare("lt", y, partner), compare("gt", y, partner))
-        y = where(swap, partner, y)
+        # the pair's two elements decide alike: y > partner for one is partner < y for the other, unless the keys
+        # are equal, and then so are the bits, and a swap changes nothing
+        y = where(xor_(compare("gt", y, partner), xor_(down, upper)), partner, y)
     return y
 
 
@@ -1226,18 +1219,17 @@ def topk(x, k, dim=None):
         return sort(x, dim, descending=True)
     _last_dim_only(shape, dim, "topk")
     L, lk = shape[-1].bit_length() - 1, k.bit_length() - 1
-    y, keys = _sort_keys(x)
-    y = _bit_axes(y, L)
+    y = _bit_axes(_sort_keys(x), L)
     for bits in range(L, lk - 1, -1):  # bits: the index bits left along the last dim
         rank = len(y.type.shape)
         last = bits == lk
         # blocks of k ascending and descending by turns (the last merge: all descending)
         down = const(True, T.int1) if last else _axis_bit(rank, rank - 1 - lk)
         for stage in (range(1, lk + 1) if bits == L else (lk,)):
-            y = _bitonic_merge(y, stage, down if stage == lk else _axis_bit(rank, rank - 1 - stage), keys)
+            y = _bitonic_merge(y, stage, down if stage == lk else _axis_bit(rank, rank - 1 - stage))
         if not last:  # each block and its neighbour (bit lk) -> their element-wise maximum
             y = reduce_simple(y, len(y.type.shape) - 1 - lk, "max")
-    return _from_sort_keys(reshape(y, shape[:-1] + (k,)), x.dtype, keys)
+    return _from_sort_keys(reshape(y, shape[:-1] + (k,)), x.dtype)
 
 
 def histogram(x, num_bins, mask=None):

@@ -1,16 +1,15 @@
 """Which accesses of in-kernel tensor descriptors keep their tensor map.
 
-Under the switch `tl.make_tensor_descriptor` writes a CUDA tensor map (a `tensormap_create` op, whose result its
-loads and stores carry as a host-side descriptor's carry theirs; language/core.py `_in_kernel_tensor_map`). The
-kernel writes it with `tensormap.replace`, which only sm_90a has, and TMA serves only two kinds of its accesses:
-the 2-D loads of a wgmma loop's copy ring (passes/pipeline.py `tma_served`) and 2-D stores (codegen/tma_store.py).
-So before the pipeliner, every other load or store of such a descriptor (and every one of a descriptor whose base
-the launch specialized as not 16-byte aligned) drops its map operands and goes through its pointers as it did
-without the switch (a load feeding an mma.sync or FMA dot keeps that dot's own copy ring,
-which takes no TMA loads), and a map nobody uses any more is not written. Kernels without in-kernel maps (every
-kernel without the switch) are left exactly as they are. A store whose map's inner extent is not proved a whole
-number of 16-byte units is marked `tma_guard`: TMA stores clip at those units, so it goes by TMA only where its tile
-is wholly in bounds."""
+`tl.make_tensor_descriptor` writes a CUDA tensor map (a `tensormap_create` op, whose result its loads and stores
+carry as a host-side descriptor's carry theirs; language/core.py `_in_kernel_tensor_map`). The kernel writes it with
+`tensormap.replace`, which only sm_90a has, and TMA serves only two kinds of its accesses: the 2-D loads of a wgmma
+loop's copy ring (passes/pipeline.py `tma_served`) and 2-D stores (codegen/tma_store.py). So before the pipeliner,
+every other load or store of such a descriptor (and every one of a descriptor whose base the launch specialized as
+not 16-byte aligned) drops its map operands and goes through its pointers (a load feeding an mma.sync or FMA dot
+keeps that dot's own copy ring, which takes no TMA loads), and a map nobody uses any more is not written. Kernels
+without in-kernel maps are left exactly as they are. A store whose map's inner extent is not proved a whole number
+of 16-byte units is marked `tma_guard`: TMA stores clip at those units, so it goes by TMA only where its tile is
+wholly in bounds."""
 from __future__ import annotations
 
 from ..options import has_wgmma

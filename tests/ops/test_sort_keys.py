@@ -84,6 +84,19 @@ def test_sort_integers(target, dtype):
         assert_exact(y.reshape(4, 64), ref[:, ::-1] if desc else ref)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_sort_bools(target):
+    """Bools sort as uint8 keys (False before True), the top-k of a bool row its True first."""
+    a = np.random.default_rng(43).random((4, 64)) < 0.3
+    a[1, :] = True
+    for what, desc, k in (("sort", False, 64), ("sort", True, 64), ("topk", True, 8)):
+        y = poison(4 * k, "int1")
+        run(target, SK.sort_kernel, (1,), [a, y], [], WHAT=what, DESC=desc, M=4, N=64, K=k)
+        ref = np.sort(a, axis=1)
+        ref = ref[:, ::-1] if desc else ref
+        assert_exact(y.reshape(4, k), ref[:, :k])
+
+
 def test_one_select_a_step():
     """A 64-element sort has 1 + 2 + ... + 6 = 21 compare-and-swap steps: one select each, and no float compare (the
     keys are integers)."""
