@@ -347,6 +347,10 @@ class Emitter:
         self.hoisted_by_loop: dict = {}  # id(for op) -> (shared memory base, value ids) hoisted before that loop
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.cf_depth = 0
+        # (A/B `smem_paths`) a branch no longer counts as control flow for smem_begin: each path of an `if` starts
+        # from the uses before it, and after it shared memory counts as used if either path used it
+        from ..options import ab_switch
+        self.smem_paths = ab_switch("smem_paths")
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
         self._strings: dict = {}
@@ -391,7 +395,8 @@ class Emitter:
 
     def smem_begin(self, nbytes):
         """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
-        guards the previous use's readers (skipped for the first use outside any loop/branch)."""
+        guards the previous use's readers (skipped for the first use outside any loop/branch; under the A/B
+        `smem_paths` for any use no earlier use reaches: outside loops, on a path of branches without one)."""
         if self.smem_used or self.cf_depth:
             self.barrier()
         self.smem_used = True
@@ -1170,16 +1175,21 @@ def _e_if(e, op):
     merge = e.kfn.append_basic_block("if.end")
     e.b.cbranch(cond, then_b, else_b)
     incoming = []
-    e.cf_depth += 1
+    before, used = e.smem_used, []
+    e.cf_depth += not e.smem_paths
     for bb, blk in zip((then_b, else_b), list(op.blocks) + [None] * (2 - len(op.blocks))):
         e.b.position_at_end(bb)
+        if e.smem_paths:  # the paths exclude each other: the else path starts from the uses before the if
+            e.smem_used = before
         vals = []
         if blk is not None:
             e.block_ops(blk)
             vals = _flat(e, [e.get(v) for v in blk.terminator.operands])
         incoming.append((vals, e.b.block))
+        used.append(e.smem_used)
         e.b.branch(merge)
-    e.cf_depth -= 1
+    e.cf_depth -= not e.smem_paths
+    e.smem_used = before or any(used)
     e.b.position_at_end(merge)
     if op.results:
         phis = []

@@ -184,7 +184,14 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # vote over every thread's mask bits (bar.red.and). The vote keeps the tile's addresses and mask bits live into both
 # branches: the ragged fp32 descriptor matmul 98 -> 138 registers (4 -> 3 blocks an SM), 1.5% of its time on the
 # H100; under the switch 123 registers, 4 blocks. PTX changes on that one corpus kernel.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner")
+# `smem_paths` (codegen/llvm.py `smem_begin`, `_e_if`, codegen/tma_store.py; twenty-first session, CPU only, untimed):
+# a shared-memory use gets a barrier before it only where an earlier use may reach it: loops as before, but a branch
+# no longer counts as control flow (each path of an `if` starts from the uses before it). The first use of a kernel
+# under an early `return` lost its barrier (the paged KV append: `bar.sync` before the first `st.shared`, which
+# Triton's PTX has not). PTX changes on 5 corpus kernels: fused_moe_gemm_f16, hash_embedding_f16,
+# kv_append_slotmap_vllm_layout_f16 (1.58 of Triton's time on the H100), seq_maxpool_argmax_tile_where_f16 (1.30),
+# varlen_causal_attn_f16.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "smem_paths")
 
 
 @functools.lru_cache(maxsize=None)
