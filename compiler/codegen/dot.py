@@ -541,12 +541,15 @@ def load_operand(e, st, dst_ll, lay, etype):
     mn_dim = dm if op_idx == 0 else dn
     mn_starts = sorted({dst_ll.reg_coord(r)[mn_dim] & ~(16 - 1 if op_idx == 0 else 8 - 1)
                         for r in range(dst_ll.num_regs)})
+    # (A/B `ldsm_x4b`) b read two k16 steps an ldmatrix (x4: k rows k0 .. k0 + 31 of one n8 tile) where K allows
+    from ..options import ab_switch
+    kstep = 32 if op_idx == 1 and K % 32 == 0 and ab_switch("ldsm_x4b") else 16
     for bat in bats:
         bv = None
         if rank == 3:
             bv = e.i32(bat) if wpart[0] is None else e.b.add(wpart[0], e.i32(bat))
         for mn0 in mn_starts:
-            for k0 in range(0, K, 16):
+            for k0 in range(0, K, 16 if op_idx == 0 else kstep):
                 if op_idx == 0:
                     # 4 matrices: j = q0 + 2*q1 -> rows m0 + 8*q0, cols k0 + 8*q1
                     mrow = wadd(e.b.add(e.b.add(e.i32(mn0), e.b.shl(q0, e.i32(3))), t8), dm)
@@ -561,9 +564,20 @@ def load_operand(e, st, dst_ll, lay, etype):
                     cos = [[_at(rank, mn0 + 8 * (j & 1), k0 + 8 * (j >> 1) + i, bat) for i in range(2)]
                            for j in range(4)]
                     put(words, cos)
+                elif kstep == 32:
+                    # 4 matrices: j = q -> k rows k0 + 8*j, cols n0 .. n0+7 (two k16 steps)
+                    kq = e.b.shl(q, e.i32(3))
+                    if trans:  # stored rows are k (N inner)
+                        krow = e.b.add(e.b.add(e.i32(k0), kq), t8)
+                        off = st.offset(e, bv, krow, wadd(e.i32(mn0), dn), phase)
+                    else:  # stored rows are n (K inner)
+                        nrow = wadd(e.b.add(e.i32(mn0), t8), dn)
+                        off = st.offset(e, bv, nrow, e.b.add(e.i32(k0), kq), phase)
+                    words = _ldmatrix(e, 4, trans, off, st.absolute)
+                    cos = [[_at(rank, k0 + 8 * j + i, mn0, bat) for i in range(2)] for j in range(4)]
+                    put(words, cos)
                 else:
-                    # 2 matrices (x4 would pair two n tiles; x2 keeps the code simple): j = q0 -> k rows
-                    # k0 + 8*j, cols n0 .. n0+7
+                    # 2 matrices: j = q0 -> k rows k0 + 8*j, cols n0 .. n0+7
                     if trans:  # stored rows are k (N inner)
                         krow = e.b.add(e.b.add(e.i32(k0), e.b.shl(q0, e.i32(3))), t8)
                         ncol = wadd(e.i32(mn0), dn)

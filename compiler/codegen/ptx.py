@@ -191,7 +191,13 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # Triton's PTX has not). PTX changes on 5 corpus kernels: fused_moe_gemm_f16, hash_embedding_f16,
 # kv_append_slotmap_vllm_layout_f16 (1.58 of Triton's time on the H100), seq_maxpool_argmax_tile_where_f16 (1.30),
 # varlen_causal_attn_f16.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "smem_paths")
+# `ldsm_x4b` (codegen/dot.py `load_operand`; twenty-first session, CPU only, untimed): an mma.sync dot's b operand
+# read four 8x8 matrices an ldmatrix (x4: two k16 steps of one n8 tile) instead of two (x2) where K is a multiple of
+# 32, as Triton's PTX does: the 16-row decode GEMM's loop 16 x2.trans -> 8 x4.trans (Triton's 8 x4.trans), the same
+# 72 registers. PTX changes on 7 corpus kernels (the decode and 32-row GEMMs, split-K at 32 rows, the two-warp
+# 64x64 matmul, the batched GEMM with a broadcast weight, the Gram matrix at K = 16's other dot).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "smem_paths",
+                     "ldsm_x4b")
 
 
 @functools.lru_cache(maxsize=None)
