@@ -1249,9 +1249,9 @@ def ring_slot_end(e, ring):
 
 
 def _slot_offset(e, op, ring, ahead):
-    """Byte offset of the slot of the enclosing loop's iteration + ahead (ahead < stages)."""
+    """Byte offset of the slot of the enclosing loop's iteration + ahead (ahead <= stages)."""
     off = ring.slot
-    if not ahead:
+    if not ahead or ahead == ring.spec["stages"]:  # (A/B `sync_ring`: the slot this iteration read)
         return off
     back = ring.spec["stages"] - ahead  # the slot of iteration i + ahead is that of iteration i - back
     if 0 < back <= len(ring.prev):

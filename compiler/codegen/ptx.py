@@ -196,8 +196,15 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 32, as Triton's PTX does: the 16-row decode GEMM's loop 16 x2.trans -> 8 x4.trans (Triton's 8 x4.trans), the same
 # 72 registers. PTX changes on 7 corpus kernels (the decode and 32-row GEMMs, split-K at 32 rows, the two-warp
 # 64x64 matmul, the batched GEMM with a broadcast weight, the Gram matrix at K = 16's other dot).
+# `sync_ring` (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_offset`; twenty-first session, CPU only,
+# untimed): a copy ring whose one dot reads the slot itself (mma.sync, FMA) has its copies write the slot this
+# iteration's dot read, behind the barrier after the dot: num_stages - 1 slots (at least 2) for num_stages - 1
+# iterations in flight, as Triton's ring for these dots (its 16-row decode GEMM at 4 stages: 3 slots, 61,440 bytes,
+# three blocks an SM; ours 4 slots, 81,920, two). PTX changes on 10 corpus kernels (the decode and 32-row GEMMs,
+# split-K at 32 rows, the two-warp 64x64 matmul, the 16x16 batched dots, the fp32 "ieee" and fp64 matmuls, the
+# small-tile fp64 GEMM, the ragged fp32 descriptor matmul).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "smem_paths",
-                     "ldsm_x4b")
+                     "ldsm_x4b", "sync_ring")
 
 
 @functools.lru_cache(maxsize=None)

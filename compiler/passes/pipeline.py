@@ -852,11 +852,23 @@ def _pipeline_async(module, loop, options) -> bool:
     # barrier of its own each iteration) 1.041, so that one keeps the loose ring.
     if not tight and len(dots) == 1 and not scratch_t:
         tight = True  # the order; the slots stay the loose ring's
+    # (A/B `sync_ring`) a dot that reads its operands from the slot itself (mma.sync's ldmatrix, the FMA dot's shared
+    # loads) is done with the slot when it returns: behind the tight order's barrier the copies may write the slot
+    # this iteration read, so num_stages - 1 slots hold num_stages - 1 iterations in flight, as Triton's ring for
+    # these dots does (one slot less than the tight ring for as deep a prefetch, two less than the loose one)
+    from ..options import ab_switch
+    if sync and ab_switch("sync_ring"):
+        tight, occupancy = True, None
+        slots = max(2, stages - 1)
+        while slots > 2 and slots * stage > budget:
+            slots -= 1
     if slots * stage > budget:
         return False
     if occupancy:
         module.meta["ring_blocks_per_sm"] = min(occupancy, module.meta.get("ring_blocks_per_sm", occupancy))
     ahead = slots - 1 if tight else slots - 2
+    if sync and ab_switch("sync_ring"):
+        ahead = slots  # the copies write the slot this iteration's dot read (behind the barrier)
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     # In a one-dot loop the copies follow the dot's wgmma wait (and a barrier in the tight order): the slot they
