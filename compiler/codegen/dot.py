@@ -129,7 +129,7 @@ def _slot_operand(e, st, v):
     ll, etype = e.layout_of(v), C.lty(v.type.element)
     if st.pad or st.plain:
         return Tile(ll, load_swizzled(e, st, ll, etype))
-    return Tile(ll, load_operand(e, st, ll, v.owner.attrs["_layouts"][v.index], etype))
+    return Tile(ll, load_operand(e, st, ll, v.owner.attrs["_layouts"][v.index], etype, pair_k=True))
 
 
 def _dot_mma(e, op, a, b, c, ll):
@@ -507,8 +507,9 @@ def _ldmatrix(e, n, trans, off, absolute=False):
     return [e.b.extract_value(r, i) for i in range(n)]
 
 
-def load_operand(e, st, dst_ll, lay, etype):
-    """Read the fragments of dot-operand layout `lay` (dst_ll its linear form) from SwizzledTile st."""
+def load_operand(e, st, dst_ll, lay, etype, pair_k=False):
+    """Read the fragments of dot-operand layout `lay` (dst_ll its linear form) from SwizzledTile st (`pair_k`: a copy
+    ring's slot, whose b operand may be read two k16 steps an ldmatrix)."""
     rank = len(dst_ll.shape)
     dm, dn = rank - 2, rank - 1
     op_idx = lay.op_idx
@@ -543,7 +544,7 @@ def load_operand(e, st, dst_ll, lay, etype):
                         for r in range(dst_ll.num_regs)})
     # (A/B `ldsm_x4b`) b read two k16 steps an ldmatrix (x4: k rows k0 .. k0 + 31 of one n8 tile) where K allows
     from ..options import ab_switch
-    kstep = 32 if op_idx == 1 and K % 32 == 0 and ab_switch("ldsm_x4b") else 16
+    kstep = 32 if pair_k and op_idx == 1 and K % 32 == 0 and ab_switch("ldsm_x4b") else 16
     for bat in bats:
         bv = None
         if rank == 3:

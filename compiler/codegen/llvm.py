@@ -346,11 +346,7 @@ class Emitter:
         self.hoisted: dict = {}  # value id -> SmemOperand: loop-invariant dot operands stored before the loop
         self.hoisted_by_loop: dict = {}  # id(for op) -> (shared memory base, value ids) hoisted before that loop
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
-        self.cf_depth = 0
-        # (A/B `smem_paths`) a branch no longer counts as control flow for smem_begin: each path of an `if` starts
-        # from the uses before it, and after it shared memory counts as used if either path used it
-        from ..options import ab_switch
-        self.smem_paths = ab_switch("smem_paths")
+        self.loop_depth = 0  # loops around the op being emitted (smem_begin: a use may follow itself)
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
         self._strings: dict = {}
@@ -395,9 +391,13 @@ class Emitter:
 
     def smem_begin(self, nbytes):
         """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
-        guards the previous use's readers (skipped for the first use outside any loop/branch; under the A/B
-        `smem_paths` for any use no earlier use reaches: outside loops, on a path of branches without one)."""
-        if self.smem_used or self.cf_depth:
+        guards the previous use's readers, wherever an earlier use may reach this one: inside a loop (the next
+        iteration's use follows this one's), or after a use on the way here (the paths of an `if` exclude each
+        other: each starts from the uses before the `if`, `_e_if`). The first use of a kernel under an early
+        `return` then has none, as in Triton's code. Measured against a barrier before every use in a branch
+        (H100, 2026-12-07, the A/B `smem_paths`, the 5 corpus kernels it changes, 3 rounds beside Triton): 0.996 of
+        the time, none slower (benchmarks/2026-12-07e-h100/abin0.md)."""
+        if self.smem_used or self.loop_depth:
             self.barrier()
         self.smem_used = True
         self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
@@ -1146,9 +1146,9 @@ def _e_for(e, op):
     e.b.position_at_end(loop)
     e.env[body.args[0].id] = iv
     _unflat(e, body.args[1:], _unpack(e, phis, plan))
-    e.cf_depth += 1
+    e.loop_depth += 1
     e.block_ops(body)
-    e.cf_depth -= 1
+    e.loop_depth -= 1
     ys = _pack(e, _flat(e, [e.get(v) for v in body.terminator.operands]), plan)
     nxt = e.b.add(iv, step)
     slot_next = ring_slot_end(e, ring) if ring is not None else None
@@ -1176,11 +1176,9 @@ def _e_if(e, op):
     e.b.cbranch(cond, then_b, else_b)
     incoming = []
     before, used = e.smem_used, []
-    e.cf_depth += not e.smem_paths
     for bb, blk in zip((then_b, else_b), list(op.blocks) + [None] * (2 - len(op.blocks))):
         e.b.position_at_end(bb)
-        if e.smem_paths:  # the paths exclude each other: the else path starts from the uses before the if
-            e.smem_used = before
+        e.smem_used = before  # the paths exclude each other: each starts from the uses before the if
         vals = []
         if blk is not None:
             e.block_ops(blk)
@@ -1188,7 +1186,6 @@ def _e_if(e, op):
         incoming.append((vals, e.b.block))
         used.append(e.smem_used)
         e.b.branch(merge)
-    e.cf_depth -= not e.smem_paths
     e.smem_used = before or any(used)
     e.b.position_at_end(merge)
     if op.results:
@@ -1215,7 +1212,7 @@ def _e_while(e, op):
     for p, v in zip(phis, init):
         p.add_incoming(v, pre)
     _unflat(e, before.args, phis)
-    e.cf_depth += 1
+    e.loop_depth += 1
     e.block_ops(before)
     cond_op = before.terminator
     c = e.get(cond_op.operands[0])
@@ -1229,7 +1226,7 @@ def _e_while(e, op):
     for p, v in zip(phis, ys):
         p.add_incoming(v, e.b.block)
     e.b.branch(header)
-    e.cf_depth -= 1
+    e.loop_depth -= 1
     e.b.position_at_end(exit_)
     for r, v in zip(op.results, passed):
         e.env[r.id] = v

@@ -184,13 +184,6 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # vote over every thread's mask bits (bar.red.and). The vote keeps the tile's addresses and mask bits live into both
 # branches: the ragged fp32 descriptor matmul 98 -> 138 registers (4 -> 3 blocks an SM), 1.5% of its time on the
 # H100; under the switch 123 registers, 4 blocks. PTX changes on that one corpus kernel.
-# `smem_paths` (codegen/llvm.py `smem_begin`, `_e_if`, codegen/tma_store.py; twenty-first session, CPU only, untimed):
-# a shared-memory use gets a barrier before it only where an earlier use may reach it: loops as before, but a branch
-# no longer counts as control flow (each path of an `if` starts from the uses before it). The first use of a kernel
-# under an early `return` lost its barrier (the paged KV append: `bar.sync` before the first `st.shared`, which
-# Triton's PTX has not). PTX changes on 5 corpus kernels: fused_moe_gemm_f16, hash_embedding_f16,
-# kv_append_slotmap_vllm_layout_f16 (1.58 of Triton's time on the H100), seq_maxpool_argmax_tile_where_f16 (1.30),
-# varlen_causal_attn_f16.
 # `ldsm_x4b` (codegen/dot.py `load_operand`; twenty-first session, CPU only, untimed): an mma.sync dot's b operand
 # read four 8x8 matrices an ldmatrix (x4: two k16 steps of one n8 tile) instead of two (x2) where K is a multiple of
 # 32, as Triton's PTX does: the 16-row decode GEMM's loop 16 x2.trans -> 8 x4.trans (Triton's 8 x4.trans), the same
@@ -203,8 +196,8 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # three blocks an SM; ours 4 slots, 81,920, two). PTX changes on 10 corpus kernels (the decode and 32-row GEMMs,
 # split-K at 32 rows, the two-warp 64x64 matmul, the 16x16 batched dots, the fp32 "ieee" and fp64 matmuls, the
 # small-tile fp64 GEMM, the ragged fp32 descriptor matmul).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "smem_paths",
-                     "ldsm_x4b", "sync_ring")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "ldsm_x4b",
+                     "sync_ring")
 
 
 @functools.lru_cache(maxsize=None)

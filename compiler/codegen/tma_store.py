@@ -62,18 +62,15 @@ def _e_store(e, op):
     masked_b = e.kfn.append_basic_block("store.masked")
     merge = e.kfn.append_basic_block("store.end")
     e.b.cbranch(inside, tma_b, masked_b)
-    e.cf_depth += not e.smem_paths  # shared memory used in a branch: the next use starts with a barrier
     before = e.smem_used
     e.b.position_at_end(tma_b)
     _tma_store(e, op)
     used = e.smem_used
     e.b.branch(merge)
     e.b.position_at_end(masked_b)
-    if e.smem_paths:  # (A/B `smem_paths`) the masked path starts from the uses before the store
-        e.smem_used = before
+    e.smem_used = before  # the masked path starts from the uses before the store (codegen/llvm.py smem_begin)
     memory._e_store(e, op)
     e.b.branch(merge)
-    e.cf_depth -= not e.smem_paths
     e.smem_used = e.smem_used or used
     e.b.position_at_end(merge)
 

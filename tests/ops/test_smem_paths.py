@@ -1,8 +1,8 @@
-"""The A/B `smem_paths` (codegen/llvm.py `smem_begin`): a shared-memory use starts with a barrier only where an
-earlier use may reach it. Loops always do (the next iteration's use follows this one's); a branch no longer counts as
-control flow: each path of an `if` starts from the uses before the `if`, so the first use of a kernel under an early
-`return` (the rest of the kernel is one branch) and the first use on the else path of an `if` whose then path used
-shared memory get none. Results in the interpreter, through ptxas and on the GPU under both; the barriers in the PTX."""
+"""A shared-memory use starts with a barrier only where an earlier use may reach it (codegen/llvm.py `smem_begin`, was
+the A/B `smem_paths`). Loops always do (the next iteration's use follows this one's); each path of an `if` starts
+from the uses before the `if`, so the first use of a kernel under an early `return` (the rest of the kernel is one
+branch) and the first use on the else path of an `if` whose then path used shared memory get none, and a use after
+the `if` does. Results in the interpreter, through ptxas and on the GPU; the barriers in the PTX."""
 import numpy as np
 import pytest
 
@@ -46,9 +46,7 @@ def _early_return_args(rng):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "smem_paths"])
-def test_early_return_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_early_return_results(target):
     idx, x = _early_return_args(np.random.default_rng(41))
     y = poison(len(idx) * 32 * 32, "float32")
     run(target, early_return_kernel, (len(idx),), [idx, x, y], [3], BLOCK=32, num_warps=4)
@@ -62,10 +60,8 @@ def test_early_return_results(target, ab, monkeypatch):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "smem_paths"])
 @pytest.mark.parametrize("flip", [2, 5])  # (not 1: a constant there)
-def test_two_paths_results(target, ab, flip, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_two_paths_results(target, flip):
     x = np.random.default_rng(42).standard_normal(64 * 64).astype(np.float32)
     y = poison(64 * 64 + 64, "float32")
     run(target, two_paths_kernel, (1,), [x, y], [flip], BLOCK=64, num_warps=4)
@@ -78,34 +74,38 @@ def test_two_paths_results(target, ab, flip, monkeypatch):
     np.testing.assert_allclose(y[64 * 64:], xs.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
-def _ptx(kernel, args, monkeypatch, tmp_path, ab, **meta):
+def _ptx(kernel, args, monkeypatch, tmp_path, **meta):
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEFARM_AB", ab)
     return kernel.warmup(*args, grid=(1,), target="sm_90a", **meta).asm["ptx"]
 
 
-def _before_first_store(ptx):
-    """The bar.sync instructions before the first st.shared of the PTX."""
-    return ptx[:ptx.index("st.shared")].count("bar.sync")
+def _uses(ptx):
+    """Per shared-memory use (a run of st.shared with no ld.shared between), whether a bar.sync comes between it and
+    the previous use's last shared access (or the kernel's start)."""
+    out, last, barrier = [], "start", False
+    for line in ptx.splitlines():
+        if "bar.sync" in line:
+            barrier = True
+        elif "st.shared" in line:
+            if last != "st":
+                out.append(barrier)
+            last, barrier = "st", False
+        elif "ld.shared" in line:
+            last, barrier = "ld", False
+    return out
 
 
 def test_early_return_first_use_has_no_barrier(monkeypatch, tmp_path):
     idx, x = _early_return_args(np.random.default_rng(41))
-    args = (idx, x, np.zeros(len(idx) * 32 * 32, np.float32), 3)
-    ptx = {ab: _ptx(early_return_kernel, args, monkeypatch, tmp_path, ab, BLOCK=32, num_warps=4)
-           for ab in ("", "smem_paths")}
-    assert _before_first_store(ptx[""]) == 1
-    assert _before_first_store(ptx["smem_paths"]) == 0
-    # the conversion's own barrier (between its writes and its reads) stays
-    assert ptx["smem_paths"].count("bar.sync") == ptx[""].count("bar.sync") - 1 >= 1
+    ptx = _ptx(early_return_kernel, (idx, x, np.zeros(len(idx) * 32 * 32, np.float32), 3), monkeypatch, tmp_path,
+               BLOCK=32, num_warps=4)
+    assert ptx[:ptx.index("st.shared")].count("bar.sync") == 0
+    assert ptx.count("bar.sync") >= 1  # the conversion's own barrier, between its writes and its reads
 
 
 def test_else_path_starts_from_the_uses_before_the_if(monkeypatch, tmp_path):
     args = (np.zeros(64 * 64, np.float32), np.zeros(64 * 64 + 64, np.float32), 5)
-    ptx = {ab: _ptx(two_paths_kernel, args, monkeypatch, tmp_path, ab, BLOCK=64, num_warps=4)
-           for ab in ("", "smem_paths")}
-    # default: a barrier before each path's conversion (in a branch) besides the one inside each; under the switch
-    # neither path's conversion has one before it; the reduction after the `if` keeps its leading one
-    assert ptx[""].count("bar.sync") - ptx["smem_paths"].count("bar.sync") == 2
-    tail = ptx["smem_paths"][ptx["smem_paths"].rindex("st.shared") - 400:]
-    assert "bar.sync" in tail
+    ptx = _ptx(two_paths_kernel, args, monkeypatch, tmp_path, BLOCK=64, num_warps=4)
+    # three uses in program order: the then path's conversion, the else path's reduction, the sum after the if;
+    # only the last follows an earlier use
+    assert _uses(ptx) == [False, False, True], _uses(ptx)

@@ -1,9 +1,10 @@
-"""A/B `ldsm_x4b` (codegen/dot.py `load_operand`): an mma.sync dot's b operand is read from shared memory four 8x8
-matrices an ldmatrix (x4: k rows k0 .. k0 + 31 of one n8 tile) instead of two (x2: one k16 step), wherever K is a
-multiple of 32; half the ldmatrix instructions for b, as Triton's PTX has. The interpreter does not run this code:
-the results are checked on the GPU (and the PTX assembled by ptxas) under both, with b stored k-major (ldmatrix
-.trans) and n-major (b read transposed through its strides), 16- and 32-row tiles, fp16 and bf16, a batch dim; K = 16
-keeps x2. The ldmatrix forms are checked in the PTX."""
+"""An mma.sync dot's b operand read from a copy ring's slot takes four 8x8 matrices an ldmatrix (x4: k rows k0 ..
+k0 + 31 of one n8 tile) instead of two (x2: one k16 step) wherever K is a multiple of 32: half the ldmatrix
+instructions for b, as Triton's PTX has (codegen/dot.py `load_operand`, was the A/B `ldsm_x4b`, adopted with
+`sync_ring`). A b converted into its operand layout outside a ring keeps x2 (a batched GEMM's broadcast weight took
+1.025 of the time with x4). The interpreter does not run this code: the results are checked on the GPU (and the PTX
+assembled by ptxas), with b stored k-major (ldmatrix .trans) and n-major (b read transposed through its strides),
+16- and 32-row tiles, fp16 and bf16, a batch dim; K = 16 keeps x2. The ldmatrix forms are checked in the PTX."""
 import re
 
 import numpy as np
@@ -55,11 +56,9 @@ def _dt(name):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "ldsm_x4b"])
 @pytest.mark.parametrize("nmajor", [False, True])
 @pytest.mark.parametrize("dtype,BM,BK", [("float16", 16, 64), ("bfloat16", 32, 128), ("float16", 16, 16)])
-def test_small_m_results(target, ab, nmajor, dtype, BM, BK, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_small_m_results(target, nmajor, dtype, BM, BK):
     M, N, K = 40, 128, 256
     a, b, bmem, (sbk, sbn) = _small_m_args(M, N, K, _dt(dtype), nmajor, np.random.default_rng(BM + BK))
     c = poison((M, N), "float32")
@@ -71,9 +70,7 @@ def test_small_m_results(target, ab, nmajor, dtype, BM, BK, monkeypatch):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "ldsm_x4b"])
-def test_batched_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_batched_results(target):
     rng = np.random.default_rng(44)
     a = (rng.standard_normal((2, 16, 64)) * 0.5).astype(np.float16)
     b = (rng.standard_normal((2, 64, 32)) * 0.5).astype(np.float16)
@@ -87,27 +84,29 @@ def _forms(ptx):
     return sorted(set(re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.(x\d(?:\.trans)?)", ptx)))
 
 
-@pytest.mark.parametrize("nmajor", [False, True])
-def test_b_reads_four_matrices(nmajor, monkeypatch, tmp_path):
+def _small_m_ptx(monkeypatch, tmp_path, nmajor=False, BK=64):
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     M, N, K = 40, 128, 256
     a, b, bmem, (sbk, sbn) = _small_m_args(M, N, K, np.float16, nmajor, np.random.default_rng(0))
-    ptx = {}
-    for ab in ("", "ldsm_x4b"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx[ab] = _mm_small_m.warmup(a, bmem, np.zeros((M, N), np.float32), M, N, K, sbk, sbn, grid=(1,),
-                                     target="sm_90a", BM=16, BN=64, BK=64, num_warps=4).asm["ptx"]
-    count = {ab: len(re.findall(r"ldmatrix", p)) for ab, p in ptx.items()}
-    assert "x2.trans" in _forms(ptx[""]) or "x2" in _forms(ptx[""])
-    assert all(f.startswith("x4") for f in _forms(ptx["ldsm_x4b"])), _forms(ptx["ldsm_x4b"])
-    assert count["ldsm_x4b"] < count[""]
+    return _mm_small_m.warmup(a, bmem, np.zeros((M, N), np.float32), M, N, K, sbk, sbn, grid=(1,),
+                              target="sm_90a", BM=16, BN=64, BK=BK, num_warps=4).asm["ptx"]
+
+
+@pytest.mark.parametrize("nmajor", [False, True])
+def test_ring_b_reads_four_matrices(nmajor, monkeypatch, tmp_path):
+    """16 x 64 x 64 from the ring: a's 4 x4 and b's 4 x4 (.trans where b is k-major) an iteration, no x2."""
+    ptx = _small_m_ptx(monkeypatch, tmp_path, nmajor)
+    assert _forms(ptx) == (["x4", "x4.trans"] if not nmajor else ["x4"]), _forms(ptx)
+    assert len(re.findall(r"ldmatrix", ptx)) == 8
 
 
 def test_k16_keeps_two_matrices(monkeypatch, tmp_path):
+    assert "x2.trans" in _forms(_small_m_ptx(monkeypatch, tmp_path, BK=16))
+
+
+def test_converted_b_keeps_two_matrices(monkeypatch, tmp_path):
+    """A b converted into its operand layout (no ring: one dot, no loop) is read one k16 step an ldmatrix."""
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEFARM_AB", "ldsm_x4b")
-    M, N, K = 40, 128, 256
-    a, b, bmem, (sbk, sbn) = _small_m_args(M, N, K, np.float16, False, np.random.default_rng(0))
-    ptx = _mm_small_m.warmup(a, bmem, np.zeros((M, N), np.float32), M, N, K, sbk, sbn, grid=(1,),
-                             target="sm_90a", BM=16, BN=64, BK=16, num_warps=4).asm["ptx"]
-    assert any(f.startswith("x2") for f in _forms(ptx)), _forms(ptx)
+    a, b, c = np.zeros((2, 16, 64), np.float16), np.zeros((2, 64, 32), np.float16), np.zeros((2, 16, 32), np.float32)
+    ptx = _bmm.warmup(a, b, c, grid=(1,), target="sm_90a", NB=2, M=16, N=32, K=64, num_warps=2).asm["ptx"]
+    assert "x2.trans" in _forms(ptx), _forms(ptx)
