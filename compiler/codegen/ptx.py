@@ -178,12 +178,6 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
 # spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
 # ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
-# `guard_corner` (language/core.py `tensor_descriptor._inside`, codegen/tma_store.py; twentieth session, CPU only,
-# untimed): a TMA store over an inner extent not known to be whole 16-byte units is guarded by a scalar test of the
-# tile's corners (every dim: 0 <= offset, offset + block <= shape; the frontend's operand of the store) instead of a
-# vote over every thread's mask bits (bar.red.and). The vote keeps the tile's addresses and mask bits live into both
-# branches: the ragged fp32 descriptor matmul 98 -> 138 registers (4 -> 3 blocks an SM), 1.5% of its time on the
-# H100; under the switch 123 registers, 4 blocks. PTX changes on that one corpus kernel.
 # `ldsm_x4b` (codegen/dot.py `load_operand`; twenty-first session, CPU only, untimed): an mma.sync dot's b operand
 # read four 8x8 matrices an ldmatrix (x4: two k16 steps of one n8 tile) instead of two (x2) where K is a multiple of
 # 32, as Triton's PTX does: the 16-row decode GEMM's loop 16 x2.trans -> 8 x4.trans (Triton's 8 x4.trans), the same
@@ -196,8 +190,7 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # three blocks an SM; ours 4 slots, 81,920, two). PTX changes on 10 corpus kernels (the decode and 32-row GEMMs,
 # split-K at 32 rows, the two-warp 64x64 matmul, the 16x16 batched dots, the fp32 "ieee" and fp64 matmuls, the
 # small-tile fp64 GEMM, the ragged fp32 descriptor matmul).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "guard_corner", "ldsm_x4b",
-                     "sync_ring")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "ldsm_x4b", "sync_ring")
 
 
 @functools.lru_cache(maxsize=None)

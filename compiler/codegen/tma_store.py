@@ -44,20 +44,15 @@ def _e_store(e, op):
         return memory._e_store(e, op)
     if not op.attrs.get("tma_guard") or not op.attrs.get("has_mask"):
         return _tma_store(e, op)
-    # the whole tile in bounds: TMA; else the masked store. Uniform either way, so the barriers inside either
-    # branch are met by the whole block
-    if op.attrs.get("tma_inside"):  # (A/B `guard_corner`) the frontend's scalar: the tile's corners in bounds
-        inside = e.get(op.operands[-2 - op.attrs["tma"]])
-        if inside.type != C.I1:
-            inside = e.b.icmp_unsigned("!=", inside, ir.Constant(inside.type, 0))
-    else:  # every thread's mask bits, voted over the block
-        mine = None
-        for m in e.regs(op.operands[2]):
-            mine = m if mine is None else e.b.and_(mine, m)
-        vote = ir.InlineAsm(ir.FunctionType(C.I32, [C.I32]), "{ .reg .pred p, q; setp.ne.b32 q, $1, 0; "
-                            "bar.red.and.pred p, 0, q; selp.b32 $0, 1, 0, p; }", "=r,r", side_effect=True)
-        got = e.b.call(vote, [e.b.zext(mine, C.I32)])
-        inside = e.b.icmp_unsigned("!=", got, e.i32(0))
+    # the whole tile in bounds (every thread's mask bits): TMA; else the masked store. The vote is uniform, so
+    # the barriers inside either branch are met by the whole block
+    mine = None
+    for m in e.regs(op.operands[2]):
+        mine = m if mine is None else e.b.and_(mine, m)
+    vote = ir.InlineAsm(ir.FunctionType(C.I32, [C.I32]), "{ .reg .pred p, q; setp.ne.b32 q, $1, 0; "
+                        "bar.red.and.pred p, 0, q; selp.b32 $0, 1, 0, p; }", "=r,r", side_effect=True)
+    got = e.b.call(vote, [e.b.zext(mine, C.I32)])
+    inside = e.b.icmp_unsigned("!=", got, e.i32(0))
     tma_b = e.kfn.append_basic_block("store.tma")
     masked_b = e.kfn.append_basic_block("store.masked")
     merge = e.kfn.append_basic_block("store.end")

@@ -204,30 +204,13 @@ class tensor_descriptor:
             # a host-side descriptor: the store also carries its tensor map and the tile's start, so the code
             # generator can write the tile by TMA (codegen/tma.py store); everything else ignores them
             starts = [_sem().cast(_sem().to_tensor(x), int32).handle for x in p.offsets]
-            from ..options import ab_switch
-
-            inside = [self._inside(p).handle] if ab_switch("guard_corner") else []
             blk.ops.remove(op)  # the casts go before the store
             blk.ops.append(op)
-            op.operands += inside + [self.tmap.handle] + starts
+            op.operands += [self.tmap.handle] + starts
             op.attrs["tma"] = len(starts)
-            if inside:
-                op.attrs["tma_inside"] = True
             if not self.whole_units:
                 op.attrs["tma_guard"] = True
         return out
-
-    def _inside(self, p):
-        """(A/B `guard_corner`) A scalar bool: the tile at block pointer p's offsets lies wholly inside the tensor
-        (every dim: 0 <= offset and offset + block <= shape), which is the AND of all its store mask's bits."""
-        s = _sem()
-        ok = None
-        for off, dim, n in zip(p.offsets, p.shape, self.block_shape):
-            o = s.cast(s.to_tensor(off), int64)
-            d = s.cast(s.to_tensor(dim), int64)
-            c = s.and_(s.compare("ge", o, 0), s.compare("le", s.add(o, n), d))
-            ok = c if ok is None else s.and_(ok, c)
-        return ok
 
     # The element types a descriptor's reduction takes: those of the tensor reductions a TMA unit does
     # (cp.reduce.async.bulk.tensor), so a kernel written here also compiles where descriptors reduce by TMA.

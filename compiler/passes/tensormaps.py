@@ -90,7 +90,7 @@ def tensormaps(module, options):
             if op.kind == "store" and tmap.id in ragged:
                 op.attrs["tma_guard"] = True
         else:
-            op.operands = op.operands[:-1 - n - (1 if op.attrs.pop("tma_inside", False) else 0)]
+            op.operands = op.operands[:-1 - n]
             del op.attrs["tma"]
     for op in f.walk():  # any other use (none is made today) keeps its map
         if op.kind not in ("load", "store"):

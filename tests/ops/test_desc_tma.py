@@ -148,39 +148,20 @@ def test_desc_tma_persistent(target, dtype):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 @pytest.mark.parametrize("N", [80, 72])
-@pytest.mark.parametrize("ab", ["", "guard_corner"])
-def test_desc_tma_store(target, dtype, N, ab, monkeypatch):
+def test_desc_tma_store(target, dtype, N):
     """A store through an in-kernel descriptor is a TMA store. TMA clips a store at 16-byte units of the row, so where
     the inner extent is not proved a whole number of them (N = 72; N = 80 is, the launch specializes it as a
-    multiple of 16) the block votes on its mask first (under the A/B `guard_corner`: a scalar test of the tile's
-    corners instead) and a tile over the edge takes the masked store. The ragged edge dropped either way: y's columns
-    past N (a wider array) stay as poisoned."""
-    monkeypatch.setenv("TILEFARM_AB", ab)
+    multiple of 16) the block votes on its mask first and a tile over the edge takes the masked store. The ragged
+    edge dropped either way: y's columns past N (a wider array) stay as poisoned."""
     rng = np.random.default_rng(2)
     M, BM, BN = 100, 32, 32
     x = rng.standard_normal((M, N)).astype(dtype)
     y = np.full((M, 96), np.nan, dtype)
     expect = {"tensormap.replace.tile.global_address": True, "cp.async.bulk.tensor.2d.global.shared::cta": True,
-              "bar.red.and.pred": N % 16 != 0 and not ab}
+              "bar.red.and.pred": N % 16 != 0}
     _run(target, desc_store_scale, (4, 3), [x, y], [M, N, 96, 1.5], expect=expect, BM=BM, BN=BN)
     np.testing.assert_allclose(y[:, :N].astype(np.float64), x.astype(np.float64) * 1.5, rtol=1e-3)
     assert np.isnan(y[:, N:].astype(np.float64)).all(), "a store wrote past the descriptor's inner extent"
-
-
-def test_guard_corner_branches(monkeypatch):
-    """Under `guard_corner` a store over an extent not known to be whole 16-byte units branches on a scalar test of
-    the tile's corners: the TMA store on one side, the masked stores on the other, no vote over the block; over an
-    extent the launch specialized as whole units, the TMA store alone."""
-    import re
-
-    monkeypatch.setenv("TILEFARM_AB", "guard_corner")
-    x = np.zeros((100, 96), np.float32)
-    for N, guarded in ((72, True), (80, False)):
-        desc_store_scale._drop_compiled()
-        ptx = desc_store_scale.warmup(x, x, 100, N, 96, 1.5, grid=(4, 3), target="sm_90a", BM=32,
-                                      BN=32).asm["ptx"]
-        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx and "bar.red" not in ptx
-        assert bool(re.search(r"@%p\d+ st\.global", ptx)) == guarded
 
 
 def test_persistent_maps_made_once():
