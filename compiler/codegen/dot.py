@@ -542,9 +542,13 @@ def load_operand(e, st, dst_ll, lay, etype, pair_k=False):
     mn_dim = dm if op_idx == 0 else dn
     mn_starts = sorted({dst_ll.reg_coord(r)[mn_dim] & ~(16 - 1 if op_idx == 0 else 8 - 1)
                         for r in range(dst_ll.num_regs)})
-    # (A/B `ldsm_x4b`) b read two k16 steps an ldmatrix (x4: k rows k0 .. k0 + 31 of one n8 tile) where K allows
-    from ..options import ab_switch
-    kstep = 32 if pair_k and op_idx == 1 and K % 32 == 0 and ab_switch("ldsm_x4b") else 16
+    # b from a ring slot read two k16 steps an ldmatrix (x4: k rows k0 .. k0 + 31 of one n8 tile) where K allows,
+    # as Triton's ring reads it. Measured with the ring's num_stages - 1 slots (H100, 2026-12-07, the A/Bs
+    # `ldsm_x4b,sync_ring`, benchmarks/2026-12-07e-h100/abin2.md, 3 rounds beside Triton): 0.985 of the time over the
+    # 10 corpus kernels they change, the decode GEMM at 16 rows 0.961, the two-warp 64x64 matmul 0.951, none slower by
+    # over 2%. A b converted into its operand layout outside a ring keeps x2: the batched GEMM with a broadcast weight
+    # took 1.025 with x4 (abin1.md)
+    kstep = 32 if pair_k and op_idx == 1 and K % 32 == 0 else 16
     for bat in bats:
         bv = None
         if rank == 3:
@@ -1252,7 +1256,7 @@ def ring_slot_end(e, ring):
 def _slot_offset(e, op, ring, ahead):
     """Byte offset of the slot of the enclosing loop's iteration + ahead (ahead <= stages)."""
     off = ring.slot
-    if not ahead or ahead == ring.spec["stages"]:  # (A/B `sync_ring`: the slot this iteration read)
+    if not ahead or ahead == ring.spec["stages"]:  # a synchronous dot's ring: the slot this iteration read
         return off
     back = ring.spec["stages"] - ahead  # the slot of iteration i + ahead is that of iteration i - back
     if 0 < back <= len(ring.prev):

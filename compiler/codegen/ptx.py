@@ -39,7 +39,7 @@ def _init():
     return True
 
 
-AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
+AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # Switches read elsewhere: `scan_direct` / `scan_prefix` (codegen/reduce.py _cross_warp_scan) are settled, not
 # pending: forcing either of the two cross-warp schemes against the cost model's choice measured direct 1.022,
 # prefix 0.989 over the three corpus scans (H200, 2026-12-02, benchmarks/2026-12-02b/abin1.md), within noise, so the
@@ -155,17 +155,6 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # max-pool 0.756, the smoothed cross-entropy 0.846, group norm and the summed-area table 0.952, but the 4-bit group
 # quantizer (4 -> 3 loads in flight) 1.124. Since then the limit is kept only where the SASS of both assemblies
 # shows more of a loop's loads in flight and none fewer (codegen/sass.py; two nvdisasm runs more); untimed in this form.
-# `copy_src64` (in AB_SWITCHES: llvm_to_ptx applies it, `copy_src64` below; sixteenth session, CPU only, untimed;
-# docs/EXPERIMENTS.md "The fp16 matmul class on the H200"): a cp.async source address in a loop whose offset is a
-# 32-bit value widened and scaled by one `mul.wide.s32` gets the offset as `cvt.s64.s32` + `shl.b64` (Triton's PTX
-# form, the same value). The 128x128x64 w8 s3 fp16 matmuls run at 1.09-1.13 of Triton's time on the H200 with the
-# same pipeline, registers, shared memory and blocks an SM; from the first form ptxas rebuilds B's copy addresses at
-# the copies (IMAD.WIDE from the carried base, which it first moves into registers the third A copy reads: the warp
-# waits for that LDGSTS among its copies), from the second it computes them before the first copy. mm_nobias: the
-# eight LDGSTS span 19 -> 13 instructions, IMAD.WIDE / moves among them 4 / 2 -> 0 / 0, copies whose address
-# registers are overwritten before the last copy 2 -> 0 (Triton's loop 1), loop 89 -> 91 instructions, 122 -> 123
-# registers. A weak lead, not a shown cause: Triton's masked (M, N) loop overwrites 4 such registers among its copies
-# too, and ours takes 1.11 of its time there all the same.
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
@@ -178,19 +167,7 @@ AB_SWITCHES = ("copy_src64",)  # the ones llvm_to_ptx reads (copy_src64 below)
 # 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
 # spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
 # ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
-# `ldsm_x4b` (codegen/dot.py `load_operand`; twenty-first session, CPU only, untimed): an mma.sync dot's b operand
-# read four 8x8 matrices an ldmatrix (x4: two k16 steps of one n8 tile) instead of two (x2) where K is a multiple of
-# 32, as Triton's PTX does: the 16-row decode GEMM's loop 16 x2.trans -> 8 x4.trans (Triton's 8 x4.trans), the same
-# 72 registers. PTX changes on 7 corpus kernels (the decode and 32-row GEMMs, split-K at 32 rows, the two-warp
-# 64x64 matmul, the batched GEMM with a broadcast weight, the Gram matrix at K = 16's other dot).
-# `sync_ring` (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_offset`; twenty-first session, CPU only,
-# untimed): a copy ring whose one dot reads the slot itself (mma.sync, FMA) has its copies write the slot this
-# iteration's dot read, behind the barrier after the dot: num_stages - 1 slots (at least 2) for num_stages - 1
-# iterations in flight, as Triton's ring for these dots (its 16-row decode GEMM at 4 stages: 3 slots, 61,440 bytes,
-# three blocks an SM; ours 4 slots, 81,920, two). PTX changes on 10 corpus kernels (the decode and 32-row GEMMs,
-# split-K at 32 rows, the two-warp 64x64 matmul, the 16x16 batched dots, the fp32 "ieee" and fp64 matmuls, the
-# small-tile fp64 GEMM, the ragged fp32 descriptor matmul).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "ldsm_x4b", "sync_ring")
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc")
 
 
 @functools.lru_cache(maxsize=None)
@@ -408,8 +385,7 @@ def llvm_to_ptx(llir: str, arch: str = "sm_90", *, ab: frozenset | None = None) 
         _optimize(mod, tm, level)
         ptx = tm.emit_assembly(mod)
     ptx = _renumbered_callseqs(ptx)
-    if "copy_src64" in ab:
-        ptx = copy_src64(ptx)
+    ptx = copy_src64(ptx)
     if has_line_info(ptx):
         ptx = _without_debug_labels(ptx)
         # `.target sm_90a, debug` makes ptxas build unoptimized code. LLVM writes it for full or line-tables-only
@@ -447,14 +423,21 @@ _MUL_WIDE = re.compile(r"^(\s*)mul\.wide\.([su])32\s+(%rd\d+), (%r\d+), (\d+);$"
 
 
 def copy_src64(ptx: str) -> str:
-    """A/B `copy_src64`: a cp.async source address in a one-dot wgmma loop, `base + offset`, whose offset is a
-    32-bit value widened and scaled in one `mul.wide.s32 %rd, %r, 2^k` gets that offset as `cvt.s64.s32` +
-    `shl.b64` instead (the same value). From the first, ptxas keeps the 32-bit value and rebuilds the address at the copy
+    """A cp.async source address in a one-dot wgmma loop, `base + offset`, whose offset is a 32-bit value widened and
+    scaled in one `mul.wide.s32 %rd, %r, 2^k` gets that offset as `cvt.s64.s32` + `shl.b64` instead (the same value;
+    Triton's PTX form). From the first, ptxas keeps the 32-bit value and rebuilds the address at the copy
     (IMAD.WIDE from the carried base, which it first moves into registers an earlier copy of the iteration reads:
     the warp waits for that LDGSTS to read them, among its copies); from the second it keeps the 64-bit offset
-    and computes the addresses before the first copy."""
+    and computes the addresses before the first copy (mm_nobias: the eight LDGSTS span 19 -> 13 instructions,
+    IMAD.WIDE / moves among them 4 / 2 -> 0 / 0). Measured against the back end's form (H100, 3 rounds beside
+    Triton, each of the 33 corpus kernels it changes; was the A/B `copy_src64`): the 12 fp16 matmuls 0.937
+    (2026-12-07, benchmarks/2026-12-07d-h100/copy_src64.md: masks on M, N and K 0.839, on M and N 0.897, block
+    pointers 0.894, A transposed 0.901), the other 21 0.963 (benchmarks/2026-12-07e-h100/abin5.md: 128x256 masked
+    0.832, B transposed 0.853, persistent 0.877, broadcast bmm 0.902); none slower by over 2%."""
     # loops of one wgmma dot (one wgmma group committed an iteration): in loops of several dots (attention's) the
     # 64-bit offsets, live through the softmax, cost registers and spills (attention D=128 12 -> 40 bytes)
+    if "wgmma.commit_group" not in ptx or "cp.async" not in ptx:
+        return ptx
     loops = [(a, b) for a, b in ptx_loops(ptx) if ptx.count("wgmma.commit_group", a, b) == 1]
     srcs = {m.group(1) for m in _CP_ASYNC_SRC.finditer(ptx) if any(a < m.start() < b for a, b in loops)}
     if not srcs:

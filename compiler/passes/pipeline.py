@@ -852,12 +852,16 @@ def _pipeline_async(module, loop, options) -> bool:
     # barrier of its own each iteration) 1.041, so that one keeps the loose ring.
     if not tight and len(dots) == 1 and not scratch_t:
         tight = True  # the order; the slots stay the loose ring's
-    # (A/B `sync_ring`) a dot that reads its operands from the slot itself (mma.sync's ldmatrix, the FMA dot's shared
-    # loads) is done with the slot when it returns: behind the tight order's barrier the copies may write the slot
-    # this iteration read, so num_stages - 1 slots hold num_stages - 1 iterations in flight, as Triton's ring for
-    # these dots does (one slot less than the tight ring for as deep a prefetch, two less than the loose one)
-    from ..options import ab_switch
-    if sync and ab_switch("sync_ring"):
+    # A dot that reads its operands from the slot itself (mma.sync's ldmatrix, the FMA dot's shared loads) is done
+    # with the slot when it returns: behind the tight order's barrier the copies write the slot this iteration read,
+    # so num_stages - 1 slots hold num_stages - 1 iterations in flight, as Triton's ring for these dots does (one
+    # slot less than the tight ring for as deep a prefetch; the 16-row decode GEMM at 4 stages 81,920 -> 61,440
+    # bytes, Triton's, two -> three blocks an SM). Measured with b read four matrices an ldmatrix (codegen/dot.py
+    # load_operand; H100, 2026-12-07, benchmarks/2026-12-07e-h100/abin2.md, the A/Bs `ldsm_x4b,sync_ring`, 3 rounds
+    # beside Triton): 0.985 of the time over the 10 corpus kernels they change, none slower by over 2%; alone
+    # 1.010 (the two-warp 64x64 matmul 1.122 with b's x2 reads: docs/EXPERIMENTS.md). Not the retired
+    # `ring_sync_shallow`: its num_stages - 1 slots loaded one iteration less far ahead (1.057)
+    if sync:
         tight, occupancy = True, None
         slots = max(2, stages - 1)
         while slots > 2 and slots * stage > budget:
@@ -867,7 +871,7 @@ def _pipeline_async(module, loop, options) -> bool:
     if occupancy:
         module.meta["ring_blocks_per_sm"] = min(occupancy, module.meta.get("ring_blocks_per_sm", occupancy))
     ahead = slots - 1 if tight else slots - 2
-    if sync and ab_switch("sync_ring"):
+    if sync:
         ahead = slots  # the copies write the slot this iteration's dot read (behind the barrier)
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1

@@ -66,9 +66,9 @@ def test_sync_ring_slots(dtype, nw, stages):
     assert ring["stages"] == max(2, stages - 1) and ring["ahead"] == ring["stages"]
 
 
-@pytest.mark.parametrize("nw,stages", [(4, 3), (8, 3), (4, 4)])
-def test_wgmma_ring_reads_ahead_of_its_copies(nw, stages):
-    ring = _ring(BM=64, nw=nw, stages=stages)
+@pytest.mark.parametrize("BM,nw,stages", [(64, 4, 3), (128, 8, 3), (64, 4, 4)])
+def test_wgmma_ring_reads_ahead_of_its_copies(BM, nw, stages):
+    ring = _ring(BM=BM, nw=nw, stages=stages)
     assert ring["ahead"] < ring["stages"]
 
 
