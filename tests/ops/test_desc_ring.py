@@ -212,8 +212,9 @@ def test_descriptor_tiles_land_by_clamped_copies():
     assert "ld.global" not in ptx
     copies = _CLAMPED_COPY.findall(ptx)
     assert copies and len(copies) == ptx.count("cp.async.cg.shared.global")
-    # 2 stages (A 64x32 and B 32x64 fp32 over 128 threads: 4 + 4 copies a thread), the prologue's and the loop's
-    assert len(copies) == 16
+    # 2 stages: 2 slots loaded 2 iterations ahead (the FMA dot reads its slot itself: tests/dot/test_sync_ring.py);
+    # A 64x32 and B 32x64 fp32 over 128 threads: 4 + 4 copies a thread, the prologue's two iterations and the loop's
+    assert len(copies) == 24
     # the copies' ring ops: both operands clamped along their contiguous dim (1)
     ops = _ring_ops(desc_mm, a, b, c, M, N, K, **meta)
     assert ops and all(op.attrs.get("clamp") == 1 for op in ops)
