@@ -167,7 +167,16 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
 # spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
 # ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc")
+# `remat_feed` (passes/assign_layouts.py `want`; twenty-first session, CPU only, untimed): outside loops, a value made
+# from aranges, constants and splats that a loop reads is rematerialized in its user's layout (depth 4, as inside
+# loops), not converted through shared memory. k-means' argmin index tile (an arange the frontend shares with the
+# loads' offsets) was converted before the loop and read back from shared memory, so LLVM could not fold the
+# tie-break's index compare: 68 eq + 72 lt float compares (Triton's code: 36 eq, 32 le, 40 lt); under the switch
+# Triton's 36 / 32 / 40, its loop 835 -> 774 SASS instructions. PTX changes on 6 corpus kernels, SASS shorter on all
+# (ptxas 13.5; retention 1608 -> 1280 instructions, the sliding-window attention with sinks 161 -> 149 registers),
+# no spills, the same blocks per SM: kmeans_assign_f32 (1.12 of Triton's time on the H100), attn_bwd_dq_d64,
+# attn_softcap_causal_d128, attn_swa_sinks_lse_f16, linear_ce_fused_f32, retention_chunked_d64.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed")
 
 
 @functools.lru_cache(maxsize=None)

@@ -282,6 +282,8 @@ class _Assigner:
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
         self._broadcast_push = False  # in the last backward walk _first_walks makes (_broadcast_default)
+        from ..options import ab_switch
+        self._remat_feed = ab_switch("remat_feed")
 
     def _note_users(self, block):
         for op in block.ops:
@@ -629,6 +631,11 @@ class _Assigner:
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
         wide = (BlockedLayout, LinearEncoding)
         depth = 8 if _of_family(layout, wide) else 4 if _in_loop(op) else 0
+        if not depth and self._remat_feed and self._read_in_a_loop(op):
+            # (A/B `remat_feed`) outside loops too where op's result is read in a loop: an index tile made for an
+            # argmin in the loop (k-means: an arange shared with the loads' offsets, converted through shared memory
+            # before the loop) is then arithmetic LLVM sees through (the tie-break's index compare folds)
+            depth = 4
         got, new_ops = self._materialize(v, layout, op, depth)
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
