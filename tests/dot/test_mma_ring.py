@@ -48,20 +48,25 @@ def test_mma_dot_k_loop(target, dtype, a_t, b_t, stages, M, N, Kd, BM, BN, BK, n
     if target == "interp" and stages == 2:
         pytest.skip("the interpreter runs the frontend's IR: no pipeline pass, the stages change nothing")
     rng = np.random.default_rng(hash((dtype, a_t, b_t, stages, M, N, Kd, BM)) % 2**32)
+    check_dot_loop(target, dtype, a_t, b_t, stages, (M, N, Kd, BM, BN, BK, nw), "tf32", TOL.get(dtype, 0), rng)
+
+
+def check_dot_loop(target, dtype, a_t, b_t, stages, config, precision, tol, rng):
+    """masked_dot_loop_kernel on operands of `dtype` (a, b stored transposed where a_t, b_t) at config (M, N, K, BM,
+    BN, BK, num_warps), against float64 (exact for integers)."""
+    M, N, Kd, BM, BN, BK, nw = config
     arr_a, arr_b, a, b, strides = _operands(dtype, M, N, Kd, a_t, b_t, rng)
     out = OUT[dtype]
     c = poison((M, N), out)
     run(target, K.masked_dot_loop_kernel, (compiler.cdiv(M, BM), compiler.cdiv(N, BN)), [arr_a, arr_b, c],
-        [M, N, Kd, *strides, N, 1], BM=BM, BN=BN, BK=BK, ACC=ACC[dtype], PRECISION="tf32", num_warps=nw,
+        [M, N, Kd, *strides, N, 1], BM=BM, BN=BN, BK=BK, ACC=ACC[dtype], PRECISION=precision, num_warps=nw,
         num_stages=stages)
     if target == "ptxas":
         return
     if dtype == "int8":
         assert_exact(c, a.astype(np.int64) @ b.astype(np.int64))
         return
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    tol = TOL[dtype]
-    assert_close(c, ref, out, rtol=tol, atol=tol * math.sqrt(Kd))
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), out, rtol=tol, atol=tol * math.sqrt(Kd))
 
 
 def _loop(dtype, arch, BM=32, BN=64, BK=32, nw=4, a_t=False, no_ring=False):

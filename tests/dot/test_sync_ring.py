@@ -5,17 +5,15 @@ dots does (passes/pipeline.py `_pipeline_async`, codegen/dot.py `_slot_offset`; 
 against float64 (exact for integers) on ptxas and the GPU (the interpreter runs the frontend's IR: no pipeline there),
 with K steps fewer than, as many as and more than the slots; the ring's structure and the shared memory it takes on
 CPU. A wgmma ring, whose dot reads the slot asynchronously, never has its copies write the slot it is reading."""
-import math
-
 import numpy as np
 import pytest
 
 import compiler
 from compiler import language as tl
 
-from ..ops.test_ops import TARGETS, assert_close, assert_exact, poison, run
+from ..ops.test_ops import TARGETS
 from . import kernels as K
-from .test_mma_ring import ACC, OUT, TOL, _operands
+from .test_mma_ring import ACC, TOL, _operands, check_dot_loop
 
 GPU_OR_PTXAS = [t for t in TARGETS if getattr(t, "values", (t,))[0] != "interp"]
 
@@ -29,21 +27,10 @@ CONFIGS = [(40, 128, 64, 16, 64, 64, 4), (100, 72, 96, 32, 32, 32, 2), (130, 128
 @pytest.mark.parametrize("stages", [2, 3, 4])
 @pytest.mark.parametrize("M,N,Kd,BM,BN,BK,nw", CONFIGS)
 def test_sync_ring_results(target, dtype, stages, M, N, Kd, BM, BN, BK, nw):
-    rng = np.random.default_rng(hash((dtype, stages, M, BM, nw)) % 2**32)
-    arr_a, arr_b, a, b, strides = _operands(dtype, M, N, Kd, dtype == "float16", False, rng)
-    out = OUT[dtype]
-    c = poison((M, N), out)
     # float32: "ieee", the FMA dot's ring (tf32 on 16/32-row blocks is mma.sync, as float16 is)
-    run(target, K.masked_dot_loop_kernel, (compiler.cdiv(M, BM), compiler.cdiv(N, BN)), [arr_a, arr_b, c],
-        [M, N, Kd, *strides, N, 1], BM=BM, BN=BN, BK=BK, ACC=ACC[dtype], PRECISION="ieee", num_warps=nw,
-        num_stages=stages)
-    if target == "ptxas":
-        return
-    if dtype == "int8":
-        assert_exact(c, a.astype(np.int64) @ b.astype(np.int64))
-        return
-    tol = TOL[dtype] if dtype != "float32" else 1e-5
-    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), out, rtol=tol, atol=tol * math.sqrt(Kd))
+    check_dot_loop(target, dtype, dtype == "float16", False, stages, (M, N, Kd, BM, BN, BK, nw), "ieee",
+                   TOL.get(dtype, 0) if dtype != "float32" else 1e-5,
+                   np.random.default_rng(hash((dtype, stages, M, BM, nw)) % 2**32))
 
 
 def _ring(dtype="float16", BM=16, nw=4, stages=4, precision="ieee"):
