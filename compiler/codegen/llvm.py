@@ -393,7 +393,7 @@ class Emitter:
         """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
         guards the previous use's readers, wherever an earlier use may reach this one: inside a loop (the next
         iteration's use follows this one's), or after a use on the way here (the paths of an `if` exclude each
-        other: each starts from the uses before the `if`, `_e_if`). The first use of a kernel under an early
+        other: each starts from the uses before the `if`, `exclusive_paths`). The first use of a kernel under an early
         `return` then has none, as in Triton's code. Measured against a barrier before every use in a branch
         (H100, 2026-12-07, the A/B `smem_paths`, the 5 corpus kernels it changes, 3 rounds beside Triton): 0.996 of
         the time, none slower (benchmarks/2026-12-07e-h100/abin0.md)."""
@@ -401,6 +401,22 @@ class Emitter:
             self.barrier()
         self.smem_used = True
         self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
+
+    def exclusive_paths(self, paths, merge):
+        """Emit each (basic block, fn) of `paths`, branches that exclude each other, each ending in a branch to
+        `merge`: each starts from the shared-memory uses before them (smem_begin), and after them shared memory counts
+        as used if any path used it. Returns [(fn's result, the block the path ended in)]; emission goes on at
+        `merge`."""
+        before, used, out = self.smem_used, [], []
+        for bb, fn in paths:
+            self.b.position_at_end(bb)
+            self.smem_used = before
+            out.append((fn(), self.b.block))
+            used.append(self.smem_used)
+            self.b.branch(merge)
+        self.smem_used = before or any(used)
+        self.b.position_at_end(merge)
+        return out
 
     def string(self, s: str):
         """A constant C string in global memory, returned as a generic pointer."""
@@ -1174,20 +1190,14 @@ def _e_if(e, op):
     else_b = e.kfn.append_basic_block("if.else")
     merge = e.kfn.append_basic_block("if.end")
     e.b.cbranch(cond, then_b, else_b)
-    incoming = []
-    before, used = e.smem_used, []
-    for bb, blk in zip((then_b, else_b), list(op.blocks) + [None] * (2 - len(op.blocks))):
-        e.b.position_at_end(bb)
-        e.smem_used = before  # the paths exclude each other: each starts from the uses before the if
-        vals = []
-        if blk is not None:
-            e.block_ops(blk)
-            vals = _flat(e, [e.get(v) for v in blk.terminator.operands])
-        incoming.append((vals, e.b.block))
-        used.append(e.smem_used)
-        e.b.branch(merge)
-    e.smem_used = before or any(used)
-    e.b.position_at_end(merge)
+
+    def path(blk):
+        if blk is None:
+            return []
+        e.block_ops(blk)
+        return _flat(e, [e.get(v) for v in blk.terminator.operands])
+    blocks = list(op.blocks) + [None] * (2 - len(op.blocks))
+    incoming = e.exclusive_paths([(then_b, lambda: path(blocks[0])), (else_b, lambda: path(blocks[1]))], merge)
     if op.results:
         phis = []
         for i, v in enumerate(incoming[0][0]):

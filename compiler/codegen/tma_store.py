@@ -57,17 +57,7 @@ def _e_store(e, op):
     masked_b = e.kfn.append_basic_block("store.masked")
     merge = e.kfn.append_basic_block("store.end")
     e.b.cbranch(inside, tma_b, masked_b)
-    before = e.smem_used
-    e.b.position_at_end(tma_b)
-    _tma_store(e, op)
-    used = e.smem_used
-    e.b.branch(merge)
-    e.b.position_at_end(masked_b)
-    e.smem_used = before  # the masked path starts from the uses before the store (codegen/llvm.py smem_begin)
-    memory._e_store(e, op)
-    e.b.branch(merge)
-    e.smem_used = e.smem_used or used
-    e.b.position_at_end(merge)
+    e.exclusive_paths([(tma_b, lambda: _tma_store(e, op)), (masked_b, lambda: memory._e_store(e, op))], merge)
 
 
 def _tma_store(e, op):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..ir import optable
 from ..ir.core import Op
 from ..ir import types as T
+from ..options import ab_switch
 from . import axisinfo
 from .layouts import (BlockedLayout, DotOperandLayout, LinearEncoding, MmaLayout, SliceLayout, default_blocked,
                       fill_blocked, linear, mma_warps, permute_layout, reshaped_encoding, wgmma_applies)
@@ -282,7 +283,6 @@ class _Assigner:
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
         self._broadcast_push = False  # in the last backward walk _first_walks makes (_broadcast_default)
-        from ..options import ab_switch
         self._remat_feed = ab_switch("remat_feed")
 
     def _note_users(self, block):

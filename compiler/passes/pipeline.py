@@ -67,18 +67,6 @@ def _mma_sync_dot(op, options) -> bool:
             and (options.debug_no_wgmma or wgmma_applies(op, options, options.num_warps) is None))
 
 
-def _mma_fragment_regs(op, options) -> int:
-    """32-bit registers a thread holds an mma.sync dot's operand fragments in (its warp's rows of a and columns of b,
-    the whole K of the slot, read from the ring's slot before the mmas), live beside the accumulator while the dot
-    runs (128x128x64 on 8 warps: 96 a thread)."""
-    from .layouts import mma_warps
-
-    (M, K), N = op.operands[0].type.shape, op.result.type.shape[-1]
-    eb = op.operands[0].type.element.bits // 8
-    wm, wn = mma_warps((M, N), options.num_warps)[-2:]
-    return (M // wm + N // wn) * K * eb // 4 // 32
-
-
 def _tile_loop(loop) -> bool:
     """The K loop runs inside a loop over tiles that starts at the program's id (a persistent kernel:
     `for tile in range(pid, num_tiles, NUM_SMS)`): each program computes tiles until they run out, and such a grid
@@ -814,16 +802,12 @@ def _pipeline_async(module, loop, options) -> bool:
         # (GELU through erf: 159 registers -> 128 and 60 bytes spilled). Measured against building the loose
         # ring where ptxas's own count did not fit (H100, 2026-12-06, the 10 kernels whose SASS it changes, 3
         # rounds): 0.981, GELU erf 0.887, none slower by over 2%; and each kernel is compiled once.
-        if not tight and not _tile_loop(loop):
+        if not tight and not sync and not _tile_loop(loop):  # (a synchronous dot's ring: below)
             # blocks per SM by shared memory, and at most as many as the accumulator leaves registers for (65,536
             # per SM; the accumulator plus 64 a thread for addresses, masks and an instruction's operands: a
             # 128x128 fp32 accumulator over 8 warps, two blocks; 128x128 over 8 warps of fp8 at 16 KiB a stage
             # would fit four by shared memory, whose 64-register cap no wgmma of it fits)
-            # (an mma.sync dot holds its operand fragments too, which wgmma reads from shared memory: at least their
-            # registers and 16 for addresses and masks; 128x128x64 on 8 warps then takes one block, where 64 held
-            # ptxas to 128 registers and it spilled 244 bytes; two warps of 64x64x32 fp16, 48 + 16, keep 8 blocks)
-            slack = max(64, _mma_fragment_regs(dots[0], options) + 16) if mma else 64
-            more = _tight_gain(body, dots, options, slack, fixed_bytes + fit(False) * stage,
+            more = _tight_gain(body, dots, options, 64, fixed_bytes + fit(False) * stage,
                                fixed_bytes + fit(True) * stage)
             if more:
                 tight, occupancy = True, more
@@ -862,7 +846,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # 1.010 (the two-warp 64x64 matmul 1.122 with b's x2 reads: docs/EXPERIMENTS.md). Not the retired
     # `ring_sync_shallow`: its num_stages - 1 slots loaded one iteration less far ahead (1.057)
     if sync:
-        tight, occupancy = True, None
+        tight = True
         slots = max(2, stages - 1)
         while slots > 2 and slots * stage > budget:
             slots -= 1
@@ -870,9 +854,8 @@ def _pipeline_async(module, loop, options) -> bool:
         return False
     if occupancy:
         module.meta["ring_blocks_per_sm"] = min(occupancy, module.meta.get("ring_blocks_per_sm", occupancy))
-    ahead = slots - 1 if tight else slots - 2
-    if sync:
-        ahead = slots  # the copies write the slot this iteration's dot read (behind the barrier)
+    # a synchronous dot's copies write the slot this iteration read (behind the barrier)
+    ahead = slots if sync else slots - 1 if tight else slots - 2
     rid = module.meta.get("rings", 0)
     module.meta["rings"] = rid + 1
     # In a one-dot loop the copies follow the dot's wgmma wait (and a barrier in the tight order): the slot they
