@@ -138,9 +138,9 @@ def test_ring_ptx():
 @pytest.mark.parametrize("BM,BN,BK,nw,arch", [(128, 128, 64, 8, "sm_80"), (128, 128, 32, 4, "sm_80"),
                                               (64, 64, 32, 2, "sm_90a"), (32, 128, 64, 4, "sm_90a")])
 def test_ring_leaves_registers_for_the_fragments(BM, BN, BK, nw, arch):
-    """The tight ring buys a second block only where the accumulator and the operand fragments (read from the slot
-    before the mmas) leave registers for it: no spills (128x128x64 on 8 warps spilled 244 bytes when only the
-    accumulator was counted)."""
+    """An mma.sync dot's ring (num_stages - 1 slots, no block count told to ptxas) leaves ptxas the registers for the
+    accumulator and the operand fragments read from the slot before the mmas: no spills (128x128x64 on 8 warps
+    spilled 244 bytes when a ring sized for a second block told ptxas to fit one counting only the accumulator)."""
     from compiler.codegen.ptx import find_ptxas, ptx_resources
 
     if find_ptxas() is None:
