@@ -176,7 +176,25 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (ptxas 13.5; retention 1608 -> 1280 instructions, the sliding-window attention with sinks 161 -> 149 registers),
 # no spills, the same blocks per SM: kmeans_assign_f32 (1.12 of Triton's time on the H100), attn_bwd_dq_d64,
 # attn_softcap_causal_d128, attn_swa_sinks_lse_f16, linear_ce_fused_f32, retention_chunked_d64.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed")
+# `remat_hoist` (passes/assign_layouts.py `_hoisted`; twenty-second session, CPU only, untimed): in a loop whose body
+# has a dot, a value recomputed in its user's layout whose chain reaches an operand defined before the loop that
+# cannot be recomputed (`offs % M`) converts that operand once before the loop instead of converting the whole chain
+# every iteration (at most 4 elements a thread). Found on a new corpus kernel, the block-scaled fp8 GEMM
+# (fp8_block_scaled_gemm_bf16: `acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]`, the row scales' pointers
+# `A_S + offs_am * stride` with `offs_am = (...) % M`): its loop stored and loaded those 64-bit pointers through
+# shared memory every iteration, two barriers each (6 in the loop, Triton's 2). PTX changes on 4 corpus kernels:
+# that one, fused_moe_gemm_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16.
+# `iter_barrier` (codegen/llvm.py `smem_begin`, `loop_body`; same session, CPU only, untimed): the first shared-memory
+# use of a loop iteration gets no barrier of its own where a barrier of the same iteration (a copy ring's wait, a
+# tl.debug_barrier) stands on every path before it: every earlier use, of the previous iteration or before the loop,
+# is behind that one already (Triton's block-scaled loop converts its column scales behind its ring's barrier, one
+# barrier for the conversion; ours two). PTX changes on 11 corpus kernels: attn_bwd_dkdv_d64, awq_gemm_int4_f16,
+# causal_linattn_tri_loop_f16, flce_bwd_chunk_inplace_dot_f16, fp8_block_scaled_gemm_bf16, mm_even_k_f16,
+# mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16.
+# The block-scaled GEMM under both and zero_acc (its dot onto zeros every iteration: 64 moves of zeros into the
+# accumulator by default) has a loop of 3 barriers / 928 SASS instructions in all against Triton's 2 / 824 (ptxas 13.5).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
+                     "iter_barrier")
 
 
 @functools.lru_cache(maxsize=None)

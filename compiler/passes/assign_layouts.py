@@ -284,6 +284,8 @@ class _Assigner:
         self._small: list = []  # the small loads the walks left open
         self._broadcast_push = False  # in the last backward walk _first_walks makes (_broadcast_default)
         self._remat_feed = ab_switch("remat_feed")
+        self._remat_hoist = ab_switch("remat_hoist")
+        self._hoist_loop, self._wanted = None, None  # want()'s loop for _hoisted, and the value it converts
 
     def _note_users(self, block):
         for op in block.ops:
@@ -636,7 +638,12 @@ class _Assigner:
             # argmin in the loop (k-means: an arange shared with the loads' offsets, converted through shared memory
             # before the loop) is then arithmetic LLVM sees through (the tie-break's index compare folds)
             depth = 4
-        got, new_ops = self._materialize(v, layout, op, depth)
+        if self._remat_hoist and depth:
+            self._hoist_loop, self._wanted = self._dot_loop_of(op), v
+        try:
+            got, new_ops = self._materialize(v, layout, op, depth)
+        finally:
+            self._hoist_loop, self._wanted = None, None
         if self._hoist_operand(op, i, v, layout, new_ops):
             op.operands[i] = got
             return
@@ -851,8 +858,46 @@ class _Assigner:
                     return None
                 ops.append(y)
         else:
-            return None
+            return self._hoisted(v, layout)
         return _rebuilt(src, ops, layout, out)
+
+    @staticmethod
+    def _dot_loop_of(op):
+        """The innermost loop around op, where its body (op's block) has a dot; else None."""
+        if not any(o.kind == "dot" for o in op.block.ops):
+            return None
+        blk = op.block
+        while blk is not None:
+            owner = getattr(blk, "parent", None)
+            if owner is None:
+                return None
+            if owner.kind in ("for", "while"):
+                return owner
+            blk = owner.block
+        return None
+
+    def _hoisted(self, v, layout):
+        """(A/B `remat_hoist`) v in `layout` by one conversion before the loop of want()'s user, where v is an
+        operand deeper in a chain being recomputed in that loop (not the converted value itself), is defined before
+        the loop and holds at most 4 elements a thread in `layout`: a loop-invariant part of an address chain
+        (a scale vector's pointers `A_S + (offs % M) * stride`, read every iteration in a wgmma accumulator's row
+        layout) converted once instead of its chain converted through shared memory every iteration, two barriers
+        each. Only in a loop whose body has a dot, as _hoist_operand. None elsewhere."""
+        loop = self._hoist_loop
+        if loop is None or v is self._wanted or not v.type.shape or not hasattr(v.owner, "kind"):
+            return None
+        if v.owner is loop or _inside(v.owner, loop):
+            return None
+        if linear(layout, tuple(v.type.shape), self.nw).num_regs > 4:
+            return None
+        frame = next((f for f in reversed(self._frames) if f[1] is loop), None)
+        if frame is None:
+            return None
+        cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=v.owner.loc)
+        cv.block = loop.block
+        frame[0].append(cv)  # before the loop, which its block's walk appends after this visit
+        self.lay[cv.result.id] = layout
+        return cv.result
 
     def _small_load(self, op) -> bool:
         """A global load whose layout its users choose: not volatile, no TMA, at most one element per thread of the
