@@ -3,13 +3,17 @@
 offsets wrapped by `% M` / `% N` (loads unmasked on M and N, masked on K), the two scale vectors of each K tile
 loaded inside the loop and applied to that tile's product before it joins the float32 accumulator
 (`acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]`), the weight [N, K] read transposed through its strides, the
-output dtype taken from the pointer (C.dtype.element_ty).
+output dtype taken from the pointer (C.dtype.element_ty). A weight-only fp8 GEMM: bfloat16 activations times
+e4m3 weights dequantized in the K loop (`b.to(tl.bfloat16) * scale` per 128 x 128 block) before a bf16 tl.dot, the
+program order grouped along M. A per-token-group fp8 quantizer: each row cut into groups of 128 values, a scale per
+group (max(|x|) / 448, floored at eps) written column-major (the layout block-scaled GEMMs read), the quantized values
+clamped and cast to float8_e4m3fn.
 """
 import numpy as np
 import triton
 import triton.language as tl
 
-from workloads.corpus._case import Case, cdiv, pmap, randn, uniform
+from workloads.corpus._case import Case, cast, cdiv, pmap, randn, uniform
 from workloads.corpus.idioms_infer import E4M3, e4m3_bytes
 from workloads.corpus.idioms_quant import as_e4m3
 
@@ -71,6 +75,119 @@ def fp8_block_launch(p, a, m):
                   kg, 1, kg, 1]
 
 
+# --- 2. weight-only fp8 GEMM (bf16 activations) --------------------------------------------------------------------
+@triton.jit
+def w8a16_fp8_block_gemm_kernel(A, W, C, W_S, M, N, K, stride_am, stride_wn, stride_cm, stride_wsn,
+                                GROUP_W: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # C = A @ (W * w_s)^T: W [N, K] e4m3 with one scale per GROUP_W x GROUP_W block, dequantized to bf16 per K tile
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_pid_n
+    first_m = (pid // group) * GROUP_M
+    rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % rows
+    pid_n = (pid % group) // rows
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = A + rm[:, None] * stride_am + rk[None, :]
+    w_ptrs = W + rn[None, :] * stride_wn + rk[:, None]
+    ws_row = W_S + (rn // GROUP_W) * stride_wsn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
+        w = tl.load(w_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
+        s = tl.load(ws_row + k0 // GROUP_W, mask=rn < N, other=0.0)
+        b = (w.to(tl.float32) * s[None, :]).to(tl.bfloat16)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.bfloat16),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def w8a16_inputs(p, rng):
+    M, N, K, g = p["M"], p["N"], p["K"], p["group"]
+    return {"a": randn(rng, (M, K), "bfloat16"), "w": e4m3_bytes(randn(rng, (N, K), "float32", 64.0)),
+            "w_s": uniform(rng, (cdiv(N, g), cdiv(K, g)), 0.5e-2, 1.5e-2)}
+
+
+def w8a16_ref(p, x):
+    N, K, g = p["N"], p["K"], p["group"]
+    s = np.repeat(np.repeat(x["w_s"].astype(np.float64), g, axis=0), g, axis=1)[:N, :K]
+    # the kernel rounds each dequantized weight to bfloat16 before the dot
+    w = cast(E4M3[x["w"].astype(np.int64)] * s.astype(np.float32), "bfloat16").astype(np.float64)
+    a = x["a"].astype(np.float64)
+    M = p["M"]
+    step = max(1, cdiv(M, 16))
+    return {"c": np.concatenate(pmap(lambda i: a[i * step:(i + 1) * step] @ w.T, cdiv(M, step)))}
+
+
+def w8a16_launch(p, a, m):
+    M, N, K = p["M"], p["N"], p["K"]
+    grid = (cdiv(M, m["BLOCK_M"]) * cdiv(N, m["BLOCK_N"]),)
+    return grid, [a["a"], as_e4m3(a["w"]), a["c"], a["w_s"], M, N, K, K, K, N, cdiv(K, p["group"])]
+
+
+# --- 3. per-token-group fp8 quantization, column-major scales -------------------------------------------------------
+@triton.jit
+def group_quant_fp8_kernel(X, Q, S, n_groups_per_row, n_rows, stride_x, eps, fp8_max,
+                           GROUP: tl.constexpr, ROWS: tl.constexpr):
+    # program g handles group column g % n_groups_per_row of ROWS rows: scale[gcol, row] (column-major)
+    gcol = tl.program_id(0) % n_groups_per_row
+    r0 = (tl.program_id(0) // n_groups_per_row) * ROWS
+    rows = r0 + tl.arange(0, ROWS)
+    cols = gcol * GROUP + tl.arange(0, GROUP)
+    ok = rows[:, None] < n_rows
+    x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=ok, other=0.0).to(tl.float32)
+    amax = tl.maximum(tl.max(tl.abs(x), axis=1), eps)
+    scale = amax / fp8_max
+    q = tl.clamp(x / scale[:, None], -fp8_max, fp8_max).to(Q.dtype.element_ty)
+    tl.store(Q + rows[:, None] * stride_x + cols[None, :], q, mask=ok)
+    tl.store(S + gcol * n_rows + rows, scale, mask=rows < n_rows)
+
+
+def gq_inputs(p, rng):
+    x = randn(rng, (p["R"], p["D"]), "float32", 2.0)
+    # a few outlier groups, the case per-group scales are for
+    x[::7, : p["group"]] *= np.float32(40.0)
+    return {"x": cast(x, "bfloat16")}
+
+
+class GroupQuantCase(Case):
+    """Codes checked as Fp8QuantCase checks per-token ones: the scale to float32 division error, each code the e4m3
+    byte of round-to-nearest-even(clamp(x / scale)) computed with the kernel's own scale, either neighbour accepted
+    within 4 float32 ulp of a midpoint (the GPU's division is approximate)."""
+
+    def check(self, p, got, ref):
+        res = super().check(p, {"s": got["s"]}, {"s": ref["s"]})
+        g = p["group"]
+        x = ref["q"].astype(np.float64)
+        s = np.repeat(got["s"].astype(np.float64).T, g, axis=1)
+        t = np.clip(x / s, -448.0, 448.0)
+        codes = np.asarray(got["q"]).view(np.uint8)
+        lo = e4m3_bytes((t * (1 - 2.0 ** -21)).astype(np.float32))
+        hi = e4m3_bytes((t * (1 + 2.0 ** -21)).astype(np.float32))
+        ok = (codes == lo) | (codes == hi)
+        res["q"] = (bool(ok.all()), float((~ok).mean()), f"q: {int((~ok).sum())} codes off")
+        return res
+
+
+def gq_ref(p, x):
+    g, R = p["group"], p["R"]
+    xf = x["x"].astype(np.float64).reshape(R, -1, g)
+    amax = np.maximum(np.abs(xf).max(axis=2), 1e-10)
+    return {"s": (amax / 448.0).T.astype(np.float32), "q": x["x"].astype(np.float32)}
+
+
+def gq_launch(p, a, m):
+    R, D, g = p["R"], p["D"], p["group"]
+    ng = D // g
+    return (ng * cdiv(R, m["ROWS"]),), [a["x"], as_e4m3(a["q"]), a["s"], ng, R, D, 1e-10, 448.0]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -86,4 +203,26 @@ CASES = [
                "and per (128 x 128) weight block scales loaded in the K loop, acc += tl.dot(a, b) * a_s[:, None] * "
                "b_s[None, :], offsets wrapped by % M / % N, weight [N, K] read transposed by strides, "
                "C.dtype.element_ty out"),
+    Case("w8a16_fp8_block_gemm_bf16", w8a16_fp8_block_gemm_kernel, w8a16_inputs,
+         lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, w8a16_ref, w8a16_launch,
+         gpu={"M": 4096, "N": 4096, "K": 4096, "group": 128}, ci={"M": 40, "N": 72, "K": 160, "group": 32},
+         meta={"GROUP_W": 128, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
+               "num_stages": 3},
+         ci_meta={"GROUP_W": 32, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2, "num_warps": 1,
+                  "num_stages": 2},
+         tol={"bfloat16": (1e-2, 5e-3)}, flops=lambda p: 2.0 * p["M"] * p["N"] * p["K"],
+         bytes=lambda p: 2.0 * p["M"] * p["K"] + 1.0 * p["N"] * p["K"] + 2.0 * p["M"] * p["N"],
+         idiom="weight-only fp8 GEMM: bf16 activations, e4m3 weights [N, K] read transposed and dequantized in the "
+               "K loop by (w.to(tl.float32) * s[None, :]).to(tl.bfloat16) with 128x128 block scales, "
+               "tl.dot(a, b, acc), grouped program order by hand"),
+    GroupQuantCase("group_quant_fp8_colmajor_bf16", group_quant_fp8_kernel, gq_inputs,
+                   lambda p: {"q": ((p["R"], p["D"]), "uint8"), "s": ((p["D"] // p["group"], p["R"]), "float32")},
+                   gq_ref, gq_launch,
+                   gpu={"R": 16384, "D": 7168, "group": 128}, ci={"R": 37, "D": 256, "group": 64},
+                   meta={"GROUP": 128, "ROWS": 16, "num_warps": 4}, ci_meta={"GROUP": 64, "ROWS": 8, "num_warps": 2},
+                   tol={"float32": (3e-7, 0.0)}, flops=lambda p: 4.0 * p["R"] * p["D"],
+                   bytes=lambda p: 3.0 * p["R"] * p["D"] + 4.0 * p["R"] * p["D"] / p["group"],
+                   idiom="per-token-group fp8 quantization: rows cut into groups of 128, tl.max(tl.abs(x), 1) per "
+                         "(row, group) floored at eps, scales stored column-major (scale[group, row]), "
+                         "tl.clamp(x / scale, -fp8_max, fp8_max).to(Q.dtype.element_ty) into float8_e4m3fn"),
 ]
