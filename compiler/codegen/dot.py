@@ -1097,6 +1097,8 @@ def _wait_retiring(e, op, regs, pending):
     if (loop is not None and loop.kind == "for" and blk is loop.blocks[0]
             and next((o for o in blk.ops if o.kind == "dot"), None) is op):
         deferred = _deferred_accumulators(e, op)
+    if not pending:
+        e.retired_dots.add(id(op))  # none of its wgmmas left in flight past this wait (_slot_free_behind_wait)
     if pending or not deferred:
         regs = _wait_tied(e, regs, pending)
         for arg, x in deferred:
@@ -1281,6 +1283,30 @@ def _tile_of(ring, j, inner):
     return st
 
 
+def _slot_free_behind_wait(e, op, ring) -> bool:
+    """(A/B `ring_waited`) Whether copy op's barrier (after its loop's dots, before the copies overwrite the slot the
+    previous iteration read) is one the iteration's ring wait already stands for: the copies write the previous
+    iteration's slot (a wgmma ring, `ahead` one less than its slots), the ring's wait (a barrier) comes before the
+    body's first dot, and every dot of the body precedes the copy and retired its wgmmas in its iteration
+    (wait_group 0, none left in flight into the next: `e.retired_dots`). The previous iteration's reads of the slot
+    then ended before every thread passed this iteration's ring barrier. A block-scaled GEMM's `acc += tl.dot(a, b)
+    * scale` waits for its product in the iteration it is made; Triton's loop issues its copies behind the ring's
+    barrier alone."""
+    from ..options import ab_switch
+
+    if not ab_switch("ring_waited"):
+        return False
+    if op.attrs.get("ahead") != ring.spec["stages"] - 1:
+        return False
+    body = op.block.ops
+    at = body.index(op)
+    dots = [k for k, o in enumerate(body) if o.kind == "dot"]
+    waits = [k for k, o in enumerate(body) if o.kind == "async_wait" and o.attrs.get("ring") == op.attrs.get("ring")]
+    if not dots or not waits or waits[0] > dots[0] or dots[-1] > at:
+        return False
+    return all(id(body[k]) in e.retired_dots for k in dots)
+
+
 @emits("async_copy")
 def _e_async_copy(e, op):
     from .memory import _ai, _ld, same_run_registers, vector_width
@@ -1295,7 +1321,7 @@ def _e_async_copy(e, op):
         ring.started = True
         if _tma.ring_has_tma(ring.spec):
             _tma.init_barriers(e, ring)
-    if op.attrs.get("barrier"):
+    if op.attrs.get("barrier") and not _slot_free_behind_wait(e, op, ring):
         e.barrier()
     if op.attrs.get("tma"):
         _tma_copy(e, op, ring, j)

@@ -351,6 +351,7 @@ class Emitter:
         # (A/B `iter_barrier`) on the path from the top of the innermost loop's current iteration to here: a
         # barrier emitted, and a shared-memory use begun (smem_begin, loop_body)
         self.iter_bar = self.iter_used = False
+        self.retired_dots: set = set()  # ids of wgmma dots whose own wait was wait_group 0 (codegen/dot.py)
         self._iter_barrier = ab_switch("iter_barrier")
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}

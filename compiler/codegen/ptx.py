@@ -192,9 +192,16 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # causal_linattn_tri_loop_f16, flce_bwd_chunk_inplace_dot_f16, fp8_block_scaled_gemm_bf16, mm_even_k_f16,
 # mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16.
 # The block-scaled GEMM under both and zero_acc (its dot onto zeros every iteration: 64 moves of zeros into the
-# accumulator by default) has a loop of 3 barriers / 928 SASS instructions in all against Triton's 2 / 824 (ptxas 13.5).
+# accumulator by default) has a loop of 3 barriers / 928 SASS instructions in all against Triton's 2 / 824 (ptxas 13.5);
+# with ring_waited too, 2 barriers, a loop of 268 instructions against 248.
+# `ring_waited` (codegen/dot.py `_slot_free_behind_wait`; same session, CPU only, untimed): a wgmma ring's copies
+# into the slot the previous iteration read go without their barrier after the dot where every dot of the body
+# waits for its own wgmmas in its iteration (wait_group 0: its product is used there, `acc += tl.dot(a, b) * s`,
+# fp8's `acc += tl.dot(a, b)`): the ring's wait at the top of the iteration follows those reads already, as in
+# Triton's loop. PTX changes on 2 corpus kernels: fp8_block_scaled_gemm_bf16 (with remat_hoist and iter_barrier: 2
+# barriers in its loop, Triton's 2), mm_fp8_rowcol_scaled_bf16 (2 -> 1).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier")
+                     "iter_barrier", "ring_waited")
 
 
 @functools.lru_cache(maxsize=None)

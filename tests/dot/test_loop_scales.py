@@ -6,6 +6,9 @@ b_s[None, :]`, block-scaled GEMMs), and the two A/B switches it led to:
   stops rematerialization); under the switch the loop-invariant part is converted once before the loop.
 - `iter_barrier` (codegen/llvm.py `smem_begin`): the first shared-memory use of an iteration that a barrier of the
   same iteration (the copy ring's wait) already separates from every earlier use gets no barrier of its own.
+- `ring_waited` (codegen/dot.py `_slot_free_behind_wait`): the ring's copies into the slot the previous iteration
+  read need no barrier after the dot where every dot of the body waited for its own wgmmas (wait_group 0) in its
+  iteration: the ring's wait at the top of the iteration already follows those reads.
 
 Results in the interpreter, through ptxas and on the GPU under each; the loop's conversions and barriers."""
 import re
@@ -60,7 +63,8 @@ def _case(M, N, K, gn, gk, rng):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "remat_hoist", "iter_barrier", "remat_hoist,iter_barrier"])
+@pytest.mark.parametrize("ab", ["", "remat_hoist", "iter_barrier", "remat_hoist,iter_barrier", "ring_waited",
+                                "remat_hoist,iter_barrier,ring_waited,zero_acc"])
 def test_scaled_mm_results(target, ab, monkeypatch):
     monkeypatch.setenv("TILEFARM_AB", ab)
     M, N, K, gn, gk = 100, 136, 200, 64, 64
@@ -72,12 +76,12 @@ def test_scaled_mm_results(target, ab, monkeypatch):
         assert_close(c, ref, "float32", rtol=2e-3, atol=2e-3)
 
 
-def _ptx(monkeypatch, tmp_path, ab):
+def _ptx(monkeypatch, tmp_path, ab, kernel=None):
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TILEFARM_AB", ab)
     M, N, K = 256, 256, 512
     z16, z32 = np.zeros((M, K), np.float16), np.zeros((M, 8), np.float32)
-    k = scaled_mm_kernel.warmup(z16, z16, np.zeros((M, N), np.float32), z32, z32, M, N, K, grid=(1,),
+    k = (kernel or scaled_mm_kernel).warmup(z16, z16, np.zeros((M, N), np.float32), z32, z32, M, N, K, grid=(1,),
                                 target="sm_90a", GROUP_N=128, GROUP_K=64, BLOCK_M=64, BLOCK_N=128, BLOCK_K=64,
                                 num_warps=4, num_stages=3)
     return k.asm["ptx"]
@@ -108,6 +112,41 @@ def test_first_use_behind_the_rings_barrier(monkeypatch, tmp_path):
     bars = {ab: t.count("barrier.sync") + t.count("bar.sync") for ab, t in loop.items()}
     assert bars["remat_hoist,iter_barrier"] == bars["remat_hoist"] - 1, bars
     assert bars["remat_hoist,iter_barrier"] >= 2, bars  # the ring's wait and the conversion's own
+
+
+def test_copies_behind_the_rings_wait(monkeypatch, tmp_path):
+    """The scaled product is waited for in its iteration (wait_group 0): under ring_waited the copies after the dot
+    go without their barrier, one fewer in the loop."""
+    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "ring_waited")}
+    bars = {ab: t.count("barrier.sync") + t.count("bar.sync") for ab, t in loop.items()}
+    assert "wgmma.wait_group.sync.aligned 0" in loop[""]
+    assert bars["ring_waited"] == bars[""] - 1, bars
+
+
+@compiler.jit
+def carried_mm_kernel(A, B, C, A_S, B_S, M, N, K, GROUP_N: tl.constexpr, GROUP_K: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # the same tiles, the product accumulated by the dot itself: its wgmmas stay in flight into the next iteration
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = A + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = B + offs_n[None, :] * K + offs_k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K
+    tl.store(C + offs_m[:, None] * N + offs_n[None, :], acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def test_copies_keep_their_barrier_behind_a_dot_in_flight(monkeypatch, tmp_path):
+    """A dot left in flight (wait_group 1: the accumulator carried by the dot) keeps the copies' barrier."""
+    ptx = {ab: _ptx(monkeypatch, tmp_path, ab, carried_mm_kernel) for ab in ("", "ring_waited")}
+    assert "wgmma.wait_group.sync.aligned 1" in _loop_text(ptx[""])
+    assert ptx["ring_waited"] == ptx[""]
 
 
 @compiler.jit
