@@ -200,8 +200,14 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # fp8's `acc += tl.dot(a, b)`): the ring's wait at the top of the iteration follows those reads already, as in
 # Triton's loop. PTX changes on 2 corpus kernels: fp8_block_scaled_gemm_bf16 (with remat_hoist and iter_barrier: 2
 # barriers in its loop, Triton's 2), mm_fp8_rowcol_scaled_bf16 (2 -> 1).
+# `sync_ring_multi` (passes/pipeline.py `_pipeline_async`; same session, CPU only, untimed): a loop of several mma.sync
+# dots takes the synchronous dots' copy ring (num_stages - 1 slots, one at two stages as Triton's), its copies after
+# the last dot, instead of the register pipeline. Found on a new corpus kernel, grouped-query decode attention with
+# the 4 query heads of a KV head packed into 16 dot rows (gqa_decode_packed_dot_f16, D=128, 64 keys a step, w4 s2):
+# the next K and V tiles were held in registers, 165 registers, 3 blocks an SM; under the switch 128 and 4, a loop
+# of 347 SASS instructions (Triton: 96 registers, 5 blocks, 365). PTX changes on that kernel only.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited")
+                     "iter_barrier", "ring_waited", "sync_ring_multi")
 
 
 @functools.lru_cache(maxsize=None)

@@ -42,6 +42,7 @@ from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
+from ..options import ab_switch
 
 # Ops that read memory stay where they are (a load: only an index load moves, `_index_load`): a ring slot's
 # smem_load moved to the body's front by the register pipeline of a ring loop's leftover small loads would read the
@@ -638,7 +639,11 @@ def _pipeline_async(module, loop, options) -> bool:
     # the time (1.70 -> 0.99 of Triton's), 64x64x32 on two warps 0.642 (1.43 -> 0.91), bf16 nn.Linear at 32 rows
     # 0.769 (1.36 -> 1.04), decode GEMM at 16 rows 0.805 (1.28 -> 1.02), 16x16 batched dots 0.973; fp64 64x64x16
     # 1.014 (its gap to Triton is elsewhere: docs/EXPERIMENTS.md)
-    mma = not fma and len(dots) == 1 and _has_cp_async(options) and _mma_sync_dot(dots[0], options)
+    # (A/B `sync_ring_multi`) loops of several mma.sync dots too (decode attention with a query group packed into
+    # 16 rows: K for the scores, V for the output), their copies after the last dot
+    multi = len(dots) > 1 and ab_switch("sync_ring_multi")
+    mma = (not fma and (len(dots) == 1 or multi) and _has_cp_async(options)
+           and all(_mma_sync_dot(d, options) for d in dots))
     sync = fma or mma  # the one dot reads its operands from the slot itself, synchronously
     if not sync and (options.debug_no_wgmma or any(wgmma_applies(d, options, options.num_warps) is None
                                                   for d in dots)):
@@ -847,7 +852,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # `ring_sync_shallow`: its num_stages - 1 slots loaded one iteration less far ahead (1.057)
     if sync:
         tight = True
-        slots = max(2, stages - 1)
+        slots = max(1 if multi else 2, stages - 1)  # (sync_ring_multi: Triton's num_stages - 1, one slot at two stages)
         while slots > 2 and slots * stage > budget:
             slots -= 1
     if slots * stage > budget:

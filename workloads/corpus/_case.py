@@ -315,7 +315,8 @@ def _check_chunk(g, r, rtol: float, atol_abs: float):
     if nonfinite:
         return nonfinite, float("inf"), float("inf")
     same = g == r  # also inf == inf, whose difference would be NaN
-    np.subtract(g, r, out=g)
+    with np.errstate(invalid="ignore"):
+        np.subtract(g, r, out=g)
     np.abs(g, out=g)
     g[same] = 0.0
     err = float(g.max())

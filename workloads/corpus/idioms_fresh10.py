@@ -7,7 +7,10 @@ output dtype taken from the pointer (C.dtype.element_ty). A weight-only fp8 GEMM
 e4m3 weights dequantized in the K loop (`b.to(tl.bfloat16) * scale` per 128 x 128 block) before a bf16 tl.dot, the
 program order grouped along M. A per-token-group fp8 quantizer: each row cut into groups of 128 values, a scale per
 group (max(|x|) / 448, floored at eps) written column-major (the layout block-scaled GEMMs read), the quantized values
-clamped and cast to float8_e4m3fn.
+clamped and cast to float8_e4m3fn. A grouped-query decode attention step (flash-decoding with the query heads of
+one KV head packed into the rows of a tl.dot, padded to 16 rows): per (sequence, KV head, split) a runtime range of
+the sequence's cached keys, online softmax, partial outputs and their log-sum-exp for a later combine; empty splits
+of short sequences write a zero output and an -inf log-sum-exp.
 """
 import numpy as np
 import triton
@@ -188,6 +191,88 @@ def gq_launch(p, a, m):
     return (ng * cdiv(R, m["ROWS"]),), [a["x"], as_e4m3(a["q"]), a["s"], ng, R, D, 1e-10, 448.0]
 
 
+# --- 4. grouped-query decode attention, query heads packed into a dot's rows --------------------------------------------
+@triton.jit
+def gqa_decode_kernel(Q, K, V, O, LSE, SEQ_LENS, stride_qb, stride_qh, stride_kb, stride_kt, stride_kh, stride_ob,
+                      stride_oh, stride_os, sm_scale, GROUP: tl.constexpr, BLOCK_G: tl.constexpr, D: tl.constexpr,
+                      BLOCK_T: tl.constexpr, SPLITS: tl.constexpr):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    split = tl.program_id(2)
+    seq_len = tl.load(SEQ_LENS + b)
+    per = tl.cdiv(tl.cdiv(seq_len, SPLITS), BLOCK_T) * BLOCK_T
+    start = split * per
+    end = tl.minimum(start + per, seq_len)
+    g = tl.arange(0, BLOCK_G)
+    d = tl.arange(0, D)
+    heads = kvh * GROUP + g
+    q = tl.load(Q + b * stride_qb + heads[:, None] * stride_qh + d[None, :], mask=g[:, None] < GROUP, other=0.0)
+    q = (q * sm_scale).to(q.dtype)
+    m_i = tl.full([BLOCK_G], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_G], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_G, D], dtype=tl.float32)
+    kv = K + b * stride_kb + kvh * stride_kh
+    vv = V + b * stride_kb + kvh * stride_kh
+    for t0 in range(start, end, BLOCK_T):
+        t = t0 + tl.arange(0, BLOCK_T)
+        live = t < end
+        k = tl.load(kv + t[None, :] * stride_kt + d[:, None], mask=live[None, :], other=0.0)
+        s = tl.dot(q, k)
+        s = tl.where(live[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(vv + t[:, None] * stride_kt + d[None, :], mask=live[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    has = l_i > 0.0
+    out = acc / tl.where(has, l_i, 1.0)[:, None]
+    lse = tl.where(has, m_i + tl.log(tl.where(has, l_i, 1.0)), float("-inf"))
+    rows = g < GROUP
+    tl.store(O + b * stride_ob + heads[:, None] * stride_oh + split * stride_os + d[None, :], out, mask=rows[:, None])
+    tl.store(LSE + (b * (tl.num_programs(1) * GROUP) + heads) * SPLITS + split, lse, mask=rows)
+
+
+def gqa_inputs(p, rng):
+    B, HKV, G, T, D = p["B"], p["HKV"], p["G"], p["Tmax"], p["D"]
+    lens = rng.integers(p["Tmin"], T + 1, B).astype(np.int32)
+    lens[0] = min(5, T)  # a short sequence: most of its splits are empty
+    return {"q": randn(rng, (B, HKV * G, D), "float16"), "k": randn(rng, (B, T, HKV, D), "float16"),
+            "v": randn(rng, (B, T, HKV, D), "float16"), "lens": lens}
+
+
+def gqa_ref(p, x):
+    B, HKV, G, D, S, bt = p["B"], p["HKV"], p["G"], p["D"], p["splits"], p["block_t"]
+    o = np.zeros((B, HKV * G, S, D))
+    lse = np.full((B, HKV * G, S), -np.inf)
+    scale = 1.0 / np.sqrt(D)
+    for b in range(B):
+        n = int(x["lens"][b])
+        per = -(-(-(-n // S)) // bt) * bt
+        for h in range(HKV):
+            q = (x["q"][b, h * G:(h + 1) * G].astype(np.float32) * np.float32(scale)).astype(np.float16)
+            for sp in range(S):
+                lo, hi = sp * per, min(sp * per + per, n)
+                if lo >= hi:
+                    continue
+                k = x["k"][b, lo:hi, h].astype(np.float64)
+                v = x["v"][b, lo:hi, h].astype(np.float64)
+                s = q.astype(np.float64) @ k.T
+                m = s.max(axis=1, keepdims=True)
+                e = np.exp(s - m)
+                o[b, h * G:(h + 1) * G, sp] = (e @ v) / e.sum(axis=1, keepdims=True)
+                lse[b, h * G:(h + 1) * G, sp] = m[:, 0] + np.log(e.sum(axis=1))
+    return {"o": o, "lse": lse}
+
+
+def gqa_launch(p, a, m):
+    B, HKV, G, T, D, S = p["B"], p["HKV"], p["G"], p["Tmax"], p["D"], p["splits"]
+    H = HKV * G
+    return (B, HKV, S), [a["q"], a["k"], a["v"], a["o"], a["lse"], a["lens"], H * D, D, T * HKV * D, HKV * D, D,
+                         H * S * D, S * D, D, 1.0 / float(np.sqrt(D))]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -225,4 +310,17 @@ CASES = [
                    idiom="per-token-group fp8 quantization: rows cut into groups of 128, tl.max(tl.abs(x), 1) per "
                          "(row, group) floored at eps, scales stored column-major (scale[group, row]), "
                          "tl.clamp(x / scale, -fp8_max, fp8_max).to(Q.dtype.element_ty) into float8_e4m3fn"),
+    Case("gqa_decode_packed_dot_f16", gqa_decode_kernel, gqa_inputs,
+         lambda p: {"o": ((p["B"], p["HKV"] * p["G"], p["splits"], p["D"]), "float32"),
+                    "lse": ((p["B"], p["HKV"] * p["G"], p["splits"]), "float32")}, gqa_ref, gqa_launch,
+         gpu={"B": 32, "HKV": 8, "G": 4, "Tmax": 8192, "Tmin": 2048, "D": 128, "splits": 8, "block_t": 64},
+         ci={"B": 3, "HKV": 2, "G": 4, "Tmax": 70, "Tmin": 20, "D": 32, "splits": 3, "block_t": 16},
+         meta={"GROUP": 4, "BLOCK_G": 16, "D": 128, "BLOCK_T": 64, "SPLITS": 8, "num_warps": 4, "num_stages": 2},
+         ci_meta={"GROUP": 4, "BLOCK_G": 16, "D": 32, "BLOCK_T": 16, "SPLITS": 3, "num_warps": 2, "num_stages": 2},
+         tol={"float32": (2e-3, 2e-3)},
+         flops=lambda p: 4.0 * p["B"] * p["HKV"] * p["G"] * (p["Tmax"] + p["Tmin"]) / 2 * p["D"],
+         bytes=lambda p: 4.0 * p["B"] * p["HKV"] * (p["Tmax"] + p["Tmin"]) / 2 * p["D"],
+         idiom="grouped-query flash-decoding: the 4 query heads of a KV head packed into the rows of tl.dot (padded "
+               "to 16, masked), a runtime per-split range(start, end, BLOCK_T) from the sequence's loaded length, "
+               "online softmax, partial outputs and log-sum-exp with empty splits written as 0 / -inf"),
 ]
