@@ -206,8 +206,18 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # the 4 query heads of a KV head packed into 16 dot rows (gqa_decode_packed_dot_f16, D=128, 64 keys a step, w4 s2):
 # the next K and V tiles were held in registers, 165 registers, 3 blocks an SM; under the switch 128 and 4, a loop
 # of 347 SASS instructions (Triton: 96 registers, 5 blocks, 365). PTX changes on that kernel only.
+# `index_tiles` (passes/pipeline.py `_index_load`; same session, CPU only, untimed): a 1-d integer tile loaded in a
+# loop only to address its operand tiles (a block table's page of each key) counts as an index load, so the tiles
+# still take the copy ring (its copies load the entries for their iteration, guarded). Found on a new corpus kernel,
+# prefix-prefill attention over a paged KV cache (paged_prefix_prefill_attn_f16, D=128 128x64 w8 s2): K and V were
+# loaded in place every iteration (no ring, no prefetch). PTX changes on it and awq_gemm_int4_f16.
+# `acc_estimate` (passes/pipeline.py `_rescaled_carry`; same session, untimed): the ring's register estimate counts
+# a dot onto a rescaled carried accumulator (`tl.dot(p, v, acc * alpha[:, None])`) once, not as a tile of its own;
+# a two-warpgroup attention loop whose tight ring buys a second block then takes it (`.minnctapersm 2`): the paged
+# prefill under both, 162 -> 128 registers (32 bytes spilled), 1 -> 2 blocks an SM (Triton 128, 2). Alone it changes
+# attn_gqa_ragged_klen_f16, attn_softcap_causal_d128, cross_attn_bshd_d128, varlen_causal_attn_f16.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited", "sync_ring_multi")
+                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate")
 
 
 @functools.lru_cache(maxsize=None)

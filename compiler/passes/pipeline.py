@@ -218,8 +218,28 @@ def _blocks_by_regs(body, dots, options, slack) -> int:
     threads = 32 * options.num_warps
     carried = set(a.id for a in body.args[1:])
     live = sum(_regs(a, threads) for a in body.args[1:])
-    live += sum(_regs(d.result, threads) for d in dots if d.operands[2].id not in carried)
+    live += sum(_regs(d.result, threads) for d in dots
+                if d.operands[2].id not in carried and not _rescaled_carry(d.operands[2], carried))
     return 65536 // (threads * (-(-(live + slack) // 8) * 8))
+
+
+def _rescaled_carry(v, carried) -> bool:
+    """(A/B `acc_estimate`) Whether a dot's accumulator operand is a carried tile rescaled elementwise (attention's
+    `tl.dot(p, v, acc * alpha[:, None])`): the dot's result then takes the carried tile's place, not registers of
+    its own."""
+    if not ab_switch("acc_estimate"):
+        return False
+    o = v.owner
+    for _ in range(4):
+        if getattr(o, "kind", None) not in ("mul", "add", "sub"):
+            return False
+        tiles = [x for x in o.operands if tuple(x.type.shape) == tuple(v.type.shape)]
+        if any(x.id in carried for x in tiles):
+            return True
+        if len(tiles) != 1:
+            return False
+        o = tiles[0].owner
+    return False
 
 
 def _tight_gain(body, dots, options, slack, loose_bytes, tight_bytes):
@@ -244,7 +264,15 @@ def _index_load(o, writes: bool) -> bool:
     """A scalar load (a table entry: a block index, an expert's offset) the copies may issue ahead for a later
     iteration: not volatile, in a loop that writes no memory (so the entry is the same then). The block-sparse
     matmul's loop took the copy ring so: 0.860 of its time through registers (H100, 2026-12-06)."""
-    return o.kind == "load" and not o.result.type.shape and not o.attrs.get("volatile") and not writes
+    if o.kind != "load" or o.attrs.get("volatile") or writes:
+        return False
+    t = o.result.type
+    if not t.shape:
+        return True
+    # (A/B `index_tiles`) a 1-d tile of integers too: a page table's entries for the keys of a block (paged
+    # attention: `page = tl.load(BT + t // PAGE)`, the cache rows `page * PAGE + t % PAGE`)
+    return (len(t.shape) == 1 and t.element.is_int() and t.element.bits > 1 and t.numel <= 256
+            and ab_switch("index_tiles"))
 
 
 def _analyze(loop, index_loads: bool = False):
@@ -329,12 +357,18 @@ def _cloner(inside, subst, out_ops, guard=None):
         if o.kind == "load":
             if guard is None:
                 raise AssertionError("a load cloned without a guard (compiler bug)")
+            g = guard
+            shape = tuple(o.result.type.shape)
+            if shape:  # a tile index load (index_tiles): the scalar guard splatted to its shape
+                sp = Op("splat", [guard], [T.TensorType(T.int1, shape)], {"shape": shape}, loc=o.loc)
+                out_ops.append(sp)
+                g = sp.result
             if o.attrs.get("has_mask"):
-                m = Op("and", [operands[1], guard], [operands[1].type], loc=o.loc)
+                m = Op("and", [operands[1], g], [operands[1].type], loc=o.loc)
                 out_ops.append(m)
                 operands[1] = m.result
             else:
-                operands = [operands[0], guard]
+                operands = [operands[0], g] + operands[1:]
                 attrs["has_mask"] = True
         n = Op(o.kind, operands, [r.type for r in o.results], attrs, loc=o.loc)
         out_ops.append(n)

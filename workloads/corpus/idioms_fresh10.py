@@ -10,7 +10,10 @@ group (max(|x|) / 448, floored at eps) written column-major (the layout block-sc
 clamped and cast to float8_e4m3fn. A grouped-query decode attention step (flash-decoding with the query heads of
 one KV head packed into the rows of a tl.dot, padded to 16 rows): per (sequence, KV head, split) a runtime range of
 the sequence's cached keys, online softmax, partial outputs and their log-sum-exp for a later combine; empty splits
-of short sequences write a zero output and an -inf log-sum-exp.
+of short sequences write a zero output and an -inf log-sum-exp. A prefix-prefill attention over a paged KV cache:
+a block of a sequence's new queries attends to its cached context, whose keys and values sit in fixed-size pages
+named by a block table (the page of each key loaded in the loop, `page * PAGE + t % PAGE` its cache row), no causal
+mask.
 """
 import numpy as np
 import triton
@@ -273,6 +276,74 @@ def gqa_launch(p, a, m):
                          H * S * D, S * D, D, 1.0 / float(np.sqrt(D))]
 
 
+# --- 5. prefix-prefill attention over a paged KV cache -----------------------------------------------------------
+@triton.jit
+def paged_prefill_kernel(Q, KC, VC, BT, O, M, ctx_len, stride_bt, sm_scale, H: tl.constexpr, D: tl.constexpr,
+                         PAGE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Q, O [B, M, H, D]; KC, VC [pages * PAGE, H, D]; BT [B, max_pages] int32
+    pid_m = tl.program_id(0)
+    h = tl.program_id(1)
+    b = tl.program_id(2)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    d = tl.arange(0, D)
+    rows = (b * M + rm).to(tl.int64) * (H * D) + h * D
+    q = tl.load(Q + rows[:, None] + d[None, :], mask=rm[:, None] < M, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    for n0 in range(0, ctx_len, BLOCK_N):
+        t = n0 + tl.arange(0, BLOCK_N)
+        live = t < ctx_len
+        page = tl.load(BT + b * stride_bt + t // PAGE, mask=live, other=0)
+        cache_row = (page * PAGE + t % PAGE).to(tl.int64) * (H * D) + h * D
+        k = tl.load(KC + cache_row[None, :] + d[:, None], mask=live[None, :], other=0.0)
+        s = tl.dot(q, k) * qk_scale
+        s = tl.where(live[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.math.exp2(m_i - m_new)
+        p = tl.math.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(VC + cache_row[:, None] + d[None, :], mask=live[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(O + rows[:, None] + d[None, :], acc / l_i[:, None], mask=rm[:, None] < M)
+
+
+def prefill_inputs(p, rng):
+    B, M, H, D, ctx, page = p["B"], p["M"], p["H"], p["D"], p["ctx"], p["page"]
+    npages = cdiv(ctx, page)
+    total = B * npages + 3
+    # each sequence's pages scattered over the cache in a random order
+    bt = rng.permutation(total)[:B * npages].reshape(B, npages).astype(np.int32)
+    return {"q": randn(rng, (B, M, H, D), "float16"), "kc": randn(rng, (total * page, H, D), "float16"),
+            "vc": randn(rng, (total * page, H, D), "float16"), "bt": bt}
+
+
+def prefill_ref(p, x):
+    B, M, H, D, ctx, page = p["B"], p["M"], p["H"], p["D"], p["ctx"], p["page"]
+    t = np.arange(ctx)
+    out = np.zeros((B, M, H, D))
+
+    def one(bh):
+        b, h = divmod(bh, H)
+        r = x["bt"][b, t // page].astype(np.int64) * page + t % page
+        k = x["kc"][r, h].astype(np.float64)
+        v = x["vc"][r, h].astype(np.float64)
+        s = x["q"][b, :, h].astype(np.float64) @ k.T / np.sqrt(D)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return (e @ v) / e.sum(axis=1, keepdims=True)
+    for bh, o in enumerate(pmap(one, B * H)):
+        out[bh // H, :, bh % H] = o
+    return {"o": out}
+
+
+def prefill_launch(p, a, m):
+    B, M, H, D = p["B"], p["M"], p["H"], p["D"]
+    return (cdiv(M, m["BLOCK_M"]), H, B), [a["q"], a["kc"], a["vc"], a["bt"], a["o"], M, p["ctx"],
+                                          a["bt"].shape[1], 1.0 / float(np.sqrt(D))]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -323,4 +394,16 @@ CASES = [
          idiom="grouped-query flash-decoding: the 4 query heads of a KV head packed into the rows of tl.dot (padded "
                "to 16, masked), a runtime per-split range(start, end, BLOCK_T) from the sequence's loaded length, "
                "online softmax, partial outputs and log-sum-exp with empty splits written as 0 / -inf"),
+    Case("paged_prefix_prefill_attn_f16", paged_prefill_kernel, prefill_inputs,
+         lambda p: {"o": ((p["B"], p["M"], p["H"], p["D"]), "float32")}, prefill_ref, prefill_launch,
+         gpu={"B": 4, "M": 1024, "H": 16, "D": 128, "ctx": 4000, "page": 16},
+         ci={"B": 2, "M": 40, "H": 2, "D": 32, "ctx": 50, "page": 16},
+         meta={"H": 16, "D": 128, "PAGE": 16, "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
+         ci_meta={"H": 2, "D": 32, "PAGE": 16, "BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 1, "num_stages": 2},
+         tol={"float32": (2e-3, 2e-3)},
+         flops=lambda p: 4.0 * p["B"] * p["M"] * p["H"] * p["ctx"] * p["D"],
+         bytes=lambda p: 2.0 * p["B"] * p["H"] * p["D"] * (2 * p["ctx"] + p["M"]),
+         idiom="prefix-prefill attention over a paged KV cache: the page of each key loaded from a block table in "
+               "the loop, cache rows page * PAGE + t % PAGE, K read transposed by strides, exp2 online softmax, "
+               "runtime context length, no causal mask"),
 ]
