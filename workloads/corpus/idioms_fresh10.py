@@ -13,7 +13,8 @@ the sequence's cached keys, online softmax, partial outputs and their log-sum-ex
 of short sequences write a zero output and an -inf log-sum-exp. A prefix-prefill attention over a paged KV cache:
 a block of a sequence's new queries attends to its cached context, whose keys and values sit in fixed-size pages
 named by a block table (the page of each key loaded in the loop, `page * PAGE + t % PAGE` its cache row), no causal
-mask.
+mask. A fused gate/up projection whose weight interleaves the gate and up columns: one GEMM, its accumulator split
+into the pairs by tl.reshape + tl.split in the epilogue, SiLU(gate) * up stored at half the width.
 """
 import numpy as np
 import triton
@@ -344,6 +345,50 @@ def prefill_launch(p, a, m):
                                           a["bt"].shape[1], 1.0 / float(np.sqrt(D))]
 
 
+# --- 6. fused gate/up GEMM, interleaved columns split in the epilogue ----------------------------------------------
+@triton.jit
+def gate_up_interleaved_kernel(X, W, Y, M, N2, K, stride_xm, stride_wk, stride_ym, BLOCK_M: tl.constexpr,
+                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # W [K, 2 * N2] holds gate and up columns interleaved (gate_j at 2j, up_j at 2j + 1); Y [M, N2] = silu(g) * u
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    x_ptrs = X + rm[:, None] * stride_xm + rk[None, :]
+    w_ptrs = W + rk[:, None] * stride_wk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        x = tl.load(x_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BLOCK_K), other=0.0)
+        w = tl.load(w_ptrs, mask=(rk[:, None] < K - k * BLOCK_K) & (rn[None, :] < 2 * N2), other=0.0)
+        acc = tl.dot(x, w, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    g, u = tl.split(tl.reshape(acc, (BLOCK_M, BLOCK_N // 2, 2)))
+    y = (g * tl.sigmoid(g) * u).to(Y.dtype.element_ty)
+    cn = pid_n * (BLOCK_N // 2) + tl.arange(0, BLOCK_N // 2)
+    tl.store(Y + rm[:, None] * stride_ym + cn[None, :], y, mask=(rm[:, None] < M) & (cn[None, :] < N2))
+
+
+def gate_up_inputs(p, rng):
+    M, N2, K = p["M"], p["N2"], p["K"]
+    return {"x": randn(rng, (M, K), "bfloat16"), "w": randn(rng, (K, 2 * N2), "bfloat16", 1.0 / np.sqrt(K))}
+
+
+def gate_up_ref(p, x):
+    M = p["M"]
+    a, w = x["x"].astype(np.float64), x["w"].astype(np.float64)
+    step = max(1, cdiv(M, 16))
+    h = np.concatenate(pmap(lambda i: a[i * step:(i + 1) * step] @ w, cdiv(M, step)))
+    g, u = h[:, 0::2], h[:, 1::2]
+    return {"y": g / (1.0 + np.exp(-g)) * u}
+
+
+def gate_up_launch(p, a, m):
+    M, N2, K = p["M"], p["N2"], p["K"]
+    return (cdiv(M, m["BLOCK_M"]), cdiv(2 * N2, m["BLOCK_N"])), [a["x"], a["w"], a["y"], M, N2, K, K, 2 * N2, N2]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -406,4 +451,13 @@ CASES = [
          idiom="prefix-prefill attention over a paged KV cache: the page of each key loaded from a block table in "
                "the loop, cache rows page * PAGE + t % PAGE, K read transposed by strides, exp2 online softmax, "
                "runtime context length, no causal mask"),
+    Case("gate_up_interleaved_split_bf16", gate_up_interleaved_kernel, gate_up_inputs,
+         lambda p: {"y": ((p["M"], p["N2"]), "bfloat16")}, gate_up_ref, gate_up_launch,
+         gpu={"M": 4096, "N2": 7168, "K": 2048}, ci={"M": 40, "N2": 40, "K": 72},
+         meta={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
+         ci_meta={"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 1, "num_stages": 2},
+         tol={"bfloat16": (1e-2, 5e-3)}, flops=lambda p: 4.0 * p["M"] * p["N2"] * p["K"],
+         bytes=lambda p: 2.0 * (p["M"] * p["K"] + 2 * p["K"] * p["N2"] + p["M"] * p["N2"]),
+         idiom="fused gate/up projection with interleaved weight columns: one tl.dot GEMM, then "
+               "tl.split(tl.reshape(acc, (BM, BN // 2, 2))) into gate and up, SiLU(gate) * up stored at half width"),
 ]
