@@ -14,7 +14,8 @@ of short sequences write a zero output and an -inf log-sum-exp. A prefix-prefill
 a block of a sequence's new queries attends to its cached context, whose keys and values sit in fixed-size pages
 named by a block table (the page of each key loaded in the loop, `page * PAGE + t % PAGE` its cache row), no causal
 mask. A fused gate/up projection whose weight interleaves the gate and up columns: one GEMM, its accumulator split
-into the pairs by tl.reshape + tl.split in the epilogue, SiLU(gate) * up stored at half the width.
+into the pairs by tl.reshape + tl.split in the epilogue, SiLU(gate) * up stored at half the width. An fp32 GEMM in "tf32x3" precision (each operand split into a tf32 part
+and its remainder, three tensor-core products), the accuracy fp32 users ask for at tensor-core speed, K masked.
 """
 import numpy as np
 import triton
@@ -389,6 +390,41 @@ def gate_up_launch(p, a, m):
     return (cdiv(M, m["BLOCK_M"]), cdiv(2 * N2, m["BLOCK_N"])), [a["x"], a["w"], a["y"], M, N2, K, K, 2 * N2, N2]
 
 
+# --- 7. fp32 GEMM in tf32x3 precision ----------------------------------------------------------------------------
+@triton.jit
+def mm_tf32x3_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(A + rm[:, None] * stride_am + (k0 + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        b = tl.load(B + (k0 + rk)[:, None] * stride_bk + rn[None, :],
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="tf32x3")
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def tf32x3_inputs(p, rng):
+    return {"a": randn(rng, (p["M"], p["K"]), "float32"), "b": randn(rng, (p["K"], p["N"]), "float32")}
+
+
+def tf32x3_ref(p, x):
+    M = p["M"]
+    a, b = x["a"].astype(np.float64), x["b"].astype(np.float64)
+    step = max(1, cdiv(M, 16))
+    return {"c": np.concatenate(pmap(lambda i: a[i * step:(i + 1) * step] @ b, cdiv(M, step)))}
+
+
+def tf32x3_launch(p, a, m):
+    M, N, K = p["M"], p["N"], p["K"]
+    return (cdiv(M, m["BLOCK_M"]), cdiv(N, m["BLOCK_N"])), [a["a"], a["b"], a["c"], M, N, K, K, N, N]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -460,4 +496,13 @@ CASES = [
          bytes=lambda p: 2.0 * (p["M"] * p["K"] + 2 * p["K"] * p["N2"] + p["M"] * p["N2"]),
          idiom="fused gate/up projection with interleaved weight columns: one tl.dot GEMM, then "
                "tl.split(tl.reshape(acc, (BM, BN // 2, 2))) into gate and up, SiLU(gate) * up stored at half width"),
+    Case("mm_tf32x3_f32", mm_tf32x3_kernel, tf32x3_inputs, lambda p: {"c": ((p["M"], p["N"]), "float32")},
+         tf32x3_ref, tf32x3_launch,
+         gpu={"M": 4096, "N": 4096, "K": 2048}, ci={"M": 40, "N": 36, "K": 70},
+         meta={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3},
+         ci_meta={"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 1, "num_stages": 2},
+         tol={"float32": (1e-4, 1e-4)}, flops=lambda p: 2.0 * p["M"] * p["N"] * p["K"],
+         bytes=lambda p: 4.0 * (p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"]),
+         idiom="fp32 GEMM with tl.dot(a, b, acc, input_precision=\"tf32x3\"): three tf32 tensor-core products "
+               "for fp32 accuracy, offsets recomputed per iteration, masks on M, N and K"),
 ]
