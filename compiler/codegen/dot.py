@@ -713,6 +713,25 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         b = _transposing_tile(e, stb, K, N)
         stb = None
     # 8-bit and tf32 operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
+    x3 = eb == 4 and op.attrs.get("input_precision") == "tf32x3"  # (passes/layouts.py tf32_wgmma_applies)
+    pairs = None
+    if x3:
+        # tf32x3: each operand as its tf32 part and the tf32 of its remainder (the mma.sync path's split), four
+        # tiles in scratch; three products (small x big, big x small, big x big) in one wgmma group
+        if not (isinstance(a, Tile) and isinstance(b, Tile)):
+            raise error("a tf32x3 wgmma operand already in shared memory (compiler bug)", op.loc)
+        parts, at = [], 0
+        for x, shape, inner in ((a, (M, K), 1), (b, (K, N), 0)):
+            big = [_tf32(e, r) for r in x.regs]
+            small = [_tf32(e, e.b.fsub(r, e.b.bitcast(g, C.F32))) for r, g in zip(x.regs, big)]
+            for regs in (big, small):
+                st = SwizzledTile(shape, inner, eb, base=at)
+                scratch.append((Tile(x.ll, regs), st))
+                parts.append(st)
+                at = (at + st.nbytes + 1023) // 1024 * 1024
+        sta, stb = parts[0], parts[2]
+        pairs = [(parts[1], parts[2]), (parts[0], parts[3]), (parts[0], parts[2])]
+        a = b = None
     if isinstance(a, Tile) and not reg_a:
         sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
@@ -756,7 +775,7 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         raise error("a deferred wgmma with an operand in scratch shared memory (compiler bug)", op.loc)
     a_k = sta is None or sta.inner == 1
     b_k = stb.inner == 0
-    return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None)
+    return _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a if reg_a else None, pairs=pairs)
 
 
 def _transposing_tile(e, st, K, N):
@@ -881,9 +900,10 @@ def hoist_operands(e, loop):
     e.smem_base = base + off
 
 
-def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
+def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, pairs=None):
     """The wgmma instructions of one dot from swizzled tiles sta (or registers a_regs), stb; one commit group,
-    left in flight (wait 1) when the dot is a loop's pipelined accumulator update."""
+    left in flight (wait 1) when the dot is a loop's pipelined accumulator update. `pairs`: (a tile, b tile) products
+    summed in order into the accumulator instead of sta x stb (tf32x3's three)."""
     M, N = ll.shape
     K = op.operands[0].type.shape[-1]
     wm, wn = lay.wpc
@@ -955,7 +975,7 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
                           [acc_t] * n_acc)
     asm = ir.InlineAsm(fty, text, cons, side_effect=True)
 
-    def issue(instr, mi, ni, k0, acc):
+    def issue(instr, mi, ni, k0, acc, sta=sta, stb=stb):
         # per-warpgroup row/col offsets are runtime values: descriptors for each warpgroup position are selected
         # (few warpgroups, so a select chain is cheap)
         db = _select_desc(e, stb, b_k, [(k0, ni * instr_n * wn + g * instr_n) for g in range(wn)], wg_n,
@@ -1018,8 +1038,9 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
-            for k0 in range(0, K, kstep):
-                acc = issue(first if k0 == 0 else asm, mi, ni, k0, acc)
+            for j, (pa, pb) in enumerate(pairs or [(sta, stb)]):
+                for k0 in range(0, K, kstep):
+                    acc = issue(first if k0 == 0 and j == 0 else asm, mi, ni, k0, acc, pa, pb)
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
     if defer_to_loop(e, op) is not None:

@@ -216,8 +216,14 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # a two-warpgroup attention loop whose tight ring buys a second block then takes it (`.minnctapersm 2`): the paged
 # prefill under both, 162 -> 128 registers (32 bytes spilled), 1 -> 2 blocks an SM (Triton 128, 2). Alone it changes
 # attn_gqa_ragged_klen_f16, attn_softcap_causal_d128, cross_attn_bshd_d128, varlen_causal_attn_f16.
+# `tf32x3_wgmma` (passes/layouts.py `tf32_wgmma_applies`, codegen/dot.py `_dot_wgmma`; same session, CPU only,
+# untimed): a float32 dot of input_precision "tf32x3" runs on wgmma as "tf32" dots do, each operand in scratch as its
+# tf32 part and the tf32 of its remainder, the three products in one wgmma group. Found on a new corpus kernel
+# (mm_tf32x3_f32, 128x128x32 w8 s3): 192 mma.sync m16n8k8 and a loop of 1042 SASS instructions by default, 12
+# HGMMA and 454 under the switch (Triton: 12 HGMMA, 499; its B parts in shared memory, A's in registers); 215
+# registers and 167,936 bytes of shared memory against Triton's 204 / 98,304 (one block an SM either way).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate")
+                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate", "tf32x3_wgmma")
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from ..options import has_wgmma
+from ..options import ab_switch, has_wgmma
 
 
 def log2(n: int) -> int:
@@ -468,10 +468,14 @@ def tf32_wgmma_applies(op) -> bool:
     m16n8k8 (H100, 2026-12-06, 2 rounds beside Triton): k-means assignment 0.691 of the time (1.61 -> 1.12 of
     Triton's), mm_tf32 0.675 (0.87 -> 0.59), none of the other 30 kernels of the run slower by over 2%."""
     a, b = (v.type for v in op.operands[:2])
+    prec = op.attrs.get("input_precision")
+    # (A/B `tf32x3_wgmma`) "tf32x3" too: each operand's tf32 part and remainder written to scratch (twice the bytes),
+    # three products an iteration (codegen/dot.py _dot_wgmma), as Triton runs it on Hopper
+    x3 = prec == "tf32x3" and ab_switch("tf32x3_wgmma")
     return (len(a.shape) == 2 and a.element.name == "float32"
             and b.element.name == "float32" and op.result.type.element.name == "float32"
-            and op.attrs.get("input_precision") == "tf32" and a.shape[-1] % 8 == 0
-            and 4 * (a.numel + b.numel) <= 128 * 1024)
+            and (prec == "tf32" or x3) and a.shape[-1] % 8 == 0
+            and 4 * (a.numel + b.numel) * (2 if x3 else 1) <= 128 * 1024)
 
 
 def wgmma_applies(op, options, num_warps) -> tuple | None:
