@@ -15,7 +15,9 @@ a block of a sequence's new queries attends to its cached context, whose keys an
 named by a block table (the page of each key loaded in the loop, `page * PAGE + t % PAGE` its cache row), no causal
 mask. A fused gate/up projection whose weight interleaves the gate and up columns: one GEMM, its accumulator split
 into the pairs by tl.reshape + tl.split in the epilogue, SiLU(gate) * up stored at half the width. An fp32 GEMM in "tf32x3" precision (each operand split into a tf32 part
-and its remainder, three tensor-core products), the accuracy fp32 users ask for at tensor-core speed, K masked.
+and its remainder, three tensor-core products), the accuracy fp32 users ask for at tensor-core speed, K masked. Causal attention with
+the rotary embedding fused in: query and key halves rotated in registers by cos / sin tables (rotate-half form),
+the scores as the sum of two dots over the halves.
 """
 import numpy as np
 import triton
@@ -425,6 +427,85 @@ def tf32x3_launch(p, a, m):
     return (cdiv(M, m["BLOCK_M"]), cdiv(N, m["BLOCK_N"])), [a["a"], a["b"], a["c"], M, N, K, K, N, N]
 
 
+# --- 8. causal attention with the rotary embedding fused in -------------------------------------------------------
+@triton.jit
+def rope_attn_kernel(Q, K, V, COS, SIN, O, L, sm_scale, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr):
+    # Q, K, V, O [B * H, L, D] fp16; COS, SIN [L, D // 2] fp32; rotate-half RoPE, causal
+    HALF: tl.constexpr = D // 2
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1).to(tl.int64)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    dh = tl.arange(0, HALF)
+    d = tl.arange(0, D)
+    base = bh * L * D
+    q1 = tl.load(Q + base + rm[:, None] * D + dh[None, :], mask=rm[:, None] < L, other=0.0).to(tl.float32)
+    q2 = tl.load(Q + base + rm[:, None] * D + HALF + dh[None, :], mask=rm[:, None] < L, other=0.0).to(tl.float32)
+    cq = tl.load(COS + rm[:, None] * HALF + dh[None, :], mask=rm[:, None] < L, other=0.0)
+    sq = tl.load(SIN + rm[:, None] * HALF + dh[None, :], mask=rm[:, None] < L, other=0.0)
+    scale = sm_scale * 1.4426950408889634
+    q1r = ((q1 * cq - q2 * sq) * scale).to(tl.float16)
+    q2r = ((q2 * cq + q1 * sq) * scale).to(tl.float16)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    hi = tl.minimum((pid_m + 1) * BLOCK_M, L)
+    for n0 in range(0, hi, BLOCK_N):
+        rn = n0 + tl.arange(0, BLOCK_N)
+        live = rn < L
+        k1 = tl.load(K + base + rn[:, None] * D + dh[None, :], mask=live[:, None], other=0.0).to(tl.float32)
+        k2 = tl.load(K + base + rn[:, None] * D + HALF + dh[None, :], mask=live[:, None], other=0.0).to(tl.float32)
+        ck = tl.load(COS + rn[:, None] * HALF + dh[None, :], mask=live[:, None], other=0.0)
+        sk = tl.load(SIN + rn[:, None] * HALF + dh[None, :], mask=live[:, None], other=0.0)
+        k1r = (k1 * ck - k2 * sk).to(tl.float16)
+        k2r = (k2 * ck + k1 * sk).to(tl.float16)
+        s = tl.dot(q1r, tl.trans(k1r)) + tl.dot(q2r, tl.trans(k2r))
+        s = tl.where((rm[:, None] >= rn[None, :]) & live[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.math.exp2(m_i - m_new)
+        p = tl.math.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(V + base + rn[:, None] * D + d[None, :], mask=live[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(O + base + rm[:, None] * D + d[None, :], (acc / l_i[:, None]).to(tl.float16), mask=rm[:, None] < L)
+
+
+def rope_attn_inputs(p, rng):
+    BH, L, D = p["BH"], p["L"], p["D"]
+    half = D // 2
+    inv = 1.0 / (10000.0 ** (np.arange(half) / half))
+    ang = np.arange(L)[:, None] * inv[None, :]
+    return {"q": randn(rng, (BH, L, D), "float16"), "k": randn(rng, (BH, L, D), "float16"),
+            "v": randn(rng, (BH, L, D), "float16"), "cos": np.cos(ang).astype(np.float32),
+            "sin": np.sin(ang).astype(np.float32)}
+
+
+def rope_attn_ref(p, x):
+    BH, L, D = p["BH"], p["L"], p["D"]
+    half = D // 2
+    c, s_ = x["cos"].astype(np.float64), x["sin"].astype(np.float64)
+
+    def rot(t):
+        t = t.astype(np.float64)
+        a, b = t[..., :half], t[..., half:]
+        return np.concatenate([a * c - b * s_, b * c + a * s_], axis=-1)
+    causal = np.tril(np.ones((L, L), bool))
+
+    def one(h):
+        sc = rot(x["q"][h]) @ rot(x["k"][h]).T / np.sqrt(D)
+        sc = np.where(causal, sc, -np.inf)
+        e = np.exp(sc - sc.max(axis=1, keepdims=True))
+        return (e @ x["v"][h].astype(np.float64)) / e.sum(axis=1, keepdims=True)
+    return {"o": np.stack(pmap(one, BH))}
+
+
+def rope_attn_launch(p, a, m):
+    BH, L, D = p["BH"], p["L"], p["D"]
+    return (cdiv(L, m["BLOCK_M"]), BH), [a["q"], a["k"], a["v"], a["cos"], a["sin"], a["o"], L,
+                                         1.0 / float(np.sqrt(D))]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -505,4 +586,14 @@ CASES = [
          bytes=lambda p: 4.0 * (p["M"] * p["K"] + p["K"] * p["N"] + p["M"] * p["N"]),
          idiom="fp32 GEMM with tl.dot(a, b, acc, input_precision=\"tf32x3\"): three tf32 tensor-core products "
                "for fp32 accuracy, offsets recomputed per iteration, masks on M, N and K"),
+    Case("rope_fused_causal_attn_f16", rope_attn_kernel, rope_attn_inputs,
+         lambda p: {"o": ((p["BH"], p["L"], p["D"]), "float16")}, rope_attn_ref, rope_attn_launch,
+         gpu={"BH": 32, "L": 4096, "D": 128}, ci={"BH": 2, "L": 45, "D": 32},
+         meta={"D": 128, "BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
+         ci_meta={"D": 32, "BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 1, "num_stages": 2},
+         tol={"float16": (1e-2, 2e-3)}, flops=lambda p: 2.0 * p["BH"] * p["L"] * p["L"] * p["D"],
+         bytes=lambda p: 8.0 * p["BH"] * p["L"] * p["D"],
+         idiom="causal attention with rotary embedding fused in: q and k halves rotated in registers by cos / sin "
+               "tables (rotate-half), scores = tl.dot(q1r, tl.trans(k1r)) + tl.dot(q2r, tl.trans(k2r)), exp2 online "
+               "softmax, fp16 out"),
 ]
