@@ -715,12 +715,15 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     # 8-bit and tf32 operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     x3 = eb == 4 and op.attrs.get("input_precision") == "tf32x3"  # (passes/layouts.py tf32_wgmma_applies)
     pairs = None
+    # (A/B `smem_regions`) in a loop body, each dot's scratch its own range after the previous dot's (Emitter
+    # smem_begin then puts no barrier between them); from 0 where that would not fit
+    lo = e.scratch_cursor if e._smem_regions and e.loop_depth else 0
     if x3:
         # tf32x3: each operand as its tf32 part and the tf32 of its remainder (the mma.sync path's split), four
         # tiles in scratch; three products (small x big, big x small, big x big) in one wgmma group
         if not (isinstance(a, Tile) and isinstance(b, Tile)):
             raise error("a tf32x3 wgmma operand already in shared memory (compiler bug)", op.loc)
-        parts, at = [], 0
+        parts, at = [], lo
         for x, shape, inner in ((a, (M, K), 1), (b, (K, N), 0)):
             big = [_tf32(e, r) for r in x.regs]
             small = [_tf32(e, e.b.fsub(r, e.b.bitcast(g, C.F32))) for r, g in zip(x.regs, big)]
@@ -733,21 +736,28 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         pairs = [(parts[1], parts[2]), (parts[0], parts[3]), (parts[0], parts[2])]
         a = b = None
     if isinstance(a, Tile) and not reg_a:
-        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
+        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb, base=lo)
         scratch.append((a, sta))
     if isinstance(b, Tile):
-        base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
+        base = (sta.base + sta.nbytes + 1023) // 1024 * 1024 if scratch else lo
         stb = SwizzledTile((K, N), _inner_dim(b.ll) if eb == 2 else 0, eb, base=base)
         scratch.append((b, stb))
+    if scratch and lo:
+        last = scratch[-1][1]
+        size = (last.base + last.nbytes + 1023) // 1024 * 1024 - lo
+        if e.smem_base + lo + (2 if loop is not None else 1) * size > SMEM_MAX:
+            for _, st in scratch:  # no room past the previous dot's range: from 0, as without the switch
+                st.base -= lo
+            lo = 0
     if scratch:
         last = scratch[-1][1]
-        stage = (last.base + last.nbytes + 1023) // 1024 * 1024
-        if loop is not None and e.smem_base + 2 * stage > SMEM_MAX:
+        stage = (last.base + last.nbytes + 1023) // 1024 * 1024 - lo
+        if loop is not None and e.smem_base + lo + 2 * stage > SMEM_MAX:
             # two stages do not fit in a block's shared memory (128x128x256 bfloat16 operands made in registers,
             # as dot_scaled's upcast makes them: 2 x 128 KiB): one stage, and each iteration's wgmma retired before
             # the next one writes it
             loop = None
-        end = 2 * stage if loop is not None else stage
+        end = lo + (2 * stage if loop is not None else stage)
         relay = _relay_tiles(e, scratch, end) if eb == 4 else {}
         if loop is not None:
             # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
@@ -757,7 +767,10 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
             dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
             for _, st in scratch:
                 st.dyn = dyn
-        e.smem_begin(max([end] + [t.base + t.nbytes for t in relay.values()]))
+        top = max([end] + [t.base + t.nbytes for t in relay.values()])
+        e.smem_begin(top, lo)
+        if e._smem_regions and e.loop_depth:
+            e.scratch_cursor = (top + 1023) // 1024 * 1024
         if relay:
             # tf32 tiles whose registers run along M or N: through a padded tile past the stages (no wgmma reads it)
             # into registers that run 4 along K, then 16-byte stores K-major

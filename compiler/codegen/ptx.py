@@ -222,8 +222,16 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (mm_tf32x3_f32, 128x128x32 w8 s3): 192 mma.sync m16n8k8 and a loop of 1042 SASS instructions by default, 12
 # HGMMA and 454 under the switch (Triton: 12 HGMMA, 499; its B parts in shared memory, A's in registers); 215
 # registers and 167,936 bytes of shared memory against Triton's 204 / 98,304 (one block an SM either way).
+# `smem_regions` (codegen/llvm.py `smem_begin`, codegen/dot.py `_dot_wgmma`; same session, CPU only, untimed): in a
+# loop body each wgmma dot with operands in scratch takes its own byte range after the previous dot's, and a
+# shared-memory use there waits at a barrier only where a use ended since the last barrier overlaps it. Found on a
+# new corpus kernel, causal attention with RoPE fused in (rope_fused_causal_attn_f16: K's rotated halves written for
+# the two score dots, the second dot's stores behind a barrier for the first one's readers): its loop 5 -> 3
+# barriers (Triton 3), 139,264 -> 147,456 bytes of shared memory (one block an SM either way). PTX changes on 15
+# corpus kernels (the persistent matmuls' epilogues in their tile loop among them).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate", "tf32x3_wgmma")
+                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate", "tf32x3_wgmma",
+                     "smem_regions")
 
 
 @functools.lru_cache(maxsize=None)
