@@ -17,7 +17,9 @@ mask. A fused gate/up projection whose weight interleaves the gate and up column
 into the pairs by tl.reshape + tl.split in the epilogue, SiLU(gate) * up stored at half the width. An fp32 GEMM in "tf32x3" precision (each operand split into a tf32 part
 and its remainder, three tensor-core products), the accuracy fp32 users ask for at tensor-core speed, K masked. Causal attention with
 the rotary embedding fused in: query and key halves rotated in registers by cos / sin tables (rotate-half form),
-the scores as the sum of two dots over the halves.
+the scores as the sum of two dots over the halves. A linear layer with its bias, a residual and a LayerNorm over
+the whole output row fused into the epilogue (the row fits one block, N = 256): mean and variance reduced across the
+accumulator's columns, normalized, scaled and shifted, bf16 out.
 """
 import numpy as np
 import triton
@@ -506,6 +508,51 @@ def rope_attn_launch(p, a, m):
                                          1.0 / float(np.sqrt(D))]
 
 
+# --- 9. linear + bias + residual + LayerNorm over the output row in the epilogue -----------------------------------
+@triton.jit
+def linear_ln_kernel(X, W, B, R, G, BETA, Y, M, K, eps, N: tl.constexpr, BLOCK_M: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    # Y = LayerNorm(X @ W + b + R) over the N columns; W [K, N]; one program holds BLOCK_M whole rows
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        x = tl.load(X + rm[:, None] * K + (k0 + rk)[None, :], mask=rm[:, None] < M, other=0.0)
+        w = tl.load(W + (k0 + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(x, w, acc)
+    h = acc + tl.load(B + rn)[None, :] + tl.load(R + rm[:, None] * N + rn[None, :], mask=rm[:, None] < M,
+                                                  other=0.0).to(tl.float32)
+    mean = tl.sum(h, axis=1) / N
+    hc = h - mean[:, None]
+    var = tl.sum(hc * hc, axis=1) / N
+    y = hc * tl.rsqrt(var + eps)[:, None] * tl.load(G + rn)[None, :] + tl.load(BETA + rn)[None, :]
+    tl.store(Y + rm[:, None] * N + rn[None, :], y.to(tl.bfloat16), mask=rm[:, None] < M)
+
+
+def linear_ln_inputs(p, rng):
+    M, N, K = p["M"], p["N"], p["K"]
+    return {"x": randn(rng, (M, K), "bfloat16"), "w": randn(rng, (K, N), "bfloat16", 1.0 / np.sqrt(K)),
+            "b": randn(rng, (N,), "float32", 0.1), "r": randn(rng, (M, N), "bfloat16"),
+            "g": uniform(rng, (N,), 0.5, 1.5), "beta": randn(rng, (N,), "float32", 0.1)}
+
+
+def linear_ln_ref(p, x):
+    M = p["M"]
+    a, w = x["x"].astype(np.float64), x["w"].astype(np.float64)
+    step = max(1, cdiv(M, 16))
+    h = np.concatenate(pmap(lambda i: a[i * step:(i + 1) * step] @ w, cdiv(M, step)))
+    h = h + x["b"].astype(np.float64)[None, :] + x["r"].astype(np.float64)
+    mu = h.mean(axis=1, keepdims=True)
+    var = ((h - mu) ** 2).mean(axis=1, keepdims=True)
+    return {"y": (h - mu) / np.sqrt(var + 1e-5) * x["g"].astype(np.float64) + x["beta"].astype(np.float64)}
+
+
+def linear_ln_launch(p, a, m):
+    M, K = p["M"], p["K"]
+    return (cdiv(M, m["BLOCK_M"]),), [a["x"], a["w"], a["b"], a["r"], a["g"], a["beta"], a["y"], M, K, 1e-5]
+
+
 CASES = [
     Case("fp8_block_scaled_gemm_bf16", fp8_block_scaled_gemm_kernel, fp8_block_inputs,
          lambda p: {"c": ((p["M"], p["N"]), "bfloat16")}, fp8_block_ref, fp8_block_launch,
@@ -596,4 +643,13 @@ CASES = [
          idiom="causal attention with rotary embedding fused in: q and k halves rotated in registers by cos / sin "
                "tables (rotate-half), scores = tl.dot(q1r, tl.trans(k1r)) + tl.dot(q2r, tl.trans(k2r)), exp2 online "
                "softmax, fp16 out"),
+    Case("linear_bias_resid_ln_bf16", linear_ln_kernel, linear_ln_inputs,
+         lambda p: {"y": ((p["M"], p["N"]), "bfloat16")}, linear_ln_ref, linear_ln_launch,
+         gpu={"M": 32768, "N": 256, "K": 1024}, ci={"M": 40, "N": 32, "K": 48},
+         meta={"N": 256, "BLOCK_M": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
+         ci_meta={"N": 32, "BLOCK_M": 16, "BLOCK_K": 16, "num_warps": 1, "num_stages": 2},
+         tol={"bfloat16": (2e-2, 1e-2)}, flops=lambda p: 2.0 * p["M"] * p["N"] * p["K"],
+         bytes=lambda p: 2.0 * (p["M"] * p["K"] + p["K"] * p["N"] + 2 * p["M"] * p["N"]),
+         idiom="linear + bias + residual + LayerNorm fused: each program holds whole output rows (N = 256), the "
+               "row statistics by tl.sum over the accumulator's columns in the epilogue, tl.rsqrt, bf16 out"),
 ]
