@@ -1333,6 +1333,8 @@ def _slot_free_behind_wait(e, op, ring) -> bool:
     if op.attrs.get("ahead") != ring.spec["stages"] - 1:
         return False
     body = op.block.ops
+    if any(u.kind == "dot" for o in body for b in o.blocks for u in b.walk()):
+        return False  # a dot under an `if` of the body: its wait is not one this check sees
     at = body.index(op)
     dots = [k for k, o in enumerate(body) if o.kind == "dot"]
     waits = [k for k, o in enumerate(body) if o.kind == "async_wait" and o.attrs.get("ring") == op.attrs.get("ring")]
