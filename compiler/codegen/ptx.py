@@ -182,8 +182,8 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # every iteration (at most 4 elements a thread). Found on a new corpus kernel, the block-scaled fp8 GEMM
 # (fp8_block_scaled_gemm_bf16: `acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]`, the row scales' pointers
 # `A_S + offs_am * stride` with `offs_am = (...) % M`): its loop stored and loaded those 64-bit pointers through
-# shared memory every iteration, two barriers each (6 in the loop, Triton's 2). PTX changes on 4 corpus kernels:
-# that one, fused_moe_gemm_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16.
+# shared memory every iteration, two barriers each (6 in the loop, Triton's 2). PTX changes on 5 corpus kernels:
+# that one, fused_moe_gemm_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, w8a16_fp8_block_gemm_bf16.
 # `iter_barrier` (codegen/llvm.py `smem_begin`, `loop_body`; same session, CPU only, untimed): the first shared-memory
 # use of a loop iteration gets no barrier of its own where a barrier of the same iteration (a copy ring's wait, a
 # tl.debug_barrier) stands on every path before it: every earlier use, of the previous iteration or before the loop,

@@ -203,16 +203,21 @@ def _inside(op, region_op) -> bool:
     return False
 
 
-def _in_loop(op) -> bool:
+def _loop_of(op):
+    """The innermost loop (for / while) around op, or None."""
     blk = op.block
     while blk is not None:
         owner = getattr(blk, "parent", None)
         if owner is None:
-            return False
+            return None
         if owner.kind in ("for", "while"):
-            return True
+            return owner
         blk = owner.block
-    return False
+    return None
+
+
+def _in_loop(op) -> bool:
+    return _loop_of(op) is not None
 
 
 def _of_family(layout, cls) -> bool:
@@ -672,26 +677,21 @@ class _Assigner:
         # Triton): SmoothQuant 0.972 of the time, fused MoE 0.995, attention backward dQ 0.996; no kernel slower.
         if not dot_operand and not any(o.kind == "dot" for o in op.block.ops):
             return False
-        loop, blk = None, op.block
-        while blk is not None and loop is None:
-            owner = getattr(blk, "parent", None)
-            if owner is None:
-                break
-            if owner.kind in ("for", "while"):
-                loop = owner
-            blk = owner.block
+        loop = _loop_of(op)
         if loop is None or not hasattr(v.owner, "kind"):
             return False
-        blk = v.owner.block  # v must be defined outside the loop
-        while blk is not None:
-            owner = getattr(blk, "parent", None)
-            if owner is loop:
-                return False
-            blk = owner.block if owner is not None else None
-        frame = next((f for f in reversed(self._frames) if f[1] is loop), None)
-        if frame is None or any(u is not op and _inside(u, loop) for u in self.users.get(v.id, ())):
+        if _inside(v.owner, loop):  # v must be defined outside the loop
             return False
-        cv = new_ops[0]
+        if any(u is not op and _inside(u, loop) for u in self.users.get(v.id, ())):
+            return False
+        return self._before_loop(new_ops[0], loop, layout)
+
+    def _before_loop(self, cv, loop, layout) -> bool:
+        """Put conversion cv before `loop` (in the walk of the block that holds it); False where that walk is not
+        under way."""
+        frame = next((f for f in reversed(self._frames) if f[1] is loop), None)
+        if frame is None:
+            return False
         cv.block = loop.block
         frame[0].append(cv)  # before the loop, which its block's walk appends after this visit
         self.lay[cv.result.id] = layout
@@ -864,17 +864,7 @@ class _Assigner:
     @staticmethod
     def _dot_loop_of(op):
         """The innermost loop around op, where its body (op's block) has a dot; else None."""
-        if not any(o.kind == "dot" for o in op.block.ops):
-            return None
-        blk = op.block
-        while blk is not None:
-            owner = getattr(blk, "parent", None)
-            if owner is None:
-                return None
-            if owner.kind in ("for", "while"):
-                return owner
-            blk = owner.block
-        return None
+        return _loop_of(op) if any(o.kind == "dot" for o in op.block.ops) else None
 
     def _hoisted(self, v, layout):
         """(A/B `remat_hoist`) v in `layout` by one conversion before the loop of want()'s user, where v is an
@@ -890,14 +880,8 @@ class _Assigner:
             return None
         if linear(layout, tuple(v.type.shape), self.nw).num_regs > 4:
             return None
-        frame = next((f for f in reversed(self._frames) if f[1] is loop), None)
-        if frame is None:
-            return None
         cv = Op("convert_layout", [v], [v.type], {"_layouts": [layout]}, loc=v.owner.loc)
-        cv.block = loop.block
-        frame[0].append(cv)  # before the loop, which its block's walk appends after this visit
-        self.lay[cv.result.id] = layout
-        return cv.result
+        return cv.result if self._before_loop(cv, loop, layout) else None
 
     def _small_load(self, op) -> bool:
         """A global load whose layout its users choose: not volatile, no TMA, at most one element per thread of the
