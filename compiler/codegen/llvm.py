@@ -403,7 +403,8 @@ class Emitter:
         self.dirty = []  # every use that ended before it is complete in every thread
 
     def smem_begin(self, nbytes, lo=0):
-        """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
+        """Start a shared-memory use of bytes [lo, nbytes) past the current base (lo: 0 but for a wgmma dot's scratch
+        under `smem_regions`): all uses share the buffer, so a barrier first
         guards the previous use's readers, wherever an earlier use may reach this one: inside a loop (the next
         iteration's use follows this one's), or after a use on the way here (the paths of an `if` exclude each
         other: each starts from the uses before the `if`, `exclusive_paths`). The first use of a kernel under an early
