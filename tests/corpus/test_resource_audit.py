@@ -112,16 +112,19 @@ def _can_run():
 
 
 @pytest.mark.skipif(not _can_run(), reason="needs Triton 3.6 and ptxas")
-def test_one_kernel_end_to_end(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["rope_interleaved_f16",
+                                  # a wgmma dot whose operand goes to scratch: smem_begin with its byte range
+                                  "rope_fused_causal_attn_f16"])
+def test_one_kernel_end_to_end(name, tmp_path, monkeypatch):
     for var in ("TILEFARM_CACHE", "TRITON_CACHE_DIR"):  # main() sets them: restored afterwards
         monkeypatch.setenv(var, os.environ.get(var, ""))
-    monkeypatch.setattr(sys, "argv", ["resource_audit.py", "rope_interleaved_f16", "--out", str(tmp_path),
+    monkeypatch.setattr(sys, "argv", ["resource_audit.py", name, "--out", str(tmp_path),
                                       "--timings", str(tmp_path / "none")])
     R.main()
     doc = json.load(open(tmp_path / "resources.json"))
     (row,) = doc["rows"]
-    assert row["name"] == "rope_interleaved_f16" and "error" not in row
+    assert row["name"] == name and "error" not in row, row.get("error")
     assert row["ours"]["registers"] and row["triton"]["registers"] and row["grid"]
-    if row["ours"]["shared"] > row["triton"]["shared"]:
+    if name == "rope_interleaved_f16" and row["ours"]["shared"] > row["triton"]["shared"]:
         assert row["shared_cause"] == "conversion Triton avoids"
-    assert "| rope_interleaved_f16 |" in (tmp_path / "resources.md").read_text()
+    assert f"| {name} |" in (tmp_path / "resources.md").read_text()
