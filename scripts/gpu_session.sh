@@ -309,13 +309,14 @@ fi
 if [[ ",$what," == *",pending,"* ]]; then  # named only (~4 min): the newest code's gpu tests and the corpus kernels
   # it changes beside Triton. PENDING_PARTS picks (default: tests,changed). PENDING_CASES: corpus kernels whose code
   # changed since their last timing (default: none left after the sixteenth session's H200 run); PENDING_AB: TILEFARM_AB
-  # variants to time on them; PENDING_TESTS_AB: the gpu tests under given switches.
+  # variants to time on them; PENDING_TESTS_AB: the gpu tests under given switches; PENDING_TESTS_S: their time
+  # limit (300 s: the twenty-second session's five test files of untimed switches joined the list).
   PENDING_CASES=${PENDING_CASES-}
   PENDING_AB=${PENDING_AB-}
   pp=",${PENDING_PARTS:-tests,changed},"
   # the gpu tests of the dots (every kind: the fp16-accumulator wgmma, the table-driven copy ring, the persistent
   # ring adopted on 2026-12-06), the conversions (the unaligned loads' run), fp8, dot_scaled, targets, tutorials
-  [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
+  [[ $pp == *,tests,* ]] && step pending-tests env TILEFARM_AB="${PENDING_TESTS_AB:-}" timeout "${PENDING_TESTS_S:-300}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout=120 \
     tests/dot tests/ops/test_conversions.py tests/ops/test_fp8.py tests/ops/test_shape_ops.py tests/ops/test_warp_redux.py tests/ops/test_free_reshape.py tests/ops/test_sink_compares.py tests/ops/test_histogram.py tests/ops/test_bitonic_merge.py tests/ops/test_minmax_axis.py tests/ops/test_reduce_spread.py \
     tests/ops/test_cast_edges.py tests/ops/test_reduce_dtypes.py tests/ops/test_carry_layout.py tests/ops/test_linear_reshape.py tests/ops/test_tuple_carry.py tests/ops/test_promotion.py tests/ops/test_assigned_numbers.py tests/ops/test_reduce_all.py tests/ops/test_sort_keys.py tests/ops/test_partial_add.py tests/ops/test_remat_not.py tests/ops/test_pack_carried.py tests/ops/test_gap_switches.py tests/ops/test_while_carry.py tests/ops/test_store_runs.py tests/ops/test_scatter_lanes.py tests/ops/test_nreg_headroom.py tests/ops/test_gap_layouts.py tests/ops/test_gap_monarch.py tests/ops/test_tma.py tests/ops/test_desc_ring.py tests/ops/test_desc_tma.py tests/ops/test_smem_paths.py tests/dot/test_ring_ldmatrix_x4.py tests/dot/test_sync_ring.py tests/ops/test_remat_feed.py tests/dot/test_loop_scales.py tests/dot/test_sync_ring_multi.py tests/dot/test_paged_ring.py tests/dot/test_tf32x3_wgmma.py tests/dot/test_smem_regions.py tests/passes/test_reshape_split.py tests/port/test_dot_scaled.py tests/port/test_targets.py tests/tutorials/test_tutorials.py "$@"
   # PENDING_CASES: corpus kernels whose code changed since their last timing (globs), with PENDING_AB variants
