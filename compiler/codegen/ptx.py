@@ -211,11 +211,8 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # still take the copy ring (its copies load the entries for their iteration, guarded). Found on a new corpus kernel,
 # prefix-prefill attention over a paged KV cache (paged_prefix_prefill_attn_f16, D=128 128x64 w8 s2): K and V were
 # loaded in place every iteration (no ring, no prefetch). PTX changes on it and awq_gemm_int4_f16.
-# `acc_estimate` (passes/pipeline.py `_rescaled_carry`; same session, untimed): the ring's register estimate counts
-# a dot onto a rescaled carried accumulator (`tl.dot(p, v, acc * alpha[:, None])`) once, not as a tile of its own;
-# a two-warpgroup attention loop whose tight ring buys a second block then takes it (`.minnctapersm 2`): the paged
-# prefill under both, 162 -> 128 registers (32 bytes spilled), 1 -> 2 blocks an SM (Triton 128, 2). Alone it changes
-# attn_gqa_ragged_klen_f16, attn_softcap_causal_d128, cross_attn_bshd_d128, varlen_causal_attn_f16.
+# `acc_estimate` (passes/pipeline.py `_rescaled_carry`) became the code on 2026-12-07 (H100, 2 rounds: 0.807 over its
+# 4 attention kernels, none slower; with index_tiles the paged prefill 0.566).
 # `tf32x3_wgmma` (passes/layouts.py `tf32_wgmma_applies`, codegen/dot.py `_dot_wgmma`; same session, CPU only,
 # untimed): a float32 dot of input_precision "tf32x3" runs on wgmma as "tf32" dots do, each operand in scratch as its
 # tf32 part and the tf32 of its remainder, the three products in one wgmma group. Found on a new corpus kernel
@@ -230,7 +227,7 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # barriers (Triton 3), 139,264 -> 147,456 bytes of shared memory (one block an SM either way). PTX changes on 15
 # corpus kernels (the persistent matmuls' epilogues in their tile loop among them).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "acc_estimate", "tf32x3_wgmma",
+                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "tf32x3_wgmma",
                      "smem_regions")
 
 
