@@ -51,6 +51,13 @@ def _pack(e, vals):
     return e.b.bitcast(v, C.I32)
 
 
+def _tf32_split(e, xs):
+    """tf32x3's operand split of the f32 values xs: (bigs, smalls), big = tf32(x) and small = tf32(x - big), 32-bit
+    patterns (every big made before the smalls)."""
+    big = [_tf32(e, x) for x in xs]
+    return big, [_tf32(e, e.b.fsub(x, e.b.bitcast(g, C.F32))) for x, g in zip(xs, big)]
+
+
 def _tf32(e, x):
     """Round an f32 to tf32 (ties away from zero, like the interpreter); the result stays a 32-bit pattern."""
     return _asm(e, "cvt.rna.tf32.f32 $0, $1;", "=r,f", C.I32, [x])
@@ -153,8 +160,7 @@ def _dot_mma(e, op, a, b, c, ll):
         return _pack(e, vals)
 
     def split(w):  # tf32x3: big = tf32(x), small = tf32(x - big)
-        big = _tf32(e, w)
-        small = _tf32(e, e.b.fsub(w, e.b.bitcast(big, C.F32)))
+        (big,), (small,) = _tf32_split(e, [w])
         return big, small
 
     if ic == "tf32" and prec in BF16_SPLIT_PRODUCTS:
@@ -725,9 +731,7 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
             raise error("a tf32x3 wgmma operand already in shared memory (compiler bug)", op.loc)
         parts, at = [], lo
         for x, shape, inner in ((a, (M, K), 1), (b, (K, N), 0)):
-            big = [_tf32(e, r) for r in x.regs]
-            small = [_tf32(e, e.b.fsub(r, e.b.bitcast(g, C.F32))) for r, g in zip(x.regs, big)]
-            for regs in (big, small):
+            for regs in _tf32_split(e, x.regs):
                 st = SwizzledTile(shape, inner, eb, base=at)
                 scratch.append((Tile(x.ll, regs), st))
                 parts.append(st)
