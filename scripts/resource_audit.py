@@ -355,7 +355,7 @@ class SmemRecorder:
         self._cls, self._orig = L.Emitter, L.Emitter.smem_begin
         rec, orig = self, self._orig
 
-        def smem_begin(em, nbytes, lo=0):
+        def smem_begin(em, nbytes):
             f = sys._getframe(1)
             name = f.f_code.co_name
             ev = {"use": _USE.get(name, name), "by": name, "bytes": int(nbytes), "base": int(em.smem_base)}
@@ -373,7 +373,7 @@ class SmemRecorder:
                 ev["tile"] = ", ".join(f"{'x'.join(map(str, x.ll.shape))} {x.regs[0].type}"
                                        for x, _ in f.f_locals["pairs"])
             rec.events.append(ev)
-            return orig(em, nbytes, lo)
+            return orig(em, nbytes)
 
         L.Emitter.smem_begin = smem_begin
         return self

@@ -721,15 +721,12 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
     # 8-bit and tf32 operands: wgmma reads them K-major only (b's tile is stored transposed, K its inner dim)
     x3 = eb == 4 and op.attrs.get("input_precision") == "tf32x3"  # (passes/layouts.py tf32_wgmma_applies)
     pairs = None
-    # (A/B `smem_regions`) in a loop body, each dot's scratch its own range after the previous dot's (Emitter
-    # smem_begin then puts no barrier between them); from 0 where that would not fit
-    lo = e.scratch_cursor if e._smem_regions and e.loop_depth else 0
     if x3:
         # tf32x3: each operand as its tf32 part and the tf32 of its remainder (the mma.sync path's split), four
         # tiles in scratch; three products (small x big, big x small, big x big) in one wgmma group
         if not (isinstance(a, Tile) and isinstance(b, Tile)):
             raise error("a tf32x3 wgmma operand already in shared memory (compiler bug)", op.loc)
-        parts, at = [], lo
+        parts, at = [], 0
         for x, shape, inner in ((a, (M, K), 1), (b, (K, N), 0)):
             for regs in _tf32_split(e, x.regs):
                 st = SwizzledTile(shape, inner, eb, base=at)
@@ -740,28 +737,21 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
         pairs = [(parts[1], parts[2]), (parts[0], parts[3]), (parts[0], parts[2])]
         a = b = None
     if isinstance(a, Tile) and not reg_a:
-        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb, base=lo)
+        sta = SwizzledTile((M, K), _inner_dim(a.ll) if eb == 2 else 1, eb)
         scratch.append((a, sta))
     if isinstance(b, Tile):
-        base = (sta.base + sta.nbytes + 1023) // 1024 * 1024 if scratch else lo
+        base = (sta.nbytes + 1023) // 1024 * 1024 if scratch else 0
         stb = SwizzledTile((K, N), _inner_dim(b.ll) if eb == 2 else 0, eb, base=base)
         scratch.append((b, stb))
-    if scratch and lo:
-        last = scratch[-1][1]
-        size = (last.base + last.nbytes + 1023) // 1024 * 1024 - lo
-        if e.smem_base + lo + (2 if loop is not None else 1) * size > SMEM_MAX:
-            for _, st in scratch:  # no room past the previous dot's range: from 0, as without the switch
-                st.base -= lo
-            lo = 0
     if scratch:
         last = scratch[-1][1]
-        stage = (last.base + last.nbytes + 1023) // 1024 * 1024 - lo
-        if loop is not None and e.smem_base + lo + 2 * stage > SMEM_MAX:
+        stage = (last.base + last.nbytes + 1023) // 1024 * 1024
+        if loop is not None and e.smem_base + 2 * stage > SMEM_MAX:
             # two stages do not fit in a block's shared memory (128x128x256 bfloat16 operands made in registers,
             # as dot_scaled's upcast makes them: 2 x 128 KiB): one stage, and each iteration's wgmma retired before
             # the next one writes it
             loop = None
-        end = lo + (2 * stage if loop is not None else stage)
+        end = 2 * stage if loop is not None else stage
         relay = _relay_tiles(e, scratch, end) if eb == 4 else {}
         if loop is not None:
             # Accumulator carried by the K loop and used by nothing else: leave this iteration's wgmma in flight
@@ -771,10 +761,7 @@ def _dot_wgmma(e, op, a, b, c, ll, lay):
             dyn = e.b.mul(e.b.and_(it, e.i32(1)), e.i32(stage))
             for _, st in scratch:
                 st.dyn = dyn
-        top = max([end] + [t.base + t.nbytes for t in relay.values()])
-        e.smem_begin(top, lo)
-        if e._smem_regions and e.loop_depth:
-            e.scratch_cursor = (top + 1023) // 1024 * 1024
+        e.smem_begin(max([end] + [t.base + t.nbytes for t in relay.values()]))
         if relay:
             # tf32 tiles whose registers run along M or N: through a padded tile past the stages (no wgmma reads it)
             # into registers that run 4 along K, then 16-byte stores K-major
@@ -1322,18 +1309,15 @@ def _tile_of(ring, j, inner):
 
 
 def _slot_free_behind_wait(e, op, ring) -> bool:
-    """(A/B `ring_waited`) Whether copy op's barrier (after its loop's dots, before the copies overwrite the slot the
-    previous iteration read) is one the iteration's ring wait already stands for: the copies write the previous
+    """Whether copy op's barrier (after its loop's dots, before the copies overwrite the slot the previous iteration
+    read) is one the iteration's ring wait already stands for: the copies write the previous
     iteration's slot (a wgmma ring, `ahead` one less than its slots), the ring's wait (a barrier) comes before the
     body's first dot, and every dot of the body precedes the copy and retired its wgmmas in its iteration
     (wait_group 0, none left in flight into the next: `e.retired_dots`). The previous iteration's reads of the slot
     then ended before every thread passed this iteration's ring barrier. A block-scaled GEMM's `acc += tl.dot(a, b)
     * scale` waits for its product in the iteration it is made; Triton's loop issues its copies behind the ring's
-    barrier alone."""
-    from ..options import ab_switch
-
-    if not ab_switch("ring_waited"):
-        return False
+    barrier alone. The row/column-scaled fp8 GEMM: 0.973 of the time it took with the barrier (H100, 2026-12-07, 3
+    rounds beside Triton, benchmarks/2026-12-07g-h100/abin5.md)."""
     if op.attrs.get("ahead") != ring.spec["stages"] - 1:
         return False
     body = op.block.ops

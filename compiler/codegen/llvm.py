@@ -352,11 +352,6 @@ class Emitter:
         # barrier emitted, and a shared-memory use begun (smem_begin, loop_body)
         self.iter_bar = self.iter_used = False
         self.retired_dots: set = set()  # ids of wgmma dots whose own wait was wait_group 0 (codegen/dot.py)
-        # (A/B `smem_regions`) byte ranges (from the start of shared memory) of the uses begun since the last barrier
-        # and ended since (None: unknown, every byte), the current use's range, and where a loop body's next wgmma
-        # scratch goes (each dot of an iteration its own range: codegen/dot.py _dot_wgmma)
-        self._smem_regions = ab_switch("smem_regions")
-        self.dirty, self.cur_use, self.scratch_cursor = [], None, 0
         self._iter_barrier = ab_switch("iter_barrier")
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
@@ -400,11 +395,9 @@ class Emitter:
     def barrier(self):
         self.b.call(self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", C.VOID, [C.I32]), [self.i32(0)])
         self.iter_bar = True
-        self.dirty = []  # every use that ended before it is complete in every thread
 
-    def smem_begin(self, nbytes, lo=0):
-        """Start a shared-memory use of bytes [lo, nbytes) past the current base (lo: 0 but for a wgmma dot's scratch
-        under `smem_regions`): all uses share the buffer, so a barrier first
+    def smem_begin(self, nbytes):
+        """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
         guards the previous use's readers, wherever an earlier use may reach this one: inside a loop (the next
         iteration's use follows this one's), or after a use on the way here (the paths of an `if` exclude each
         other: each starts from the uses before the `if`, `exclusive_paths`). The first use of a kernel under an early
@@ -414,36 +407,22 @@ class Emitter:
         # (A/B `iter_barrier`) none for the first use of a loop iteration behind a barrier of that iteration (a copy
         # ring's wait): every earlier use, the previous iteration's or one before the loop, is behind it already
         fresh = self._iter_barrier and self.loop_depth and self.iter_bar and not self.iter_used
-        rng = (self.smem_base + lo, self.smem_base + nbytes)
-        if self.cur_use is not None and self.dirty is not None:
-            self.dirty.append(self.cur_use)  # the current use ends here
-        # (A/B `smem_regions`) none in a loop body where every use ended since the last barrier lies in other bytes:
-        # two dots of an iteration with their operands in scratch, each its own range (attention with RoPE fused:
-        # the rotated halves of K written for the two score dots). Outside loops it would also drop the barrier
-        # of the first use after a copy ring's loop, behind the ring's own (every matmul epilogue: one barrier;
-        # 81 corpus kernels' PTX), left for an A/B of its own
-        apart = (self._smem_regions and self.loop_depth and self.dirty is not None
-                 and not any(a < rng[1] and rng[0] < b for a, b in self.dirty))
-        if (self.smem_used or self.loop_depth) and not fresh and not apart:
+        if (self.smem_used or self.loop_depth) and not fresh:
             self.barrier()
-        self.cur_use = rng
         self.smem_used = self.iter_used = True
         self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
 
     def loop_body(self, emit):
         """emit() the body of a loop: an iteration starts with no barrier and no shared-memory use behind it; after
         the loop a use made in it counts, a barrier does not (the loop may run no iteration)."""
-        saved = (self.iter_bar, self.iter_used, self.scratch_cursor)
+        saved = (self.iter_bar, self.iter_used)
         self.iter_bar = self.iter_used = False
-        # the previous iteration's uses are not known here: every byte may be in use (smem_regions)
-        self.dirty, self.cur_use, self.scratch_cursor = None, None, 0
         self.loop_depth += 1
         try:
             return emit()
         finally:
             self.loop_depth -= 1
             self.iter_bar, self.iter_used = saved[0], saved[1] or self.iter_used
-            self.dirty, self.cur_use, self.scratch_cursor = None, None, saved[2]
 
     def exclusive_paths(self, paths, merge):
         """Emit each (basic block, fn) of `paths`, branches that exclude each other, each ending in a branch to
@@ -452,28 +431,17 @@ class Emitter:
         `merge`."""
         before, used, out = self.smem_used, [], []
         it0, ends = (self.iter_bar, self.iter_used), []
-        reg0, regs = (self.dirty, self.cur_use, self.scratch_cursor), []
         for bb, fn in paths:
             self.b.position_at_end(bb)
             self.smem_used = before
             self.iter_bar, self.iter_used = it0
-            self.dirty = None if reg0[0] is None else list(reg0[0])
-            self.cur_use, self.scratch_cursor = reg0[1], reg0[2]
             out.append((fn(), self.b.block))
             used.append(self.smem_used)
             ends.append((self.iter_bar, self.iter_used))
-            regs.append((self.dirty, self.cur_use, self.scratch_cursor))
             self.b.branch(merge)
         self.smem_used = before or any(used)
         # a barrier on every path; a use on any
         self.iter_bar, self.iter_used = all(b for b, _ in ends), any(u for _, u in ends)
-        # the ranges any path left in use, ended
-        if any(d is None for d, _, _ in regs):
-            self.dirty = None
-        else:
-            self.dirty = [r for d, c, _ in regs for r in d + ([c] if c is not None else [])]
-        self.cur_use = None
-        self.scratch_cursor = max(c for _, _, c in regs)
         self.b.position_at_end(merge)
         return out
 

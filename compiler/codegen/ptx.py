@@ -176,59 +176,21 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (ptxas 13.5; retention 1608 -> 1280 instructions, the sliding-window attention with sinks 161 -> 149 registers),
 # no spills, the same blocks per SM: kmeans_assign_f32 (1.12 of Triton's time on the H100), attn_bwd_dq_d64,
 # attn_softcap_causal_d128, attn_swa_sinks_lse_f16, linear_ce_fused_f32, retention_chunked_d64.
-# `remat_hoist` (passes/assign_layouts.py `_hoisted`; twenty-second session, CPU only, untimed): in a loop whose body
-# has a dot, a value recomputed in its user's layout whose chain reaches an operand defined before the loop that
-# cannot be recomputed (`offs % M`) converts that operand once before the loop instead of converting the whole chain
-# every iteration (at most 4 elements a thread). Found on a new corpus kernel, the block-scaled fp8 GEMM
-# (fp8_block_scaled_gemm_bf16: `acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]`, the row scales' pointers
-# `A_S + offs_am * stride` with `offs_am = (...) % M`): its loop stored and loaded those 64-bit pointers through
-# shared memory every iteration, two barriers each (6 in the loop, Triton's 2). PTX changes on 5 corpus kernels:
-# that one, fused_moe_gemm_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, w8a16_fp8_block_gemm_bf16.
-# `iter_barrier` (codegen/llvm.py `smem_begin`, `loop_body`; same session, CPU only, untimed): the first shared-memory
+# `iter_barrier` (codegen/llvm.py `smem_begin`, `loop_body`; twenty-second session): the first shared-memory
 # use of a loop iteration gets no barrier of its own where a barrier of the same iteration (a copy ring's wait, a
 # tl.debug_barrier) stands on every path before it: every earlier use, of the previous iteration or before the loop,
 # is behind that one already (Triton's block-scaled loop converts its column scales behind its ring's barrier, one
 # barrier for the conversion; ours two). PTX changes on 11 corpus kernels: attn_bwd_dkdv_d64, awq_gemm_int4_f16,
 # causal_linattn_tri_loop_f16, flce_bwd_chunk_inplace_dot_f16, fp8_block_scaled_gemm_bf16, mm_even_k_f16,
-# mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16.
-# The block-scaled GEMM under both and zero_acc (its dot onto zeros every iteration: 64 moves of zeros into the
-# accumulator by default) has a loop of 3 barriers / 928 SASS instructions in all against Triton's 2 / 824 (ptxas 13.5);
-# with ring_waited too, 2 barriers, a loop of 268 instructions against 248.
-# `ring_waited` (codegen/dot.py `_slot_free_behind_wait`; same session, CPU only, untimed): a wgmma ring's copies
-# into the slot the previous iteration read go without their barrier after the dot where every dot of the body
-# waits for its own wgmmas in its iteration (wait_group 0: its product is used there, `acc += tl.dot(a, b) * s`,
-# fp8's `acc += tl.dot(a, b)`): the ring's wait at the top of the iteration follows those reads already, as in
-# Triton's loop. PTX changes on 2 corpus kernels: fp8_block_scaled_gemm_bf16 (with remat_hoist and iter_barrier: 2
-# barriers in its loop, Triton's 2), mm_fp8_rowcol_scaled_bf16 (2 -> 1).
-# `sync_ring_multi` (passes/pipeline.py `_pipeline_async`; same session, CPU only, untimed): a loop of several mma.sync
-# dots takes the synchronous dots' copy ring (num_stages - 1 slots, one at two stages as Triton's), its copies after
-# the last dot, instead of the register pipeline. Found on a new corpus kernel, grouped-query decode attention with
-# the 4 query heads of a KV head packed into 16 dot rows (gqa_decode_packed_dot_f16, D=128, 64 keys a step, w4 s2):
-# the next K and V tiles were held in registers, 165 registers, 3 blocks an SM; under the switch 128 and 4, a loop
-# of 347 SASS instructions (Triton: 96 registers, 5 blocks, 365). PTX changes on that kernel only.
-# `index_tiles` (passes/pipeline.py `_index_load`; same session, CPU only, untimed): a 1-d integer tile loaded in a
-# loop only to address its operand tiles (a block table's page of each key) counts as an index load, so the tiles
-# still take the copy ring (its copies load the entries for their iteration, guarded). Found on a new corpus kernel,
-# prefix-prefill attention over a paged KV cache (paged_prefix_prefill_attn_f16, D=128 128x64 w8 s2): K and V were
-# loaded in place every iteration (no ring, no prefetch). PTX changes on it and awq_gemm_int4_f16.
-# `acc_estimate` (passes/pipeline.py `_rescaled_carry`) became the code on 2026-12-07 (H100, 2 rounds: 0.807 over its
-# 4 attention kernels, none slower; with index_tiles the paged prefill 0.566).
-# `tf32x3_wgmma` (passes/layouts.py `tf32_wgmma_applies`, codegen/dot.py `_dot_wgmma`; same session, CPU only,
-# untimed): a float32 dot of input_precision "tf32x3" runs on wgmma as "tf32" dots do, each operand in scratch as its
-# tf32 part and the tf32 of its remainder, the three products in one wgmma group. Found on a new corpus kernel
-# (mm_tf32x3_f32, 128x128x32 w8 s3): 192 mma.sync m16n8k8 and a loop of 1042 SASS instructions by default, 12
-# HGMMA and 454 under the switch (Triton: 12 HGMMA, 499; its B parts in shared memory, A's in registers); 215
-# registers and 167,936 bytes of shared memory against Triton's 204 / 98,304 (one block an SM either way).
-# `smem_regions` (codegen/llvm.py `smem_begin`, codegen/dot.py `_dot_wgmma`; same session, CPU only, untimed): in a
-# loop body each wgmma dot with operands in scratch takes its own byte range after the previous dot's, and a
-# shared-memory use there waits at a barrier only where a use ended since the last barrier overlaps it. Found on a
-# new corpus kernel, causal attention with RoPE fused in (rope_fused_causal_attn_f16: K's rotated halves written for
-# the two score dots, the second dot's stores behind a barrier for the first one's readers): its loop 5 -> 3
-# barriers (Triton 3), 139,264 -> 147,456 bytes of shared memory (one block an SM either way). PTX changes on 15
-# corpus kernels (the persistent matmuls' epilogues in their tile loop among them).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "remat_hoist",
-                     "iter_barrier", "ring_waited", "sync_ring_multi", "index_tiles", "tf32x3_wgmma",
-                     "smem_regions")
+# mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16. Measured (H100,
+# 2026-12-07, 3 rounds beside Triton, benchmarks/2026-12-07g-h100/abin7.md): 0.998 over 9 of them, the int8 GEMM
+# 0.944, AWQ 1.030, RoPE-fused attention 1.013; the block-scaled GEMM 0.990 with remat_hoist (abin0.md). Mixed:
+# one more A/B on the block-scaled GEMM with zero_acc, then kept or retired.
+# remat_hoist, ring_waited, sync_ring_multi, index_tiles and tf32x3_wgmma (twenty-second session) became the code on
+# 2026-12-07 (H100, 3 rounds beside Triton, benchmarks/2026-12-07g-h100; figures at each in passes/assign_layouts.py
+# `_hoisted`, codegen/dot.py `_slot_free_behind_wait`, passes/pipeline.py `_pipeline_async` and `_index_load`,
+# passes/layouts.py `tf32_wgmma_applies`); smem_regions was retired (docs/EXPERIMENTS.md).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "iter_barrier")
 
 
 @functools.lru_cache(maxsize=None)

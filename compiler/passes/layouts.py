@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from ..options import ab_switch, has_wgmma
+from ..options import has_wgmma
 
 
 def log2(n: int) -> int:
@@ -464,14 +464,15 @@ def tf32_wgmma_applies(op) -> bool:
     """A 2-D float32 x float32 -> float32 dot of input_precision "tf32" with K a multiple of 8 runs on wgmma's k8 tf32
     form, both operands K-major in shared memory (wgmma reads 32-bit operands K-major only; codegen/dot.py), as Triton
     runs it on Hopper. Its operand tiles (4 bytes an element) must fit one stage of scratch beside the rest: at most
-    128 KiB together. Other precisions ("ieee", "tf32x3", "bf16x3"...) keep their paths. Measured against mma.sync
-    m16n8k8 (H100, 2026-12-06, 2 rounds beside Triton): k-means assignment 0.691 of the time (1.61 -> 1.12 of
-    Triton's), mm_tf32 0.675 (0.87 -> 0.59), none of the other 30 kernels of the run slower by over 2%."""
+    128 KiB together ("tf32x3": twice the bytes, below). Other precisions ("ieee", "bf16x3"...) keep their paths.
+    Measured against mma.sync m16n8k8 (H100, 2026-12-06, 2 rounds beside Triton): k-means assignment 0.691 of the
+    time (1.61 -> 1.12 of Triton's), mm_tf32 0.675 (0.87 -> 0.59), none of the other 30 kernels of the run slower by over 2%."""
     a, b = (v.type for v in op.operands[:2])
     prec = op.attrs.get("input_precision")
-    # (A/B `tf32x3_wgmma`) "tf32x3" too: each operand's tf32 part and remainder written to scratch (twice the bytes),
-    # three products an iteration (codegen/dot.py _dot_wgmma), as Triton runs it on Hopper
-    x3 = prec == "tf32x3" and ab_switch("tf32x3_wgmma")
+    # "tf32x3" too: each operand's tf32 part and remainder written to scratch (twice the bytes), three products an
+    # iteration (codegen/dot.py _dot_wgmma), as Triton runs it on Hopper: the tf32x3 GEMM 0.890 of the time of
+    # mma.sync m16n8k8's (H100, 2026-12-07, 3 rounds, benchmarks/2026-12-07g-h100/abin3.md)
+    x3 = prec == "tf32x3"
     return (len(a.shape) == 2 and a.element.name == "float32"
             and b.element.name == "float32" and op.result.type.element.name == "float32"
             and (prec == "tf32" or x3) and a.shape[-1] % 8 == 0

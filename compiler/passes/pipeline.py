@@ -42,7 +42,6 @@ from ..ir.core import Op, Value
 from . import axisinfo
 from .dce import EFFECTS, dce
 from .layouts import wgmma_applies
-from ..options import ab_switch
 
 # Ops that read memory stay where they are (a load: only an index load moves, `_index_load`): a ring slot's
 # smem_load moved to the body's front by the register pipeline of a ring loop's leftover small loads would read the
@@ -229,8 +228,8 @@ def _rescaled_carry(v, carried) -> bool:
     its own. Counted twice before, a two-warpgroup attention loop whose tight ring buys a second block kept the
     loose ring and one block. Measured (H100, 2026-12-07, the A/B `acc_estimate`, 2 rounds beside Triton,
     benchmarks/2026-12-07f-h100): 0.807 of the time over the 4 corpus kernels it changed, none slower (cross-attention
-    0.707, GQA with ragged key lengths 0.773, varlen causal 0.821, soft-capped causal 0.943); with index_tiles the
-    paged prefix prefill 0.566 (1.90 -> 1.08 of Triton's)."""
+    0.707, GQA with ragged key lengths 0.773, varlen causal 0.821, soft-capped causal 0.943); with its page table
+    on the ring (`_index_load`) the paged prefix prefill 0.566 (1.90 -> 1.08 of Triton's)."""
     o = v.owner
     for _ in range(4):
         if getattr(o, "kind", None) not in ("mul", "add", "sub"):
@@ -271,10 +270,11 @@ def _index_load(o, writes: bool) -> bool:
     t = o.result.type
     if not t.shape:
         return True
-    # (A/B `index_tiles`) a 1-d tile of integers too: a page table's entries for the keys of a block (paged
-    # attention: `page = tl.load(BT + t // PAGE)`, the cache rows `page * PAGE + t % PAGE`)
-    return (len(t.shape) == 1 and t.element.is_int() and t.element.bits > 1 and t.numel <= 256
-            and ab_switch("index_tiles"))
+    # A 1-d tile of integers too: a page table's entries for the keys of a block (paged attention:
+    # `page = tl.load(BT + t // PAGE)`, the cache rows `page * PAGE + t % PAGE`), so K and V take the copy ring
+    # instead of being loaded in place. Paged prefix prefill 0.553 of the time, AWQ 1.010 (H100, 2026-12-07, 3
+    # rounds beside Triton, benchmarks/2026-12-07g-h100/abin2.md, abin8.md)
+    return len(t.shape) == 1 and t.element.is_int() and t.element.bits > 1 and t.numel <= 256
 
 
 def _analyze(loop, index_loads: bool = False):
@@ -361,7 +361,7 @@ def _cloner(inside, subst, out_ops, guard=None):
                 raise AssertionError("a load cloned without a guard (compiler bug)")
             g = guard
             shape = tuple(o.result.type.shape)
-            if shape:  # a tile index load (index_tiles): the scalar guard splatted to its shape
+            if shape:  # a tile index load (a page table's entries): the scalar guard splatted to its shape
                 sp = Op("splat", [guard], [T.TensorType(T.int1, shape)], {"shape": shape}, loc=o.loc)
                 out_ops.append(sp)
                 g = sp.result
@@ -675,9 +675,10 @@ def _pipeline_async(module, loop, options) -> bool:
     # the time (1.70 -> 0.99 of Triton's), 64x64x32 on two warps 0.642 (1.43 -> 0.91), bf16 nn.Linear at 32 rows
     # 0.769 (1.36 -> 1.04), decode GEMM at 16 rows 0.805 (1.28 -> 1.02), 16x16 batched dots 0.973; fp64 64x64x16
     # 1.014 (its gap to Triton is elsewhere: docs/EXPERIMENTS.md)
-    # (A/B `sync_ring_multi`) loops of several mma.sync dots too (decode attention with a query group packed into
-    # 16 rows: K for the scores, V for the output), their copies after the last dot
-    multi = len(dots) > 1 and ab_switch("sync_ring_multi")
+    # Loops of several mma.sync dots too (decode attention with a query group packed into 16 rows: K for the
+    # scores, V for the output), their copies after the last dot: grouped-query decode 0.962 of the time against
+    # the register pipeline (165 -> 128 registers; H100, 2026-12-07, 3 rounds, benchmarks/2026-12-07g-h100/abin1.md)
+    multi = len(dots) > 1
     mma = (not fma and (len(dots) == 1 or multi) and _has_cp_async(options)
            and all(_mma_sync_dot(d, options) for d in dots))
     sync = fma or mma  # the one dot reads its operands from the slot itself, synchronously
@@ -888,7 +889,7 @@ def _pipeline_async(module, loop, options) -> bool:
     # `ring_sync_shallow`: its num_stages - 1 slots loaded one iteration less far ahead (1.057)
     if sync:
         tight = True
-        slots = max(1 if multi else 2, stages - 1)  # (sync_ring_multi: Triton's num_stages - 1, one slot at two stages)
+        slots = max(1 if multi else 2, stages - 1)  # several dots: Triton's num_stages - 1, one slot at two stages
         while slots > 2 and slots * stage > budget:
             slots -= 1
     if slots * stage > budget:

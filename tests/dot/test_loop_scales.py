@@ -1,16 +1,17 @@
 """A K loop that rescales each tile's product before accumulating it (`acc += tl.dot(a, b) * a_s[:, None] *
-b_s[None, :]`, block-scaled GEMMs), and the two A/B switches it led to:
+b_s[None, :]`, block-scaled GEMMs), and what it led to (the first two were A/B switches until 2026-12-07):
 
-- `remat_hoist` (passes/assign_layouts.py `_hoisted`): the row scales' pointers `A_S + (offs % M) * stride + k`, read
-  every iteration in the accumulator's row layout, were converted through shared memory every iteration (the `%`
-  stops rematerialization); under the switch the loop-invariant part is converted once before the loop.
-- `iter_barrier` (codegen/llvm.py `smem_begin`): the first shared-memory use of an iteration that a barrier of the
-  same iteration (the copy ring's wait) already separates from every earlier use gets no barrier of its own.
-- `ring_waited` (codegen/dot.py `_slot_free_behind_wait`): the ring's copies into the slot the previous iteration
-  read need no barrier after the dot where every dot of the body waited for its own wgmmas (wait_group 0) in its
-  iteration: the ring's wait at the top of the iteration already follows those reads.
+- passes/assign_layouts.py `_hoisted`: the row scales' pointers `A_S + (offs % M) * stride + k`, read every
+  iteration in the accumulator's row layout, were converted through shared memory every iteration (the `%` stops
+  rematerialization); the loop-invariant part is converted once before the loop.
+- codegen/dot.py `_slot_free_behind_wait`: the ring's copies into the slot the previous iteration read need no
+  barrier after the dot where every dot of the body waited for its own wgmmas (wait_group 0) in its iteration: the
+  ring's wait at the top of the iteration already follows those reads.
+- the A/B `iter_barrier` (codegen/llvm.py `smem_begin`): the first shared-memory use of an iteration that a barrier
+  of the same iteration (the copy ring's wait) already separates from every earlier use gets no barrier of its own.
 
-Results in the interpreter, through ptxas and on the GPU under each; the loop's conversions and barriers."""
+Results in the interpreter, through ptxas and on the GPU by default and under the switch; the loop's conversions and
+barriers."""
 import re
 
 import numpy as np
@@ -63,8 +64,7 @@ def _case(M, N, K, gn, gk, rng):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "remat_hoist", "iter_barrier", "remat_hoist,iter_barrier", "ring_waited",
-                                "remat_hoist,iter_barrier,ring_waited,zero_acc"])
+@pytest.mark.parametrize("ab", ["", "iter_barrier", "iter_barrier,zero_acc"])
 def test_scaled_mm_results(target, ab, monkeypatch):
     monkeypatch.setenv("TILEFARM_AB", ab)
     M, N, K, gn, gk = 100, 136, 200, 64, 64
@@ -94,34 +94,29 @@ def _loop_text(ptx):
     return ptx[a:b]
 
 
+def _barriers(text):
+    return text.count("barrier.sync") + text.count("bar.sync")
+
+
 def test_scale_pointers_leave_the_loop(monkeypatch, tmp_path):
-    """By default the row scales' 64-bit pointers go through shared memory every iteration (st.shared.b64 / ld.shared
-    .b64 in the loop); under remat_hoist they do not, and the loop has two barriers fewer."""
-    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "remat_hoist")}
-    ptr_moves = {ab: len(re.findall(r"(?:st|ld)\.shared(?:\.v2)?\.[bu]64", t)) for ab, t in loop.items()}
-    bars = {ab: t.count("barrier.sync") + t.count("bar.sync") for ab, t in loop.items()}
-    assert ptr_moves[""] > 0 and ptr_moves["remat_hoist"] == 0, ptr_moves
-    assert bars["remat_hoist"] == bars[""] - 2, bars
-
-
-def test_first_use_behind_the_rings_barrier(monkeypatch, tmp_path):
-    """The column scales' conversion is the iteration's first shared-memory use under remat_hoist, after the copy
-    ring's wait: iter_barrier drops the barrier before its stores (one fewer in the loop), keeping the one between
-    its stores and loads."""
-    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("remat_hoist", "remat_hoist,iter_barrier")}
-    bars = {ab: t.count("barrier.sync") + t.count("bar.sync") for ab, t in loop.items()}
-    assert bars["remat_hoist,iter_barrier"] == bars["remat_hoist"] - 1, bars
-    assert bars["remat_hoist,iter_barrier"] >= 2, bars  # the ring's wait and the conversion's own
+    """No 64-bit pointer goes through shared memory in the loop (st.shared.b64 / ld.shared.b64: the row scales'
+    pointers converted every iteration took two barriers); the loop's barriers are the ring's wait and the column
+    scales' conversion's two (one fewer under iter_barrier: the conversion's first stands behind the ring's)."""
+    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "iter_barrier")}
+    for t in loop.values():
+        assert not re.findall(r"(?:st|ld)\.shared(?:\.v2)?\.[bu]64", t)
+    bars = {ab: _barriers(t) for ab, t in loop.items()}
+    assert bars == {"": 3, "iter_barrier": 2}, bars
 
 
 def test_copies_behind_the_rings_wait(monkeypatch, tmp_path):
-    """The scaled product is waited for in its iteration (wait_group 0): under ring_waited the copies after the dot
-    go without their barrier, one fewer in the loop."""
-    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "ring_waited")}
-    bars = {ab: t.count("barrier.sync") + t.count("bar.sync") for ab, t in loop.items()}
-    assert "wgmma.wait_group.sync.aligned 0" in loop[""]
-    assert bars["ring_waited"] == bars[""] - 1, bars
-
+    """The scaled product is waited for in its iteration (wait_group 0): the copies after the dot go without a barrier
+    of their own; the one barrier after the dot is the column scales' conversion's (codegen/dot.py
+    `_slot_free_behind_wait`)."""
+    loop = _loop_text(_ptx(monkeypatch, tmp_path, ""))
+    assert "wgmma.wait_group.sync.aligned 0" in loop
+    after = loop[loop.index("wgmma.wait_group.sync.aligned 0"):]
+    assert "cp.async" in after and _barriers(after[:after.index("cp.async")]) == 0
 
 @compiler.jit
 def carried_mm_kernel(A, B, C, A_S, B_S, M, N, K, GROUP_N: tl.constexpr, GROUP_K: tl.constexpr,
@@ -143,10 +138,12 @@ def carried_mm_kernel(A, B, C, A_S, B_S, M, N, K, GROUP_N: tl.constexpr, GROUP_K
 
 
 def test_copies_keep_their_barrier_behind_a_dot_in_flight(monkeypatch, tmp_path):
-    """A dot left in flight (wait_group 1: the accumulator carried by the dot) keeps the copies' barrier."""
-    ptx = {ab: _ptx(monkeypatch, tmp_path, ab, carried_mm_kernel) for ab in ("", "ring_waited")}
-    assert "wgmma.wait_group.sync.aligned 1" in _loop_text(ptx[""])
-    assert ptx["ring_waited"] == ptx[""]
+    """A dot left in flight (wait_group 1: the accumulator carried by the dot) keeps the copies' barrier: a barrier
+    between the wait and the copies."""
+    loop = _loop_text(_ptx(monkeypatch, tmp_path, "", carried_mm_kernel))
+    assert "wgmma.wait_group.sync.aligned 1" in loop
+    after = loop[loop.index("wgmma.wait_group.sync.aligned 1"):]
+    assert "cp.async" in after and _barriers(after[:after.index("cp.async")]) == 1
 
 
 @compiler.jit

@@ -1,13 +1,14 @@
-"""Two A/B switches from attention over a paged KV cache (keys and values in fixed-size pages a block table names):
+"""Attention over a paged KV cache (keys and values in fixed-size pages a block table names):
 
-- `index_tiles` (passes/pipeline.py `_index_load`): a 1-d tile of integers loaded in the loop only to address the
-  operand tiles (the block table's entries for a block of keys) counts as an index load, so K and V still take the
-  copy ring (the copies load the entries for their iteration, guarded); by default the loop loaded K and V in place.
+- a 1-d tile of integers loaded in the loop only to address the operand tiles (passes/pipeline.py `_index_load`:
+  the block table's entries for a block of keys) counts as an index load, so K and V still take the copy ring (the
+  copies load the entries for their iteration, guarded); before 2026-12-07 (the A/B `index_tiles`) the loop loaded
+  K and V in place.
 - the ring's register estimate (passes/pipeline.py `_rescaled_carry`, the A/B `acc_estimate` until it became the
   code) counts a dot onto a rescaled carried accumulator (`tl.dot(p, v, acc * alpha[:, None])`) once, not twice, so
   a two-warpgroup attention loop whose tight ring buys a second block takes it (`.minnctapersm 2`).
 
-Results in the interpreter, through ptxas and on the GPU under each; the ring and the block count in the PTX."""
+Results in the interpreter, through ptxas and on the GPU; the ring and the block count in the PTX."""
 import numpy as np
 import pytest
 
@@ -65,10 +66,8 @@ def _case(B, M, n, D, page, rng):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "index_tiles"])
 @pytest.mark.parametrize("warps", [4, 8])
-def test_paged_attn_results(target, ab, warps, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_paged_attn_results(target, warps):
     B, M, n, D, page = 2, 100, 150, 64, 16  # a ragged last page: its keys masked off
     q, kc, vc, bt, ref = _case(B, M, n, D, page, np.random.default_rng(5))
     o = poison((B, M, D), "float32")
@@ -80,9 +79,8 @@ def test_paged_attn_results(target, ab, warps, monkeypatch):
         assert_close(o, ref, "float32", rtol=1e-2, atol=1e-2)
 
 
-def _ptx(monkeypatch, tmp_path, ab, D=128, warps=8):
+def _ptx(monkeypatch, tmp_path, D=128, warps=8):
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TILEFARM_AB", ab)
     z = np.zeros((64, D), np.float16)
     return paged_attn_kernel.warmup(z, z, z, np.zeros((2, 8), np.int32), np.zeros((64, D), np.float32), 64, 128, 8,
                                     0.1, grid=(1,), target="sm_90a", D=D, PAGE=16, BLOCK_M=128, BLOCK_N=64,
@@ -95,17 +93,17 @@ def _loop(ptx):
 
 
 def test_tiles_of_a_paged_cache_take_the_ring(monkeypatch, tmp_path):
-    """By default K and V are loaded in the loop (ld.global); under index_tiles the loop issues their copies (and
-    loads the table's entries for a later iteration) and reads no tile from global memory itself."""
-    loops = {ab: _loop(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "index_tiles")}
-    assert "cp.async" not in loops[""] and loops[""].count("ld.global") >= 8
-    assert "cp.async.cg.shared.global" in loops["index_tiles"]
-    assert loops["index_tiles"].count("ld.global") < loops[""].count("ld.global")
+    """The loop issues K's and V's copies (and loads the table's entries for a later iteration) and reads no tile
+    from global memory itself: its only global loads are the table's entries (loaded in place, K and V took 8 or
+    more vector loads an iteration)."""
+    loop = _loop(_ptx(monkeypatch, tmp_path))
+    assert "cp.async.cg.shared.global" in loop
+    assert loop.count("ld.global") < 8, loop.count("ld.global")
 
 
 def test_rescaled_accumulator_counted_once(monkeypatch, tmp_path):
-    """Two warpgroups, D=128, the paged tiles on the ring (index_tiles): the rescaled accumulator counted once, the
+    """Two warpgroups, D=128, the paged tiles on the ring: the rescaled accumulator counted once, the
     tight ring's two slots buy a second block (`.minnctapersm 2`, 128 registers), as for attention loops over plain
     tiles."""
-    ptx = _ptx(monkeypatch, tmp_path, "index_tiles")
+    ptx = _ptx(monkeypatch, tmp_path)
     assert ".minnctapersm 2" in ptx

@@ -269,16 +269,16 @@ def test_two_dots_results(target):
 
 # ---- dots that keep their paths --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("prec", ["tf32x3", "bf16x3", "ieee"])
+@pytest.mark.parametrize("prec", ["bf16x3", "ieee"])
 def test_other_precisions_keep_their_paths(prec):
+    """("tf32x3" runs on wgmma too: tests/dot/test_tf32x3_wgmma.py)"""
     args, scalars, meta, _, _ = _loop_launch(LOOP_CASES[1], np.random.default_rng(0), prec)
     ptx = _asm(_mm, args, scalars, meta)
     assert "wgmma.mma_async" not in ptx
     if prec == "ieee":  # FMAs
         assert "mma.sync" not in ptx
     else:
-        assert ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" if prec == "tf32x3"
-                else "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") in ptx
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
 
 
 def test_sm80_keeps_mma_sync():
@@ -310,7 +310,10 @@ class _Dot:
     (64, 64, 32, "tf32", 4, True),
     (64, 64, 4, "tf32", 4, False),  # K not a multiple of 8
     (64, 64, 12, "tf32", 4, False),
-    (64, 64, 32, "tf32x3", 4, False),
+    (64, 64, 32, "tf32x3", 4, True),
+    (128, 128, 64, "tf32x3", 8, True),  # twice the bytes of tf32's tiles: 128 KiB, the limit
+    (128, 256, 64, "tf32x3", 8, False),  # 192 KiB
+    (128, 256, 64, "tf32", 8, True),  # 96 KiB
     (64, 64, 32, "ieee", 4, False),
     (32, 64, 32, "tf32", 4, False),  # M under a warpgroup's 64 rows
     (64, 64, 32, "tf32", 2, False),  # not a whole warpgroup

@@ -1,9 +1,9 @@
-"""A/B `tf32x3_wgmma` (passes/layouts.py `tf32_wgmma_applies`, codegen/dot.py `_dot_wgmma`): a float32 dot of
-input_precision "tf32x3" runs on wgmma as "tf32" dots do, each operand written to scratch as its tf32 part and the
-tf32 of its remainder, the three products (small x big, big x small, big x big) in one wgmma group, instead of three
-mma.sync m16n8k8 products per fragment. Results against float64 in the interpreter, through ptxas and on the GPU
-under both settings (tf32x3 keeps fp32 accuracy: far inside what one tf32 product allows); the instructions in the
-PTX."""
+"""tf32x3 on wgmma (passes/layouts.py `tf32_wgmma_applies`, codegen/dot.py `_dot_wgmma`; the A/B `tf32x3_wgmma`
+until 2026-12-07): a float32 dot of input_precision "tf32x3" runs on wgmma as "tf32" dots do, each operand written
+to scratch as its tf32 part and the tf32 of its remainder, the three products (small x big, big x small, big x big)
+in one wgmma group; where wgmma does not apply (two warps) three mma.sync m16n8k8 products per fragment. Results
+against float64 in the interpreter, through ptxas and on the GPU on both paths (tf32x3 keeps fp32 accuracy: far
+inside what one tf32 product allows); the instructions in the PTX."""
 import re
 
 import numpy as np
@@ -32,16 +32,14 @@ def x3_kernel(A, B, C, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BL
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "tf32x3_wgmma"])
-@pytest.mark.parametrize("warps", [4, 8])
-def test_tf32x3_accuracy(target, ab, warps, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+@pytest.mark.parametrize("warps", [2, 4, 8])
+def test_tf32x3_accuracy(target, warps):
     M, N, K = 150, 136, 200
     rng = np.random.default_rng(21)
     a = rng.standard_normal((M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
     c = poison((M, N), "float32")
-    bm = 64 if warps == 4 else 128
+    bm = 16 * warps
     run(target, x3_kernel, (-(-M // bm), -(-N // 64)), [a, b, c], [M, N, K], BLOCK_M=bm, BLOCK_N=64, BLOCK_K=32,
         PREC="tf32x3", num_warps=warps, num_stages=3)
     if target != "ptxas":
@@ -52,17 +50,16 @@ def test_tf32x3_accuracy(target, ab, warps, monkeypatch):
 
 
 def test_tf32x3_on_wgmma(monkeypatch, tmp_path):
-    """By default mma.sync m16n8k8 (three a fragment); under the switch wgmma k8 tf32, three times the instructions of
-    a "tf32" dot of the same tiles, and no mma.sync."""
+    """wgmma k8 tf32 at 128 rows on 8 warps: three times the instructions of a "tf32" dot of the same tiles, and no
+    mma.sync; on two warps (no wgmma) mma.sync m16n8k8."""
     monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
     z = np.zeros((256, 256), np.float32)
     ptx = {}
-    for ab, prec in (("", "tf32x3"), ("tf32x3_wgmma", "tf32x3"), ("tf32x3_wgmma", "tf32")):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx[ab, prec] = x3_kernel.warmup(z, z, z, 256, 256, 256, grid=(1,), target="sm_90a", BLOCK_M=128,
-                                        BLOCK_N=128, BLOCK_K=32, PREC=prec, num_warps=8,
-                                        num_stages=3).asm["ptx"]
+    for warps, prec in ((8, "tf32x3"), (8, "tf32"), (2, "tf32x3")):
+        ptx[warps, prec] = x3_kernel.warmup(z, z, z, 256, 256, 256, grid=(1,), target="sm_90a", BLOCK_M=16 * warps,
+                                            BLOCK_N=128 if warps == 8 else 64, BLOCK_K=32, PREC=prec,
+                                            num_warps=warps, num_stages=3).asm["ptx"]
     wg = {k: len(re.findall(r"wgmma\.mma_async\S*tf32", p)) for k, p in ptx.items()}
-    assert "mma.sync.aligned.m16n8k8" in ptx["", "tf32x3"] and wg["", "tf32x3"] == 0
-    assert "mma.sync" not in ptx["tf32x3_wgmma", "tf32x3"]
-    assert wg["tf32x3_wgmma", "tf32x3"] == 3 * wg["tf32x3_wgmma", "tf32"] > 0, wg
+    assert "mma.sync" not in ptx[8, "tf32x3"]
+    assert wg[8, "tf32x3"] == 3 * wg[8, "tf32"] > 0, wg
+    assert "mma.sync.aligned.m16n8k8" in ptx[2, "tf32x3"] and wg[2, "tf32x3"] == 0
