@@ -40,7 +40,10 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg
     made = None
-    if not options.maxnreg and not blocks and ab_switch("nreg_headroom"):
+    room = module.meta.get("ring_blocks_room")
+    if room and not options.maxnreg and not blocks and ab_switch("ring_occupancy"):
+        ptx, made = ring_room(ptx, options.arch, meta, room)
+    if made is None and not options.maxnreg and not blocks and ab_switch("nreg_headroom"):
         ptx, made = register_headroom(ptx, options.arch, meta)
     if cubin and made is None:
         made = ptx_to_cubin(ptx, options.arch)
@@ -101,6 +104,39 @@ def register_headroom(ptx: str, arch: str, meta: dict):
         return ptx, cubin
     meta["nreg_headroom"] = limit
     return roomy, made
+
+
+_SPILL = re.compile(r"\b(?:STL|LDL)\b")
+
+
+def ring_room(ptx: str, arch: str, meta: dict, room: int):
+    """(PTX, cubin or None) of a kernel whose copy ring leaves shared memory (and, by passes/pipeline.py's estimate,
+    registers) for `room` blocks an SM (A/B `ring_occupancy`): where ptxas's own register count holds fewer, the PTX
+    again with `.minnctapersm room`, kept where no loop of its SASS spills (a spill before or after the loops is
+    paid once a block). A weight-only fp8 GEMM, its e4m3 tile register-pipelined and dequantized into scratch: 144
+    registers, one block an SM, where the ring left room for two (Triton's 128, two); held to two blocks, 128
+    registers and 8 bytes spilled outside its loop. Unchanged where ptxas or nvdisasm is missing."""
+    from ..resources import occupancy
+    from .ptx import PTXASError, _assemble, ptx_arch
+    from .sass import NvdisasmError, loop_bodies, sass
+
+    target = ptx_arch(ptx, arch)
+    cubin, log = _assemble(ptx, target, ("-v",))
+    if cubin is None:
+        return ptx, None
+    regs, shared = _logged(log, "registers"), _logged(log, "shared") + int(meta.get("shared_bytes", 0))
+    if not regs or occupancy(regs, shared, 32 * int(meta.get("num_warps", 4)), target) >= room:
+        return ptx, cubin
+    held = _beside_reqntid(ptx, f".minnctapersm {room}")
+    try:
+        made, _ = _assemble(held, target, ("-v",))
+        spills = made is not None and any(_SPILL.search(i) for body in loop_bodies(sass(made)) for i in body)
+    except (PTXASError, NvdisasmError):
+        return ptx, cubin
+    if made is None or spills:
+        return ptx, cubin
+    meta["ring_blocks_per_sm"] = room
+    return held, made
 
 
 def more_in_flight(before: bytes, after: bytes) -> bool:

@@ -853,6 +853,12 @@ def _pipeline_async(module, loop, options) -> bool:
                                fixed_bytes + fit(True) * stage)
             if more:
                 tight, occupancy = True, more
+            elif options.num_warps >= 8:
+                # the blocks the loose ring leaves shared memory for, where the estimate leaves them registers too:
+                # the code generator may hold ptxas to them (codegen `ring_room`, A/B `ring_occupancy`)
+                room = min(blocks_per_sm(fixed_bytes + fit(False) * stage), _blocks_by_regs(body, dots, options, 64))
+                if room >= 2:
+                    module.meta["ring_blocks_room"] = min(room, module.meta.get("ring_blocks_room", room))
     elif options.num_warps == 4:
         tight = (blocks_per_sm(fixed_bytes + fit(False) * stage) == 1
                  and blocks_per_sm(fixed_bytes + fit(True) * stage) >= 2)
