@@ -184,21 +184,15 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # causal_linattn_tri_loop_f16, flce_bwd_chunk_inplace_dot_f16, fp8_block_scaled_gemm_bf16, mm_even_k_f16,
 # mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16. Measured (H100,
 # 2026-12-07, 3 rounds beside Triton, benchmarks/2026-12-07g-h100/abin7.md): 0.998 over 9 of them, the int8 GEMM
-# 0.944, AWQ 1.030, RoPE-fused attention 1.013; the block-scaled GEMM 0.990 with remat_hoist (abin0.md). Mixed:
-# one more A/B on the block-scaled GEMM with zero_acc, then kept or retired.
-# `ring_occupancy` (passes/pipeline.py `ring_blocks_room`, codegen/__init__.py `ring_room`; twenty-third session, CPU
-# only, untimed): a one-dot loop of two or more warpgroups whose loose copy ring leaves shared memory for two blocks an
-# SM (and the ring's register estimate, the accumulator plus 64 a thread, leaves registers) but whose ptxas count
-# holds one is assembled again with `.minnctapersm 2`, kept where no loop of the SASS spills. The weight-only fp8
-# GEMM (w8a16_fp8_block_gemm_bf16, 1.26 of Triton's time on the H100): 144 -> 128 registers (8 bytes spilled outside
-# its loop), 1 -> 2 blocks (Triton 128, 2); SmoothQuant's W8A8 GEMM 194 -> 128, no spill. Kept out where the held code
-# spills in its loop: mm_even_k (244 registers; 786 bytes spilled held), W4A16 (166; 84). SASS changes on those 2.
+# 0.944, AWQ 1.030, RoPE-fused attention 1.013; the block-scaled GEMM 0.990 with remat_hoist (abin0.md). Again
+# (benchmarks/2026-12-07h-h100): the block-scaled GEMM 0.994 (with zero_acc as zero_acc alone, 0.909), the weight-only
+# fp8 GEMM 0.966, grouped-query decode 0.999. Mixed; what costs AWQ is not read yet.
 # remat_hoist, ring_waited, sync_ring_multi, index_tiles and tf32x3_wgmma (twenty-second session) became the code on
 # 2026-12-07 (H100, 3 rounds beside Triton, benchmarks/2026-12-07g-h100; figures at each in passes/assign_layouts.py
 # `_hoisted`, codegen/dot.py `_slot_free_behind_wait`, passes/pipeline.py `_pipeline_async` and `_index_load`,
-# passes/layouts.py `tf32_wgmma_applies`); smem_regions was retired (docs/EXPERIMENTS.md).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "iter_barrier",
-                     "ring_occupancy")
+# passes/layouts.py `tf32_wgmma_applies`); smem_regions was retired (docs/EXPERIMENTS.md). `ring_occupancy` (twenty-
+# third session) became the code the same day (codegen/__init__.py `ring_room`).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "iter_barrier")
 
 
 @functools.lru_cache(maxsize=None)

@@ -855,7 +855,7 @@ def _pipeline_async(module, loop, options) -> bool:
                 tight, occupancy = True, more
             elif options.num_warps >= 8:
                 # the blocks the loose ring leaves shared memory for, where the estimate leaves them registers too:
-                # the code generator may hold ptxas to them (codegen `ring_room`, A/B `ring_occupancy`)
+                # the code generator holds ptxas to them where its code then spills in no loop (codegen `ring_room`)
                 room = min(blocks_per_sm(fixed_bytes + fit(False) * stage), _blocks_by_regs(body, dots, options, 64))
                 if room >= 2:
                     module.meta["ring_blocks_room"] = min(room, module.meta.get("ring_blocks_room", room))
