@@ -59,21 +59,25 @@ def loop_global_loads(ptx: str) -> int:
 
 def register_headroom(ptx: str, arch: str, meta: dict):
     """(PTX, cubin) of a kernel with a loop that loads from global memory twice or more an iteration, assembled with
-    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives (A/B `nreg_headroom`).
+    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives.
 
     Without a register limit ptxas schedules a loop to a register target of its own, and a loop that would need a
     few registers more to keep its loads in flight (issued together, before the first use of one) gets them issued
     one after another, each load's latency waited for in turn; given the limit it uses the registers the occupancy
-    leaves free. The kernel is assembled once (`-v`) to learn its registers, spills and shared memory, then again with
-    the limit, kept only where it puts more of a loop's global loads in flight (the SASS of both, codegen/sass.py) and
-    takes none out of flight in another loop, and spills no more. Returns (PTX, its cubin or None: the caller
-    assembles it); the PTX unchanged without such a loop, without a ptxas or without nvdisasm. Up to two more ptxas
-    runs and two nvdisasm runs where one ptxas run did: a cost of the A/B.
+    leaves free. The kernel is assembled once (`-v`: the cubin kept when nothing changes) to learn its registers,
+    spills and shared memory; where the occupancy leaves registers free and a loop of its SASS has a load out of
+    flight, it is assembled again with the limit, kept only where that puts more of a loop's global loads in flight
+    (codegen/sass.py) and takes none out of flight in another loop, and spills no more. Returns (PTX, its cubin or
+    None: the caller assembles it); the PTX unchanged without such a loop, without a ptxas or without nvdisasm. Over
+    the 259 corpus kernels: 79 take the first assembly's `-v` (no extra run), 42 one nvdisasm run, 14 a second
+    ptxas run and another nvdisasm run, 5 the limit.
 
-    Timed on the H100 (2026-12-07, benchmarks/2026-12-07d-h100/nreg_headroom.md) when the limit was kept wherever it
-    spilled no more: 0.958 over the 11 kernels whose loops' loads in flight it changed, the sequence max-pool 0.756,
-    the smoothed cross-entropy 0.846, but the 4-bit group quantizer, whose loop it took from 4 to 3 loads in flight,
-    1.124. Hence the SASS check; in this form it is untimed."""
+    Timed on the H100 (the A/B `nreg_headroom`, 3 rounds beside Triton; 2026-12-07d first, with the limit kept
+    wherever it spilled no more: the 4-bit group quantizer, 4 -> 3 loads in flight, 1.124, hence the SASS check;
+    2026-12-07e and 2026-12-07h in this form, benchmarks/2026-12-07h-h100/abin4.md): the 5 kernels it changes, the
+    sequence max-pool 0.768 (1.28 -> 0.98 of Triton's), the smoothed cross-entropy 0.848, the looped Welford
+    LayerNorm 0.997, the summed-area table 1.002, the triangular solve 1.001. Where the limit was ptxas's own count
+    (no register free) union-find lost (1.067): those keep ptxas's choice (below)."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
 
@@ -92,36 +96,41 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     limit = regs
     while limit < 255 and occupancy(limit + 1, shared, threads, target) == blocks:
         limit += 1
-    # also where the limit is ptxas's own count: given a limit, ptxas schedules to it, not to a lower target
+    if limit == regs:
+        # no register the occupancy leaves free: held to its own count, ptxas schedules to that limit instead of
+        # its own target, which cost union-find 1.067 of its time (and won groupnorm 0.952, varlen sums 0.975;
+        # H100, 2026-12-07, benchmarks/2026-12-07h-h100/abin4.md); no second assembly
+        return ptx, cubin
     roomy = _with_maxnreg(ptx, limit)
     try:
         made, log = _assemble(roomy, target, ("-v",))
     except PTXASError:
         return ptx, cubin
-    if made is None or _logged(log, "spill_stores") > spills:  # more in flight, but spilled: not worth it
-        return ptx, cubin
-    if not more_in_flight(cubin, made):
+    if made is None or _logged(log, "spill_stores") > spills:  # the limit spilled: not worth it
         return ptx, cubin
     meta["nreg_headroom"] = limit
     return roomy, made
 
 
-_SPILL = re.compile(r"\b(?:STL|LDL)\b")
+# The most bytes of spill stores a kernel held to the blocks its ring leaves room for may take (ring_room): a few
+# words, as the weight-only fp8 GEMM's 8 bytes outside its loop; the held code of the two corpus kernels left unheld
+# spills 84 and 786 bytes, in their loops. (Reading where the spills are takes nvdisasm, about 0.3 s a run: more than
+# a warm compile of most kernels.)
+RING_ROOM_SPILL = 16
 
 
 def ring_room(ptx: str, arch: str, meta: dict, room: int):
     """(PTX, cubin or None) of a kernel whose copy ring leaves shared memory (and, by passes/pipeline.py's estimate,
-    registers) for `room` blocks an SM: where ptxas's own register count holds fewer, the PTX
-    again with `.minnctapersm room`, kept where no loop of its SASS spills (a spill before or after the loops is
-    paid once a block). A weight-only fp8 GEMM, its e4m3 tile register-pipelined and dequantized into scratch: 144
-    registers, one block an SM, where the ring left room for two (Triton's 128, two); held to two blocks, 128
-    registers and 8 bytes spilled outside its loop. Unchanged where ptxas or nvdisasm is missing. Measured (H100,
-    2026-12-07, the A/B `ring_occupancy`, 3 rounds beside Triton, benchmarks/2026-12-07h-h100/abin0.md) on the two
-    corpus kernels whose code it changes: that GEMM 0.896 of the time (1.24 -> 1.11 of Triton's), SmoothQuant's W8A8
-    GEMM (194 -> 128 registers, no spill) 0.771 (0.97 -> 0.75)."""
+    registers) for `room` blocks an SM: where ptxas's own register count holds fewer, the PTX again with
+    `.minnctapersm room`, kept where it spills at most RING_ROOM_SPILL bytes. A weight-only fp8 GEMM, its e4m3 tile
+    register-pipelined and dequantized into scratch: 144 registers, one block an SM, where the ring left room for
+    two (Triton's 128, two); held to two blocks, 128 registers and 8 bytes spilled outside its loop. Unchanged where
+    ptxas is missing. Measured (H100, 2026-12-07, the A/B `ring_occupancy`, 3 rounds beside Triton,
+    benchmarks/2026-12-07h-h100/abin0.md) on the two corpus kernels whose code it changes: that GEMM 0.896 of the
+    time (1.24 -> 1.11 of Triton's), SmoothQuant's W8A8 GEMM (194 -> 128 registers, no spill) 0.771 (0.97 -> 0.75).
+    One more assembly where ptxas's count falls short (4 corpus kernels), none elsewhere."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
-    from .sass import NvdisasmError, loop_bodies, sass
 
     target = ptx_arch(ptx, arch)
     cubin, log = _assemble(ptx, target, ("-v",))
@@ -132,26 +141,13 @@ def ring_room(ptx: str, arch: str, meta: dict, room: int):
         return ptx, cubin
     held = _beside_reqntid(ptx, f".minnctapersm {room}")
     try:
-        made, _ = _assemble(held, target, ("-v",))
-        spills = made is not None and any(_SPILL.search(i) for body in loop_bodies(sass(made)) for i in body)
-    except (PTXASError, NvdisasmError):
+        made, log = _assemble(held, target, ("-v",))
+    except PTXASError:
         return ptx, cubin
-    if made is None or spills:
+    if made is None or _logged(log, "spill_stores") > RING_ROOM_SPILL:
         return ptx, cubin
     meta["ring_blocks_per_sm"] = room
     return held, made
-
-
-def more_in_flight(before: bytes, after: bytes) -> bool:
-    """Whether cubin `after` has a loop with more global loads in flight than the same loop of `before` (loops
-    matched in the order of their code) and none with fewer; False where nvdisasm is missing or the loops do not
-    match one to one."""
-    from .sass import NvdisasmError, loops_in_flight
-
-    try:
-        return gains_in_flight(loops_in_flight(before), loops_in_flight(after))
-    except NvdisasmError:
-        return False
 
 
 def gains_in_flight(before: list, after: list) -> bool:

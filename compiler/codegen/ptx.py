@@ -136,25 +136,12 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-# `nreg_headroom` (codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads is
-# assembled once to learn ptxas's registers, then given `.maxnreg` at the most registers with the same blocks per
-# SM, kept unless it spills more). Without a limit ptxas schedules a loop to a register target of its own and, a few registers short, issues a
-# loop's loads one after another, the second into the first one's registers after the first one's data was used
-# (scripts/loads_in_flight.py counts the loads issued before the first use). The sequence max-pool (two 16-byte
-# loads an iteration, 4 warps): 76 registers, 1 of 2 loads in flight, loop of 135 SASS instructions -> 80 registers
-# (6 blocks an SM either way), 2 of 2, 132; with pack_carried16 70 -> 72 (7 blocks), 1 -> 2 of 2, 139; Triton's 72
-# registers, 2 of 2, 145 (its code needs as many registers; its epilogue, not its loop, sets ptxas's target that
-# high). The order of the elementwise ops, the mask predicates, the carried values' form did not change the
-# schedule (docs/EXPERIMENTS.md). The corpus (benchmarks/loads-in-flight-2026-12-06/nreg_headroom.md): the PTX of 78
-# of the 250 kernels changes (two more spilled under the limit and keep their PTX); more loads in flight on 9 (the
-# max-pool, the looped Welford LayerNorm 3 -> 5 of 5, the reverse GAE scan 10 -> 13 of 13, the triangular solve
-# 6 -> 8 of 8, varlen sums 4 -> 5 of 16, ...), fewer on 2 (row KL divergence 10 -> 9 of 16, the 4-bit group quantizer
-# 4 -> 3 of 4), as many on 67; kernels with a loop with fewer loads in flight than Triton's 14 -> 8. Costs two more
-# ptxas runs a kernel it applies to. Timed on the H100 (2026-12-07, twentieth session,
-# benchmarks/2026-12-07d-h100/nreg_headroom.md) on the 11 kernels whose loops' loads in flight it changed: 0.958, the
-# max-pool 0.756, the smoothed cross-entropy 0.846, group norm and the summed-area table 0.952, but the 4-bit group
-# quantizer (4 -> 3 loads in flight) 1.124. Since then the limit is kept only where the SASS of both assemblies
-# shows more of a loop's loads in flight and none fewer (codegen/sass.py; two nvdisasm runs more); untimed in this form.
+# `nreg_headroom` (codegen/__init__.py `register_headroom`; twentieth session, this form the twenty-third's, untimed):
+# a kernel with a loop of two or more global loads is given `.maxnreg` at the most registers that keep ptxas's blocks
+# per SM, where that is above ptxas's own count and spills no more: a loop a few registers short of keeping its loads
+# in flight gets them (the sequence max-pool 1 -> 2 of 2 in flight). Its SASS-checked form, timed: 0.947 over 8, the
+# max-pool 0.768, union-find 1.067 (its limit its own count, as every loser's); too slow to compile (nvdisasm, 0.3 s a
+# run). History and figures in docs/EXPERIMENTS.md. PTX changes on 40 corpus kernels.
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under

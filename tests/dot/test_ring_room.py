@@ -1,7 +1,8 @@
 """The blocks a copy ring leaves room for, held (passes/pipeline.py records `ring_blocks_room`, codegen/__init__.py
 `ring_room`; the A/B `ring_occupancy` until 2026-12-07): a one-dot loop of two or more warpgroups whose loose copy
 ring leaves shared memory (and, by the pipeline's register estimate, registers) for two blocks an SM, but whose
-ptxas register count holds one, is assembled again with `.minnctapersm 2`, kept where no loop of the SASS spills.
+ptxas register count holds one, is assembled again with `.minnctapersm 2`, kept where it spills at most a few words
+(RING_ROOM_SPILL bytes).
 Corpus kernels at their GPU meta-parameters: the weight-only fp8 GEMM (144 registers unheld) and SmoothQuant's W8A8
 GEMM (194) take it; a matmul whose held code spills in its loop (mm_even_k, 244 registers) and W4A16 (166, 84 bytes
 spilled held) keep ptxas's own count. Their results are the corpus tests' (tests/corpus) and, on the GPU at the
@@ -9,7 +10,7 @@ corpus's sizes, scripts/bench_corpus.py's."""
 import pytest
 
 import workloads.corpus as corpus
-from compiler.codegen.ptx import find_nvdisasm, find_ptxas
+from compiler.codegen.ptx import find_ptxas
 
 CASES = corpus.load("tilefarm")
 HELD = ("w8a16_fp8_block_gemm_bf16", "smoothquant_dyn_w8a8_f16")
@@ -18,10 +19,10 @@ KEPT = ("mm_even_k_f16", "mm_w4a16_f16")
 
 def _tools():
     try:
-        if find_ptxas() is None or find_nvdisasm() is None:
-            pytest.skip("needs ptxas and nvdisasm")
+        if find_ptxas() is None:
+            pytest.skip("needs ptxas")
     except Exception as e:  # noqa: BLE001
-        pytest.skip(f"needs ptxas and nvdisasm: {e}")
+        pytest.skip(f"needs ptxas: {e}")
 
 
 def _kernel(name, monkeypatch, tmp_path):
@@ -49,7 +50,7 @@ def test_held_to_the_rings_blocks(name, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("name", KEPT)
-def test_not_held_where_the_loop_would_spill(name, monkeypatch, tmp_path):
+def test_not_held_where_it_would_spill(name, monkeypatch, tmp_path):
     _tools()
     k = _kernel(name, monkeypatch, tmp_path)
     assert ".minnctapersm" not in k.asm["ptx"]
