@@ -141,7 +141,8 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # per SM, where that is above ptxas's own count and spills no more: a loop a few registers short of keeping its loads
 # in flight gets them (the sequence max-pool 1 -> 2 of 2 in flight). Its SASS-checked form, timed: 0.947 over 8, the
 # max-pool 0.768, union-find 1.067 (its limit its own count, as every loser's); too slow to compile (nvdisasm, 0.3 s a
-# run). History and figures in docs/EXPERIMENTS.md. PTX changes on 40 corpus kernels.
+# run). This form on 20 of its 40 kernels (benchmarks/2026-12-07i-h100, 2 rounds): 0.998, AWQ 1.130 (its loads all
+# in flight already), dK/dV 1.037, smoothed cross-entropy 0.847. Needs a selector without nvdisasm (docs/EXPERIMENTS.md).
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
