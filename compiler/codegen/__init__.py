@@ -25,13 +25,14 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     options = target_options(module, options)
     module = run_pipeline(module, options)
     # the assembler starts now, beside LLVM IR emission and LLVM, with the flags its run will have: the PTX's target,
-    # line information as emitted
-    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info)
+    # line information as emitted, -v where ring_room reads the resources
+    blocks = module.meta.get("ring_blocks_per_sm")
+    room = module.meta.get("ring_blocks_room") if not (options.maxnreg or blocks) else None
+    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info, verbose=bool(room))
     prefetch_libdevice(libdevice_calls(module.function))  # and the libdevice functions it calls, on a thread
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
     ptx = llvm_to_ptx(llir, options.arch)
-    blocks = module.meta.get("ring_blocks_per_sm")
     if blocks and not options.maxnreg:
         # the blocks per SM a copy ring was sized for (passes/pipeline.py): ptxas fits the registers to them
         ptx = _beside_reqntid(ptx, f".minnctapersm {blocks}")
@@ -40,8 +41,7 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
         ptx = _with_maxnreg(ptx, options.maxnreg)
         meta["maxnreg"] = options.maxnreg
     made = None
-    room = module.meta.get("ring_blocks_room")
-    if room and not options.maxnreg and not blocks:
+    if room:
         ptx, made = ring_room(ptx, options.arch, meta, room)
     if made is None and not options.maxnreg and not blocks and ab_switch("nreg_headroom"):
         ptx, made = register_headroom(ptx, options.arch, meta)
@@ -128,22 +128,34 @@ def ring_room(ptx: str, arch: str, meta: dict, room: int):
     ptxas is missing. Measured (H100, 2026-12-07, the A/B `ring_occupancy`, 3 rounds beside Triton,
     benchmarks/2026-12-07h-h100/abin0.md) on the two corpus kernels whose code it changes: that GEMM 0.896 of the
     time (1.24 -> 1.11 of Triton's), SmoothQuant's W8A8 GEMM (194 -> 128 registers, no spill) 0.771 (0.97 -> 0.75).
-    One more assembly where ptxas's count falls short (4 corpus kernels), none elsewhere."""
+    One more assembly for a kernel with a ring room (4 corpus kernels), run beside the first."""
+    import threading
+
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
 
     target = ptx_arch(ptx, arch)
+    held = _beside_reqntid(ptx, f".minnctapersm {room}")
+    got: list = []
+
+    def assemble_held():
+        try:
+            got.append(_assemble(held, target, ("-v",)))
+        except PTXASError:
+            got.append((None, ""))
+
+    # both assemblies at once (the held one is what ptxas's own count usually asks for): the compile waits for the
+    # longer one, not for both; where the first shows the count fits, the held one is left to finish on its own
+    worker = threading.Thread(target=assemble_held, daemon=True)
+    worker.start()
     cubin, log = _assemble(ptx, target, ("-v",))
     if cubin is None:
         return ptx, None
     regs, shared = _logged(log, "registers"), _logged(log, "shared") + int(meta.get("shared_bytes", 0))
     if not regs or occupancy(regs, shared, 32 * int(meta.get("num_warps", 4)), target) >= room:
         return ptx, cubin
-    held = _beside_reqntid(ptx, f".minnctapersm {room}")
-    try:
-        made, log = _assemble(held, target, ("-v",))
-    except PTXASError:
-        return ptx, cubin
+    worker.join()
+    made, log = got[0] if got else (None, "")
     if made is None or _logged(log, "spill_stores") > RING_ROOM_SPILL:
         return ptx, cubin
     meta["ring_blocks_per_sm"] = room
