@@ -4,7 +4,7 @@
 #                                       autotune,tunematmul,tuneexh,attnwide,mmab,attn15,occ,provenance,ncu128,diag,
 #                                       diaghit,farmtests,badinputs,farmsplit,startup,ncu,asm,host,corpus,lang,ab,
 #                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain,
-#                                       gputests,ncucorpus,swap,quick] [pytest args]
+#                                       gputests,ncucorpus,swap,quick,laggards] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
 # pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
 set -u
@@ -250,6 +250,12 @@ compare_corpus() {  # the farm's ratios against bench_corpus.py's, once both hal
       "$KEEP/bench-corpus.json" --out "$OUT/farm-vs-bench-corpus.md"
   fi
 }
+if [[ ",$what," == *",laggards,"* ]]; then  # named only: the corpus part on the kernels last measured above 1.05 of
+  # Triton's time (the H200's whole-corpus run of 2026-12-06, the 49 above 1.05 then, and the twenty-second session's
+  # new kernels: 55; about 4 s a kernel at ROUNDS=2); BUDGET_S stops it early, listing the rest in the JSON's not_run
+  CORPUS=${CORPUS:-kmeans_assign_f32,adamw_step_f32,blocksparse_attn_f16,bmm3d_bcast_w_f16acc,bmm_broadcast_f16,bmm_f16,col_argmax_tuple_reduce_f16,desc_mm_ieee_ragged_f32,gather_w8a8_u8_optptr_swizzle,grouped_gemm_ptrs_f16,kv_append_slotmap_vllm_layout_f16,layernorm_bwd_lock_f16,libdevice_mixed_args_f32_f64,linear_decode_bias_m32_bf16,minhash_umulhi_u32,mm_bias_f16,mm_bias_relu_bf16,mm_block_ptr_f16,mm_blockptr_nested_colmajor_bf16,mm_colbias_f16,mm_decode_m16_f16,mm_desc_persistent_leaky_bf16,mm_fp16_acc,mm_fp64,mm_gelu_m32_f16,mm_gelu_tanh_f16,mm_leaky_where_f16,mm_mask_mn_f16,mm_mask_mn_f16_128x256x64_w8s3,mm_mask_mnk_f16,mm_mask_mnk_f16_128x256x64_w8s3,mm_nobias_f16,mm_relu_f16,mm_small_tile_f64,mm_tutorial_f16,moe_grouped_gemm_f16,monarch_3d_dot_f16,optional_ptrs_none_colscale_outsum_f16,pcm_frame_ptp_i16,pixel_shuffle_roundtrip_f16,ppo_clip_ratio_f16,scalar_kinds_i64_bool_one_dns_f32,scores_qkT_f32out,seq_maxpool_argmax_tile_where_f16,smoothquant_dyn_w8a8_f16,stencil5_2d_f32,topk_experts_f32,union_find_roots_while_i32,varlen_rowsum_f32,vflip_sort_gather_topk_f32,w8a16_fp8_block_gemm_bf16,fp8_block_scaled_gemm_bf16,paged_prefix_prefill_attn_f16,linear_bias_resid_ln_bf16,group_quant_fp8_colmajor_bf16,gate_up_interleaved_split_bf16}
+  what="$what,corpus"
+fi
 if has corpus; then  # the idiom corpus (workloads/corpus): ours vs Triton from the same files, $CORPUS selects
   # SHARD=1/2 (then 2/2 in the next call): half the corpus a call, interleaved by name (143 cases at 2 rounds take
   # about 580 s, the limit of one call)
