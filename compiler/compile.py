@@ -526,6 +526,10 @@ def compile_kernel(jitfn, params, num_warps=4, num_stages=3, debug=False, arch=N
             "metadata.json": json.dumps(meta, default=str).encode()}
     asm = StageArtifacts({"tile": tile, "llir": out["llir"], "ptx": out["ptx"]}, arch=arch,
                          on_cubin=_cubin_saver(disk, key, arts) if disk is not None else None)
+    if out.get("cubin"):  # assembled already (the code generator read its resources): kept, not made again
+        dict.__setitem__(asm, "cubin", out["cubin"])
+        arts["cubin"] = out["cubin"]
+        _stats["assembled"] += 1
     k = CompiledKernel(meta["name"], asm, meta, key)
     if disk is not None:
         try:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import struct
 
 from ..ir.core import Module
 from ..options import Options, ab_switch
@@ -13,8 +14,8 @@ from ..options import Options, ab_switch
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
     """PIPELINE + LLVM emission + PTX (+ cubin when ptxas exists) for `fn` (a Function or a Module).
 
-    Returns {"llir", "ptx", "cubin" (bytes or None), "meta"}; the stage artifacts keep their names so any one
-    can be dumped or cached.
+    Returns {"llir", "ptx", "cubin" (bytes or None: with `cubin=False`, the one assembled on the way if any), "meta"};
+    the stage artifacts keep their names so any one can be dumped or cached.
     """
     from ..passes import run_pipeline
     from .llvm import emit_llvm, libdevice_calls
@@ -25,10 +26,11 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     options = target_options(module, options)
     module = run_pipeline(module, options)
     # the assembler starts now, beside LLVM IR emission and LLVM, with the flags its run will have: the PTX's target,
-    # line information as emitted, -v where ring_room reads the resources
+    # line information as emitted, -v (register_headroom and ring_room read the resources of the first assembly;
+    # every kernel's is made with -v, so the one started here serves whichever comes)
     blocks = module.meta.get("ring_blocks_per_sm")
     room = module.meta.get("ring_blocks_room") if not (options.maxnreg or blocks) else None
-    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info, verbose=bool(room))
+    prestart_ptxas(options.arch, lineinfo=not options.disable_line_info, verbose=True)
     prefetch_libdevice(libdevice_calls(module.function))  # and the libdevice functions it calls, on a thread
     llir, meta = emit_llvm(module, options)
     meta["target"] = options.arch
@@ -47,7 +49,8 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
         ptx, made = register_headroom(ptx, options.arch, meta)
     if cubin and made is None:
         made = ptx_to_cubin(ptx, options.arch)
-    return {"llir": llir, "ptx": ptx, "cubin": made if cubin else None, "meta": meta}
+    # a cubin made on the way (register_headroom, ring_room) is returned even where none was asked for
+    return {"llir": llir, "ptx": ptx, "cubin": made, "meta": meta}
 
 
 def loop_global_loads(ptx: str) -> int:
@@ -59,34 +62,37 @@ def loop_global_loads(ptx: str) -> int:
 
 def register_headroom(ptx: str, arch: str, meta: dict):
     """(PTX, cubin) of a kernel with a loop that loads from global memory twice or more an iteration, assembled with
-    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives.
+    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives (A/B `nreg_headroom`).
 
     Without a register limit ptxas schedules a loop to a register target of its own, and a loop that would need a
     few registers more to keep its loads in flight (issued together, before the first use of one) gets them issued
     one after another, each load's latency waited for in turn; given the limit it uses the registers the occupancy
-    leaves free. The kernel is assembled once (`-v`: the cubin kept when nothing changes) to learn its registers,
-    spills and shared memory; where the occupancy leaves registers free and a loop of its SASS has a load out of
-    flight, it is assembled again with the limit, kept only where that puts more of a loop's global loads in flight
-    (codegen/sass.py) and takes none out of flight in another loop, and spills no more. Returns (PTX, its cubin or
-    None: the caller assembles it); the PTX unchanged without such a loop, without a ptxas or without nvdisasm. Over
-    the 259 corpus kernels: 79 take the first assembly's `-v` (no extra run), 42 one nvdisasm run, 14 a second
-    ptxas run and another nvdisasm run, 5 the limit.
+    leaves free. The kernel is assembled once (`-v`: that cubin is the kernel's where nothing changes) to learn its
+    registers, spills and shared memory; where the occupancy leaves registers free and a loop of its machine code
+    has a load out of flight (codegen/sass_bin.py, read from the cubin: no disassembler), it is assembled again
+    with the limit, kept only where that puts more of a loop's global loads in flight and takes none out of flight
+    in another loop, and spills no more. sm_90 machine code only. Returns (PTX, its cubin or None: the caller
+    assembles it); the PTX unchanged without such a loop or without a ptxas. Over the 259 corpus kernels: 79 take
+    the first assembly with `-v` (no extra run), 14 a second one (30-100 ms of warm compile: softmax_looped_f32 0.82
+    -> 1.47 of Triton's, benchmarks/host-2026-12-07g), 5 the limit: why it stays an A/B.
 
-    Timed on the H100 (the A/B `nreg_headroom`, 3 rounds beside Triton; 2026-12-07d first, with the limit kept
-    wherever it spilled no more: the 4-bit group quantizer, 4 -> 3 loads in flight, 1.124, hence the SASS check;
-    2026-12-07e and 2026-12-07h in this form, benchmarks/2026-12-07h-h100/abin4.md): the 5 kernels it changes, the
-    sequence max-pool 0.768 (1.28 -> 0.98 of Triton's), the smoothed cross-entropy 0.848, the looped Welford
-    LayerNorm 0.997, the summed-area table 1.002, the triangular solve 1.001. Where the limit was ptxas's own count
-    (no register free) union-find lost (1.067): those keep ptxas's choice (below)."""
+    Timed on the H100 (the A/B `nreg_headroom`, 3 rounds beside Triton, read through nvdisasm then; 2026-12-07d
+    first, with the limit kept wherever it spilled no more: the 4-bit group quantizer, 4 -> 3 loads in flight, 1.124,
+    hence the check of loads in flight; 2026-12-07e and h in this form, benchmarks/2026-12-07h-h100/abin4.md): the 5
+    kernels it changes, the sequence max-pool 0.768 (1.28 -> 0.98 of Triton's), the smoothed cross-entropy 0.848,
+    the looped Welford LayerNorm 0.997, the summed-area table 1.002, the triangular solve 1.001. Without the check of
+    loads in flight (2026-12-07i) AWQ 1.130. Where the limit is ptxas's own count (no register free) union-find lost
+    (1.067): those keep ptxas's choice."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
+    from .sass_bin import loops_in_flight
 
     if loop_global_loads(ptx) < 2:
         return ptx, None
     target = ptx_arch(ptx, arch)
     cubin, log = _assemble(ptx, target, ("-v",))
-    if cubin is None:
-        return ptx, None
+    if cubin is None or not target.startswith("sm_90"):
+        return ptx, cubin
     regs, shared, spills = (_logged(log, k) for k in ("registers", "shared", "spill_stores"))
     shared += int(meta.get("shared_bytes", 0))
     threads = 32 * int(meta.get("num_warps", 4))
@@ -98,15 +104,22 @@ def register_headroom(ptx: str, arch: str, meta: dict):
         limit += 1
     if limit == regs:
         # no register the occupancy leaves free: held to its own count, ptxas schedules to that limit instead of
-        # its own target, which cost union-find 1.067 of its time (and won groupnorm 0.952, varlen sums 0.975;
-        # H100, 2026-12-07, benchmarks/2026-12-07h-h100/abin4.md); no second assembly
+        # its own target (union-find 1.067, group norm 0.952, varlen sums 0.975; H100, 2026-12-07)
         return ptx, cubin
+    try:
+        before = loops_in_flight(cubin)
+    except (ValueError, struct.error):
+        return ptx, cubin
+    if all(x["in_flight"] >= x["loads"] for x in before):
+        return ptx, cubin  # every load of every loop in flight already: nothing to gain
     roomy = _with_maxnreg(ptx, limit)
     try:
         made, log = _assemble(roomy, target, ("-v",))
-    except PTXASError:
-        return ptx, cubin
-    if made is None or _logged(log, "spill_stores") > spills:  # the limit spilled: not worth it
+        if made is None or _logged(log, "spill_stores") > spills:  # more in flight, but spilled: not worth it
+            return ptx, cubin
+        if not gains_in_flight(before, loops_in_flight(made)):
+            return ptx, cubin
+    except (PTXASError, ValueError, struct.error):
         return ptx, cubin
     meta["nreg_headroom"] = limit
     return roomy, made

@@ -136,13 +136,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-# `nreg_headroom` (codegen/__init__.py `register_headroom`; twentieth session, this form the twenty-third's, untimed):
-# a kernel with a loop of two or more global loads is given `.maxnreg` at the most registers that keep ptxas's blocks
-# per SM, where that is above ptxas's own count and spills no more: a loop a few registers short of keeping its loads
-# in flight gets them (the sequence max-pool 1 -> 2 of 2 in flight). Its SASS-checked form, timed: 0.947 over 8, the
-# max-pool 0.768, union-find 1.067 (its limit its own count, as every loser's); too slow to compile (nvdisasm, 0.3 s a
-# run). This form on 20 of its 40 kernels (benchmarks/2026-12-07i-h100, 2 rounds): 0.998, AWQ 1.130 (its loads all
-# in flight already), dK/dV 1.037, smoothed cross-entropy 0.847. Needs a selector without nvdisasm (docs/EXPERIMENTS.md).
+# `nreg_headroom` (codegen/__init__.py `register_headroom`, codegen/sass_bin.py; twentieth session, this form the
+# twenty-third's): `.maxnreg` where the occupancy leaves ptxas registers it did not take and a loop of the cubin has a
+# load out of flight, kept where more are in flight after. Its PTX on the corpus equals the timed form's (SHA-1; then
+# read through nvdisasm): 5 kernels, the sequence max-pool 0.768, none slower (benchmarks/2026-12-07h-h100/abin4.md).
+# Its cost is compile time: 14 corpus kernels take a second ptxas run (docs/EXPERIMENTS.md).
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
@@ -665,8 +663,10 @@ def ptx_arch(ptx: str, arch: str) -> str:
 
 
 def ptx_to_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
-    """Assemble PTX with ptxas (-O3); None when no ptxas can be found. Raises PTXASError on rejection."""
-    cubin, _ = _assemble(ptx, ptx_arch(ptx, arch))
+    """Assemble PTX with ptxas (-O3); None when no ptxas can be found. Raises PTXASError on rejection. With -v, as
+    every assembly of a compile (codegen compile_function reads the resources of the first): the ptxas it started
+    ahead serves whichever comes."""
+    cubin, _ = _assemble(ptx, ptx_arch(ptx, arch), ("-v",))
     return cubin
 
 

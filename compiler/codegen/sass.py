@@ -18,7 +18,7 @@ import tempfile
 
 _ADDR = re.compile(r"/\*[0-9a-f]{4,}\*/")
 _LABEL = re.compile(r"^(\.L_x_\d+):$")
-_BRANCH = re.compile(r"\bBRA\s+(?:`\()?(\.L_x_\d+)")
+_BRANCH = re.compile(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?(?:`\()?(\.L_x_\d+)")  # `BRA P1, ...` too
 _PRED = re.compile(r"^@!?U?P\w+\s+")
 _REG = re.compile(r"(?<![\w.])R(\d+)((?:\.\w+)*)")
 # opcodes without a register destination: their first register operand is read

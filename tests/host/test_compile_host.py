@@ -185,7 +185,9 @@ def test_prestarted_ptxas_gives_the_files_machine_code(fresh, assembler, monkeyp
     cubin = ck.asm["cubin"]
     assert len(started) == 1 and started[0].proc.returncode == 0  # the same process assembled it
     assert P.has_line_info(ck.asm["ptx"]) == lineinfo
-    ref = _by_file(ck.asm["ptx"], "sm_90", ("-lineinfo",) if lineinfo else ())
+    # every assembly runs with -v (its resources read where the code generator needs them; ptxas records its
+    # options in the cubin, so the reference takes it too)
+    ref = _by_file(ck.asm["ptx"], "sm_90", ("-lineinfo", "-v") if lineinfo else ("-v",))
     if not lineinfo:
         assert cubin == ref
     else:
@@ -199,20 +201,22 @@ def test_prestarted_ptxas_with_other_flags_is_not_taken(assembler):
     """A waiting ptxas serves only PTX that needs its arch and flags; at most _IDLE_MAX wait."""
     ptx = P.llvm_to_ptx('define void @k() { ret void }\n!nvvm.annotations = !{!0}\n!0 = !{ptr @k, !"kernel", i32 1}\n',
                         "sm_90")
-    P.prestart_ptxas("sm_90a", lineinfo=False)
-    P.prestart_ptxas("sm_90", lineinfo=True)
-    P.prestart_ptxas("sm_90", lineinfo=False, verbose=True)
+    P.prestart_ptxas("sm_90a", lineinfo=False, verbose=True)
+    P.prestart_ptxas("sm_90", lineinfo=True, verbose=True)
+    P.prestart_ptxas("sm_90", lineinfo=False)
     assert len(P._idle) == P._IDLE_MAX  # the oldest (sm_90a) was ended
     assert not any(k[1] == "sm_90a" for k in P._idle)
     waiting = dict(P._idle)
-    assert P.ptx_to_cubin(ptx, "sm_90") == _by_file(ptx, "sm_90", ())  # no flags: a process of its own
+    # every assembly runs with -v: not the waiting process without it, nor the one with -lineinfo
+    assert P.ptx_to_cubin(ptx, "sm_90") == _by_file(ptx, "sm_90", ("-v",))
     assert P._idle == waiting
+    P.prestart_ptxas("sm_90", lineinfo=False, verbose=True)
     res = P.ptx_resources(ptx, "sm_90")  # -v: the waiting one
     assert res["registers"] >= 0 and not any(k[2] == ("-v",) for k in P._idle)
 
 
 def test_prestarted_ptxas_reports_errors_against_the_ptx(assembler):
-    P.prestart_ptxas("sm_90", lineinfo=False)
+    P.prestart_ptxas("sm_90", lineinfo=False, verbose=True)  # as compile_function starts it: every assembly is -v
     with pytest.raises(P.PTXASError) as e:
         P.ptx_to_cubin(".version 8.3\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n", "sm_90")
     assert "<ptx>" in e.value.log and "/dev/stdin" not in e.value.log and not P._idle

@@ -1,10 +1,10 @@
-"""A/B `nreg_headroom` (compiler/codegen/__init__.py `register_headroom`): a kernel with a loop of two or more global
-loads gets `.maxnreg` at the most registers that keep ptxas's blocks per SM, where that is above ptxas's own count and
-the limited code spills no more. Results with and without it (interpreter, through ptxas, on the GPU); on corpus
-kernels (where ptxas and nvdisasm are installed) the limit it keeps and the ones it drops: the sequence max-pool's
-loop 1 -> 2 of 2 loads in flight (kept: 0.768 of the time on the H100, 2026-12-07), the 4-bit group quantizer (4 -> 3
-of 4 loads in flight when it was held: 1.124 of the time), union-find (1.067) and the row KL divergence (10 -> 9 of
-16), each with the limit at ptxas's own count: dropped."""
+"""A/B `nreg_headroom` (compiler/codegen/__init__.py `register_headroom`): a kernel with a loop of two or more global loads gets `.maxnreg` at the most registers that keep ptxas's blocks per SM,
+where that is above ptxas's own count, kept only where it puts more of a loop's loads in flight and none fewer (read
+from the cubin: compiler/codegen/sass_bin.py) and spills no more. Results (interpreter, through ptxas, on the GPU);
+on corpus kernels (where ptxas is installed) the limit it keeps and the ones it drops: the sequence max-pool's loop
+1 -> 2 of 2 loads in flight (kept: 0.768 of the time on the H100, 2026-12-07), the 4-bit group quantizer (4 -> 3 of 4
+when it was held: 1.124), union-find (1.067) and the row KL divergence (10 -> 9 of 16), each with the limit at
+ptxas's own count: dropped. And codegen/sass_bin.py against nvdisasm's listing (where nvdisasm is installed)."""
 import os
 import re
 import sys
@@ -126,14 +126,13 @@ def _corpus(name, monkeypatch, ab="nreg_headroom"):
     return ptx, cubin, smem
 
 
-@pytest.mark.skipif(_ptxas() is None or _nvdisasm() is None,
-                    reason="needs ptxas and nvdisasm (nvidia-cuda-nvcc; nvidia-cuda-nvdisasm, the `sass` extra)")
+@pytest.mark.skipif(_ptxas() is None, reason="needs ptxas (nvidia-cuda-nvcc)")
 def test_limit_kept_where_it_puts_loads_in_flight(monkeypatch):
-    """The max-pool's loop: 1 of 2 loads in flight without the limit (its PTX without the directive is the
-    default's), 2 of 2 with it, at the same blocks per SM, the limit above ptxas's own count. The 4-bit group
-    quantizer, union-find and the row KL divergence (the limit would be ptxas's own count): no limit."""
+    """The max-pool's loop: 1 of 2 loads in flight without the limit (its PTX assembled without the directive), 2 of
+    2 with it, at the same blocks per SM, the limit above ptxas's own count. The 4-bit group quantizer, union-find and
+    the row KL divergence (the limit would be ptxas's own count): no limit."""
     from compiler.codegen.ptx import _assemble, ptx_resources
-    from compiler.codegen.sass import loops_in_flight
+    from compiler.codegen.sass_bin import loops_in_flight
     from compiler.resources import occupancy
 
     ptx1, cubin1, smem = _corpus("seq_maxpool_argmax_tile_where_f16", monkeypatch)
@@ -142,6 +141,7 @@ def test_limit_kept_where_it_puts_loads_in_flight(monkeypatch):
     assert ptx0 == _corpus("seq_maxpool_argmax_tile_where_f16", monkeypatch, "")[0]
     cubin0, _ = _assemble(ptx0, "sm_90a", ())
     assert [lp["in_flight"] for lp in loops_in_flight(cubin0)] == [1]
+    assert [lp["loads"] for lp in loops_in_flight(cubin0)] == [2]
     assert [lp["in_flight"] for lp in loops_in_flight(cubin1)] == [2]
     r0 = ptx_resources(ptx0, "sm_90a")["registers"]
     threads = 32 * 4
@@ -149,3 +149,37 @@ def test_limit_kept_where_it_puts_loads_in_flight(monkeypatch):
     assert occupancy(limit, smem, threads, "sm_90a") == occupancy(r0, smem, threads, "sm_90a")
     for name in ("q4_group_quant_pack_u8", "union_find_roots_while_i32", "kl_div_rows_f32"):
         assert ".maxnreg" not in _corpus(name, monkeypatch)[0], name
+
+
+@pytest.mark.skipif(_ptxas() is None or _nvdisasm() is None,
+                    reason="needs ptxas and nvdisasm (nvidia-cuda-nvcc; nvidia-cuda-nvdisasm, the `sass` extra)")
+@pytest.mark.parametrize("name", ["seq_maxpool_argmax_tile_where_f16", "grouped_gemm_ptrs_f16", "kl_div_rows_f32",
+                                  "union_find_roots_while_i32", "awq_gemm_int4_f16", "libdevice_mixed_args_f32_f64",
+                                  "gae_revscan_axis0_f32", "mm_fp64", "attn_bwd_dkdv_d64"])
+def test_machine_code_read_as_nvdisasm_reads_it(name, monkeypatch):
+    """Loops and loads in flight from the cubin's words (sass_bin) equal codegen/sass.py's on nvdisasm's listing:
+    loops of masked, 64- and 128-bit, predicated-branch (`BRA P1, ...`), double-precision and wgmma code."""
+    from compiler.codegen import sass, sass_bin
+
+    _, cubin, _ = _corpus(name, monkeypatch, "")
+    listing = [{k: v for k, v in d.items() if k != "instructions"} for d in sass.loops_in_flight(cubin)]
+    assert sass_bin.loops_in_flight(cubin) == listing
+
+
+def test_machine_code_words():
+    """Loads in flight on hand-made words: two 128-bit loads then a use, a use between them, an unknown opcode
+    between them (a wait); the branch offset as the cubin encodes it."""
+    from compiler.codegen import sass_bin as SB
+
+    ldg = 0x981 | (8 << 16) | (2 << 24)  # LDG.E.128 R8, [R2.64]
+    ldg2 = 0x981 | (12 << 16) | (4 << 24)  # LDG.E.128 R12, [R4.64]
+    use = 0x221 | (20 << 16) | (8 << 24) | (9 << 32)  # FADD R20, R8, R9
+    size128 = 6 << 9
+    assert SB.in_flight([(ldg, size128), (ldg2, size128), (use, 0)]) == {"loads": 2, "in_flight": 2}
+    assert SB.in_flight([(ldg, size128), (use, 0), (ldg2, size128)]) == {"loads": 2, "in_flight": 1}
+    assert SB.in_flight([(ldg, size128), (0xFFF, 0), (ldg2, size128)]) == {"loads": 2, "in_flight": 1}
+    off = -16  # four instructions back from the one after the branch: 16 units of 4 bytes
+    bra = 0x947 | ((off % 64) << 16) | (((off // 64) & 0xFFFFFFFF) << 32)
+    assert SB.branch_target(3, bra) == 0
+    code = b"".join(lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in [(ldg, 0), (bra, 0)])
+    assert SB.instructions(code) == [(ldg, 0), (bra, 0)]
