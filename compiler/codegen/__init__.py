@@ -93,10 +93,8 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     cubin, log = _assemble(ptx, target, ("-v",))
     if cubin is None or not target.startswith("sm_90"):
         return ptx, cubin
-    regs, shared, spills = (_logged(log, k) for k in ("registers", "shared", "spill_stores"))
-    shared += int(meta.get("shared_bytes", 0))
-    threads = 32 * int(meta.get("num_warps", 4))
-    blocks = occupancy(regs, shared, threads, target) if regs else 0
+    regs, shared, threads, blocks = _occupancy(log, meta, target)
+    spills = _logged(log, "spill_stores")
     if not blocks:
         return ptx, cubin
     limit = regs
@@ -125,17 +123,11 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     return roomy, made
 
 
-# The most bytes of spill stores a kernel held to the blocks its ring leaves room for may take (ring_room): a few
-# words, as the weight-only fp8 GEMM's 8 bytes outside its loop; the held code of the two corpus kernels left unheld
-# spills 84 and 786 bytes, in their loops. (Reading where the spills are takes nvdisasm, about 0.3 s a run: more than
-# a warm compile of most kernels.)
-RING_ROOM_SPILL = 16
-
-
 def ring_room(ptx: str, arch: str, meta: dict, room: int):
     """(PTX, cubin or None) of a kernel whose copy ring leaves shared memory (and, by passes/pipeline.py's estimate,
     registers) for `room` blocks an SM: where ptxas's own register count holds fewer, the PTX again with
-    `.minnctapersm room`, kept where it spills at most RING_ROOM_SPILL bytes. A weight-only fp8 GEMM, its e4m3 tile
+    `.minnctapersm room`, kept where no loop of its machine code spills (codegen/sass_bin.py, read from the cubin: a
+    spill before or after the loops is paid once a block). A weight-only fp8 GEMM, its e4m3 tile
     register-pipelined and dequantized into scratch: 144 registers, one block an SM, where the ring left room for
     two (Triton's 128, two); held to two blocks, 128 registers and 8 bytes spilled outside its loop. Unchanged where
     ptxas is missing. Measured (H100, 2026-12-07, the A/B `ring_occupancy`, 3 rounds beside Triton,
@@ -144,10 +136,12 @@ def ring_room(ptx: str, arch: str, meta: dict, room: int):
     One more assembly for a kernel with a ring room (4 corpus kernels), run beside the first."""
     import threading
 
-    from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
+    from .sass_bin import spills_in_loops
 
     target = ptx_arch(ptx, arch)
+    if not target.startswith("sm_90"):  # the machine code read below is sm_90's
+        return ptx, None
     held = _beside_reqntid(ptx, f".minnctapersm {room}")
     got: list = []
 
@@ -164,15 +158,28 @@ def ring_room(ptx: str, arch: str, meta: dict, room: int):
     cubin, log = _assemble(ptx, target, ("-v",))
     if cubin is None:
         return ptx, None
-    regs, shared = _logged(log, "registers"), _logged(log, "shared") + int(meta.get("shared_bytes", 0))
-    if not regs or occupancy(regs, shared, 32 * int(meta.get("num_warps", 4)), target) >= room:
+    regs, _shared, _threads, blocks = _occupancy(log, meta, target)
+    if not regs or blocks >= room:
         return ptx, cubin
     worker.join()
-    made, log = got[0] if got else (None, "")
-    if made is None or _logged(log, "spill_stores") > RING_ROOM_SPILL:
+    made = got[0][0] if got else None
+    try:
+        if made is None or spills_in_loops(made):
+            return ptx, cubin
+    except (ValueError, struct.error):
         return ptx, cubin
     meta["ring_blocks_per_sm"] = room
     return held, made
+
+
+def _occupancy(log: str, meta: dict, target: str):
+    """(registers, shared bytes, threads, blocks per SM) of a kernel from its `ptxas -v` log and metadata."""
+    from ..resources import occupancy
+
+    regs = _logged(log, "registers")
+    shared = _logged(log, "shared") + int(meta.get("shared_bytes", 0))
+    threads = 32 * int(meta.get("num_warps", 4))
+    return regs, shared, threads, occupancy(regs, shared, threads, target) if regs else 0
 
 
 def gains_in_flight(before: list, after: list) -> bool:

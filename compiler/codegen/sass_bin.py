@@ -9,7 +9,8 @@ the corpus's cubins and nvdisasm's listing of them. A branch (BRA, opcode 0x947)
 units: bits 16-23 plus 64 times the signed high 32 bits of the first word; a branch back closes a loop. Widths: a
 load's destination by its size field (bits 9-11 of the second word: 5 is 64 bits, 6 is 128), global addresses and
 double-precision operands in register pairs, IMAD.WIDE's destination and addend pairs, an MMA's accumulator a run of
-registers. An opcode the table lacks counts as a wait on every load in flight (fewer in flight, never more)."""
+registers. An opcode the table lacks counts as a wait on every load in flight (fewer in flight, never more). Also
+whether a loop spills (codegen `ring_room`)."""
 from __future__ import annotations
 
 import functools
@@ -135,6 +136,12 @@ def in_flight(body) -> dict:
             n += 1
             pending |= writes
     return {"loads": loads, "in_flight": n}
+
+
+def spills_in_loops(cubin: bytes) -> bool:
+    """Whether a loop of the cubin stores to or loads from local memory (STL / LDL: register spills)."""
+    table = _table()
+    return any(table.get(lo & 0xFFF, ("",))[0] in ("STL", "LDL") for body in loop_bodies(cubin) for lo, _hi in body)
 
 
 def loops_in_flight(cubin: bytes) -> list[dict]:

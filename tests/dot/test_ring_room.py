@@ -1,8 +1,8 @@
 """The blocks a copy ring leaves room for, held (passes/pipeline.py records `ring_blocks_room`, codegen/__init__.py
 `ring_room`; the A/B `ring_occupancy` until 2026-12-07): a one-dot loop of two or more warpgroups whose loose copy
 ring leaves shared memory (and, by the pipeline's register estimate, registers) for two blocks an SM, but whose
-ptxas register count holds one, is assembled again with `.minnctapersm 2`, kept where it spills at most a few words
-(RING_ROOM_SPILL bytes).
+ptxas register count holds one, is assembled again with `.minnctapersm 2`, kept where no loop of its machine code
+spills (read from the cubin: codegen/sass_bin.py).
 Corpus kernels at their GPU meta-parameters: the weight-only fp8 GEMM (144 registers unheld) and SmoothQuant's W8A8
 GEMM (194) take it; a matmul whose held code spills in its loop (mm_even_k, 244 registers) and W4A16 (166, 84 bytes
 spilled held) keep ptxas's own count. Their results are the corpus tests' (tests/corpus) and, on the GPU at the
