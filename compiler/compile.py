@@ -348,10 +348,6 @@ def toolchain() -> dict:
     ab = sorted(ab_switches())
     if ab:  # A/B switches of code generation (codegen.ptx.ab_switch); absent when none, so keys stay as they were
         out["ab"] = ab
-    if "nreg_headroom" in ab:  # its register limit is kept by what nvdisasm shows (codegen/__init__.py)
-        from .codegen.ptx import find_nvdisasm
-
-        out["nvdisasm"] = _file_version(find_nvdisasm(), "nvdisasm")
     return out
 
 

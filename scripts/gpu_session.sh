@@ -359,14 +359,13 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
   # --select and --ab), e.g. 'mm_*|zero_acc;store_runs@cum*|scan_prefix'. Default: the A/Bs still in progress after
   # the twenty-first session, each on the corpus kernels whose code it changes: remat_feed (untimed: aranges read in
-  # a loop rematerialized outside loops too), nreg_headroom (0.947 over its 8 on the
-  # H100, 2026-12-07e, but union-find 1.068: benchmarks/2026-12-07e-h100/abin4.md), zero_acc (mixed: 5 faster, the
+  # a loop rematerialized outside loops too), zero_acc (mixed: 5 faster, the
   # two D=128 attention kernels slower, benchmarks/2026-12-07d-h100/abin8.md). ABIN_PART=k/n: only the runs whose
   # index is k-1 modulo n (the default list takes about 3 minutes)
   # Queued (twenty-third session; each timed already, mixed, to be re-timed only with a rule that separates gains from
   # losses): iter_barrier on the block-scaled fp8 GEMM alone and with zero_acc (benchmarks/2026-12-07g-h100/abin7.md,
   # 2026-12-07h-h100/abin1-2.md), remat_feed, zero_acc; lists read with scripts/corpus_ptx_sha1.py --against the
-  # default. nreg_headroom's PTX is its timed form's (benchmarks/2026-12-07h-h100/abin4.md): no run needed.
+  # default. nreg_headroom became the code (twenty-fourth session), its corpus PTX the timed form's.
   IFS='@' read -ra abruns <<< "${ABIN_RUNS:-fp8_block_scaled_gemm_bf16|iter_barrier;zero_acc;iter_barrier,zero_acc@gqa_decode_packed_dot_f16,w8a16_fp8_block_gemm_bf16|iter_barrier@attn_bwd_dq_d64,attn_softcap_causal_d128,attn_swa_sinks_lse_f16,kmeans_assign_f32,linear_ce_fused_f32,retention_chunked_d64,rope_fused_causal_attn_f16|remat_feed@attn_alibi_d64,attn_alibi_inkernel_slopes_f16,attn_bias_d64,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_d256_lse_bf16,attn_gqa_d128,attn_gqa_ragged_klen_f16,attn_kT_d128,attn_kT_d64,attn_masked_d128,attn_masked_d64,attn_pretransposed_d64,attn_sliding_window_d64,attn_softcap_causal_d128,attn_swa_sinks_lse_f16,blocksparse_attn_f16,causal_linattn_tri_loop_f16,cross_attn_bshd_d128,kmeans_assign_f32,mm_fp8_rowcol_scaled_bf16,paged_prefix_prefill_attn_f16,retention_chunked_d64,rope_fused_causal_attn_f16,scores_qkT_f32out,varlen_causal_attn_f16|zero_acc}"
   part=${ABIN_PART:-1/1}; pk=${part%/*}; pn=${part#*/}
   for i in "${!abruns[@]}"; do

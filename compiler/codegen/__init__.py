@@ -8,7 +8,7 @@ import re
 import struct
 
 from ..ir.core import Module
-from ..options import Options, ab_switch
+from ..options import Options
 
 
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
@@ -45,7 +45,7 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     made = None
     if room:
         ptx, made = ring_room(ptx, options.arch, meta, room)
-    if made is None and not options.maxnreg and not blocks and ab_switch("nreg_headroom"):
+    if made is None and not options.maxnreg and not blocks:
         ptx, made = register_headroom(ptx, options.arch, meta)
     if cubin and made is None:
         made = ptx_to_cubin(ptx, options.arch)
@@ -62,19 +62,18 @@ def loop_global_loads(ptx: str) -> int:
 
 def register_headroom(ptx: str, arch: str, meta: dict):
     """(PTX, cubin) of a kernel with a loop that loads from global memory twice or more an iteration, assembled with
-    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives (A/B `nreg_headroom`).
+    `.maxnreg` at the most registers that keep the blocks per SM ptxas's own choice gives.
 
     Without a register limit ptxas schedules a loop to a register target of its own, and a loop that would need a
     few registers more to keep its loads in flight (issued together, before the first use of one) gets them issued
     one after another, each load's latency waited for in turn; given the limit it uses the registers the occupancy
     leaves free. The kernel is assembled once (`-v`: that cubin is the kernel's where nothing changes) to learn its
     registers, spills and shared memory; where the occupancy leaves registers free and a loop of its machine code
-    has a load out of flight (codegen/sass_bin.py, read from the cubin: no disassembler), it is assembled again
-    with the limit, kept only where that puts more of a loop's global loads in flight and takes none out of flight
-    in another loop, and spills no more. sm_90 machine code only. Returns (PTX, its cubin or None: the caller
-    assembles it); the PTX unchanged without such a loop or without a ptxas. Over the 259 corpus kernels: 79 take
-    the first assembly with `-v` (no extra run), 14 a second one (30-100 ms of warm compile: softmax_looped_f32 0.82
-    -> 1.47 of Triton's, benchmarks/host-2026-12-07g), 5 the limit: why it stays an A/B.
+    has a load out of flight whose registers the freed ones could half cover (codegen/sass_bin.py, read from the
+    cubin: no disassembler), it is assembled again with the limit, kept only where that puts more of a loop's global
+    loads in flight and takes none out of flight in another loop, and spills no more. sm_90 machine code only.
+    Returns (PTX, its cubin or None: the caller assembles it); the PTX unchanged without such a loop or without a
+    ptxas.
 
     Timed on the H100 (the A/B `nreg_headroom`, 3 rounds beside Triton, read through nvdisasm then; 2026-12-07d
     first, with the limit kept wherever it spilled no more: the 4-bit group quantizer, 4 -> 3 loads in flight, 1.124,
@@ -82,7 +81,16 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     kernels it changes, the sequence max-pool 0.768 (1.28 -> 0.98 of Triton's), the smoothed cross-entropy 0.848,
     the looped Welford LayerNorm 0.997, the summed-area table 1.002, the triangular solve 1.001. Without the check of
     loads in flight (2026-12-07i) AWQ 1.130. Where the limit is ptxas's own count (no register free) union-find lost
-    (1.067): those keep ptxas's choice."""
+    (1.067): those keep ptxas's choice.
+
+    Its cost is a second ptxas run. Over the 259 corpus kernels 79 reach the first assembly's check (the assembly the
+    kernel needs anyway) and 14 have a loop with a load out of flight under a limit above ptxas's count; the limit
+    gained on 5 of them. On the 9 where it gained nothing the loads out of flight write 3-135 registers; where the
+    limit frees fewer than half of those (colsum 12 against 2 freed, the looped softmax 11 against 2, the selective
+    scan 5 against 1, the embedding bag, the pointer-array grouped GEMM) ptxas did not issue them together, and
+    those 5 get no second run; the 5 it gained on all pass (the max-pool 4 against 3 freed, the Welford LayerNorm 8
+    against 4). The second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before
+    this check; benchmarks/host-2026-12-07g)."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
     from .sass_bin import loops_in_flight
@@ -105,11 +113,13 @@ def register_headroom(ptx: str, arch: str, meta: dict):
         # its own target (union-find 1.067, group norm 0.952, varlen sums 0.975; H100, 2026-12-07)
         return ptx, cubin
     try:
-        before = loops_in_flight(cubin)
+        before = loops_in_flight(cubin, out_of_flight=True)
     except (ValueError, struct.error):
         return ptx, cubin
-    if all(x["in_flight"] >= x["loads"] for x in before):
-        return ptx, cubin  # every load of every loop in flight already: nothing to gain
+    if not any(x["in_flight"] < x["loads"] and x["registers_out"] <= 2 * (limit - regs) for x in before):
+        # every load of every loop in flight already, or the registers the limit frees too few against what the
+        # loads out of flight would hold: no second assembly
+        return ptx, cubin
     roomy = _with_maxnreg(ptx, limit)
     try:
         made, log = _assemble(roomy, target, ("-v",))

@@ -136,11 +136,6 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (docs/EXPERIMENTS.md).
 # Still A/Bs in progress, each faster on one kernel and slower on another:
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-# `nreg_headroom` (codegen/__init__.py `register_headroom`, codegen/sass_bin.py; twentieth session, this form the
-# twenty-third's): `.maxnreg` where the occupancy leaves ptxas registers it did not take and a loop of the cubin has a
-# load out of flight, kept where more are in flight after. Its PTX on the corpus equals the timed form's (SHA-1; then
-# read through nvdisasm): 5 kernels, the sequence max-pool 0.768, none slower (benchmarks/2026-12-07h-h100/abin4.md).
-# Its cost is compile time: 14 corpus kernels take a second ptxas run (docs/EXPERIMENTS.md).
 # `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
 # attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
 # the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
@@ -177,8 +172,12 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # 2026-12-07 (H100, 3 rounds beside Triton, benchmarks/2026-12-07g-h100; figures at each in passes/assign_layouts.py
 # `_hoisted`, codegen/dot.py `_slot_free_behind_wait`, passes/pipeline.py `_pipeline_async` and `_index_load`,
 # passes/layouts.py `tf32_wgmma_applies`); smem_regions was retired (docs/EXPERIMENTS.md). `ring_occupancy` (twenty-
-# third session) became the code the same day (codegen/__init__.py `ring_room`).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "nreg_headroom", "zero_acc", "remat_feed", "iter_barrier")
+# third session) became the code the same day (codegen/__init__.py `ring_room`). `nreg_headroom` (twentieth session,
+# its SASS-checked form the twenty-third's: 5 corpus kernels, the sequence max-pool 0.768, none slower;
+# benchmarks/2026-12-07h-h100/abin4.md) became the code on 2026-12-07 (twenty-fourth session) once its second ptxas
+# run was left out where the registers it frees cannot cover the loads out of flight (codegen/__init__.py
+# `register_headroom`); its corpus PTX is the timed form's (SHA-1).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier")
 
 
 @functools.lru_cache(maxsize=None)

@@ -138,12 +138,35 @@ def in_flight(body) -> dict:
     return {"loads": loads, "in_flight": n}
 
 
+def registers_out_of_flight(body) -> int:
+    """The registers the global loads of a loop body write that `in_flight` leaves out of flight (issued after the
+    first wait): what ptxas would have to hold besides the loads in flight to issue them together."""
+    pending, waited, out = set(), False, 0
+    for lo, hi in body:
+        got = reads_writes(lo, hi)
+        if got is None:
+            waited = waited or bool(pending)
+            continue
+        _name, reads, writes, load = got
+        if not waited and (reads | writes) & pending:
+            waited = True
+        if load and waited:
+            out += len(writes)
+        elif load:
+            pending |= writes
+    return out
+
+
 def spills_in_loops(cubin: bytes) -> bool:
     """Whether a loop of the cubin stores to or loads from local memory (STL / LDL: register spills)."""
     table = _table()
     return any(table.get(lo & 0xFFF, ("",))[0] in ("STL", "LDL") for body in loop_bodies(cubin) for lo, _hi in body)
 
 
-def loops_in_flight(cubin: bytes) -> list[dict]:
-    """`in_flight` of every loop of an sm_90 cubin, in the order of its code."""
-    return [in_flight(b) for b in loop_bodies(cubin)]
+def loops_in_flight(cubin: bytes, out_of_flight: bool = False) -> list[dict]:
+    """`in_flight` of every loop of an sm_90 cubin, in the order of its code; with `out_of_flight`, each also with
+    "registers_out": `registers_out_of_flight`."""
+    bodies = loop_bodies(cubin)
+    if not out_of_flight:
+        return [in_flight(b) for b in bodies]
+    return [dict(in_flight(b), registers_out=registers_out_of_flight(b)) for b in bodies]

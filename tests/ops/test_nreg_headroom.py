@@ -1,6 +1,7 @@
-"""A/B `nreg_headroom` (compiler/codegen/__init__.py `register_headroom`): a kernel with a loop of two or more global loads gets `.maxnreg` at the most registers that keep ptxas's blocks per SM,
-where that is above ptxas's own count, kept only where it puts more of a loop's loads in flight and none fewer (read
-from the cubin: compiler/codegen/sass_bin.py) and spills no more. Results (interpreter, through ptxas, on the GPU);
+"""compiler/codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads gets `.maxnreg` at
+the most registers that keep ptxas's blocks per SM, where that is above ptxas's own count and the registers it frees
+cover at least half of what the loads out of flight write, kept only where it puts more of a loop's loads in flight
+and none fewer (read from the cubin: compiler/codegen/sass_bin.py) and spills no more. Results (interpreter, through ptxas, on the GPU);
 on corpus kernels (where ptxas is installed) the limit it keeps and the ones it drops: the sequence max-pool's loop
 1 -> 2 of 2 loads in flight (kept: 0.768 of the time on the H100, 2026-12-07), the 4-bit group quantizer (4 -> 3 of 4
 when it was held: 1.124), union-find (1.067) and the row KL divergence (10 -> 9 of 16), each with the limit at
@@ -61,9 +62,7 @@ def _outputs():
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "nreg_headroom"])
-def test_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_results(target):
     x, lens = _inputs()
     mx, arg, mean = _outputs()
     run(target, maxpool_kernel, (B, 2), [x, lens, mx, arg, mean], [T, D], BLOCK_T=32, BLOCK_D=64, num_warps=4)
@@ -109,7 +108,7 @@ def test_gains_in_flight():
     assert not gains_in_flight(f(2), f(2)) and not gains_in_flight(f(1), f(2, 2))
 
 
-def _corpus(name, monkeypatch, ab="nreg_headroom"):
+def _corpus(name, monkeypatch, ab=""):
     """(PTX, cubin, shared bytes) of a corpus kernel at its GPU specialization for sm_90a, under switches `ab`."""
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import _bench_host_corpus as BC
@@ -138,7 +137,7 @@ def test_limit_kept_where_it_puts_loads_in_flight(monkeypatch):
     ptx1, cubin1, smem = _corpus("seq_maxpool_argmax_tile_where_f16", monkeypatch)
     limit = int(re.search(r"^\.maxnreg (\d+)$", ptx1, re.M).group(1))
     ptx0 = re.sub(r"^\.maxnreg \d+\n", "", ptx1, flags=re.M)
-    assert ptx0 == _corpus("seq_maxpool_argmax_tile_where_f16", monkeypatch, "")[0]
+    assert ptx1.count(".maxnreg") == 1
     cubin0, _ = _assemble(ptx0, "sm_90a", ())
     assert [lp["in_flight"] for lp in loops_in_flight(cubin0)] == [1]
     assert [lp["loads"] for lp in loops_in_flight(cubin0)] == [2]
@@ -149,6 +148,29 @@ def test_limit_kept_where_it_puts_loads_in_flight(monkeypatch):
     assert occupancy(limit, smem, threads, "sm_90a") == occupancy(r0, smem, threads, "sm_90a")
     for name in ("q4_group_quant_pack_u8", "union_find_roots_while_i32", "kl_div_rows_f32"):
         assert ".maxnreg" not in _corpus(name, monkeypatch)[0], name
+
+
+@pytest.mark.skipif(_ptxas() is None, reason="needs ptxas (nvidia-cuda-nvcc)")
+@pytest.mark.parametrize("name, second", [("colsum_f16", False), ("softmax_looped_f32", False),
+                                          ("seq_maxpool_argmax_tile_where_f16", True)])
+def test_second_assembly_only_where_the_freed_registers_could_cover(name, second, monkeypatch):
+    """The column sum's loop has 3 of 4 loads out of flight (12 registers) and the limit would free 2; the looped
+    softmax 11 against 2: assembled once. The max-pool 4 against 3: assembled twice (and the limit kept)."""
+    from compiler.codegen import ptx as P
+
+    calls = []
+    real = P._assemble
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    import compiler.compile as C
+
+    monkeypatch.setattr(C, "_mem_cache", {})  # compiled afresh, not taken from an earlier test's compile
+    monkeypatch.setattr(P, "_assemble", counting)
+    ptx = _corpus(name, monkeypatch)[0]
+    assert len(calls) == (2 if second else 1)
+    assert (".maxnreg" in ptx) == second
 
 
 @pytest.mark.skipif(_ptxas() is None or _nvdisasm() is None,
@@ -178,6 +200,10 @@ def test_machine_code_words():
     assert SB.in_flight([(ldg, size128), (ldg2, size128), (use, 0)]) == {"loads": 2, "in_flight": 2}
     assert SB.in_flight([(ldg, size128), (use, 0), (ldg2, size128)]) == {"loads": 2, "in_flight": 1}
     assert SB.in_flight([(ldg, size128), (0xFFF, 0), (ldg2, size128)]) == {"loads": 2, "in_flight": 1}
+    # the registers the loads out of flight write: none, then the second load's four
+    assert SB.registers_out_of_flight([(ldg, size128), (ldg2, size128), (use, 0)]) == 0
+    assert SB.registers_out_of_flight([(ldg, size128), (use, 0), (ldg2, size128)]) == 4
+    assert SB.registers_out_of_flight([(ldg, size128), (0xFFF, 0), (ldg2, 0)]) == 1
     off = -16  # four instructions back from the one after the branch: 16 units of 4 bytes
     bra = 0x947 | ((off % 64) << 16) | (((off // 64) & 0xFFFFFFFF) << 32)
     assert SB.branch_target(3, bra) == 0
