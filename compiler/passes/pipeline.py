@@ -222,6 +222,33 @@ def _blocks_by_regs(body, dots, options, slack) -> int:
     return 65536 // (threads * (-(-(live + slack) // 8) * 8))
 
 
+def _address_regs(body, info, threads) -> int:
+    """Registers a thread holds for the 64-bit addresses of a loop's tile loads: one pair a vector, a vector as many
+    elements as the pointers' contiguity and alignment along their most contiguous dim give, up to 16 bytes. A ring
+    of a one-dot loop leaves room for a second block where ptxas can fit its registers (codegen `ring_room` holds it
+    there and keeps the code only where no loop spills); a tile loaded element by element (an operand whose columns
+    a `tl.where` clamps: no contiguity) keeps 32 addresses a thread live. Over the corpus's four kernels with that
+    room: mm_even_k 72 (ptxas's own count 244; held to 128, 786 bytes spilled), W4A16 26 (166; 84 bytes spilled in
+    its loop), SmoothQuant's W8A8 14 (194; 128 without spill, 0.771 of the time) and the weight-only fp8 GEMM 14
+    (144; 128 and 8 bytes spilled outside the loop, 0.896): at 48 + these, the two that spilled have no room and
+    their held assembly (a second ptxas run beside the first, mm_even_k's warm compile 1.79 of Triton's) is not
+    made."""
+    n = 0
+    for o in body.walk():
+        if o.kind != "load" or not o.result.type.shape:
+            continue
+        t = o.result.type
+        eb = max(1, t.element.bits // 8)
+        per = max(1, t.numel // threads)
+        vec = 1
+        p = info.get(o.operands[0].id)
+        if p is not None:
+            d = min(range(len(t.shape)), key=lambda x: (-p.contiguity[x], -x))
+            vec = max(1, min(p.contiguity[d], 16 // eb, p.divisibility[d] // eb))
+        n += 2 * max(1, per // vec)
+    return n
+
+
 def _rescaled_carry(v, carried) -> bool:
     """Whether a dot's accumulator operand is a carried tile rescaled elementwise (attention's
     `tl.dot(p, v, acc * alpha[:, None])`): the dot's result then takes the carried tile's place, not registers of
@@ -856,7 +883,11 @@ def _pipeline_async(module, loop, options) -> bool:
             elif options.num_warps >= 8:
                 # the blocks the loose ring leaves shared memory for, where the estimate leaves them registers too:
                 # the code generator holds ptxas to them where its code then spills in no loop (codegen `ring_room`)
-                room = min(blocks_per_sm(fixed_bytes + fit(False) * stage), _blocks_by_regs(body, dots, options, 64))
+                # (registers: a thread's 64 of slack read as 48 plus the 64-bit addresses of the loop's loads, one
+                # a vector: _address_regs)
+                info = info or axisinfo.analyze(module.function)
+                slack = 48 + _address_regs(body, info, 32 * options.num_warps)
+                room = min(blocks_per_sm(fixed_bytes + fit(False) * stage), _blocks_by_regs(body, dots, options, slack))
                 if room >= 2:
                     module.meta["ring_blocks_room"] = min(room, module.meta.get("ring_blocks_room", room))
     elif options.num_warps == 4:
