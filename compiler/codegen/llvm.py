@@ -138,8 +138,19 @@ def _libdevice(name):
     return f
 
 
+def _f32_sqrt(e, x):
+    """tl.sqrt on float32: IEEE rounded; under the A/B switch `sqrt_approx` Triton's instruction, sqrt.approx (.ftz
+    where denormals flush). Timed on the H100 in the eighth session (0.999 over its 4 kernels, removed); back as an
+    A/B for the H200, where AdamW ran 1.14 of Triton's time (2026-12-06) at 47 registers and 10 blocks an SM against
+    Triton's 40 and 12 (the IEEE square root's slow path), a memory-bound kernel whose bytes in flight an SM are its
+    blocks'."""
+    if ab_switch("sqrt_approx"):
+        return _lowering("asm:sqrt.approx.ftz.f32 $0, $1;")(e, x)
+    return _llvm_unary("sqrt")(e, x)
+
+
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
-ROUTINES = {"exp_approx": _f32_exp}
+ROUTINES = {"exp_approx": _f32_exp, "sqrt": _f32_sqrt}
 
 
 def _lowering(spec):

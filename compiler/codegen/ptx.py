@@ -177,7 +177,9 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # benchmarks/2026-12-07h-h100/abin4.md) became the code on 2026-12-07 (twenty-fourth session) once its second ptxas
 # run was left out where the registers it frees cannot cover the loads out of flight (codegen/__init__.py
 # `register_headroom`); its corpus PTX is the timed form's (SHA-1).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier")
+# `sqrt_approx` (codegen/llvm.py `_f32_sqrt`; back on 2026-12-07, twenty-fourth session): tl.sqrt on float32 as
+# Triton's sqrt.approx, for an H200 timing (AdamW 10 -> 12 blocks an SM, Triton's; 0.999 on the H100 in the eighth).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx")
 
 
 @functools.lru_cache(maxsize=None)

@@ -134,7 +134,7 @@ _math("log2", "base-2 logarithm", lambda np, x: np.log2(x), {"float32": "__nv_lo
 # tl.sqrt: Triton's is a fast approximation (float32 sqrt.approx); here IEEE rounded: Triton's instruction took
 # 0.999 of the time over the four corpus kernels it changed (H100, 2026-12-06), so the exact result costs nothing.
 _math("sqrt", "square root (float32: IEEE rounded; Triton's tl.sqrt is an approximation within about 1 ulp)",
-      lambda np, x: np.sqrt(x), {"float32": "llvm.sqrt", "float64": "llvm.sqrt"}, exact=True)
+      lambda np, x: np.sqrt(x), {"float32": "@sqrt", "float64": "llvm.sqrt"}, exact=True)
 _math("sqrt_rn", "square root, IEEE round to nearest", lambda np, x: np.sqrt(x),
       {"float32": "llvm.sqrt", "float64": "llvm.sqrt"}, exact=True)
 _math("rsqrt", "1/sqrt(x)", lambda np, x: 1.0 / np.sqrt(x),
