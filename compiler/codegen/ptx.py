@@ -179,7 +179,9 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # `register_headroom`); its corpus PTX is the timed form's (SHA-1).
 # `sqrt_approx` (codegen/llvm.py `_f32_sqrt`; back on 2026-12-07, twenty-fourth session): tl.sqrt on float32 as
 # Triton's sqrt.approx, for an H200 timing (AdamW 10 -> 12 blocks an SM, Triton's; 0.999 on the H100 in the eighth).
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx")
+# `occ_hold` (codegen/__init__.py `occupancy_hold`; twenty-fourth session, untimed): a kernel without a dot held to
+# the registers of one block more an SM where ptxas then spills nothing and no loop loses loads in flight.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx", "occ_hold")
 
 
 @functools.lru_cache(maxsize=None)
