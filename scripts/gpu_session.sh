@@ -375,8 +375,9 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
     # ABIN_BUDGET_S: start no run after that many seconds of this script (a call's time limit, the rest skipped)
     if [ -n "${ABIN_BUDGET_S:-}" ] && [ $SECONDS -gt "$ABIN_BUDGET_S" ]; then status+=("ab-inproc-$i skipped (ABIN_BUDGET_S)"); continue; fi
     sel=${abruns[$i]%%|*}; vars=${abruns[$i]#*|}
+    # ABIN_END_S: a run starts no new kernel after that many seconds of this script (bench_corpus --budget-s)
     step ab-inproc-$i python3 scripts/bench_corpus.py --rounds "${ROUNDS:-3}" --settle-ms "${SETTLE_MS:-100}" --ab "$vars" --select "$sel" \
-      --out "$OUT/abin$i"
+      ${ABIN_END_S:+--budget-s $((ABIN_END_S - SECONDS))} --out "$OUT/abin$i"
     cp "$OUT"/abin$i/corpus-*.md "$OUT/abin$i.md" 2>/dev/null || true
     cp "$OUT"/abin$i/corpus-*.json "$OUT/abin$i.json" 2>/dev/null || true
   done
