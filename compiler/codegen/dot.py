@@ -817,7 +817,12 @@ def _store_operand(e, x, st):
     """Write a wgmma operand tile into SwizzledTile st. float32 (tf32) values are rounded to tf32 first (cvt.rna,
     ties away from zero, as the mma.sync path and the interpreter round them): wgmma would otherwise drop their low
     13 bits. (Values already rounded are i32 bit patterns: _relaid's.) Returns the tile stored."""
-    if st.eb == 4 and x.regs and x.regs[0].type == C.F32:
+    from ..options import ab_switch
+
+    # A/B `tf32_trunc` (twenty-fourth session, untimed): stored as they are, wgmma ignoring their low 13 bits, as
+    # Triton's wgmma operands (which reach shared memory without passing through registers) are: k-means' loop
+    # converts 32 values an iteration (cvt.rna: 96 SASS instructions of its 774; 64 more before the loop)
+    if st.eb == 4 and x.regs and x.regs[0].type == C.F32 and not ab_switch("tf32_trunc"):
         x = Tile(x.ll, [_tf32(e, r) for r in x.regs])
     store_swizzled(e, x, st)
     return x

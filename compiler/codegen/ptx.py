@@ -181,7 +181,10 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # Triton's sqrt.approx, for an H200 timing (AdamW 10 -> 12 blocks an SM, Triton's; 0.999 on the H100 in the eighth).
 # `occ_hold` (codegen/__init__.py `occupancy_hold`; twenty-fourth session, untimed): a kernel without a dot held to
 # the registers of one block more an SM where ptxas then spills nothing and no loop loses loads in flight.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx", "occ_hold")
+# `tf32_trunc` (codegen/dot.py `_store_operand`; same session, untimed): float32 wgmma operands that pass through
+# registers are stored unrounded (wgmma ignores their low mantissa bits), as Triton's reach wgmma.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx", "occ_hold",
+                     "tf32_trunc")
 
 
 @functools.lru_cache(maxsize=None)
