@@ -81,7 +81,8 @@ if has tutorials; then
     --out "$OUT"
 fi
 if has bench; then
-  step bench-memory python3 scripts/bench_memory.py --out "$OUT"
+  # MEMORY_ONLY: a comma list of target ids (substrings) to run (bench_memory --only)
+  step bench-memory python3 scripts/bench_memory.py --out "$OUT" ${MEMORY_ONLY:+--only "$MEMORY_ONLY"}
 fi
 if has farm; then
   # the farm on Ray with real timing, and its timings against the benchmark script's (same session)
