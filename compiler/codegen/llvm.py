@@ -812,6 +812,38 @@ def _cast_fp8_pairs(e, op, src, dst):
     e.put(op.result, _paired_cvt(e, fs, f"cvt.rn.satfinite.{_FP8_PTX[dst.name]}x2.f32", C.I16, "h", C.I8))
 
 
+def _fp8_pairs_in_apply(e, op, src, dst) -> bool:
+    """A cast of a float8e4nv / float8e5 tile to a wider type (A/B `fp8_pairs_in`, twenty-fourth session, untimed),
+    its registers in pairs: the two bytes of registers (2i, 2i+1) in one 16-bit word, one cvt.rn.f16x2.{e4m3,e5m2}x2
+    converting both (exact either way: the same bits as one at a time), as Triton's dequantizing loops do. The
+    weight-only fp8 GEMM's loop: 32 conversions and 32 byte permutes for its 32 weights a thread against Triton's 16
+    conversions."""
+    from ..options import ab_switch
+
+    return (ab_switch("fp8_pairs_in") and src.is_fp8() and not src.is_fp8e4b15() and src.name in _FP8_PTX
+            and not dst.is_fp8() and not dst.is_bool() and bool(op.result.type.shape)
+            and len(e.regs(op.operands[0])) % 2 == 0)
+
+
+def _cast_fp8_pairs_in(e, op, src, dst):
+    asm = ir.InlineAsm(ir.FunctionType(C.I32, [C.I16]), f"cvt.rn.f16x2.{_FP8_PTX[src.name]}x2 $0, $1;", "=r,h")
+    vt = ir.VectorType(C.F16, 2)
+    xs = e.regs(op.operands[0])
+    out = []
+    for i in range(0, len(xs), 2):
+        lo = e.b.zext(xs[i], C.I16)
+        hi = e.b.shl(e.b.zext(xs[i + 1], C.I16), ir.Constant(C.I16, 8))
+        w = e.b.bitcast(e.b.call(asm, [e.b.or_(lo, hi)]), vt)  # the low byte -> the low half
+        for k in (0, 1):
+            h = e.b.extract_element(w, e.i32(k))
+            if dst.is_fp16():
+                out.append(h)
+                continue
+            f = e.b.fpext(h, C.F32)
+            out.append(f if dst.is_fp32() else CASTS[("f", _ccls(dst))](e, f, lty(dst), op))
+    e.put(op.result, out)
+
+
 def _paired_cvt(e, xs, instr, word, cons, elem):
     """float32 registers (2i, 2i+1) rounded by one two-wide conversion `instr` each (its result a `word`, register
     constraint `cons`), taken apart as a 2-vector of `elem`: register 2i the low half, 2i+1 the high one."""
@@ -868,6 +900,9 @@ def _e_cast(e, op):
     if src.is_fp8() or dst.is_fp8():
         if _fp8_pairs_apply(e, op, src, dst):
             _cast_fp8_pairs(e, op, src, dst)
+            return
+        if _fp8_pairs_in_apply(e, op, src, dst):
+            _cast_fp8_pairs_in(e, op, src, dst)
             return
         e.map(op, lambda x: _fp8_cast(e, x, src, dst, op))
         return

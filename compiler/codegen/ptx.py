@@ -183,8 +183,10 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # the registers of one block more an SM where ptxas then spills nothing and no loop loses loads in flight.
 # `tf32_trunc` (codegen/dot.py `_store_operand`; same session, untimed): float32 wgmma operands that pass through
 # registers are stored unrounded (wgmma ignores their low mantissa bits), as Triton's reach wgmma.
+# `fp8_pairs_in` (codegen/llvm.py `_cast_fp8_pairs_in`; same session, untimed): fp8 -> wider casts two registers to
+# one cvt.rn.f16x2.{e4m3,e5m2}x2.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx", "occ_hold",
-                     "tf32_trunc")
+                     "tf32_trunc", "fp8_pairs_in")
 
 
 @functools.lru_cache(maxsize=None)

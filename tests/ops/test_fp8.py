@@ -100,7 +100,10 @@ def test_other_types_to_fp8(target, src):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
 @pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16", "float64"])
-def test_fp8_to_float_exact(target, name, dst):
+@pytest.mark.parametrize("ab", ["", "fp8_pairs_in"])
+def test_fp8_to_float_exact(target, name, dst, ab, monkeypatch):
+    """Every fp8 code to each wider type, exactly; under the A/B `fp8_pairs_in` two codes a conversion."""
+    monkeypatch.setenv("TILEFARM_AB", ab)
     bits = np.tile(np.arange(256, dtype=np.uint8), 4)[:N]
     x = bits.view(FMT[name][0])
     y = np.full(N, 7, getattr(tl, dst).np)
@@ -417,3 +420,18 @@ def test_fp8_cast_converts_two_registers_a_cvt():
                                target="sm_90a").asm["ptx"]
     per_thread = BLOCK // (32 * 4)
     assert 2 * len(re.findall(r"cvt\.rn\.satfinite\.e4m3x2\.f32", ptx)) == per_thread
+
+
+@pytest.mark.parametrize("name, ptx", [("float8e4nv", "e4m3x2"), ("float8e5", "e5m2x2")])
+def test_fp8_pairs_in_halves_the_conversions(name, ptx, monkeypatch):
+    """Under `fp8_pairs_in` a tile of fp8 cast to float32 converts two registers an instruction, the first register's
+    byte in the low half of the 16-bit operand."""
+    x = np.zeros(N, FMT[name][0])
+    y = np.zeros(N, np.float32)
+
+    def count(ab):
+        monkeypatch.setenv("TILEFARM_AB", ab)
+        k = K.cast_kernel.warmup(x, y, N, grid=GRID, target="sm_90", DST=tl.float32, BLOCK=BLOCK)
+        return k.asm["ptx"].count(f"cvt.rn.f16x2.{ptx}")
+    one, two = count(""), count("fp8_pairs_in")
+    assert one >= 2 and two * 2 == one
