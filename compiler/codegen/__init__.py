@@ -90,10 +90,11 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     kernel needs anyway) and 14 have a loop with a load out of flight under a limit above ptxas's count; the limit
     gained on 5 of them. On the 9 where it gained nothing the loads out of flight write 3-135 registers; where the
     limit frees fewer than half of those (colsum 12 against 2 freed, the looped softmax 11 against 2, the selective
-    scan 5 against 1, the embedding bag, the pointer-array grouped GEMM) ptxas did not issue them together, and
-    those 5 get no second run; the 5 it gained on all pass (the max-pool 4 against 3 freed, the Welford LayerNorm 8
-    against 4). The second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before
-    this check; benchmarks/host-2026-12-07g)."""
+    scan 5 against 1, the pointer-array grouped GEMM 135 against 8) ptxas did not issue them together, and those 4
+    get no second run; the 5 it gained on all pass (the max-pool 4 against 3 freed, the Welford LayerNorm 8 against
+    4). Nor where the limit would be 255, ptxas's own ceiling: 2 more (the spin-lock bucket stats, whose warm compile
+    went 0.85 -> 1.51 of Triton's with it, and causal linear attention). 8 corpus kernels are assembled twice. The second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before
+    this check; benchmarks/host-2026-12-07g, host-2026-12-07h)."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
     from .sass_bin import loops_in_flight
@@ -111,9 +112,11 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     limit = regs
     while limit < 255 and occupancy(limit + 1, shared, threads, target) == blocks:
         limit += 1
-    if limit == regs:
+    if limit == regs or limit >= 255:
         # no register the occupancy leaves free: held to its own count, ptxas schedules to that limit instead of
-        # its own target (union-find 1.067, group norm 0.952, varlen sums 0.975; H100, 2026-12-07)
+        # its own target (union-find 1.067, group norm 0.952, varlen sums 0.975; H100, 2026-12-07). Or the limit
+        # would be ptxas's own ceiling, 255: nothing it could not use already (the spin-lock bucket stats at 191
+        # and causal linear attention at 204 registers: no load more in flight under it)
         return ptx, cubin
     try:
         before = loops_in_flight(cubin, out_of_flight=True)
