@@ -93,8 +93,9 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     scan 5 against 1, the pointer-array grouped GEMM 135 against 8) ptxas did not issue them together, and those 4
     get no second run; the 5 it gained on all pass (the max-pool 4 against 3 freed, the Welford LayerNorm 8 against
     4). Nor where the limit would be 255, ptxas's own ceiling: 2 more (the spin-lock bucket stats, whose warm compile
-    went 0.85 -> 1.51 of Triton's with it, and causal linear attention). 8 corpus kernels are assembled twice. The second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before
-    this check; benchmarks/host-2026-12-07g, host-2026-12-07h)."""
+    went 0.85 -> 1.51 of Triton's with it, and causal linear attention). 8 corpus kernels are assembled twice; the
+    second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before this check;
+    benchmarks/host-2026-12-07g, host-2026-12-07h)."""
     from ..resources import occupancy
     from .ptx import PTXASError, _assemble, ptx_arch
     from .sass_bin import loops_in_flight

@@ -818,8 +818,6 @@ def _fp8_pairs_in_apply(e, op, src, dst) -> bool:
     converting both (exact either way: the same bits as one at a time), as Triton's dequantizing loops do. The
     weight-only fp8 GEMM's loop: 32 conversions and 32 byte permutes for its 32 weights a thread against Triton's 16
     conversions."""
-    from ..options import ab_switch
-
     return (ab_switch("fp8_pairs_in") and src.is_fp8() and not src.is_fp8e4b15() and src.name in _FP8_PTX
             and not dst.is_fp8() and not dst.is_bool() and bool(op.result.type.shape)
             and len(e.regs(op.operands[0])) % 2 == 0)

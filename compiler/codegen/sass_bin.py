@@ -116,10 +116,10 @@ def loop_bodies(blob: bytes) -> list[list[tuple[int, int]]]:
     return out
 
 
-def in_flight(body) -> dict:
-    """Global loads of a loop body and how many are issued before the first instruction that reads or overwrites a
-    register one of the loads so far writes (codegen/sass.py `in_flight`, on machine words)."""
-    pending, n, loads, waited = set(), 0, 0, False
+def _walk(body) -> tuple[int, int, int]:
+    """(global loads, loads issued before the first instruction that reads or overwrites a register one of the loads
+    so far writes, registers the loads issued after that write) of a loop body."""
+    pending, n, loads, out, waited = set(), 0, 0, 0, False
     for lo, hi in body:
         got = reads_writes(lo, hi)
         if got is None:
@@ -127,34 +127,27 @@ def in_flight(body) -> dict:
             continue
         _name, reads, writes, load = got
         loads += load
-        if waited:
-            continue
-        if (reads | writes) & pending:
+        if not waited and (reads | writes) & pending:
             waited = True
-            continue
-        if load:
+        if load and waited:
+            out += len(writes)
+        elif load:
             n += 1
             pending |= writes
+    return loads, n, out
+
+
+def in_flight(body) -> dict:
+    """Global loads of a loop body and how many are issued before the first instruction that reads or overwrites a
+    register one of the loads so far writes (codegen/sass.py `in_flight`, on machine words)."""
+    loads, n, _ = _walk(body)
     return {"loads": loads, "in_flight": n}
 
 
 def registers_out_of_flight(body) -> int:
     """The registers the global loads of a loop body write that `in_flight` leaves out of flight (issued after the
     first wait): what ptxas would have to hold besides the loads in flight to issue them together."""
-    pending, waited, out = set(), False, 0
-    for lo, hi in body:
-        got = reads_writes(lo, hi)
-        if got is None:
-            waited = waited or bool(pending)
-            continue
-        _name, reads, writes, load = got
-        if not waited and (reads | writes) & pending:
-            waited = True
-        if load and waited:
-            out += len(writes)
-        elif load:
-            pending |= writes
-    return out
+    return _walk(body)[2]
 
 
 def spills_in_loops(cubin: bytes) -> bool:
@@ -166,7 +159,8 @@ def spills_in_loops(cubin: bytes) -> bool:
 def loops_in_flight(cubin: bytes, out_of_flight: bool = False) -> list[dict]:
     """`in_flight` of every loop of an sm_90 cubin, in the order of its code; with `out_of_flight`, each also with
     "registers_out": `registers_out_of_flight`."""
-    bodies = loop_bodies(cubin)
-    if not out_of_flight:
-        return [in_flight(b) for b in bodies]
-    return [dict(in_flight(b), registers_out=registers_out_of_flight(b)) for b in bodies]
+    out = []
+    for b in loop_bodies(cubin):
+        loads, n, regs = _walk(b)
+        out.append({"loads": loads, "in_flight": n, **({"registers_out": regs} if out_of_flight else {})})
+    return out

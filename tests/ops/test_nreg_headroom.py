@@ -1,8 +1,8 @@
 """compiler/codegen/__init__.py `register_headroom`: a kernel with a loop of two or more global loads gets `.maxnreg` at
 the most registers that keep ptxas's blocks per SM, where that is above ptxas's own count and the registers it frees
 cover at least half of what the loads out of flight write, kept only where it puts more of a loop's loads in flight
-and none fewer (read from the cubin: compiler/codegen/sass_bin.py) and spills no more. Results (interpreter, through ptxas, on the GPU);
-on corpus kernels (where ptxas is installed) the limit it keeps and the ones it drops: the sequence max-pool's loop
+and none fewer (read from the cubin: compiler/codegen/sass_bin.py) and spills no more, and not where the limit would
+be 255. Results (interpreter, through ptxas, on the GPU); on corpus kernels (where ptxas is installed) the limit it keeps and the ones it drops: the sequence max-pool's loop
 1 -> 2 of 2 loads in flight (kept: 0.768 of the time on the H100, 2026-12-07), the 4-bit group quantizer (4 -> 3 of 4
 when it was held: 1.124), union-find (1.067) and the row KL divergence (10 -> 9 of 16), each with the limit at
 ptxas's own count: dropped. And codegen/sass_bin.py against nvdisasm's listing (where nvdisasm is installed)."""
