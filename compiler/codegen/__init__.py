@@ -8,7 +8,7 @@ import re
 import struct
 
 from ..ir.core import Module
-from ..options import Options, ab_switch
+from ..options import Options
 
 
 def compile_function(fn, options: Options | None = None, *, cubin: bool = True) -> dict:
@@ -45,9 +45,6 @@ def compile_function(fn, options: Options | None = None, *, cubin: bool = True) 
     made = None
     if room:
         ptx, made = ring_room(ptx, options.arch, meta, room)
-    if made is None and not options.maxnreg and not blocks and ab_switch("occ_hold") and not _has_dot(
-            module.function.body):
-        ptx, made = occupancy_hold(ptx, options.arch, meta)
     if made is None and not options.maxnreg and not blocks:
         ptx, made = register_headroom(ptx, options.arch, meta)
     if cubin and made is None:
@@ -138,43 +135,6 @@ def register_headroom(ptx: str, arch: str, meta: dict):
         return ptx, cubin
     meta["nreg_headroom"] = limit
     return roomy, made
-
-
-def occupancy_hold(ptx: str, arch: str, meta: dict):
-    """(PTX, cubin or None) of a kernel without a dot whose registers hold fewer blocks an SM than a few registers less
-    would (A/B `occ_hold`): assembled again with `.maxnreg` at the most registers that give one block more, kept where
-    ptxas then spills nothing and no loop has fewer global loads in flight (codegen/sass_bin.py). For memory-bound
-    kernels, whose bytes in flight an SM are their blocks': AdamW 47 registers and 10 blocks against Triton's 40 and
-    12 ran 1.14 of Triton's time on the H200 (1.04 on the H100). Returns the cubin of the first assembly where
-    nothing is held (None without a ptxas or a register-bound occupancy)."""
-    from ..resources import occupancy
-    from .ptx import PTXASError, _assemble, ptx_arch
-    from .sass_bin import loops_in_flight
-
-    target = ptx_arch(ptx, arch)
-    cubin, log = _assemble(ptx, target, ("-v",))
-    if cubin is None or not target.startswith("sm_90"):
-        return ptx, cubin
-    regs, shared, threads, blocks = _occupancy(log, meta, target)
-    if not blocks or _logged(log, "spill_stores"):
-        return ptx, cubin
-    limit = regs - 1
-    while limit >= 24 and occupancy(limit, shared, threads, target) <= blocks:
-        limit -= 1
-    if limit < 24 or occupancy(limit, shared, threads, target) <= blocks:
-        return ptx, cubin  # shared memory or the block limit binds: no register cut buys a block
-    held = _with_maxnreg(ptx, limit)
-    try:
-        made, hlog = _assemble(held, target, ("-v",))
-        if made is None or _logged(hlog, "spill_stores") or _logged(hlog, "spill_loads"):
-            return ptx, cubin
-        before, after = loops_in_flight(cubin), loops_in_flight(made)
-        if len(before) != len(after) or any(y["in_flight"] < x["in_flight"] for x, y in zip(before, after)):
-            return ptx, cubin
-    except (PTXASError, ValueError, struct.error):
-        return ptx, cubin
-    meta["occupancy_hold"] = limit
-    return held, made
 
 
 def ring_room(ptx: str, arch: str, meta: dict, room: int):

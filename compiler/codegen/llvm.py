@@ -139,14 +139,12 @@ def _libdevice(name):
 
 
 def _f32_sqrt(e, x):
-    """tl.sqrt on float32: IEEE rounded; under the A/B switch `sqrt_approx` Triton's instruction, sqrt.approx (.ftz
-    where denormals flush). Timed on the H100 in the eighth session (0.999 over its 4 kernels, removed); back as an
-    A/B for the H200, where AdamW ran 1.14 of Triton's time (2026-12-06) at 47 registers and 10 blocks an SM against
-    Triton's 40 and 12 (the IEEE square root's slow path), a memory-bound kernel whose bytes in flight an SM are its
-    blocks'."""
-    if ab_switch("sqrt_approx"):
-        return _lowering("asm:sqrt.approx.ftz.f32 $0, $1;")(e, x)
-    return _llvm_unary("sqrt")(e, x)
+    """tl.sqrt on float32: Triton's instruction, sqrt.approx.ftz (tl.sqrt_rn is the IEEE-rounded one). The IEEE square
+    root's slow path cost AdamW 47 registers and 10 blocks an SM against Triton's 40 and 12, 1.14 of Triton's time on
+    the H200 (2026-12-06); measured against it (H100, 2026-12-07, the 13 corpus kernels it changes, 2 rounds beside
+    Triton): 0.987 of the time, LayerNorm + gated activations from helpers 0.908, the gated delta rule 0.966, none
+    slower (benchmarks/2026-12-07j-h100/abin2.md)."""
+    return _lowering("asm:sqrt.approx.ftz.f32 $0, $1;")(e, x)
 
 
 # Named lowerings the op table's "@<name>" entries refer to (compiler/ir/optable.py MATH[...].lower).
@@ -813,12 +811,12 @@ def _cast_fp8_pairs(e, op, src, dst):
 
 
 def _fp8_pairs_in_apply(e, op, src, dst) -> bool:
-    """A cast of a float8e4nv / float8e5 tile to a wider type (A/B `fp8_pairs_in`, twenty-fourth session, untimed),
-    its registers in pairs: the two bytes of registers (2i, 2i+1) in one 16-bit word, one cvt.rn.f16x2.{e4m3,e5m2}x2
-    converting both (exact either way: the same bits as one at a time), as Triton's dequantizing loops do. The
-    weight-only fp8 GEMM's loop: 32 conversions and 32 byte permutes for its 32 weights a thread against Triton's 16
-    conversions."""
-    return (ab_switch("fp8_pairs_in") and src.is_fp8() and not src.is_fp8e4b15() and src.name in _FP8_PTX
+    """A cast of a float8e4nv / float8e5 tile to a wider type, its registers in pairs: the two bytes of registers
+    (2i, 2i+1) in one 16-bit word, one cvt.rn.f16x2.{e4m3,e5m2}x2 converting both (exact either way: the same bits as
+    one at a time), as Triton's dequantizing loops do. The weight-only fp8 GEMM's loop: 277 -> 235 SASS instructions
+    (Triton's 238), its 32 byte permutes and 8 spilled bytes gone; 0.849 of its time (H100, 2026-12-07, 2 rounds
+    beside Triton, 1.11 -> 0.94 of Triton's; benchmarks/2026-12-07j-h100/abin1.md)."""
+    return (src.is_fp8() and not src.is_fp8e4b15() and src.name in _FP8_PTX
             and not dst.is_fp8() and not dst.is_bool() and bool(op.result.type.shape)
             and len(e.regs(op.operands[0])) % 2 == 0)
 

@@ -177,16 +177,20 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # benchmarks/2026-12-07h-h100/abin4.md) became the code on 2026-12-07 (twenty-fourth session) once its second ptxas
 # run was left out where the registers it frees cannot cover the loads out of flight (codegen/__init__.py
 # `register_headroom`); its corpus PTX is the timed form's (SHA-1).
-# `sqrt_approx` (codegen/llvm.py `_f32_sqrt`; back on 2026-12-07, twenty-fourth session): tl.sqrt on float32 as
-# Triton's sqrt.approx, for an H200 timing (AdamW 10 -> 12 blocks an SM, Triton's; 0.999 on the H100 in the eighth).
-# `occ_hold` (codegen/__init__.py `occupancy_hold`; twenty-fourth session, untimed): a kernel without a dot held to
-# the registers of one block more an SM where ptxas then spills nothing and no loop loses loads in flight.
-# `tf32_trunc` (codegen/dot.py `_store_operand`; same session, untimed): float32 wgmma operands that pass through
-# registers are stored unrounded (wgmma ignores their low mantissa bits), as Triton's reach wgmma.
-# `fp8_pairs_in` (codegen/llvm.py `_cast_fp8_pairs_in`; same session, untimed): fp8 -> wider casts two registers to
-# one cvt.rn.f16x2.{e4m3,e5m2}x2.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "sqrt_approx", "occ_hold",
-                     "tf32_trunc", "fp8_pairs_in")
+# `sqrt_approx` and `fp8_pairs_in` (twenty-fourth session) became the code on 2026-12-07 (twenty-fifth session; H100,
+# 2 rounds beside Triton, benchmarks/2026-12-07j-h100: 0.987 over 13 kernels and 0.849 on the weight-only fp8 GEMM,
+# none slower; codegen/llvm.py `_f32_sqrt`, `_fp8_pairs_in_apply`); `occ_hold` was retired (docs/EXPERIMENTS.md).
+# `tf32_trunc` (codegen/dot.py `_store_operand`; twenty-fourth session): float32 wgmma operands that pass through
+# registers are stored unrounded (wgmma ignores their low mantissa bits), as Triton's reach wgmma. k-means 0.856 of
+# the time, mm_tf32 1.048 (benchmarks/2026-12-07j-h100/abin0.md): waits for a rule that tells them apart.
+# Twenty-fifth session (untimed), from a kernel nobody here wrote (the NF4 GEMV of workloads/corpus/idioms_fresh11.py,
+# SASS 1032 -> 576 instructions with all four, Triton's 856): `div_quot` (passes/axisinfo.py `_quotient_div`: x // 2^k
+# and x >> k keep x's divisibility / 2^k where the division is exact), `gather_idx` (passes/assign_layouts.py
+# `_group_runs`: a gather's values join its addresses' group, laid out as its indices were loaded), `convert_chain`
+# (passes/dce.py `_collapse_converts`: a conversion of a conversion converts the source), `join_regs`
+# (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "tf32_trunc", "div_quot",
+                     "gather_idx", "convert_chain", "join_regs")
 
 
 @functools.lru_cache(maxsize=None)

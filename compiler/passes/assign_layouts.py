@@ -282,6 +282,8 @@ class _Assigner:
         self._note_users(fn.body)
         self.desired: dict = {}
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
+        self._gather_idx = ab_switch("gather_idx")
+        self._join_regs = ab_switch("join_regs")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
@@ -438,6 +440,14 @@ class _Assigner:
                 elif k == "scan":
                     scans.extend((v.id, op.attrs["axis"]) for v in op.operands if v.type.shape)
                 elif k in ("load", "store") and op.operands and op.operands[0].type.shape:
+                    if (k == "load" and self._gather_idx and op.results
+                            and all(self._contiguity(op.operands[0], d) == 1
+                                    for d in range(len(op.operands[0].type.shape)))):
+                        # A gather (no contiguous dim: its addresses from loaded indices, a codebook's entries)
+                        # is scalar loads in any layout: its values join its addresses' group, so it is laid out
+                        # as the indices were loaded, no conversion of its 64-bit pointers or of its values
+                        # (the A/B `gather_idx`)
+                        union(op.operands[0].id, op.result.id)
                     to_smem = k == "load" and self._to_smem(op)
                     if not to_smem:
                         order, run = self._own_run(op.operands[0])
@@ -1154,6 +1164,8 @@ class _Assigner:
             self.set(op, [src.parent])
             return
         tgt = self.desired.get(op.result.id)
+        if tgt is None and src is not None and final and self._join_regs:
+            tgt = self._register_axis(op.result, src, ax)
         if tgt is None and src is not None and final:
             tgt = self._broadcast_default(op.result) or self.default(op.result)
         if tgt is None:
@@ -1179,6 +1191,26 @@ class _Assigner:
             return None
         shape = shapes.pop()
         return default_blocked(shape, _ebytes(v.type.element), self.nw)
+
+    def _register_axis(self, v, src, ax):
+        """(A/B `join_regs`) For v = expand_dims(x, ax) with x in blocked layout `src`, broadcast by all its users to
+        one shape of at most 4 along ax (tl.join's and tl.interleave's pairs, a value paired with a constant): src
+        with dim ax added as its fastest dim, that many elements a thread along it, no lanes or warps. x is then
+        in v's layout as it is (its slice along ax is src), the broadcast copies registers, and a reshape that
+        merges ax into the dim before it (interleave) keeps each thread's elements contiguous: no conversion of x
+        into a layout chosen for the new shape. None otherwise."""
+        if not isinstance(src, BlockedLayout):
+            return None
+        users = self.users.get(v.id, ())
+        shapes = {tuple(u.result.type.shape) for u in users if u.kind == "broadcast"}
+        if not users or len(shapes) != 1 or any(u.kind != "broadcast" for u in users):
+            return None
+        n = shapes.pop()[ax]
+        if not 1 < n <= 4:
+            return None
+        ins = lambda t, x: tuple(t[:ax]) + (x,) + tuple(t[ax:])  # noqa: E731
+        order = (ax,) + tuple(o if o < ax else o + 1 for o in src.order)
+        return BlockedLayout(ins(src.spt, n), ins(src.tpw, 1), ins(src.wpc, 1), order)
 
     @staticmethod
     def _invariant_in_loop(v, op) -> bool:

@@ -16,6 +16,7 @@ from math import gcd
 
 from ..ir import types as T
 from ..ir.core import Op
+from ..options import ab_switch
 
 MAX_DIV = 1 << 30  # "divisible by anything" (e.g. the constant 0), kept finite so products stay small
 
@@ -123,16 +124,47 @@ def _irem(op, a, b):
     return AxisInfo(contig, div, base.constancy)
 
 
+def _pow2_operand(op, b):
+    """The constant power of two 2^k that operand 1 of op is (the same in every element), else None."""
+    c = _const_value(op.operands[1])
+    if isinstance(c, bool) or not isinstance(c, int) or c <= 0 or c & (c - 1) or b.constancy != _shape(op.operands[1]):
+        return None
+    return c
+
+
+def _quotient_div(a, c: int) -> tuple:
+    """Divisibility of x // c (c a power of two) for x of info a, per dim: where every element of x is a multiple
+    of c (contiguity 1, divisibility >= c) the division is exact, whatever the sign and the rounding, and leaves
+    divisibility / c (`K // 2` of a K divisible by 16: 8, so a row of K // 2 packed bytes starts 8-byte aligned);
+    elsewhere nothing is known. The A/B `div_quot` (Triton's analysis keeps such quotients' divisibility too)."""
+    return tuple((d if d >= MAX_DIV else d // c) if ca == 1 and d >= c else 1
+                 for ca, d in zip(a.contiguity, a.divisibility))
+
+
 def _idiv(op, a, b):
     # (a contiguous run starting at a multiple of d) // N with N constant over the run and divisible by k is
     # constant over gcd(run, d, k) elements (Triton's rule) where the run's values are known non-negative
     # (`nonneg`): division truncates, so (-16..-9) // 8 is not constant.
     base = _elementwise_const(op, a, b)
+    c = _pow2_operand(op, b) if ab_switch("div_quot") else None
+    if c is not None:
+        base = AxisInfo(base.contiguity, _quotient_div(a, c), base.constancy)
     if not nonneg(op.operands[0]):
         return base
     const = tuple(max(k, _gcd_all(ca, da, db)) if kb >= ca > 1 else k for k, ca, da, db, kb in
                   zip(base.constancy, a.contiguity, a.divisibility, b.divisibility, b.constancy))
     return AxisInfo(base.contiguity, base.divisibility, const)
+
+
+def _shr(op, a, b):
+    """x >> k for a constant k: x // 2^k where x is a multiple of 2^k (exact, arithmetic or logical shift alike;
+    _quotient_div), under the A/B `div_quot`."""
+    base = _elementwise_const(op, a, b)
+    k = _const_value(op.operands[1])
+    if (not ab_switch("div_quot") or isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < 63
+            or b.constancy != _shape(op.operands[1])):
+        return base
+    return AxisInfo(base.contiguity, _quotient_div(a, 1 << k), base.constancy)
 
 
 _NONNEG_THROUGH = ("splat", "broadcast", "expand_dims", "convert_layout", "permute")
@@ -305,7 +337,7 @@ _RULES = {
     "add": _add, "sub": _add, "addptr": _addptr, "mul": _mul,
     "and": _bitwise, "or": _bitwise, "xor": _bitwise, "shl": _shl,
     "max": _minmax, "min": _minmax, "idiv": _idiv, "irem": _irem,
-    "shr": _elementwise_const, "not": _elementwise_const, "neg": _neg,
+    "shr": _shr, "not": _elementwise_const, "neg": _neg,
     "cmp": _cmp, "select": _select, "splat": _splat, "broadcast": _broadcast, "expand_dims": _expand_dims,
     "permute": _permute, "cast": _cast, "convert_layout": _same, "bitcast": _elementwise_const,
 }

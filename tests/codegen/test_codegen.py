@@ -195,7 +195,7 @@ def test_math_f32_fast_paths():
     assert "ex2.approx.f32" in build(K.unary_kernel("exp", T.float32))["ptx"]
     for name in ("log", "log2"):  # libdevice's logf / log2f, as Triton 3.6: not the approximate lg2
         assert "lg2.approx" not in build(K.unary_kernel(name, T.float32))["ptx"]
-    assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]
+    assert "sqrt.approx.ftz.f32" in build(K.unary_kernel("sqrt", T.float32))["ptx"]
     assert "sqrt.rn.f32" in build(K.unary_kernel("sqrt_rn", T.float32))["ptx"]
     assert "rsqrt.approx.ftz.f32" in build(K.unary_kernel("rsqrt", T.float32))["ptx"]
     assert "ex2.approx.ftz.f32" in build(K.unary_kernel("exp2", T.float32))["ptx"]
@@ -347,8 +347,9 @@ def test_folding_builder_folds_constants_and_identities():
     assert [i.opname for i in kept] == ["sub", "shl", "shl", "add"] and len(b.block.instructions) == 4
 
 
-def test_sqrt_is_ieee_rounded():
-    """tl.sqrt and tl.sqrt_rn on float32 are both IEEE rounded (Triton's tl.sqrt is sqrt.approx: timed the same)."""
-    for name in ("sqrt", "sqrt_rn"):
-        ptx = build(K.unary_kernel(name, T.float32))["ptx"]
-        assert "sqrt.rn.f32" in ptx and "sqrt.approx" not in ptx
+def test_sqrt_approx_and_sqrt_rn():
+    """tl.sqrt on float32 is Triton's sqrt.approx.ftz; tl.sqrt_rn is IEEE rounded."""
+    ptx = build(K.unary_kernel("sqrt", T.float32))["ptx"]
+    assert "sqrt.approx.ftz.f32" in ptx and "sqrt.rn" not in ptx
+    ptx = build(K.unary_kernel("sqrt_rn", T.float32))["ptx"]
+    assert "sqrt.rn.f32" in ptx and "sqrt.approx" not in ptx

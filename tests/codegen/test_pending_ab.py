@@ -1,7 +1,8 @@
 """The A/B switches of the twenty-fourth session, waiting for a GPU timing (compiler/codegen/ptx.py lists them): each
 one's code as its switch describes it, on the corpus kernels it was made for (their GPU specializations, sm_90a,
 through ptxas), and the default code left as it was. Their results are checked on the GPU by scripts/bench_corpus.py
-(every A/B side against float64) and, for `fp8_pairs_in`, by tests/ops/test_fp8.py."""
+(every A/B side against float64). `sqrt_approx` and `fp8_pairs_in` became the code in the twenty-fifth session
+(tests/ops/test_fp8.py covers the pairs); `occ_hold` was retired."""
 import os
 import re
 import sys
@@ -52,14 +53,12 @@ def _sqrt_kernel(X, Y, n, BLOCK: tl.constexpr):
     tl.store(Y + offs, tl.sqrt(tl.load(X + offs, mask=m)), mask=m)
 
 
-@pytest.mark.parametrize("ab, instr", [("", "sqrt.rn.f32"), ("sqrt_approx", "sqrt.approx.ftz.f32")])
-def test_sqrt_approx_lowers_tl_sqrt_as_triton(ab, instr, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_sqrt_lowers_tl_sqrt_as_triton():
+    """tl.sqrt is Triton's sqrt.approx.ftz (the A/B `sqrt_approx`, the code since the twenty-fifth session)."""
     x = np.abs(np.random.default_rng(3).standard_normal(1000)).astype(np.float32)
     y = np.zeros_like(x)
     ptx = _sqrt_kernel.warmup(x, y, 1000, grid=(4,), target="sm_90", BLOCK=256).asm["ptx"]
-    assert instr in ptx
-    assert ("sqrt.approx" in ptx) == (ab == "sqrt_approx")
+    assert "sqrt.approx.ftz.f32" in ptx and "sqrt.rn.f32" not in ptx
 
 
 @needs_ptxas
@@ -71,29 +70,3 @@ def test_tf32_trunc_stores_operands_unrounded(monkeypatch):
     assert d.count("cvt.rna.tf32.f32") > 0 and t.count("cvt.rna.tf32.f32") == 0
     wg = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k8\.f32\.tf32\.tf32")
     assert len(wg.findall(d)) == len(wg.findall(t)) > 0
-
-
-@needs_ptxas
-def test_occ_hold_buys_a_block_without_spills(monkeypatch):
-    """Dropout over float32 (40 registers by ptxas's own count, 12 blocks of 128 threads an SM): held at the most
-    registers of 16 blocks, with no spill; the default PTX has no limit."""
-    from compiler.resources import occupancy
-
-    d, _ = _corpus("dropout_f32", monkeypatch)
-    h, _ = _corpus("dropout_f32", monkeypatch, "occ_hold")
-    assert ".maxnreg" not in d
-    limit = int(re.search(r"^\.maxnreg (\d+)$", h, re.M).group(1))
-    rd, rh = _resources(d), _resources(h)
-    threads = int(re.search(r"^\.reqntid (\d+)", d, re.M).group(1))
-    assert rh["registers"] <= limit < rd["registers"]
-    assert rh["spill_stores"] == rh["spill_loads"] == 0
-    assert occupancy(rh["registers"], rh["shared"], threads, "sm_90a") > occupancy(rd["registers"], rd["shared"],
-                                                                                  threads, "sm_90a")
-
-
-@needs_ptxas
-def test_occ_hold_leaves_dots_and_roomless_kernels(monkeypatch):
-    """A kernel with a dot (the plain fp16 matmul) and one whose registers are not what bounds its blocks keep their
-    code under the switch."""
-    for name in ("mm_nobias_f16", "act_cast_tanh_f32out"):
-        assert _corpus(name, monkeypatch, "occ_hold")[0] == _corpus(name, monkeypatch)[0], name

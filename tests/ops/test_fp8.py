@@ -100,14 +100,14 @@ def test_other_types_to_fp8(target, src):
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", ["float8e4nv", "float8e5"])
 @pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16", "float64"])
-@pytest.mark.parametrize("ab", ["", "fp8_pairs_in"])
-def test_fp8_to_float_exact(target, name, dst, ab, monkeypatch):
-    """Every fp8 code to each wider type, exactly; under the A/B `fp8_pairs_in` two codes a conversion."""
-    monkeypatch.setenv("TILEFARM_AB", ab)
+@pytest.mark.parametrize("block", [BLOCK, 128])
+def test_fp8_to_float_exact(target, name, dst, block):
+    """Every fp8 code to each wider type, exactly: two codes a conversion where a thread holds pairs (BLOCK), one at a
+    time where it holds one (128 values in 128 threads)."""
     bits = np.tile(np.arange(256, dtype=np.uint8), 4)[:N]
     x = bits.view(FMT[name][0])
     y = np.full(N, 7, getattr(tl, dst).np)
-    run(target, K.cast_kernel, GRID, [x, y], [N], DST=getattr(tl, dst), BLOCK=BLOCK)
+    run(target, K.cast_kernel, (-(-N // block),), [x, y], [N], DST=getattr(tl, dst), BLOCK=block)
     ref = decode(bits, name)
     got = y.astype(np.float64)
     assert np.array_equal(np.isnan(got), np.isnan(ref))
@@ -423,15 +423,15 @@ def test_fp8_cast_converts_two_registers_a_cvt():
 
 
 @pytest.mark.parametrize("name, ptx", [("float8e4nv", "e4m3x2"), ("float8e5", "e5m2x2")])
-def test_fp8_pairs_in_halves_the_conversions(name, ptx, monkeypatch):
-    """Under `fp8_pairs_in` a tile of fp8 cast to float32 converts two registers an instruction, the first register's
-    byte in the low half of the 16-bit operand."""
+def test_fp8_to_float_converts_two_registers_a_cvt(name, ptx):
+    """A tile of fp8 cast to float32 converts two registers an instruction (one per pair of values a thread holds),
+    the first register's byte in the low half of the 16-bit operand; a thread holding one value converts it alone."""
     x = np.zeros(N, FMT[name][0])
     y = np.zeros(N, np.float32)
 
-    def count(ab):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        k = K.cast_kernel.warmup(x, y, N, grid=GRID, target="sm_90", DST=tl.float32, BLOCK=BLOCK)
+    def count(block):
+        k = K.cast_kernel.warmup(x, y, N, grid=(-(-N // block),), target="sm_90", DST=tl.float32, BLOCK=block,
+                                 num_warps=4)
         return k.asm["ptx"].count(f"cvt.rn.f16x2.{ptx}")
-    one, two = count(""), count("fp8_pairs_in")
-    assert one >= 2 and two * 2 == one
+    assert count(BLOCK) * 2 == BLOCK // (32 * 4)
+    assert count(128) == 1
