@@ -358,22 +358,16 @@ if [[ ",$what," == *",quick,"* ]]; then  # named only: the gpu tests of QUICK_TE
 fi
 if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB variants in one process each, one set of
   # inputs and references for all sides. ABIN_RUNS: runs separated by '@', each 'SELECT|V1;V2,...' (bench_corpus
-  # --select and --ab), e.g. 'mm_*|zero_acc;store_runs@cum*|scan_prefix'. Default: the A/Bs still in progress after
-  # the twenty-first session, each on the corpus kernels whose code it changes: remat_feed (untimed: aranges read in
-  # a loop rematerialized outside loops too), zero_acc (mixed: 5 faster, the
-  # two D=128 attention kernels slower, benchmarks/2026-12-07d-h100/abin8.md). ABIN_PART=k/n: only the runs whose
-  # index is k-1 modulo n (the default list takes about 3 minutes)
-  # Queued (twenty-third session; each timed already, mixed, to be re-timed only with a rule that separates gains from
-  # losses): iter_barrier on the block-scaled fp8 GEMM alone and with zero_acc (benchmarks/2026-12-07g-h100/abin7.md,
-  # 2026-12-07h-h100/abin1-2.md), remat_feed, zero_acc; lists read with scripts/corpus_ptx_sha1.py --against the
-  # default. nreg_headroom became the code (twenty-fourth session), its corpus PTX the timed form's.
-  # sqrt_approx (twenty-fourth session): tl.sqrt as Triton's sqrt.approx on its 13 kernels, for the H200; occ_hold
-  # (same session): kernels without a dot held to one block more an SM where that spills nothing, its 42 kernels
-  # tf32_trunc (same session): float32 wgmma operands stored unrounded (k-means' loop 835 -> 738 SASS, 677 and 4
-  # blocks an SM with remat_feed; mm_tf32's 263 -> 166)
-  # fp8_pairs_in (same session): fp8 -> wider casts two codes a cvt (the weight-only fp8 GEMM's loop 277 -> 235 SASS
-  # instructions, Triton's 238, spills 8 -> 0; with iter_barrier 3 barriers, Triton's)
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-kmeans_assign_f32,mm_tf32|tf32_trunc;tf32_trunc,remat_feed;remat_feed@w8a16_fp8_block_gemm_bf16|fp8_pairs_in;fp8_pairs_in,iter_barrier;iter_barrier@adamw_step_f32,add_layernorm_f16,add_rmsnorm_noresid_bf16,add_rmsnorm_resid_bf16,cross_power_phase_interleave_f32,dropout_add_layernorm_f16,gated_delta_rule_bf16,hog_cells_u8_f32,jagged_layernorm_bf16,layernorm_fwd_f16,layernorm_looped_f32,layernorm_welford_looped_f16,ln_gate_helpers_noinline_f16|sqrt_approx@add_rmsnorm_resid_bf16,atomic_olds_tickets_cas_i32,bias_gelu_bwd_f16,ce_fwd_smooth_ignore_bf16,ce_smooth_ignore_ticket_mean_bf16,ce_softcap_fwd_bwd_unsloth_bf16,cumsum_cols_f32,cumsum_long_rows_f32,cumsum_rows_f32,decode_attn_paged_f16,discounted_returns_f32,dropout_f32,gated_delta_rule_bf16,gauss_blur_v_bf16,gemv_f16,gemv_scale_residual_bf16,heur_evenk_gemv_nobias_f16out,kl_div_rows_f32,layernorm_bwd_dx_f16,layernorm_welford_looped_f16,libdevice_mixed_args_f32_f64,linear_recurrence_scan_f32,ln_gate_helpers_noinline_f16,logsumexp_dim1_bf16,maxpool2x2_bwd_atomic_f32,minhash_umulhi_u32,nan_propagate_clamp_rowmax_f32,permute021_f32,rmsnorm_looped_f32,scalar_kinds_i64_bool_one_dns_f32,seq_maxpool_argmax_tile_where_f16,softmax_rows_keepdims_f32,stick_breaking_cumprod_bf16,stochastic_round_randint_bf16,stream_compact_rows_f32,suffix_sum_flip_bf16,summed_area_u8_i32,top_p_renorm_bf16,topk_sort_gather_f32,trsv_lower_batched_f32,vflip_sort_gather_topk_f32,voxelize_floor_trunc_f32|occ_hold@fp8_block_scaled_gemm_bf16|iter_barrier;zero_acc;iter_barrier,zero_acc@gqa_decode_packed_dot_f16,w8a16_fp8_block_gemm_bf16|iter_barrier@attn_bwd_dq_d64,attn_softcap_causal_d128,attn_swa_sinks_lse_f16,kmeans_assign_f32,linear_ce_fused_f32,retention_chunked_d64,rope_fused_causal_attn_f16|remat_feed@attn_alibi_d64,attn_alibi_inkernel_slopes_f16,attn_bias_d64,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_d256_lse_bf16,attn_gqa_d128,attn_gqa_ragged_klen_f16,attn_kT_d128,attn_kT_d64,attn_masked_d128,attn_masked_d64,attn_pretransposed_d64,attn_sliding_window_d64,attn_softcap_causal_d128,attn_swa_sinks_lse_f16,blocksparse_attn_f16,causal_linattn_tri_loop_f16,cross_attn_bshd_d128,kmeans_assign_f32,mm_fp8_rowcol_scaled_bf16,paged_prefix_prefill_attn_f16,retention_chunked_d64,rope_fused_causal_attn_f16,scores_qkT_f32out,varlen_causal_attn_f16|zero_acc}"
+  # --select and --ab), e.g. 'mm_*|zero_acc;store_runs@cum*|scan_prefix'. ABIN_PART=k/n: only the runs whose index is
+  # k-1 modulo n. Default: the A/Bs still in progress after the twenty-fifth session, each on the corpus kernels whose
+  # code it changes (lists from scripts/corpus_ptx_sha1.py --against the default):
+  # - div_quot,gather_idx,convert_chain,join_regs (twenty-fifth session, untimed; the NF4 GEMV's SASS 1032 -> 576,
+  #   Triton's 856): the 9 kernels all four change, the new corpus kernels beside them for their first Triton ratio;
+  # - remat_feed: the 4 of its 7 kernels the twenty-fifth session's run left (benchmarks/2026-12-07j-h100/abin6.md);
+  # - zero_acc on its attention kernels (the block-scaled fp8 GEMM 0.893, benchmarks/2026-12-07j-h100/abin4.md; the
+  #   two D=128 attention kernels slower before, benchmarks/2026-12-07d-h100/abin8.md).
+  # tf32_trunc (k-means 0.856, mm_tf32 1.048) and iter_barrier wait for a rule that tells their gains from their losses.
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-nf4_dequant_gemv_bf16,q4_group_quant_pack_u8,complex_split_join_cat_f32,scalar_kinds_i64_bool_one_dns_f32,conv2d_nhwc_igemm_f16,linear_decode_bias_m32_bf16,mm_bias_relu_bf16,mm_colbias_f16,smoothquant_dyn_w8a8_f16,hamming_popc_u32,cumsum_reverse_rows_f32,attn_hd80_dmask_f16|div_quot,gather_idx,convert_chain,join_regs@kmeans_assign_f32,linear_ce_fused_f32,retention_chunked_d64,rope_fused_causal_attn_f16|remat_feed@attn_alibi_d64,attn_alibi_inkernel_slopes_f16,attn_bias_d64,attn_bwd_dkdv_d64,attn_bwd_dq_d64,attn_causal_d64,attn_d256_lse_bf16,attn_gqa_d128,attn_gqa_ragged_klen_f16,attn_kT_d128,attn_kT_d64,attn_masked_d128,attn_masked_d64,attn_pretransposed_d64,attn_sliding_window_d64,attn_softcap_causal_d128,attn_swa_sinks_lse_f16,blocksparse_attn_f16,causal_linattn_tri_loop_f16,cross_attn_bshd_d128,kmeans_assign_f32,mm_fp8_rowcol_scaled_bf16,paged_prefix_prefill_attn_f16,retention_chunked_d64,rope_fused_causal_attn_f16,scores_qkT_f32out,varlen_causal_attn_f16|zero_acc}"
   part=${ABIN_PART:-1/1}; pk=${part%/*}; pn=${part#*/}
   for i in "${!abruns[@]}"; do
     [ $((i % pn)) -eq $((pk - 1)) ] || continue
