@@ -188,9 +188,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # and x >> k keep x's divisibility / 2^k where the division is exact), `gather_idx` (passes/assign_layouts.py
 # `_group_runs`: a gather's values join its addresses' group, laid out as its indices were loaded), `convert_chain`
 # (passes/dce.py `_collapse_converts`: a conversion of a conversion converts the source), `join_regs`
-# (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers).
+# (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers). `scan_pred`
+# (codegen/reduce.py `_st_smem_pred`): a scan's shared-memory stores predicated instead of branched around, so no
+# 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 16 kernels).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "tf32_trunc", "div_quot",
-                     "gather_idx", "convert_chain", "join_regs")
+                     "gather_idx", "convert_chain", "join_regs", "scan_pred")
 
 
 @functools.lru_cache(maxsize=None)
