@@ -191,8 +191,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers). `scan_pred`
 # (codegen/reduce.py `_st_smem_pred`): a scan's shared-memory stores predicated instead of branched around, so no
 # 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 16 kernels).
+# `remat_iter8` (passes/assign_layouts.py `_crowded`): a small load in a loop body whose value is not carried takes
+# its users' layout up to 8 elements a thread (4 otherwise): the Hamming distance's loop without shared memory or
+# barriers, as Triton's; 7 kernels.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "tf32_trunc", "div_quot",
-                     "gather_idx", "convert_chain", "join_regs", "scan_pred")
+                     "gather_idx", "convert_chain", "join_regs", "scan_pred", "remat_iter8")
 
 
 @functools.lru_cache(maxsize=None)

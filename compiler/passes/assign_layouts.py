@@ -284,6 +284,7 @@ class _Assigner:
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
         self._gather_idx = ab_switch("gather_idx")
         self._join_regs = ab_switch("join_regs")
+        self._remat_iter8 = ab_switch("remat_iter8")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
@@ -909,7 +910,21 @@ class _Assigner:
         NCHW convolution 1.18x; docs/EXPERIMENTS.md, remat_wide), and so was up to 4 vector loads a thread
         (SmoothQuant's smoothing vector: 1.015x; docs/EXPERIMENTS.md, remat_vec)."""
         anc = self.open_layout(op.result, True)
-        return linear(anc, tuple(op.result.type.shape), self.nw).num_regs > 4
+        n = linear(anc, tuple(op.result.type.shape), self.nw).num_regs
+        if self._remat_iter8 and 4 < n <= 8 and _in_loop(op) and not self._carried(op):
+            # (A/B `remat_iter8`) up to 8 a thread for a load in a loop body whose value is not carried to the next
+            # iteration: the Hamming tile's word vector, 8 rows a thread, loaded in its users' layout as Triton's is
+            # (8 loads, the lanes of a row sharing an address) instead of converted through shared memory with two
+            # barriers every iteration. (remat_wide's 32, the NCHW convolution's weight column, lost.)
+            return False
+        return n > 4
+
+    def _carried(self, op) -> bool:
+        """Whether op's result itself is carried to the next iteration: yielded as it is or through data movement
+        (a load pipelined an iteration ahead), not only folded into a carried accumulator."""
+        def hit(u):
+            return u.kind in ("yield", "condition")
+        return self._reaches(op, hit, lambda u: u.kind in ("broadcast", "expand_dims", "convert_layout", "reshape"))
 
     def _reaches(self, op, hit, follow) -> bool:
         """Whether a user of op's result, or of the users `follow` admits (transitively), satisfies `hit`."""

@@ -155,3 +155,14 @@ def test_scan_pred_stores_without_branches(monkeypatch):
     assert re.search(r"@%p\d+ st\.shared\.b32", p)
     assert d.count("st.shared") >= 1 and p.count("st.shared") >= 1
     assert ptx_resources(p, "sm_90a")["registers"] < ptx_resources(d, "sm_90a")["registers"]
+
+
+@needs_ptxas
+def test_remat_iter8_loads_a_word_vector_in_its_users_layout(monkeypatch):
+    """The Hamming kernel's per-iteration x words (8 rows a thread in the [64, 64] tile's row slice): converted
+    through shared memory by default (a convert_layout in the loop, st.shared and barriers), loaded in the tile's
+    layout under `remat_iter8`, with no shared memory left in the kernel."""
+    d = _corpus("hamming_popc_u32", monkeypatch)
+    r = _corpus("hamming_popc_u32", monkeypatch, "remat_iter8")
+    assert "st.shared" in d and "bar.sync" in d
+    assert "st.shared" not in r and "bar.sync" not in r
