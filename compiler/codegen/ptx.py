@@ -193,9 +193,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 16 kernels).
 # `remat_iter8` (passes/assign_layouts.py `_crowded`): a small load in a loop body whose value is not carried takes
 # its users' layout up to 8 elements a thread (4 otherwise): the Hamming distance's loop without shared memory or
-# barriers, as Triton's; 7 kernels.
+# barriers, as Triton's; 7 kernels. `unaligned_group` (passes/assign_layouts.py `_group_runs`): a load whose run a
+# per-element mask cuts to one takes the one-element layout of its group's unaligned rows instead of its pointer's
+# 16-byte one (the looped RMSNorm's weight row, converted every iteration before); 2 kernels.
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "tf32_trunc", "div_quot",
-                     "gather_idx", "convert_chain", "join_regs", "scan_pred", "remat_iter8")
+                     "gather_idx", "convert_chain", "join_regs", "scan_pred", "remat_iter8", "unaligned_group")
 
 
 @functools.lru_cache(maxsize=None)

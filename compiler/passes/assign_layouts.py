@@ -285,6 +285,7 @@ class _Assigner:
         self._gather_idx = ab_switch("gather_idx")
         self._join_regs = ab_switch("join_regs")
         self._remat_iter8 = ab_switch("remat_iter8")
+        self._unaligned_group = ab_switch("unaligned_group")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
@@ -473,6 +474,16 @@ class _Assigner:
             laid[key] = max(laid.get(key, 1), own[id(op)])
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
+        # (A/B `unaligned_group`) groups with a contiguous access whose own run is one element (rows unaligned: a
+        # stride not divisible by 16 bytes): a load of theirs whose run a per-element mask cuts to one (an aligned
+        # weight row under `cols < N`) is scalar loads whatever its layout, and takes the unaligned ones' (lanes on
+        # consecutive elements) instead of its pointer's 16-byte layout, which its users in a loop converted every
+        # iteration (the persistent RMSNorm: the weight row through shared memory every row)
+        unaligned = set()
+        if self._unaligned_group:
+            for op, data, order, run, _ in mem:
+                if own[id(op)] == 1 and self._contiguity(op.operands[0], order[0]) > 1:
+                    unaligned.add((find(data), order))
         strided = set()
         # A group with an access through pointers a constant stride of 2 or more elements
         # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
@@ -515,6 +526,9 @@ class _Assigner:
                 cap[key] = min(cap.get(key, 16), max(1, 16 // eb))
         for op, data, order, run, full in mem:
             key = (find(data), order)
+            if key in unaligned and op.kind == "load" and run == 1 and own[id(op)] > 1 and best[key] == 1:
+                out[id(op)] = 1
+                continue
             if key in cap and op.kind == "load" and max(best[key], own[id(op)]) > cap[key]:
                 out[id(op)] = cap[key]
                 continue

@@ -166,3 +166,13 @@ def test_remat_iter8_loads_a_word_vector_in_its_users_layout(monkeypatch):
     r = _corpus("hamming_popc_u32", monkeypatch, "remat_iter8")
     assert "st.shared" in d and "bar.sync" in d
     assert "st.shared" not in r and "bar.sync" not in r
+
+
+@needs_ptxas
+def test_unaligned_group_keeps_the_weight_row_in_the_rows_layout(monkeypatch):
+    """The looped RMSNorm's rows are unaligned (a stride of N = 1000 fp32 elements) and its weight loads are cut to
+    single elements by `cols < N`: under `unaligned_group` the weight takes the rows' one-element layout, and the
+    second loop converts nothing through shared memory (what is left is the row sum's exchange between warps)."""
+    d = _corpus("rmsnorm_looped_f32", monkeypatch)
+    u = _corpus("rmsnorm_looped_f32", monkeypatch, "unaligned_group")
+    assert u.count("st.shared") < d.count("st.shared") and u.count("bar.sync") < d.count("bar.sync")
