@@ -1,10 +1,9 @@
 """The A/B switches of the twenty-fifth session, waiting for a GPU timing (compiler/codegen/ptx.py lists them), found on
 a kernel nobody here had written (the QLoRA NF4 GEMV of workloads/corpus/idioms_fresh11.py: Triton's SASS 856
 instructions, ours 1032): each one's analysis or layout as its switch describes it, the default left as it was. Their
-results are checked on the GPU by scripts/bench_corpus.py (every A/B side against float64)."""
-import os
+results are checked on the GPU by scripts/bench_corpus.py (every A/B side against float64). The later ones (scan_pred,
+remat_iter8, unaligned_group) came from the other fresh kernels the same way."""
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -16,31 +15,13 @@ from compiler.ir.types import TensorType, int32
 from compiler.passes import axisinfo
 from compiler.passes.dce import _collapse_converts
 from compiler.passes.layouts import BlockedLayout
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _ptxas():
-    from compiler.codegen.ptx import find_ptxas
-
-    return find_ptxas()
-
-
-needs_ptxas = pytest.mark.skipif(_ptxas() is None, reason="needs ptxas (nvidia-cuda-nvcc)")
+from tests.codegen.test_pending_ab import _corpus as _compiled
+from tests.codegen.test_pending_ab import needs_ptxas
 
 
 def _corpus(name, monkeypatch, ab=""):
     """The PTX of a corpus kernel at its GPU specialization for sm_90a under switches `ab`, compiled afresh."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import _bench_host_corpus as BC
-    import compiler.compile as CC
-
-    monkeypatch.setenv("TILEFARM_AB", ab)
-    monkeypatch.setenv("TILEFARM_CACHE", "0")
-    monkeypatch.setattr(CC, "_mem_cache", {})
-    case = BC.cases_of(BC.case_files()[name], "ours")[name]
-    args, kw = BC.prepare(case)
-    return BC.compile_ours(case, args, kw)[1]
+    return _compiled(name, monkeypatch, ab)[0]
 
 
 def _layouts(monkeypatch, ab):
