@@ -1214,12 +1214,16 @@ class _Assigner:
         default of v's own shape (H100, 2026-12-07, the 6 corpus kernels it changes, 3 rounds beside Triton): 0.709 of
         the time, MinHash 0.332, n-body 0.518, NMS 0.836, flip + sort + gather 0.906, none slower
         (benchmarks/2026-12-07-h100/abin2.md)."""
+        shape = self._broadcast_shape(v)
+        return None if shape is None else default_blocked(shape, _ebytes(v.type.element), self.nw)
+
+    def _broadcast_shape(self, v):
+        """The one shape every user of v broadcasts it to, or None (no users, another kind of user, several shapes)."""
         users = self.users.get(v.id, ())
         shapes = {tuple(u.result.type.shape) for u in users if u.kind == "broadcast"}
         if not users or len(shapes) != 1 or any(u.kind != "broadcast" for u in users):
             return None
-        shape = shapes.pop()
-        return default_blocked(shape, _ebytes(v.type.element), self.nw)
+        return shapes.pop()
 
     def _register_axis(self, v, src, ax):
         """(A/B `join_regs`) For v = expand_dims(x, ax) with x in blocked layout `src`, broadcast by all its users to
@@ -1228,13 +1232,10 @@ class _Assigner:
         in v's layout as it is (its slice along ax is src), the broadcast copies registers, and a reshape that
         merges ax into the dim before it (interleave) keeps each thread's elements contiguous: no conversion of x
         into a layout chosen for the new shape. None otherwise."""
-        if not isinstance(src, BlockedLayout):
+        shape = self._broadcast_shape(v) if isinstance(src, BlockedLayout) else None
+        if shape is None:
             return None
-        users = self.users.get(v.id, ())
-        shapes = {tuple(u.result.type.shape) for u in users if u.kind == "broadcast"}
-        if not users or len(shapes) != 1 or any(u.kind != "broadcast" for u in users):
-            return None
-        n = shapes.pop()[ax]
+        n = shape[ax]
         if not 1 < n <= 4:
             return None
         ins = lambda t, x: tuple(t[:ax]) + (x,) + tuple(t[ax:])  # noqa: E731
