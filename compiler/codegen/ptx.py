@@ -189,8 +189,8 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # `_group_runs`: a gather's values join its addresses' group, laid out as its indices were loaded), `convert_chain`
 # (passes/dce.py `_collapse_converts`: a conversion of a conversion converts the source), `join_regs`
 # (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers). `scan_pred`
-# (codegen/reduce.py `_st_smem_pred`): a scan's shared-memory stores predicated instead of branched around, so no
-# 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 17 kernels).
+# (codegen/reduce.py `_st_smem` under a predicate): a scan's shared-memory stores predicated instead of branched
+# around, so no 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 17 kernels).
 # `remat_iter8` (passes/assign_layouts.py `_crowded`): a small load in a loop body whose value is not carried takes
 # its users' layout up to 8 elements a thread (4 otherwise): the Hamming distance's loop without shared memory or
 # barriers, as Triton's; 6 kernels. `unaligned_group` (passes/assign_layouts.py `_group_runs`): a load whose run a

@@ -34,35 +34,30 @@ def _bytes(v):
     return {C.F16: 2, C.BF16: 2, C.F32: 4, C.F64: 8}[t]
 
 
-def _st_smem(e, off_elems, base, v):
-    """Store scalar v at element index off_elems of a typed array at byte offset base."""
-    if v.type == C.I1:
-        v = e.b.zext(v, C.I8)
-    p = e.b.gep(e.smem_ptr(base), [off_elems], source_etype=v.type)
-    e.b.store(v, p)
-
-
 _PRED_ST = {8: ("b8", "r"), 16: ("b16", "h"), 32: ("b32", "r"), 64: ("b64", "l")}
 
 
-def _st_smem_pred(e, pred, off_elems, base, v):
-    """_st_smem under predicate `pred` (an i1) as one predicated `st.shared` (A/B `scan_pred`): no branch around the
-    store, so the code before and after it stays one basic block. Across a branch, values both sides read are
-    carried in registers: a scan's 64-bit element offsets (LLVM shares one sign extension between a tile's load and its
-    stores) lived through the scan, 64 registers where the per-block instruction selector folds them into each
-    access's mul.wide (the reverse cumsum's 192 registers against Triton's 138)."""
+def _st_smem(e, off_elems, base, v, pred=None):
+    """Store scalar v at element index off_elems of a typed array at byte offset base; under predicate `pred` (an
+    i1; A/B `scan_pred`) as one predicated `st.shared`, no branch around the store, so the code before and after it
+    stays one basic block. Across a branch, values both sides read are carried in registers: a scan's 64-bit element
+    offsets (LLVM shares one sign extension between a tile's load and its stores) lived through the scan, 64
+    registers where the per-block instruction selector folds them into each access's mul.wide (the reverse cumsum's
+    192 registers against Triton's 138)."""
     if v.type == C.I1:
         v = e.b.zext(v, C.I8)
     p = e.b.gep(e.smem_ptr(base), [off_elems], source_etype=v.type)
+    if pred is None:
+        e.b.store(v, p)
+        return
     bits = v.type.width if isinstance(v.type, ir.IntType) else {C.F16: 16, C.BF16: 16, C.F32: 32, C.F64: 64}[v.type]
     kind, cons = _PRED_ST[bits]
     word = v if isinstance(v.type, ir.IntType) else e.b.bitcast(v, ir.IntType(bits))
     if bits == 8:
         word, cons = e.b.zext(word, C.I32), "r"
-    addr = e.b.ptrtoint(p, C.I64)
     fty = ir.FunctionType(C.VOID, [C.I1, C.I64, word.type])
     asm = ir.InlineAsm(fty, f"@$0 st.shared.{kind} [$1], $2;", f"b,l,{cons},~{{memory}}", side_effect=True)
-    e.b.call(asm, [pred, addr, word])
+    e.b.call(asm, [pred, e.b.ptrtoint(p, C.I64), word])
 
 
 def _ld_smem(e, off_elems, base, t):
@@ -507,10 +502,7 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
     def store(pos, col, v, region=bases, pred=None):
         s = slot(pos, col)
         for k in range(nops):
-            if pred is None:
-                _st_smem(e, s, region[k], v[k])
-            else:
-                _st_smem_pred(e, pred, s, region[k], v[k])
+            _st_smem(e, s, region[k], v[k], pred)
 
     def first(sp):
         """Is this chunk's segment the first in the scan's order, for some warp? (then: the i1 'not first')"""
@@ -526,9 +518,7 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
         for (key, rep), tot in totals.items():
             store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot, pred=pred)
 
-    if seg_last is None:
-        store_totals()
-    elif scan_pred:
+    if seg_last is None or scan_pred:
         store_totals(seg_last)
     else:
         with e.b.if_then(seg_last):
@@ -576,10 +566,7 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
             ex = [shuffle(e, "up", x, 1) for x in t]
             has = e.b.icmp_unsigned("!=", part, e.i32(0))
             loc = [_sel(e, has, combine(ex, x), x) for x in loc]
-        if active is None:
-            for p, v in zip(pos, loc):
-                store(p, col, v, pbases)
-        elif scan_pred:
+        if active is None or scan_pred:
             for p, v in zip(pos, loc):
                 store(p, col, v, pbases, pred=active)
         else:

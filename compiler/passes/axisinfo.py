@@ -124,10 +124,10 @@ def _irem(op, a, b):
     return AxisInfo(contig, div, base.constancy)
 
 
-def _pow2_operand(op, b):
-    """The constant power of two 2^k that operand 1 of op is (the same in every element), else None."""
+def _const_int(op, b):
+    """The integer constant operand 1 of op is (the same in every element: b its info), else None."""
     c = _const_value(op.operands[1])
-    if isinstance(c, bool) or not isinstance(c, int) or c <= 0 or c & (c - 1) or b.constancy != _shape(op.operands[1]):
+    if isinstance(c, bool) or not isinstance(c, int) or b.constancy != _shape(op.operands[1]):
         return None
     return c
 
@@ -146,8 +146,8 @@ def _idiv(op, a, b):
     # constant over gcd(run, d, k) elements (Triton's rule) where the run's values are known non-negative
     # (`nonneg`): division truncates, so (-16..-9) // 8 is not constant.
     base = _elementwise_const(op, a, b)
-    c = _pow2_operand(op, b) if ab_switch("div_quot") else None
-    if c is not None:
+    c = _const_int(op, b) if ab_switch("div_quot") else None
+    if c is not None and c > 0 and not c & (c - 1):
         base = AxisInfo(base.contiguity, _quotient_div(a, c), base.constancy)
     if not nonneg(op.operands[0]):
         return base
@@ -160,9 +160,8 @@ def _shr(op, a, b):
     """x >> k for a constant k: x // 2^k where x is a multiple of 2^k (exact, arithmetic or logical shift alike;
     _quotient_div), under the A/B `div_quot`."""
     base = _elementwise_const(op, a, b)
-    k = _const_value(op.operands[1])
-    if (not ab_switch("div_quot") or isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < 63
-            or b.constancy != _shape(op.operands[1])):
+    k = _const_int(op, b) if ab_switch("div_quot") else None
+    if k is None or not 0 <= k < 63:
         return base
     return AxisInfo(base.contiguity, _quotient_div(a, 1 << k), base.constancy)
 
