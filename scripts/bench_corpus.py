@@ -6,7 +6,7 @@ process (issue 16).
     python3 scripts/bench_corpus.py --interpret [--select ...]   # no GPU: both interpreters at the CI sizes
     python3 scripts/bench_corpus.py --compile-only [--select ...]  # no GPU: ours at the H200 specialization, ptxas
     python3 scripts/bench_corpus.py --table DIR/corpus-<date>.json  # re-render a stored run
-    python3 scripts/bench_corpus.py --ab 'zero_acc;scan_direct,zero_acc' [--select ...]  # A/B in one process
+    python3 scripts/bench_corpus.py --ab 'div_quot;scan_direct,div_quot' [--select ...]  # A/B in one process
 
 Every corpus file is loaded twice through compiler.triton_compat.load_kernel_file: `triton` resolved to our
 compiler, and to the real Triton. Per kernel, at its GPU size and meta-parameters (the same for both): seeded
@@ -785,7 +785,7 @@ def main(argv=None):
     ap.add_argument("--table", default=None, help="re-render a stored JSON")
     ap.add_argument("--list", action="store_true", help="list the kernels and exit")
     ap.add_argument("--ab", default="", help="A/B variants in the same run: semicolon-separated, each a comma list "
-                                             "of TILEFARM_AB switches (e.g. 'zero_acc;scan_direct,zero_acc')")
+                                             "of TILEFARM_AB switches (e.g. 'div_quot;scan_direct,div_quot')")
     ap.add_argument("--shard", default="", metavar="K/N",
                     help="only the K-th of N interleaved shares of the selected kernels (by name order): a whole-corpus "
                          "run split over calls that each stay under the device's time limit")

@@ -816,13 +816,9 @@ def _blocked_ll(e, st):
 def _store_operand(e, x, st):
     """Write a wgmma operand tile into SwizzledTile st. float32 (tf32) values are rounded to tf32 first (cvt.rna,
     ties away from zero, as the mma.sync path and the interpreter round them): wgmma would otherwise drop their low
-    13 bits. (Values already rounded are i32 bit patterns: _relaid's.) Returns the tile stored."""
-    from ..options import ab_switch
-
-    # A/B `tf32_trunc` (twenty-fourth session, untimed): stored as they are, wgmma ignoring their low 13 bits, as
-    # Triton's wgmma operands (which reach shared memory without passing through registers) are: k-means' loop
-    # converts 32 values an iteration (cvt.rna: 96 SASS instructions of its 774; 64 more before the loop)
-    if st.eb == 4 and x.regs and x.regs[0].type == C.F32 and not ab_switch("tf32_trunc"):
+    13 bits. (Values already rounded are i32 bit patterns: _relaid's.) Storing them unrounded, as Triton's reach
+    wgmma, was measured and lost (docs/EXPERIMENTS.md, tf32_trunc). Returns the tile stored."""
+    if st.eb == 4 and x.regs and x.regs[0].type == C.F32:
         x = Tile(x.ll, [_tf32(e, r) for r in x.regs])
     store_swizzled(e, x, st)
     return x
@@ -1033,23 +1029,13 @@ def _wgmma_issue(e, op, sta, stb, a_k, b_k, c, ll, lay, loop, a_regs=None, pairs
             part = _wait_retiring(e, op, part, 0) if gi == len(groups) - 1 else _wait_tied(e, part, 0)
             regs = [e.b.fadd(x, y, flags=e.fp_flags) for x, y in zip(regs, part)]
         return regs
-    from ..options import ab_switch
-    from ..passes.canonicalize import _is_zero
-
-    first = asm
-    if ab_switch("zero_acc") and _is_zero(op.operands[2]):
-        # (A/B `zero_acc`) a dot onto zeros (tl.dot(a, b) alone): its first wgmma ignores the accumulator
-        # (scale-d 0: D = A*B) instead of reading zeros moved into its registers
-        sd = f"${n_acc + (4 if a_regs is not None else 1)}, 1"
-        first = ir.InlineAsm(fty, text.replace(sd, sd[:-1] + "0", 1), cons, side_effect=True)
-        regs = [ir.Constant(C.F16 if f16acc else acc_t, ir.Undefined)] * len(regs)
     for mi in range(MR):
         for ni in range(NR):
             t = ni + NR * mi
             acc = regs[t * per:(t + 1) * per]
             for j, (pa, pb) in enumerate(pairs or [(sta, stb)]):
                 for k0 in range(0, K, kstep):
-                    acc = issue(first if k0 == 0 and j == 0 else asm, mi, ni, k0, acc, pa, pb)
+                    acc = issue(asm, mi, ni, k0, acc, pa, pb)
             regs[t * per:(t + 1) * per] = acc
     _asm_void(e, "wgmma.commit_group.sync.aligned;")
     if defer_to_loop(e, op) is not None:

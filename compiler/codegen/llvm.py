@@ -14,7 +14,6 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ..ir import optable, types as T
-from ..options import ab_switch
 from ..passes.layouts import linear, log2
 from . import common as C
 from .common import EMIT, Tile, emits, error, lty
@@ -357,11 +356,7 @@ class Emitter:
         self.hoisted_by_loop: dict = {}  # id(for op) -> (shared memory base, value ids) hoisted before that loop
         self.partial_reduces: set = set()  # id(reduce op) whose sum stays per-lane partial (codegen/reduce.py)
         self.loop_depth = 0  # loops around the op being emitted (smem_begin: a use may follow itself)
-        # (A/B `iter_barrier`) on the path from the top of the innermost loop's current iteration to here: a
-        # barrier emitted, and a shared-memory use begun (smem_begin, loop_body)
-        self.iter_bar = self.iter_used = False
         self.retired_dots: set = set()  # ids of wgmma dots whose own wait was wait_group 0 (codegen/dot.py)
-        self._iter_barrier = ab_switch("iter_barrier")
         self._coord_cache: dict = {}
         self._pred_cache: dict = {}
         self._strings: dict = {}
@@ -403,7 +398,6 @@ class Emitter:
 
     def barrier(self):
         self.b.call(self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", C.VOID, [C.I32]), [self.i32(0)])
-        self.iter_bar = True
 
     def smem_begin(self, nbytes):
         """Start a shared-memory use of `nbytes` at offset 0: all uses share the buffer, so a barrier first
@@ -413,25 +407,18 @@ class Emitter:
         `return` then has none, as in Triton's code. Measured against a barrier before every use in a branch
         (H100, 2026-12-07, the A/B `smem_paths`, the 5 corpus kernels it changes, 3 rounds beside Triton): 0.996 of
         the time, none slower (benchmarks/2026-12-07e-h100/abin0.md)."""
-        # (A/B `iter_barrier`) none for the first use of a loop iteration behind a barrier of that iteration (a copy
-        # ring's wait): every earlier use, the previous iteration's or one before the loop, is behind it already
-        fresh = self._iter_barrier and self.loop_depth and self.iter_bar and not self.iter_used
-        if (self.smem_used or self.loop_depth) and not fresh:
+        if self.smem_used or self.loop_depth:
             self.barrier()
-        self.smem_used = self.iter_used = True
+        self.smem_used = True
         self.smem_bytes = max(self.smem_bytes, self.smem_base + (nbytes + 15) // 16 * 16)
 
     def loop_body(self, emit):
-        """emit() the body of a loop: an iteration starts with no barrier and no shared-memory use behind it; after
-        the loop a use made in it counts, a barrier does not (the loop may run no iteration)."""
-        saved = (self.iter_bar, self.iter_used)
-        self.iter_bar = self.iter_used = False
+        """emit() the body of a loop (smem_begin: a shared-memory use in it may follow itself)."""
         self.loop_depth += 1
         try:
             return emit()
         finally:
             self.loop_depth -= 1
-            self.iter_bar, self.iter_used = saved[0], saved[1] or self.iter_used
 
     def exclusive_paths(self, paths, merge):
         """Emit each (basic block, fn) of `paths`, branches that exclude each other, each ending in a branch to
@@ -439,18 +426,13 @@ class Emitter:
         as used if any path used it. Returns [(fn's result, the block the path ended in)]; emission goes on at
         `merge`."""
         before, used, out = self.smem_used, [], []
-        it0, ends = (self.iter_bar, self.iter_used), []
         for bb, fn in paths:
             self.b.position_at_end(bb)
             self.smem_used = before
-            self.iter_bar, self.iter_used = it0
             out.append((fn(), self.b.block))
             used.append(self.smem_used)
-            ends.append((self.iter_bar, self.iter_used))
             self.b.branch(merge)
         self.smem_used = before or any(used)
-        # a barrier on every path; a use on any
-        self.iter_bar, self.iter_used = all(b for b, _ in ends), any(u for _, u in ends)
         self.b.position_at_end(merge)
         return out
 

@@ -134,70 +134,27 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # carried registers and wgmma accumulators two to a word: 0.955 over 7, 6 faster) won, none slower by over 2%, and
 # are the code. `convert_chain` (0.999 over 5) and `fma_occ` (1.016 on its one kernel) gained nothing and left
 # (docs/EXPERIMENTS.md).
-# Still A/Bs in progress, each faster on one kernel and slower on another:
+# 2026-12-08, twenty-sixth session, H100 (benchmarks/2026-12-08-h100, 2 rounds beside Triton, each switch on the
+# corpus kernels whose PTX it changes): `zero_acc`, `iter_barrier`, `remat_feed`, `tf32_trunc`, `scan_pred` and
+# `unaligned_group`, each timed at least once before, stayed faster on some kernels and slower on others, with no
+# rule found that tells the two apart, and left (docs/EXPERIMENTS.md has each one's idea and figures).
+# Still A/Bs in progress:
 # `scan_direct`, `scan_prefix`: test hooks (see the top of this comment).
-# `zero_acc` (codegen/dot.py `_dot_wgmma`; eighteenth session, CPU only, untimed): a wgmma dot onto zeros (an
-# attention's S = tl.dot(q, k)) issues its first wgmma with scale-d 0 (D = A*B) instead of reading zeros moved into
-# the accumulator's registers. ptxas had injected a wgmma wait for those moves (C7517) in 5 attention kernels; under
-# the switch none. Loops shorter (attn_bias_d64 957 -> 923 SASS instructions, attn_bwd_dkdv_d64 510 -> 445), but
-# attn_masked_d128 spills 12 -> 136 bytes (Triton's 124). PTX changes on 25 corpus kernels. Timed on the H100
-# (2026-12-07, twentieth session, benchmarks/2026-12-07d-h100/abin8.md, twice): 0.996 over the 25, faster on 5
-# (sliding window 0.945, attention backward dK/dV 0.957 and dQ 0.958, bias 0.973, ALiBi 0.977), slower on 2
-# (attn_masked_d128 1.059, attn_kT_d128 1.030). Registers and spills (ptxas 13.5, -v) default / switch: the four
-# faster forward and dK/dV kernels all had C7517 by default (ALiBi 234/0 -> 233/0, bias 255/12 -> 255/16, dK/dV
-# 190/0 both, sliding window 232/0 -> 230/0); dQ 124 -> 125, no C7517; attn_masked_d128 C7517, 12 -> 136 bytes
-# spilled; attn_kT_d128 no C7517, 308 bytes spilled both. A lead for a rule from the program: the gain where
-# ptxas injected the wait, the loss where the switch spills more; what dQ gains and kT_d128 loses is not explained.
-# `remat_feed` (passes/assign_layouts.py `want`; twenty-first session, CPU only, untimed): outside loops, a value made
-# from aranges, constants and splats that a loop reads is rematerialized in its user's layout (depth 4, as inside
-# loops), not converted through shared memory. k-means' argmin index tile (an arange the frontend shares with the
-# loads' offsets) was converted before the loop and read back from shared memory, so LLVM could not fold the
-# tie-break's index compare: 68 eq + 72 lt float compares (Triton's code: 36 eq, 32 le, 40 lt); under the switch
-# Triton's 36 / 32 / 40, its loop 835 -> 774 SASS instructions. PTX changes on 6 corpus kernels, SASS shorter on all
-# (ptxas 13.5; retention 1608 -> 1280 instructions, the sliding-window attention with sinks 161 -> 149 registers),
-# no spills, the same blocks per SM: kmeans_assign_f32 (1.12 of Triton's time on the H100), attn_bwd_dq_d64,
-# attn_softcap_causal_d128, attn_swa_sinks_lse_f16, linear_ce_fused_f32, retention_chunked_d64.
-# `iter_barrier` (codegen/llvm.py `smem_begin`, `loop_body`; twenty-second session): the first shared-memory
-# use of a loop iteration gets no barrier of its own where a barrier of the same iteration (a copy ring's wait, a
-# tl.debug_barrier) stands on every path before it: every earlier use, of the previous iteration or before the loop,
-# is behind that one already (Triton's block-scaled loop converts its column scales behind its ring's barrier, one
-# barrier for the conversion; ours two). PTX changes on 11 corpus kernels: attn_bwd_dkdv_d64, awq_gemm_int4_f16,
-# causal_linattn_tri_loop_f16, flce_bwd_chunk_inplace_dot_f16, fp8_block_scaled_gemm_bf16, mm_even_k_f16,
-# mm_int8_i32, mm_w4a16_f16, retention_chunked_d64, smoothquant_dyn_w8a8_f16, tiny_bmm16_f16. Measured (H100,
-# 2026-12-07, 3 rounds beside Triton, benchmarks/2026-12-07g-h100/abin7.md): 0.998 over 9 of them, the int8 GEMM
-# 0.944, AWQ 1.030, RoPE-fused attention 1.013; the block-scaled GEMM 0.990 with remat_hoist (abin0.md). Again
-# (benchmarks/2026-12-07h-h100): the block-scaled GEMM 0.994 (with zero_acc as zero_acc alone, 0.909), the weight-only
-# fp8 GEMM 0.966, grouped-query decode 0.999. Mixed; what costs AWQ is not read yet.
-# remat_hoist, ring_waited, sync_ring_multi, index_tiles and tf32x3_wgmma (twenty-second session) became the code on
-# 2026-12-07 (H100, 3 rounds beside Triton, benchmarks/2026-12-07g-h100; figures at each in passes/assign_layouts.py
-# `_hoisted`, codegen/dot.py `_slot_free_behind_wait`, passes/pipeline.py `_pipeline_async` and `_index_load`,
-# passes/layouts.py `tf32_wgmma_applies`); smem_regions was retired (docs/EXPERIMENTS.md). `ring_occupancy` (twenty-
-# third session) became the code the same day (codegen/__init__.py `ring_room`). `nreg_headroom` (twentieth session,
-# its SASS-checked form the twenty-third's: 5 corpus kernels, the sequence max-pool 0.768, none slower;
-# benchmarks/2026-12-07h-h100/abin4.md) became the code on 2026-12-07 (twenty-fourth session) once its second ptxas
-# run was left out where the registers it frees cannot cover the loads out of flight (codegen/__init__.py
-# `register_headroom`); its corpus PTX is the timed form's (SHA-1).
-# `sqrt_approx` and `fp8_pairs_in` (twenty-fourth session) became the code on 2026-12-07 (twenty-fifth session; H100,
-# 2 rounds beside Triton, benchmarks/2026-12-07j-h100: 0.987 over 13 kernels and 0.849 on the weight-only fp8 GEMM,
-# none slower; codegen/llvm.py `_f32_sqrt`, `_fp8_pairs_in_apply`); `occ_hold` was retired (docs/EXPERIMENTS.md).
-# `tf32_trunc` (codegen/dot.py `_store_operand`; twenty-fourth session): float32 wgmma operands that pass through
-# registers are stored unrounded (wgmma ignores their low mantissa bits), as Triton's reach wgmma. k-means 0.856 of
-# the time, mm_tf32 1.048 (benchmarks/2026-12-07j-h100/abin0.md): waits for a rule that tells them apart.
-# Twenty-fifth session (untimed), from a kernel nobody here wrote (the NF4 GEMV of workloads/corpus/idioms_fresh11.py,
-# SASS 1032 -> 576 instructions with all four, Triton's 856): `div_quot` (passes/axisinfo.py `_quotient_div`: x // 2^k
-# and x >> k keep x's divisibility / 2^k where the division is exact), `gather_idx` (passes/assign_layouts.py
-# `_group_runs`: a gather's values join its addresses' group, laid out as its indices were loaded), `convert_chain`
-# (passes/dce.py `_collapse_converts`: a conversion of a conversion converts the source), `join_regs`
-# (passes/assign_layouts.py `_register_axis`: tl.join / tl.interleave's pair axis in registers). `scan_pred`
-# (codegen/reduce.py `_st_smem` under a predicate): a scan's shared-memory stores predicated instead of branched
-# around, so no 64-bit offsets live across a branch (the reverse cumsum 192 -> 128 registers, 2 -> 4 blocks an SM; 17 kernels).
-# `remat_iter8` (passes/assign_layouts.py `_crowded`): a small load in a loop body whose value is not carried takes
-# its users' layout up to 8 elements a thread (4 otherwise): the Hamming distance's loop without shared memory or
-# barriers, as Triton's; 6 kernels. `unaligned_group` (passes/assign_layouts.py `_group_runs`): a load whose run a
-# per-element mask cuts to one takes the one-element layout of its group's unaligned rows instead of its pointer's
-# 16-byte one (the looped RMSNorm's weight row, converted every iteration before); 2 kernels.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "zero_acc", "remat_feed", "iter_barrier", "tf32_trunc", "div_quot",
-                     "gather_idx", "convert_chain", "join_regs", "scan_pred", "remat_iter8", "unaligned_group")
+# From a kernel nobody here wrote (the NF4 GEMV of workloads/corpus/idioms_fresh11.py, SASS 1032 -> 576 instructions
+# with all four, Triton's 856): `div_quot` (passes/axisinfo.py `_quotient_div`: x // 2^k and x >> k keep x's
+# divisibility / 2^k where the division is exact), `gather_idx` (passes/assign_layouts.py `_group_runs`: a gather's
+# values join its addresses' group, laid out as its indices were loaded), `convert_chain` (passes/dce.py
+# `_collapse_converts`: a conversion of a conversion converts the source), `join_regs` (passes/assign_layouts.py
+# `_register_axis`: tl.join / tl.interleave's pair axis in registers). Timed together (H100, 2026-12-08, 2 rounds,
+# benchmarks/2026-12-08-h100/abin3.md): 0.947 over 12 kernels, the NF4 GEMV 0.453 (1.29 -> 0.59 of Triton's), but the
+# 4-bit group quantizer 1.238 (0.73 -> 0.91 of Triton's): div_quot alone changes its PTX, only its packed-byte stores
+# (st.global.b8 x16 -> st.global.b32 x4, the same layout, fewer registers); why the wider stores are slower there is
+# not read yet. The NF4 GEMV's gain needs div_quot and convert_chain together (SASS 1056 -> 576; either alone 1040+).
+# `remat_iter8` (passes/assign_layouts.py `_crowded`: a small load in a loop body whose value is not carried takes
+# its users' layout up to 8 elements a thread) was timed on its 6 kernels (H100, 2026-12-08, abin1.md: Hamming 0.867,
+# the gated delta rule 1.058, whose key vector a reduction of its own axis reads too) and became the code limited to
+# loads no such reduction reads: its PTX then changes on the other 5, each as timed (SHA-1), none slower by over 2%.
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs")
 
 
 @functools.lru_cache(maxsize=None)

@@ -34,30 +34,11 @@ def _bytes(v):
     return {C.F16: 2, C.BF16: 2, C.F32: 4, C.F64: 8}[t]
 
 
-_PRED_ST = {8: ("b8", "r"), 16: ("b16", "h"), 32: ("b32", "r"), 64: ("b64", "l")}
-
-
-def _st_smem(e, off_elems, base, v, pred=None):
-    """Store scalar v at element index off_elems of a typed array at byte offset base; under predicate `pred` (an
-    i1; A/B `scan_pred`) as one predicated `st.shared`, no branch around the store, so the code before and after it
-    stays one basic block. Across a branch, values both sides read are carried in registers: a scan's 64-bit element
-    offsets (LLVM shares one sign extension between a tile's load and its stores) lived through the scan, 64
-    registers where the per-block instruction selector folds them into each access's mul.wide (the reverse cumsum's
-    192 registers against Triton's 138)."""
+def _st_smem(e, off_elems, base, v):
+    """Store scalar v at element index off_elems of a typed array at byte offset base."""
     if v.type == C.I1:
         v = e.b.zext(v, C.I8)
-    p = e.b.gep(e.smem_ptr(base), [off_elems], source_etype=v.type)
-    if pred is None:
-        e.b.store(v, p)
-        return
-    bits = v.type.width if isinstance(v.type, ir.IntType) else {C.F16: 16, C.BF16: 16, C.F32: 32, C.F64: 64}[v.type]
-    kind, cons = _PRED_ST[bits]
-    word = v if isinstance(v.type, ir.IntType) else e.b.bitcast(v, ir.IntType(bits))
-    if bits == 8:
-        word, cons = e.b.zext(word, C.I32), "r"
-    fty = ir.FunctionType(C.VOID, [C.I1, C.I64, word.type])
-    asm = ir.InlineAsm(fty, f"@$0 st.shared.{kind} [$1], $2;", f"b,l,{cons},~{{memory}}", side_effect=True)
-    e.b.call(asm, [pred, e.b.ptrtoint(p, C.I64), word])
+    e.b.store(v, e.b.gep(e.smem_ptr(base), [off_elems], source_etype=v.type))
 
 
 def _ld_smem(e, off_elems, base, t):
@@ -454,7 +435,6 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
     # the totals (and, for the prefix scheme, their prefixes: a region of their own, so that no thread overwrites
     # a total another may still read)
     types = [v.type for v in vals[0]]
-    scan_pred = ab_switch("scan_pred")
     bases, pbases, off = [], [], 0
     for region in ((bases, pbases) if use_prefix else (bases,)):
         for v in vals[0]:
@@ -499,10 +479,10 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
         s = slot(pos, col)
         return [_ld_smem(e, s, region[k], types[k]) for k in range(nops)]
 
-    def store(pos, col, v, region=bases, pred=None):
+    def store(pos, col, v, region=bases):
         s = slot(pos, col)
         for k in range(nops):
-            _st_smem(e, s, region[k], v[k], pred)
+            _st_smem(e, s, region[k], v[k])
 
     def first(sp):
         """Is this chunk's segment the first in the scan's order, for some warp? (then: the i1 'not first')"""
@@ -514,12 +494,12 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
         for _, r in lst:
             vals[r] = combine(pre, vals[r]) if has is None else _sel(e, has, combine(pre, vals[r]), vals[r])
 
-    def store_totals(pred=None):
+    def store_totals():
         for (key, rep), tot in totals.items():
-            store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot, pred=pred)
+            store(e.b.add(dyn, e.i32(static_pos(rep))), lin[key], tot)
 
-    if seg_last is None or scan_pred:
-        store_totals(seg_last)
+    if seg_last is None:
+        store_totals()
     else:
         with e.b.if_then(seg_last):
             store_totals()
@@ -566,9 +546,9 @@ def _cross_warp_scan(e, op, ll, axis, rev, nops, combine, chunks, totals, vals, 
             ex = [shuffle(e, "up", x, 1) for x in t]
             has = e.b.icmp_unsigned("!=", part, e.i32(0))
             loc = [_sel(e, has, combine(ex, x), x) for x in loc]
-        if active is None or scan_pred:
+        if active is None:
             for p, v in zip(pos, loc):
-                store(p, col, v, pbases, pred=active)
+                store(p, col, v, pbases)
         else:
             with e.b.if_then(active):
                 for p, v in zip(pos, loc):

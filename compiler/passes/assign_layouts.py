@@ -284,15 +284,12 @@ class _Assigner:
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
         self._gather_idx = ab_switch("gather_idx")
         self._join_regs = ab_switch("join_regs")
-        self._remat_iter8 = ab_switch("remat_iter8")
-        self._unaligned_group = ab_switch("unaligned_group")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
         self.coalesced: set = set()  # ids of small loads kept coalesced: their users' layout gives a thread > 4
         self._small: list = []  # the small loads the walks left open
         self._broadcast_push = False  # in the last backward walk _first_walks makes (_broadcast_default)
-        self._remat_feed = ab_switch("remat_feed")
         self._hoist_loop, self._wanted = None, None  # want()'s loop for _hoisted, and the value it converts
 
     def _note_users(self, block):
@@ -474,16 +471,6 @@ class _Assigner:
             laid[key] = max(laid.get(key, 1), own[id(op)])
             if op.kind == "store":
                 store_dims.setdefault(find(data), set()).add(order[0])
-        # (A/B `unaligned_group`) groups with a contiguous access whose own run is one element (rows unaligned: a
-        # stride not divisible by 16 bytes): a load of theirs whose run a per-element mask cuts to one (an aligned
-        # weight row under `cols < N`) is scalar loads whatever its layout, and takes the unaligned ones' (lanes on
-        # consecutive elements) instead of its pointer's 16-byte layout, which its users in a loop converted every
-        # iteration (the persistent RMSNorm: the weight row through shared memory every row)
-        unaligned = set()
-        if self._unaligned_group:
-            for op, data, order, run, _ in mem:
-                if own[id(op)] == 1 and self._contiguity(op.operands[0], order[0]) > 1:
-                    unaligned.add((find(data), order))
         strided = set()
         # A group with an access through pointers a constant stride of 2 or more elements
         # apart along its fastest dim (`X + offs * 3`): every load of the group takes one element a thread there,
@@ -526,9 +513,6 @@ class _Assigner:
                 cap[key] = min(cap.get(key, 16), max(1, 16 // eb))
         for op, data, order, run, full in mem:
             key = (find(data), order)
-            if key in unaligned and op.kind == "load" and run == 1 and own[id(op)] > 1 and best[key] == 1:
-                out[id(op)] = 1
-                continue
             if key in cap and op.kind == "load" and max(best[key], own[id(op)]) > cap[key]:
                 out[id(op)] = cap[key]
                 continue
@@ -662,11 +646,6 @@ class _Assigner:
         # shared memory, a barrier each; measured on the H200: attention D=64 1.03x, D=128 1.01x, matmul noise).
         wide = (BlockedLayout, LinearEncoding)
         depth = 8 if _of_family(layout, wide) else 4 if _in_loop(op) else 0
-        if not depth and self._remat_feed and self._read_in_a_loop(op):
-            # (A/B `remat_feed`) outside loops too where op's result is read in a loop: an index tile made for an
-            # argmin in the loop (k-means: an arange shared with the loads' offsets, converted through shared memory
-            # before the loop) is then arithmetic LLVM sees through (the tie-break's index compare folds)
-            depth = 4
         if depth:
             self._hoist_loop, self._wanted = self._dot_loop_of(op), v
         try:
@@ -925,13 +904,26 @@ class _Assigner:
         (SmoothQuant's smoothing vector: 1.015x; docs/EXPERIMENTS.md, remat_vec)."""
         anc = self.open_layout(op.result, True)
         n = linear(anc, tuple(op.result.type.shape), self.nw).num_regs
-        if self._remat_iter8 and 4 < n <= 8 and _in_loop(op) and not self._carried(op):
-            # (A/B `remat_iter8`) up to 8 a thread for a load in a loop body whose value is not carried to the next
-            # iteration: the Hamming tile's word vector, 8 rows a thread, loaded in its users' layout as Triton's is
-            # (8 loads, the lanes of a row sharing an address) instead of converted through shared memory with two
-            # barriers every iteration. (remat_wide's 32, the NCHW convolution's weight column, lost.)
+        if 4 < n <= 8 and _in_loop(op) and not self._carried(op) and not self._reduced(op):
+            # up to 8 a thread for a load in a loop body whose value is not carried to the next iteration: the
+            # Hamming tile's word vector, 8 rows a thread, loaded in its users' layout as Triton's is (8 loads, the
+            # lanes of a row sharing an address) instead of converted through shared memory with two barriers every
+            # iteration. Measured against 4 (H100, 2026-12-08, 2 rounds beside Triton, the 5 corpus kernels it
+            # changes, benchmarks/2026-12-08-h100/abin1.md): Hamming 0.867 of the time, SmoothQuant 0.958, the
+            # persistent scaled GEMM 0.963, the two GEMVs 0.999 / 1.002. Not for a value a reduction or scan of its
+            # own shape reads too, which would run in the replicated layout (the gated delta rule's key vector,
+            # broadcast over the state and reduced for its L2 norm: 1.058 with it). (remat_wide's 32, the NCHW
+            # convolution's weight column, lost.)
             return False
         return n > 4
+
+    def _reduced(self, op) -> bool:
+        """Whether a reduction or scan reads op's result, directly or through elementwise ops of its shape."""
+        shape = tuple(op.result.type.shape)
+
+        def follow(u):
+            return u.kind in ELEMENTWISE and bool(u.results) and tuple(u.results[0].type.shape or ()) == shape
+        return self._reaches(op, lambda u: u.kind in ("reduce", "scan"), follow)
 
     def _carried(self, op) -> bool:
         """Whether op's result itself is carried to the next iteration: yielded as it is or through data movement

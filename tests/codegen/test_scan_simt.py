@@ -9,8 +9,7 @@ one thread writes while another reads it, or that two threads write with differe
 The layouts are LinearLayouts built from their bases: blocked ones, ones whose register bits along the axis lie
 below, between or above the warp bits, broadcast lanes and warps, 1-D to 3-D, 1 to 16 warps. The combines are
 non-commutative (composition in the symmetric group S3, and the 2-operand affine map x -> m*x + c mod a prime),
-so any combine out of the scan's order changes the result; the reference is a sequential scan in Python. The
-A/B `scan_pred`'s predicated stores (inline `@p st.shared`) are run as masked stores of the value's bits.
+so any combine out of the scan's order changes the result; the reference is a sequential scan in Python.
 """
 import contextlib
 import itertools
@@ -124,16 +123,6 @@ class Builder:
         return V(p.addr, t)
 
     def call(self, fn, args):
-        if isinstance(fn, ir.InlineAsm) and " st.shared." in fn.asm:  # `@$0 st.shared.bN [$1], $2;` (scan_pred)
-            pred, addr, word = (_v(self.m.nt, a) for a in args)
-            bits = int(fn.asm.split(" st.shared.b")[1].split(" ")[0])
-            outer = self.m.mask
-            self.m.mask = outer & (pred.a != 0)
-            try:
-                self.m.smem_store(V(word.a if bits == 64 else word.a & ((1 << bits) - 1), ir.IntType(bits)), addr.a)
-            finally:
-                self.m.mask = outer
-            return None
         if fn == "llvm.nvvm.barrier.cta.sync.aligned.all":
             self.m.barrier()
             return None
@@ -207,8 +196,7 @@ class Emu:
             assert not (set(self.epoch_writes.get(a, {})) - {t}), f"{a} read by {t} while another thread wrote it"
             self.epoch_reads.setdefault(a, set()).add(t)
             ty, val = self.smem[a]
-            # a predicated store (scan_pred) writes the value's bits as an integer of its width
-            assert ty == typ or (isinstance(ty, ir.IntType) and self.size(ty) == self.size(typ)), (ty, typ)
+            assert ty == typ, (ty, typ)
             out[t] = val
         return V(out, typ)
 
@@ -377,7 +365,7 @@ def test_scan_linear_layouts(case, nops, reverse):
     run_scan(ll, nw, axis, reverse, nops)
 
 
-@pytest.mark.parametrize("switch", ["scan_direct", "scan_prefix", "scan_pred", "scan_prefix,scan_pred"])
+@pytest.mark.parametrize("switch", ["scan_direct", "scan_prefix"])
 @pytest.mark.parametrize("case", [0, 6, 7, 11, 13])
 def test_scan_both_schemes(monkeypatch, switch, case):
     """Each cross-warp scheme, forced, on layouts where the cost model picks one or the other."""
@@ -398,10 +386,7 @@ def test_prefix_scheme_is_linear():
     assert e.barriers == 2
 
 
-@pytest.mark.parametrize("switch", ["", "scan_pred"])
-def test_scan_64_bit_operand(monkeypatch, switch):
-    """A 64-bit operand goes through the lanes' shuffles as two halves and through shared memory whole (stored by a
-    predicated st.shared.b64 under `scan_pred`)."""
-    monkeypatch.setenv("TILEFARM_AB", switch)
+def test_scan_64_bit_operand():
+    """A 64-bit operand goes through the lanes' shuffles as two halves and through shared memory whole."""
     ll, nw = _blocked(*BLOCKED[2])
     run_scan(ll, nw, 0, True, 2, types=[C.I64, C.I32])

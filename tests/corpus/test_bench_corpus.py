@@ -131,20 +131,20 @@ def test_ab_variants_in_one_run(tmp_path):
     import workloads.corpus as corpus
 
     default = corpus.load("tilefarm", ["saxpy_2p26_f32"])["saxpy_2p26_f32"]
-    copy = corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:zero_acc")["saxpy_2p26_f32"]
+    copy = corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:div_quot")["saxpy_2p26_f32"]
     assert copy.kernel is not default.kernel and copy.kernel.fn is not default.kernel.fn
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench_corpus.py"), "--dry-run", "--rounds",
-                        "2", "--select", "saxpy_2p26_f32,transpose32_f32", "--ab", "zero_acc;scan_direct,zero_acc",
+                        "2", "--select", "saxpy_2p26_f32,transpose32_f32", "--ab", "div_quot;scan_direct,div_quot",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(next(tmp_path.glob("corpus-dry-run-*.json")).read_text())
     for row in doc["rows"]:
-        for v in ("zero_acc", "scan_direct,zero_acc"):
+        for v in ("div_quot", "scan_direct,div_quot"):
             assert row["ab:" + v]["ok"] and len(row["ab:" + v]["rounds_ms"]) == 2
             assert row["ab"][v]["vs_default"] > 0
             assert (row["ab"][v].get("vs_triton", 0) > 0) == HAVE_TRITON
-    assert "variant zero_acc: geomean / default" in r.stdout
-    assert "variant scan_direct,zero_acc: geomean / default" in r.stdout
+    assert "variant div_quot: geomean / default" in r.stdout
+    assert "variant scan_direct,div_quot: geomean / default" in r.stdout
 
 
 def test_ab_variant_compiles_under_its_switches(monkeypatch):
@@ -158,9 +158,9 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
     import workloads.corpus as corpus
 
     cases = {"tilefarm": corpus.load("tilefarm", ["saxpy_2p26_f32"]), "triton": {},
-             "ab:zero_acc": corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:zero_acc"),
-             "errors": {"tilefarm": {}, "triton": {}, "ab:zero_acc": {}}}
-    for side in ("tilefarm", "ab:zero_acc"):
+             "ab:div_quot": corpus.load("tilefarm", ["saxpy_2p26_f32"], copy="ab:div_quot"),
+             "errors": {"tilefarm": {}, "triton": {}, "ab:div_quot": {}}}
+    for side in ("tilefarm", "ab:div_quot"):
         case = cases[side]["saxpy_2p26_f32"]
         real = case.kernel
 
@@ -173,12 +173,12 @@ def test_ab_variant_compiles_under_its_switches(monkeypatch):
                 return self.k[grid]
 
         monkeypatch.setattr(case, "kernel", Spy(real))  # the loaded case is shared: put its kernel back after
-    monkeypatch.setenv("TILEFARM_AB", "zero_acc")
+    monkeypatch.setenv("TILEFARM_AB", "div_quot")
     args = bench_corpus.argparse.Namespace(rounds=1, verbose=False, rep_ms=1, warmup_ms=1, settle_ms=0, sustain_s=0)
     rows = bench_corpus.run_gpu(["saxpy_2p26_f32"], cases, args, Dev(args))
-    assert rows[0]["ab:zero_acc"]["ok"] and rows[0]["tilefarm"]["ok"]
-    assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:zero_acc", "zero_acc")
-    assert os.environ["TILEFARM_AB"] == "zero_acc"  # restored
+    assert rows[0]["ab:div_quot"]["ok"] and rows[0]["tilefarm"]["ok"]
+    assert calls[0] == ("tilefarm", None) and calls[1] == ("ab:div_quot", "div_quot")
+    assert os.environ["TILEFARM_AB"] == "div_quot"  # restored
 
 
 def test_shards_split_the_selection_into_disjoint_interleaved_shares():

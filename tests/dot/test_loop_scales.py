@@ -7,11 +7,10 @@ b_s[None, :]`, block-scaled GEMMs), and what it led to (the first two were A/B s
 - codegen/dot.py `_slot_free_behind_wait`: the ring's copies into the slot the previous iteration read need no
   barrier after the dot where every dot of the body waited for its own wgmmas (wait_group 0) in its iteration: the
   ring's wait at the top of the iteration already follows those reads.
-- the A/B `iter_barrier` (codegen/llvm.py `smem_begin`): the first shared-memory use of an iteration that a barrier
-  of the same iteration (the copy ring's wait) already separates from every earlier use gets no barrier of its own.
 
-Results in the interpreter, through ptxas and on the GPU by default and under the switch; the loop's conversions and
-barriers."""
+Results in the interpreter, through ptxas and on the GPU; the loop's conversions and barriers. (The A/B
+`iter_barrier`, no barrier for an iteration's first shared-memory use behind a barrier of the same iteration, left:
+docs/EXPERIMENTS.md.)"""
 import re
 
 import numpy as np
@@ -64,9 +63,7 @@ def _case(M, N, K, gn, gk, rng):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("ab", ["", "iter_barrier", "iter_barrier,zero_acc"])
-def test_scaled_mm_results(target, ab, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", ab)
+def test_scaled_mm_results(target):
     M, N, K, gn, gk = 100, 136, 200, 64, 64
     a, b, a_s, b_s, ref = _case(M, N, K, gn, gk, np.random.default_rng(7))
     c = poison((M, N), "float32")
@@ -101,12 +98,10 @@ def _barriers(text):
 def test_scale_pointers_leave_the_loop(monkeypatch, tmp_path):
     """No 64-bit pointer goes through shared memory in the loop (st.shared.b64 / ld.shared.b64: the row scales'
     pointers converted every iteration took two barriers); the loop's barriers are the ring's wait and the column
-    scales' conversion's two (one fewer under iter_barrier: the conversion's first stands behind the ring's)."""
-    loop = {ab: _loop_text(_ptx(monkeypatch, tmp_path, ab)) for ab in ("", "iter_barrier")}
-    for t in loop.values():
-        assert not re.findall(r"(?:st|ld)\.shared(?:\.v2)?\.[bu]64", t)
-    bars = {ab: _barriers(t) for ab, t in loop.items()}
-    assert bars == {"": 3, "iter_barrier": 2}, bars
+    scales' conversion's two."""
+    t = _loop_text(_ptx(monkeypatch, tmp_path, ""))
+    assert not re.findall(r"(?:st|ld)\.shared(?:\.v2)?\.[bu]64", t)
+    assert _barriers(t) == 3
 
 
 def test_copies_behind_the_rings_wait(monkeypatch, tmp_path):
@@ -157,14 +152,13 @@ def colsum_loop_kernel(X, OUT, R, C: tl.constexpr, BLOCK_R: tl.constexpr, FENCE:
         rr = r0 + tl.arange(0, BLOCK_R)
         x = tl.load(X + rr[:, None] * C + rc[None, :], mask=rr[:, None] < R, other=0.0)
         acc += tl.sum(x, axis=0)
-        acc += tl.sum(x * x, axis=0)  # a second use in the iteration: it keeps its barrier
+        acc += tl.sum(x * x, axis=0)
     tl.store(OUT + rc, acc)
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("fence", [False, True])
-def test_colsum_results(target, fence, monkeypatch):
-    monkeypatch.setenv("TILEFARM_AB", "iter_barrier")
+def test_colsum_results(target, fence):
     R, C = 300, 64
     x = np.random.default_rng(3).standard_normal((R, C)).astype(np.float32)
     out = poison(C, "float32")
@@ -172,18 +166,3 @@ def test_colsum_results(target, fence, monkeypatch):
     if target != "ptxas":
         x64 = x.astype(np.float64)
         assert_close(out, x64.sum(0) + (x64 * x64).sum(0), "float32", rtol=1e-5, atol=1e-4)
-
-
-@pytest.mark.parametrize("fence", [False, True])
-def test_only_a_barrier_of_the_iteration_counts(fence, monkeypatch, tmp_path):
-    """Without a barrier before the iteration's first reduction nothing changes; behind a tl.debug_barrier at the top
-    of the body the first reduction's barrier goes (one fewer), the second keeps its own."""
-    monkeypatch.setenv("TILEFARM_CACHE_DIR", str(tmp_path))
-    n = {}
-    for ab in ("", "iter_barrier"):
-        monkeypatch.setenv("TILEFARM_AB", ab)
-        ptx = colsum_loop_kernel.warmup(np.zeros((64, 64), np.float32), np.zeros(64, np.float32), 64, grid=(1,),
-                                        target="sm_90a", C=64, BLOCK_R=32, FENCE=fence, num_warps=4).asm["ptx"]
-        t = _loop_text(ptx)
-        n[ab] = t.count("barrier.sync") + t.count("bar.sync")
-    assert n["iter_barrier"] == n[""] - (1 if fence else 0), n
