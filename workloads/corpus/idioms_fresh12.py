@@ -497,8 +497,9 @@ CASES = [
          gpu={"R": 1 << 20, "N": 127}, ci={"R": 45, "N": 127},
          meta={"N": 127, "BLOCK_N": 128, "BLOCK_R": 16, "num_warps": 4},
          ci_meta={"N": 127, "BLOCK_N": 128, "BLOCK_R": 8, "num_warps": 2},
-         # the median is one of the fp16 inputs and |x - med| of two fp16 values is exact in float32: exact
-         tol={"float32": (0.0, 0.0)},
+         # the median is one of the fp16 inputs (exact); |x - med| of two fp16 values is float32-rounded where their
+         # bits span more than 24 (2.5 - 0.000123: the H100 run of 2026-12-08 met one among 2^20 rows): one rounding
+         tol={"float32": (2.0 ** -23, 0.0)},
          flops=lambda p: 2.0 * p["R"] * 128 * 28, bytes=lambda p: 2.0 * p["R"] * p["N"] + 8.0 * p["R"],
          idiom="per-row median and MAD of 127 fp16 values: masked load with other=float('inf') padding the row "
                "to 128, tl.sort(x, dim=1), the middle by tl.sum(tl.where(cols == N // 2, s, 0)), a constexpr "
