@@ -154,7 +154,12 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # its users' layout up to 8 elements a thread) was timed on its 6 kernels (H100, 2026-12-08, abin1.md: Hamming 0.867,
 # the gated delta rule 1.058, whose key vector a reduction of its own axis reads too) and became the code limited to
 # loads no such reduction reads: its PTX then changes on the other 5, each as timed (SHA-1), none slower by over 2%.
-OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs")
+# `data_vote` (passes/assign_layouts.py, the elementwise rule; twenty-sixth session, untimed): an elementwise op
+# takes its layout from its computed operands where one has a layout, not from operands built from constants,
+# aranges and splats (tl.split's lane mask [1, .., 1, 2], whose own default put lanes on dim 0: the FFT of
+# idioms_fresh13.py, reshape / permute / split / join butterflies, had its data replicated 8 times across lanes).
+OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs",
+                     "data_vote")
 
 
 @functools.lru_cache(maxsize=None)

@@ -267,6 +267,20 @@ def _free_source(v) -> bool:
     return kind in ("const", "arange") or (kind == "splat" and not src.operands[0].type.shape)
 
 
+def _free_chain(v, depth: int = 8) -> bool:
+    """A value computed only from free sources (_free_source) by shape ops (expand_dims, broadcast) and elementwise
+    ops, at most `depth` ops deep: any layout holds it for the cost of its arithmetic."""
+    if _free_source(v):
+        return True
+    src = v.owner
+    kind = getattr(src, "kind", None)
+    if depth <= 0 or kind is None or len(getattr(src, "results", ())) != 1 or getattr(src, "blocks", None):
+        return False
+    if kind not in ("expand_dims", "broadcast") and kind not in ELEMENTWISE:
+        return False
+    return all(not x.type.shape or _free_chain(x, depth - 1) for x in src.operands)
+
+
 def _ebytes(elem) -> int:
     if isinstance(elem, T.pointer_type):
         return 8
@@ -284,6 +298,7 @@ class _Assigner:
         self.lay: dict = {}  # value id -> layout (None: open / scalar)
         self._gather_idx = ab_switch("gather_idx")
         self._join_regs = ab_switch("join_regs")
+        self._data_vote = ab_switch("data_vote")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
@@ -1049,7 +1064,18 @@ class _Assigner:
                 tgt = self.open_layout(op.results[0], final) if op.results[0].type.shape else None
             else:
                 d = self.desired.get(op.results[0].id)
-                tgt = d if d in known else max(known, key=known.count)
+                votes = known
+                if self._data_vote and not mma and d not in known:
+                    # (A/B `data_vote`) where no operand has the layout the users want, only computed operands
+                    # vote if one has a layout: an operand built from constants, aranges and splats by shape ops and
+                    # elementwise ops (tl.split's lane mask, a column index compare) costs nothing to rematerialize
+                    # in theirs, and its own layout was chosen for its own small shape (the split mask [1, .., 1, 2]:
+                    # its default put the lanes on dim 0, and the data went through shared memory into a layout that
+                    # replicated it across those lanes)
+                    data = [l for i in blockops if not _free_chain(op.operands[i])
+                            for l in [self.L(op.operands[i])] if l is not None]
+                    votes = data or known
+                tgt = d if d in known else max(votes, key=votes.count)
             for i in blockops:
                 self.want(op, i, tgt, final)
             self.set(op, [tgt] * len(op.results))  # every result (inline_asm has several) in the one layout
