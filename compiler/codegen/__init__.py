@@ -94,7 +94,7 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     second run costs a warm compile 30-100 ms (the looped softmax 0.82 -> 1.47 of Triton's before this check;
     benchmarks/host-2026-12-07g, host-2026-12-07h)."""
     from ..resources import occupancy
-    from .ptx import PTXASError, _assemble, ptx_arch
+    from .ptx import PTXASError, _assemble, ab_switch, ptx_arch
     from .sass_bin import loops_in_flight
 
     if loop_global_loads(ptx) < 2:
@@ -110,6 +110,15 @@ def register_headroom(ptx: str, arch: str, meta: dict):
     limit = regs
     while limit < 255 and occupancy(limit + 1, shared, threads, target) == blocks:
         limit += 1
+    if limit == regs and ab_switch("headroom_step"):
+        # (A/B `headroom_step`) no register free at ptxas's own occupancy: at the register file's whole-occupancy
+        # count (32 a thread for 2048 threads) ptxas schedules to it and issues a loop's loads one after another (the
+        # 4-bit group quantizer under div_quot: 2 of its 4 vector loads out of flight, 1.24 of the time of the code
+        # that used 40). The limit of the next occupancy step down is tried, kept by the same checks below (more
+        # loads in flight, no more spills)
+        lower = occupancy(limit + 1, shared, threads, target) if limit < 255 else 0
+        while lower and limit < 255 and occupancy(limit + 1, shared, threads, target) == lower:
+            limit += 1
     if limit == regs or limit >= 255:
         # no register the occupancy leaves free: held to its own count, ptxas schedules to that limit instead of
         # its own target (union-find 1.067, group norm 0.952, varlen sums 0.975; H100, 2026-12-07). Or the limit

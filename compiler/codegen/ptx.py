@@ -158,8 +158,13 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # takes its layout from its computed operands where one has a layout, not from operands built from constants,
 # aranges and splats (tl.split's lane mask [1, .., 1, 2], whose own default put lanes on dim 0: the FFT of
 # idioms_fresh13.py, reshape / permute / split / join butterflies, had its data replicated 8 times across lanes).
+# `headroom_step` (codegen/__init__.py `register_headroom`; twenty-sixth session, untimed): where ptxas's own count is
+# the whole register file's for the block count (32 a thread for 2048 threads: no register free at that occupancy),
+# the limit of the next occupancy step down is tried under register_headroom's checks (more of a loop's loads in flight,
+# no more spills). The 4-bit group quantizer under div_quot (1.238 of the time, 2 of 4 loads issued late at 32
+# registers): all 4 in flight at 40. Changes 10 corpus kernels by default (memory-bound loops at full occupancy).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs",
-                     "data_vote")
+                     "data_vote", "headroom_step")
 
 
 @functools.lru_cache(maxsize=None)

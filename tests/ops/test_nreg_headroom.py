@@ -209,3 +209,19 @@ def test_machine_code_words():
     assert SB.branch_target(3, bra) == 0
     code = b"".join(lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in [(ldg, 0), (bra, 0)])
     assert SB.instructions(code) == [(ldg, 0), (bra, 0)]
+
+
+@pytest.mark.skipif(_ptxas() is None, reason="needs ptxas (nvidia-cuda-nvcc)")
+def test_headroom_step_below_whole_occupancy(monkeypatch):
+    """A/B `headroom_step`: the 4-bit group quantizer under div_quot (its packed bytes stored as words) lands on 32
+    registers, the whole register file's count for 2048 threads, and ptxas then issues 2 of its loop's 4 vector loads
+    late; the limit of the next occupancy step down (40 registers, 12 blocks of 128 threads) puts all 4 in flight. The
+    default keeps no limit there."""
+    from compiler.codegen.sass_bin import loops_in_flight
+
+    ptx0, cubin0, _ = _corpus("q4_group_quant_pack_u8", monkeypatch, "div_quot")
+    ptx1, cubin1, _ = _corpus("q4_group_quant_pack_u8", monkeypatch, "div_quot,headroom_step")
+    assert ".maxnreg" not in ptx0 and re.search(r"^\.maxnreg 40$", ptx1, re.M)
+    before, after = loops_in_flight(cubin0), loops_in_flight(cubin1)
+    assert [lp["loads"] for lp in before] == [lp["loads"] for lp in after] == [4]
+    assert before[0]["in_flight"] < 4 == after[0]["in_flight"]
