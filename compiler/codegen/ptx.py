@@ -163,8 +163,12 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # the limit of the next occupancy step down is tried under register_headroom's checks (more of a loop's loads in flight,
 # no more spills). The 4-bit group quantizer under div_quot (1.238 of the time, 2 of 4 loads issued late at 32
 # registers): all 4 in flight at 40. Changes 10 corpus kernels by default (memory-bound loops at full occupancy).
+# `gather_smem` (frontend/semantic.py `gather`, codegen/reduce.py `_e_gather`; twenty-sixth session, untimed): tl.gather
+# as one op through shared memory (the source stored once, each result element loaded at its index) instead of the
+# comparison of every index with every source position along the axis (index size x source size: a block-local MoE
+# sort's [64, 256] int8 row gather 73000 SASS instructions and 76 KB of spills against Triton's 1744).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs",
-                     "data_vote", "headroom_step")
+                     "data_vote", "headroom_step", "gather_smem")
 
 
 @functools.lru_cache(maxsize=None)

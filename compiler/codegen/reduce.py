@@ -244,6 +244,66 @@ def _out_reg(out_ll, key):
     raise KeyError(key)
 
 
+@emits("gather")
+def _e_gather(e, op):
+    """tl.gather through shared memory (the A/B `gather_smem`): the source tile stored row-major by one holder of
+    each element, a barrier, then each result register loaded at its own coordinates with the index's value along
+    `axis` (0 where the index is outside [0, n)). Linear in the source's and the result's sizes, where the comparison
+    of every index with every source position costs their product."""
+    src, index = op.operands
+    axis = op.attrs["axis"]
+    shape = tuple(src.type.shape)
+    n = shape[axis]
+    xl, rl = e.layout_of(src), e.result_ll(op)
+    xs, idx = e.regs(src), e.regs(index)
+    t = xs[0].type
+    eb = _bytes(xs[0])
+    numel = 1
+    for s in shape:
+        numel *= s
+    e.smem_begin(numel * eb)
+    uniq = e.unique_pred(xl)
+    seen = set()
+    for r, v in enumerate(xs):
+        c = tuple(xl.reg_coord(r))
+        if c in seen:
+            continue
+        seen.add(c)
+        if uniq is None:
+            _st_smem(e, e.linear_index(xl, r), 0, v)
+        else:
+            with e.b.if_then(uniq):
+                _st_smem(e, e.linear_index(xl, r), 0, v)
+    e.barrier()
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    zero = ir.Constant(C.I8 if t == C.I1 else t, 0)
+    signed = index.type.element.is_int_signed()
+    out = []
+    for r in range(rl.num_regs):
+        i = idx[r]
+        if i.type.width > 32:  # a 64-bit index: out of range where its high word is not that of a small one
+            ok = e.b.icmp_unsigned("<", i, ir.Constant(i.type, n))
+            i = e.b.trunc(i, C.I32)
+        else:
+            if i.type != C.I32:
+                i = e.b.sext(i, C.I32) if signed else e.b.zext(i, C.I32)
+            ok = e.b.icmp_unsigned("<", i, e.i32(n))  # negative indices wrap to large unsigned ones
+        pos = e.b.select(ok, i, e.i32(0))
+        off = None
+        for d in range(len(shape)):
+            cd = pos if d == axis else e.coord(rl, r, d)
+            term = cd if strides[d] == 1 else e.b.mul(cd, e.i32(strides[d]))
+            off = term if off is None else e.b.add(off, term)
+        got = _ld_smem(e, off, 0, t)
+        if t == C.I1:
+            out.append(e.b.and_(got, ok))
+        else:
+            out.append(e.b.select(ok, got, zero))
+    e.put(op.result, out, rl)
+
+
 # ---- scan -----------------------------------------------------------------------------------------------------
 
 @emits("histogram")

@@ -1264,6 +1264,12 @@ def gather(src, index, axis):
     if not index.dtype.is_int():
         raise SemanticError(f"gather's index must be integers, got {index.dtype!r}")
     n = src.type.shape[axis]
+    from ..options import ab_switch
+
+    if ab_switch("gather_smem") and not src.dtype.is_ptr():
+        # (A/B `gather_smem`) one op: src through shared memory, each result element loaded at its index (linear in
+        # the result's size; the comparison below is index size x source size along the axis)
+        return tensor(_b().gather(src.handle, index.handle, axis), TensorType(src.dtype, tuple(index.type.shape)))
     # [.., M(index), N(src), ..]: compare every index with every source position along the axis
     s = expand_dims(src, axis)
     i = expand_dims(index, axis + 1)

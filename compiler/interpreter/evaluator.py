@@ -121,6 +121,19 @@ def _permute(interp, op):
     return lambda x: np.transpose(x, order)
 
 
+@impl("gather")
+def _gather(interp, op):
+    axis = op.attrs["axis"]
+    n = op.operands[0].type.shape[axis]
+
+    def gather(src, index):
+        src, index = np.asarray(src), np.asarray(index).astype(np.int64)
+        ok = (index >= 0) & (index < n)
+        got = np.take_along_axis(src, np.where(ok, index, 0), axis)
+        return np.where(ok, got, np.zeros((), src.dtype))
+    return gather
+
+
 @impl("histogram")
 def _histogram(interp, op):
     bins = op.attrs["bins"]

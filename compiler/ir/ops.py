@@ -75,6 +75,8 @@ Op kinds (operands -> results; attrs):
   dot            (a, b, acc) -> T                 input_precision, out_dtype (part 2)
   histogram      (x) -> int32[bins]               bins; counts of the 1-D int block x's values in [0, bins), others
                                                   not counted (tl.histogram)
+  gather         (src, index) -> T[index's shape]  axis; out[.., i, ..] = src[.., index[.., i, ..], ..] along axis,
+                                                  0 where the index is outside [0, src's size there) (tl.gather)
   tensormap_create (base, shape..., strides...) -> i64  block, padding, slot: the CUDA tensor map of
                                                   an in-kernel descriptor, written into the program's global scratch
                                                   (sm_90a); its address, or 0 in the interpreter
@@ -153,6 +155,13 @@ class Builder:
         if len(x.type.shape) != 1:
             raise IRError("histogram of a block that is not 1-D")
         return self._one("histogram", [x], T.TensorType(T.int32, (bins,)), {"bins": bins})
+
+    def gather(self, src: Value, index: Value, axis: int) -> Value:
+        """src's elements along `axis` at index's values (index has src's shape on every other dim)."""
+        s, i = src.type.shape, index.type.shape
+        if len(s) != len(i) or not s or any(a != b for d, (a, b) in enumerate(zip(s, i)) if d != axis):
+            raise IRError(f"gather of {list(s)} by an index of {list(i)} along {axis}")
+        return self._one("gather", [src, index], T.TensorType(src.type.element, tuple(i)), {"axis": axis})
 
     # --- shapes ------------------------------------------------------------------------------------
     def splat(self, x: Value, shape) -> Value:

@@ -180,6 +180,9 @@ _op("dot", 3, "op", "pure", layout="own")
 # tl.histogram: int32 counts of a 1-D block's values in [0, bins) (others not counted); its result is made in
 # whatever layout its users want, its operand read in its own
 _op("histogram", 1, "op", "pure", layout="source")
+# tl.gather through shared memory (the A/B `gather_smem`): src's elements along `axis` picked by index; the result is
+# made in the index's layout, src read in its own (codegen/reduce.py)
+_op("gather", 2, "op", "pure", layout="own")
 # the CUDA tensor map of an in-kernel tensor descriptor written into the program's global scratch:
 # (base, shape..., strides but the last...) -> its int64 address; attrs block, padding, slot. Writes memory and
 # synchronizes the block, so never dropped or moved; the interpreter gives 0 (its loads read through pointers).

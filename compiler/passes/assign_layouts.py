@@ -1090,6 +1090,15 @@ class _Assigner:
             self.want(op, 1, bl, final)
             self.want(op, 2, res, final)
             self.set(op, [res])
+        elif k == "gather":
+            # (A/B `gather_smem`) the result in the index's layout (each thread loads its own elements from shared
+            # memory), the source stored from its own
+            tgt = self.L(op.operands[1]) or self.open_layout(op.result, final)
+            self.set(op, [tgt])
+            if final:
+                self.want(op, 1, self.lay[op.result.id], final)
+                if self.L(op.operands[0]) is None:
+                    self.want(op, 0, self.default(op.operands[0]), final)
         elif k == "broadcast":
             self.set(op, [self.L(op.operands[0]) or self.open_layout(op.result, final)])
             if final and self.L(op.operands[0]) is None:
@@ -1348,6 +1357,8 @@ class _Assigner:
                     ax = next((a for a in range(len(r)) if r[a] == 1 and r[:a] + r[a + 1:] == s), None)
                 if ax is not None:
                     self._push(op.operands[0], SliceLayout(ax, R))
+        elif k == "gather":
+            self._push(op.operands[1], R)
         elif k == "reduce" and isinstance(R, SliceLayout) and R.dim == op.attrs["axis"]:
             for v in op.operands:
                 self._push(v, R.parent)
