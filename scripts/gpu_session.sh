@@ -363,8 +363,10 @@ if [[ ",$what," == *",abin,"* ]]; then  # named only: A/Bs of TILEFARM_AB varian
   # code it changes (lists from scripts/corpus_ptx_sha1.py --against the default):
   # - div_quot alone and gather_idx,convert_chain,join_regs without it on the kernels the four change (together:
   #   the NF4 GEMV 0.453, the 4-bit group quantizer 1.238 by div_quot's wider stores; benchmarks/2026-12-08-h100);
-  # - data_vote (twenty-sixth session): its 5 kernels (the FFT's SASS 81768 -> 3864, Triton's 3680).
-  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-nf4_dequant_gemv_bf16,mxfp4_gemv_e8m0_bf16,q4_group_quant_pack_u8,conv2d_nhwc_igemm_f16,mm_colbias_f16,scalar_kinds_i64_bool_one_dns_f32,complex_split_join_cat_f32,fft_radix2_rows_c64,linear_decode_bias_m32_bf16,mm_bias_relu_bf16,smoothquant_dyn_w8a8_f16|div_quot;gather_idx,convert_chain,join_regs;div_quot,gather_idx,convert_chain,join_regs@bucket_stats_spinlock_f32,complex_split_join_cat_f32,fft_radix2_rows_c64,gather_w8a8_u8_optptr_swizzle,vflip_sort_gather_topk_f32|data_vote}"
+  # - data_vote (twenty-sixth session): its 5 kernels (the FFT's SASS 81768 -> 3864, Triton's 3680);
+  # - gather_smem (same session): its 4 kernels (the MoE block sort's row gather 73000 -> 928 SASS, Triton's 1744);
+  # - headroom_step: the 4-bit quantizer under div_quot with and without it, then its 10 kernels by default.
+  IFS='@' read -ra abruns <<< "${ABIN_RUNS:-nf4_dequant_gemv_bf16,mxfp4_gemv_e8m0_bf16,q4_group_quant_pack_u8,conv2d_nhwc_igemm_f16,mm_colbias_f16,scalar_kinds_i64_bool_one_dns_f32,complex_split_join_cat_f32,fft_radix2_rows_c64,linear_decode_bias_m32_bf16,mm_bias_relu_bf16,smoothquant_dyn_w8a8_f16|div_quot;gather_idx,convert_chain,join_regs;div_quot,gather_idx,convert_chain,join_regs@bucket_stats_spinlock_f32,complex_split_join_cat_f32,fft_radix2_rows_c64,gather_w8a8_u8_optptr_swizzle,vflip_sort_gather_topk_f32|data_vote@lut4_gather_axis1_gemm_f16,moe_block_sort_gather_rows_i8,topk_sort_gather_f32,vflip_sort_gather_topk_f32|gather_smem@q4_group_quant_pack_u8|div_quot;div_quot,headroom_step@bucketize_binary_search_i64,cosine_rows_f64,dot2_compensated_fma_f32,geglu_fwd_tanh_libdevice_bf16,groupnorm_fwd_f32,hamming_popc_u32,kldiv_logtarget_batchmean_atomic_f32,layernorm_looped_f32,spmv_csr_f32,varlen_rowsum_f32|headroom_step}"
   part=${ABIN_PART:-1/1}; pk=${part%/*}; pn=${part#*/}
   for i in "${!abruns[@]}"; do
     [ $((i % pn)) -eq $((pk - 1)) ] || continue
