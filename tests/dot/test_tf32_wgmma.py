@@ -54,7 +54,7 @@ def _mm_once(A, B, C, M, N, stride_bk, stride_bn, BM: tl.constexpr, BN: tl.const
 
 
 @compiler.jit
-def _nearest(X, CT, OUT, M, K, D: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+def _nearest(X, CT, OUT, IDX, M, K, D: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
     # k-means' assignment step: x [BM, D] loaded once before the loop (stored to shared memory once), centroids read
     # transposed ([D, BK], D contiguous), the smallest |c|^2 - 2 x.c and its index over the centroid blocks
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -72,6 +72,7 @@ def _nearest(X, CT, OUT, M, K, D: tl.constexpr, BM: tl.constexpr, BK: tl.constex
         best = tl.where(better, m, best)
         best_idx = tl.where(better, k0 + i, best_idx)
     tl.store(OUT + rm, best, mask=rm < M)
+    tl.store(IDX + rm, best_idx, mask=rm < M)
 
 
 @compiler.jit
@@ -209,7 +210,7 @@ def _nearest_launch(rng, M=200, K=150, D=64):
     c = _rand(rng, (K, D))
     out = poison(M, "float32")
     ref = ((c.astype(np.float64) ** 2).sum(1)[None, :] - 2 * x.astype(np.float64) @ c.astype(np.float64).T).min(1)
-    return [x, c, out], [M, K], dict(D=D, BM=128, BK=64, num_warps=4), ref, out
+    return [x, c, out, poison(M, "int32")], [M, K], dict(D=D, BM=128, BK=64, num_warps=4), ref, out
 
 
 def test_nearest_ptx():

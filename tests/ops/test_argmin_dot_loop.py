@@ -6,28 +6,9 @@ import numpy as np
 import pytest
 
 import compiler
-import compiler.language as tl
 
+from ..dot.test_tf32_wgmma import _nearest
 from .test_ops import TARGETS, assert_exact, poison, run
-
-
-@compiler.jit
-def nearest_kernel(X, C, LABELS, M, K, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rd = tl.arange(0, D)
-    x = tl.load(X + rm[:, None] * D + rd[None, :], mask=rm[:, None] < M, other=0.0)
-    best = tl.full([BLOCK_M], float("inf"), dtype=tl.float32)
-    best_idx = tl.zeros([BLOCK_M], dtype=tl.int32)
-    for k0 in range(0, K, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        c = tl.load(C + rk[None, :] * D + rd[:, None], mask=rk[None, :] < K, other=0.0)
-        dist = tl.sum(c * c, axis=0)[None, :] - 2.0 * tl.dot(x, c)
-        dist = tl.where(rk[None, :] < K, dist, float("inf"))
-        blk_min, blk_idx = tl.min(dist, axis=1, return_indices=True)
-        better = blk_min < best
-        best = tl.where(better, blk_min, best)
-        best_idx = tl.where(better, k0 + blk_idx, best_idx)
-    tl.store(LABELS + rm, best_idx, mask=rm < M)
 
 
 def _inputs(M, K, D, rng):
@@ -50,7 +31,7 @@ def test_nearest_results(target):
     M, K, D = 200, 100, 32
     pts, cent = _inputs(M, K, D, np.random.default_rng(45))
     labels = poison(M, "int32")
-    run(target, nearest_kernel, (compiler.cdiv(M, 64),), [pts, cent, labels], [M, K], D=D, BLOCK_M=64, BLOCK_K=32,
-        num_warps=4)
+    run(target, _nearest, (compiler.cdiv(M, 64),), [pts, cent, poison(M, "float32"), labels], [M, K], D=D, BM=64,
+        BK=32, num_warps=4)
     if target != "ptxas":
         assert_exact(labels, _reference(pts, cent))
