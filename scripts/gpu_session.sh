@@ -6,7 +6,9 @@
 #                                       dottests,fleet,scale,tutorials,farmcorpus,farmresume,abin,pick,extsuite,pending,sustain,
 #                                       gputests,ncucorpus,swap,quick,laggards] [pytest args]
 # Runs from the repository root with the node's python3 (torch, triton, llvmlite, cuda-bindings there); ray and
-# pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it).
+# pydantic come from .gpu-node/site.tar.xz when it was carried (bash ../shared/gpu-node/bundle.sh builds it; build it
+# with `EXTRA=sqlalchemy bash ../shared/gpu-node/bundle.sh`: the node lacks sqlalchemy, which the farm's results store
+# imports, and without it pytest stops at collecting the farm's test files, running no gpu test: 2026-12-08).
 set -u
 FINAL=${OUT:-/tmp/out}; mkdir -p "$FINAL"
 OUT=/tmp/gpu-session; rm -rf "$OUT"; mkdir -p "$OUT"   # everything lands here; $FINAL gets a tarball + tables
@@ -16,6 +18,7 @@ if [ -f .gpu-node/site.tar.xz ] && [ ! -d /tmp/site/ray ]; then
   mkdir -p /tmp/site && tar -xJf .gpu-node/site.tar.xz -C /tmp/site
 fi
 [ -d /tmp/site ] && export PYTHONPATH=$PYTHONPATH:/tmp/site
+python3 -c "import sqlalchemy" 2>/dev/null || echo "WARNING: no sqlalchemy here (rebuild site.tar.xz with EXTRA=sqlalchemy): the farm's tests cannot be collected"
 # The ptxas users get: the nvidia-cuda-nvcc pip package (a dependency; the node lacks it and has CUDA 13.0's).
 # A call carries at most 64 MiB with the tree: since 2026-12-07 the tracked tree (~25 MB) and site.tar.xz (~32 MB)
 # leave no room for this tarball (~12 MB), so calls carry site.tar.xz alone and use the node's ptxas (both sides of
