@@ -167,8 +167,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # as one op through shared memory (the source stored once, each result element loaded at its index) instead of the
 # comparison of every index with every source position along the axis (index size x source size: a block-local MoE
 # sort's [64, 256] int8 row gather 73000 SASS instructions and 76 KB of spills against Triton's 1744).
+# `convert_cse_small` (passes/canonicalize.py `share_small_converts`; twenty-sixth session, untimed): conversions of
+# one value to one layout made once where each holds at most 4 elements a thread (RoPE's cos / sin rows, index
+# vectors converted for two users), the small form of the retired convert_cse (whose loss was a large tile held).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs",
-                     "data_vote", "headroom_step", "gather_smem")
+                     "data_vote", "headroom_step", "gather_smem", "convert_cse_small")
 
 
 @functools.lru_cache(maxsize=None)

@@ -9,7 +9,7 @@ import os
 
 from ..ir.verify import verify
 from .assign_layouts import assign_layouts
-from .canonicalize import canonicalize
+from .canonicalize import canonicalize, share_small_converts
 from .dce import dce, dce_after_layouts
 from .fp8_dot import fp8_dots
 from .pipeline import pipeline_loads
@@ -36,6 +36,9 @@ PIPELINE = [
     # Choose a distributed layout per block value (coalesced anchors, free slices), insert convert_layout where
     # layouts meet; everything after needs layouts and codegen reads them.
     ("assign_layouts", assign_layouts),
+    # (A/B `convert_cse_small`) one conversion of a small value per layout, not one per user; before the DCE that
+    # drops the copies.
+    ("share_small_converts", share_small_converts),
     # Drop what the layout pass left unused (a value recomputed in a new layout leaves its first copy, and any
     # conversion of it, dead): a dead conversion would still cost codegen a shared-memory round trip and barriers.
     ("dce_after_layouts", dce_after_layouts),

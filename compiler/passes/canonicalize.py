@@ -73,6 +73,46 @@ def _cse(block: Block, table: dict, mapping: dict) -> None:
                 table[k] = op.results[0]
 
 
+def _share_small_converts(block: Block, table: dict, mapping: dict, nw: int) -> None:
+    """(A/B `convert_cse_small`) Conversions of one value to one layout, each of at most 4 elements a thread, made
+    once: the layout pass converts a value once per user, so two users of a small vector (an index vector, RoPE's
+    cos / sin row) in one layout cost two shared-memory round trips and their barriers. Scoped like _cse (an enclosing
+    block serves the blocks inside it; siblings do not share). Larger tiles are left alone: sharing one held the
+    converted tile across all its users where each had converted from the live source just before it (convert_cse,
+    docs/EXPERIMENTS.md: the complex split/join tiles 164 -> 186 registers, 1.148 of the time)."""
+    from .layouts import linear
+
+    table = dict(table)
+    for op in block.ops:
+        if any(o.id in mapping for o in op.operands):
+            op.operands = [mapping.get(o.id, o) for o in op.operands]
+        for b in op.blocks:
+            _share_small_converts(b, table, mapping, nw)
+        if op.kind != "convert_layout" or not op.results[0].type.shape:
+            continue
+        lay = op.attrs.get("_layouts", [None])[0]
+        if lay is None or linear(lay, tuple(op.results[0].type.shape), nw).num_regs > 4:
+            continue
+        key = (op.operands[0].id, repr(lay))
+        prev = table.get(key)
+        if prev is not None:
+            mapping[op.results[0].id] = prev
+        else:
+            table[key] = op.results[0]
+
+
+def share_small_converts(module: Module, options=None) -> Module:
+    """(A/B `convert_cse_small`) _share_small_converts over the kernel body; the DCE after layouts drops the copies."""
+    from ..options import ab_switch
+
+    if ab_switch("convert_cse_small"):
+        mapping: dict = {}
+        _share_small_converts(module.function.body, {}, mapping, options.num_warps if options else 4)
+        if mapping:
+            _replace_uses(module.function.body, mapping)
+    return module
+
+
 def _uses(block: Block, counts: dict) -> None:
     for op in block.ops:
         for o in op.operands:
