@@ -170,8 +170,11 @@ AB_SWITCHES: tuple = ()  # the ones llvm_to_ptx reads (none in progress)
 # `convert_cse_small` (passes/canonicalize.py `share_small_converts`; twenty-sixth session, untimed): conversions of
 # one value to one layout made once where each holds at most 4 elements a thread (RoPE's cos / sin rows, index
 # vectors converted for two users), the small form of the retired convert_cse (whose loss was a large tile held).
+# `remat_div` (passes/assign_layouts.py `_remat`; twenty-sixth session, untimed): integer divisions and remainders by a
+# constant or a splat scalar are recomputed in a user's layout like the other cheap arithmetic (an im2col's
+# `j // BK`, `j % BK` were converted through shared memory every iteration of the conv1d's loop).
 OTHER_AB_SWITCHES = ("scan_direct", "scan_prefix", "div_quot", "gather_idx", "convert_chain", "join_regs",
-                     "data_vote", "headroom_step", "gather_smem", "convert_cse_small")
+                     "data_vote", "headroom_step", "gather_smem", "convert_cse_small", "remat_div")
 
 
 @functools.lru_cache(maxsize=None)

@@ -299,6 +299,7 @@ class _Assigner:
         self._gather_idx = ab_switch("gather_idx")
         self._join_regs = ab_switch("join_regs")
         self._data_vote = ab_switch("data_vote")
+        self._remat_div = ab_switch("remat_div")
         self.group_run, self.cross_run = self._group_runs(fn.body)
         self._out, self._cur_op = [], None
         self._frames: list = []  # (the new op list, the op being visited) of each block the final walk is in
@@ -863,7 +864,11 @@ class _Assigner:
             if y is None:
                 return None
             ops = [y]
-        elif kind in self._REMAT and depth > 0 and len(src.results) == 1:
+        elif (kind in self._REMAT or (self._remat_div and kind in ("idiv", "irem") and src.operands[1].type.shape
+                                      and _free_source(src.operands[1]))) and depth > 0 and len(src.results) == 1:
+            # (A/B `remat_div`) an integer division or remainder by a constant or a splat scalar too: `j // BK`,
+            # `j % BK` of an im2col's column index, made once before the loop, were converted through shared memory
+            # (two barriers) every iteration where the dot's tiles read them in another layout
             ops = []
             for x in src.operands:
                 if not x.type.shape:
