@@ -8,6 +8,7 @@ every use: `smem_begin` puts a barrier before a use when an earlier use may stil
 from __future__ import annotations
 
 import functools
+import math
 
 import llvmlite.ir as ir
 
@@ -258,10 +259,7 @@ def _e_gather(e, op):
     xs, idx = e.regs(src), e.regs(index)
     t = xs[0].type
     eb = _bytes(xs[0])
-    numel = 1
-    for s in shape:
-        numel *= s
-    e.smem_begin(numel * eb)
+    e.smem_begin(math.prod(shape) * eb)
     uniq = e.unique_pred(xl)
     seen = set()
     for r, v in enumerate(xs):

@@ -1266,10 +1266,8 @@ def gather(src, index, axis):
     n = src.type.shape[axis]
     from ..options import ab_switch
 
-    numel = 1
-    for d in src.type.shape:
-        numel *= d
-    if ab_switch("gather_smem") and not src.dtype.is_ptr() and numel * max(1, src.dtype.bits // 8) <= 65536:
+    if (ab_switch("gather_smem") and not src.dtype.is_ptr()
+            and math.prod(src.type.shape) * max(1, src.dtype.bits // 8) <= 65536):
         # (A/B `gather_smem`) one op: src through shared memory, each result element loaded at its index (linear in
         # the result's size; the comparison below is index size x source size along the axis); a source of at most
         # 64 KiB, so the block keeps room for the rest of its shared memory
